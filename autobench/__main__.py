@@ -1,0 +1,3 @@
+from autobench.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""The ``autobench`` command line: a thin, lazily loaded click group.
+
+Each command lives in its own module under ``autobench.cli`` and is imported only
+when it runs, so ``autobench --help`` and ``compile`` never pay for huggingface_hub,
+SQLAlchemy or aiohttp.  ``COMMANDS`` maps a command name to ``module:attribute``
+and the one-line summary shown by ``--help`` (kept here so help needs no imports).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+
+import click
+
+from autobench import __version__
+from autobench.errors import AutobenchError
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "validate": ("autobench.cli.recipe_cmds:validate", "Check recipes against the schema and rules."),
+    "compile": ("autobench.cli.recipe_cmds:compile_", "Compile a recipe into a bash script."),
+    "schema": ("autobench.cli.recipe_cmds:schema", "Print the JSON Schema of a recipe."),
+    "lock": ("autobench.cli.hub_cmds:lock", "Pin every Hub reference of recipes to a commit sha."),
+    "outdated": ("autobench.cli.hub_cmds:outdated", "Show pins whose branch has moved upstream."),
+    "hub": ("autobench.cli.hub_cmds:hub", "Inspect Hub repositories (trust facts)."),
+    "bench": ("autobench.cli.bench_cmds:bench", "Benchmark an OpenAI-compatible server."),
+    "synthetic-server": (
+        "autobench.cli.bench_cmds:synthetic_server",
+        "Run the synthetic OpenAI-compatible streaming server.",
+    ),
+    "run": ("autobench.cli.run_cmds:run", "Run a recipe end to end and record it."),
+    "logs": ("autobench.cli.logs_cmds:logs", "Read vLLM server logs: boot facts, root causes."),
+    "record": ("autobench.cli.ledger_cmds:record", "Append a run to the ledger by hand."),
+    "ledger": ("autobench.cli.ledger_cmds:ledger", "List, show, export and verify the ledger."),
+    "history": ("autobench.cli.ledger_cmds:history", "Run history per draft, model or recipe."),
+    "compare": ("autobench.cli.ledger_cmds:compare", "Compare two runs side by side."),
+    "report": ("autobench.cli.report_cmds:report", "Render Markdown pages from the ledger."),
+}
+
+
+def _available(name: str) -> bool:
+    module = COMMANDS[name][0].split(":")[0]
+    return importlib.util.find_spec(module) is not None
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in COMMANDS if _available(name))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS or not _available(cmd_name):
+            return None
+        module_name, attr = COMMANDS[cmd_name][0].split(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="autobench")
+def cli() -> None:
+    """Reproducible benchmarks of LLM serving recipes.
+
+    Recipes (YAML) are validated, pinned to exact Hub commits, compiled into
+    shell-safe scripts, run, recorded in an append-only ledger and reported.
+    """
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI, turn every expected error into one line."""
+    try:
+        cli.main(args=argv, prog_name="autobench", standalone_mode=False)
+    except AutobenchError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: one line, and the traceback on request
+        if os.environ.get("AUTOBENCH_TRACEBACK"):
+            raise
+        click.echo(
+            f"internal error: {type(exc).__name__}: {exc} "
+            "(this is a bug in autobench; rerun with AUTOBENCH_TRACEBACK=1 and report it)",
+            err=True,
+        )
+        return 70
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

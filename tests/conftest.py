@@ -1,0 +1,34 @@
+"""Shared fixtures.  Each area keeps its own fixtures in tests/<area>/conftest.py."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """No test may read the user's HF token/cache or the repo's ledger by accident."""
+    home = tmp_path_factory.mktemp("hf_home")
+    monkeypatch.setenv("HF_HOME", str(home))
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("AUTOBENCH_LEDGER", raising=False)
+    yield
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return REPO
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """Environment for running the CLI in a subprocess."""
+    env = dict(os.environ)
+    env.update(extra)
+    return env
