@@ -5,25 +5,49 @@ CONTRACT (other modules rely on it):
     LoadedRecipe.path       Path of the file given
     LoadedRecipe.recipe     the validated Recipe
     LoadedRecipe.data       the fully merged plain dict (after extends), as validated
+                            (``Recipe.model_dump(mode="json")``: defaults filled in)
     LoadedRecipe.digest     "sha256:<hex>" over the canonical JSON of the resolved recipe
-    LoadedRecipe.positions  {key path tuple: Position(file, line, col)} -- where each effective value
-                            was written (1-based line/col; the file may be an extended parent)
-    LoadedRecipe.position(*keys) -> Position | None
-Errors: RecipeError with location "file:line:col" and a hint.
+                            (``data`` without ``extends``: moving files does not change it)
+    LoadedRecipe.positions  {key path tuple: Position(file, line, col)} -- where each effective key
+                            was written (1-based line/col; the file may be an extended parent).
+                            Sequence items are keyed by their index: ("engine", "extra_args", 0).
+    LoadedRecipe.value_positions  same, pointing at the value instead of the key
+    LoadedRecipe.files      every file read, the given one first, then its parents
+    LoadedRecipe.position(*keys) -> Position | None   (nearest written ancestor if the key
+                            itself was defaulted; None only when nothing on the path was written)
+Errors: RecipeError with location "file:line:col" and a hint, message "key.path: what is wrong".
 
-(Initial minimal version; hardened by the recipe engineer.)
+Loading rules, in order: the file must exist, be a regular file, be at most ``MAX_BYTES``,
+be UTF-8 text without NUL bytes, and hold one YAML mapping (YAML 1.2; duplicate keys, tabs
+in indentation, custom tags and more than ``MAX_NODES`` nodes after alias expansion are
+refused).  ``extends: other.yaml`` (relative to the file that says it) deep-merges the file
+onto its parent: mappings merge key by key, any other value (lists included) replaces the
+parent's, and ``null`` deletes the inherited key.  ``name`` is never inherited: it is the
+child's own ``name:`` or else the child's file stem.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
+import difflib
 import hashlib
 import json
+import math
+import re
+import types
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from autobench.errors import RecipeError
-from autobench.recipe.schema import Recipe
+
+MAX_BYTES = 1_000_000  # a recipe is a few KB; anything this big is a mistake
+MAX_NODES = 20_000  # nodes after alias expansion (billion-laughs guard)
+MAX_DEPTH = 50  # nesting depth
+MAX_EXTENDS = 8  # length of an extends chain
+
+KeyPath = tuple[Any, ...]
 
 
 @dataclass(frozen=True)
@@ -39,13 +63,31 @@ class Position:
 @dataclass
 class LoadedRecipe:
     path: Path
-    recipe: Recipe
+    recipe: Any  # autobench.recipe.schema.Recipe (kept Any so importing this module stays cheap)
     data: dict[str, Any]
     digest: str
-    positions: dict[tuple[Any, ...], Position] = field(default_factory=dict)
+    positions: dict[KeyPath, Position] = field(default_factory=dict)
+    value_positions: dict[KeyPath, Position] = field(default_factory=dict)
+    files: list[Path] = field(default_factory=list)
 
     def position(self, *keys: Any) -> Position | None:
-        return self.positions.get(tuple(keys))
+        """Where ``keys`` was written, else its nearest written ancestor, else None."""
+        path = tuple(keys)
+        while path:
+            if path in self.positions:
+                return self.positions[path]
+            path = path[:-1]
+        return None
+
+    def value_position(self, *keys: Any) -> Position | None:
+        return self.value_positions.get(tuple(keys)) or self.position(*keys)
+
+
+class RecipeSchemaError(RecipeError):
+    """A recipe that parsed but does not match the schema.  ``problems`` holds every problem
+    as ``(location, key path, message, hint)``; the error's own text is the first one."""
+
+    problems: list[tuple[str | None, str, str, str | None]]
 
 
 def canonical_digest(data: dict[str, Any]) -> str:
@@ -53,16 +95,528 @@ def canonical_digest(data: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
 
 
-def load_recipe(path: str | Path) -> LoadedRecipe:
+def format_path(path: KeyPath) -> str:
+    """("engine", "extra_args", 2) -> "engine.extra_args[2]"."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out or "(top level)"
+
+
+# --------------------------------------------------------------------------- reading one file
+
+
+@dataclass
+class _Doc:
+    """One parsed file: plain data plus key/value positions."""
+
+    path: Path
+    data: dict[str, Any]
+    positions: dict[KeyPath, Position]
+    value_positions: dict[KeyPath, Position]
+
+
+def _read_text(path: Path, *, where: str | None = None, hint_missing: str | None = None) -> str:
+    location = where or str(path)
+    what = "extends: target" if where else "recipe file"
+    if not path.exists():
+        raise RecipeError(
+            f"{what} not found: {path}",
+            location=where,
+            hint=hint_missing or "check the path; recipes live in recipes/*.yaml",
+        )
+    if path.is_dir():
+        raise RecipeError(
+            f"{what} {path} is a directory, not a recipe file",
+            location=where,
+            hint="pass a .yaml file (validate accepts folders, compile takes one file)",
+        )
+    if not path.is_file():
+        raise RecipeError(f"{what} {path} is not a regular file", location=where, hint="pass a .yaml file")
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise RecipeError(
+                f"file is {size} bytes; a recipe may be at most {MAX_BYTES} bytes",
+                location=location,
+                hint="a recipe is a few KB of YAML; is this the right file?",
+            )
+        blob = path.read_bytes()
+    except OSError as exc:
+        raise RecipeError(
+            f"cannot read recipe {path}: {exc.strerror or exc}",
+            location=where,
+            hint="check the file's permissions",
+        ) from exc
+    if len(blob) > MAX_BYTES:  # grew between stat and read, or a special file
+        raise RecipeError(
+            f"file is larger than {MAX_BYTES} bytes", location=location, hint="is this the right file?"
+        )
+    if b"\x00" in blob:
+        raise RecipeError(
+            "binary file, not a YAML recipe",
+            location=location,
+            hint="pass a text .yaml recipe",
+        )
+    try:
+        return blob.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = blob[: exc.start].count(b"\n") + 1
+        col = exc.start - (blob.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise RecipeError(
+            "file is not UTF-8 text (binary file?)",
+            location=f"{path}:{line}:{col}",
+            hint="save the recipe as UTF-8 YAML",
+        ) from exc
+
+
+def _tab_in_indentation(text: str) -> tuple[int, int] | None:
+    for lineno, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip(" \t")
+        indent = line[: len(line) - len(stripped)]
+        if "\t" in indent and stripped and not stripped.startswith("#"):
+            return lineno, indent.index("\t") + 1
+    return None
+
+
+def _parse(path: Path, text: str) -> Any:
     from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    try:
+        return yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+        tab = _tab_in_indentation(text)
+        if tab is not None and tab[0] <= line:
+            raise RecipeError(
+                "tab character in indentation",
+                location=f"{path}:{tab[0]}:{tab[1]}",
+                hint="YAML indents with spaces only; replace the tab with spaces",
+            ) from exc
+        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        if type(exc).__name__ == "DuplicateKeyError":
+            first = exc.context_mark
+            key = re.search(r'duplicate key "([^"]*)"', problem)
+            name = key.group(1) if key else "?"
+            also = f" (first written at line {first.line + 1})" if first is not None else ""
+            raise RecipeError(
+                f"{name}: duplicate key{also}",
+                location=f"{path}:{line}:{col}",
+                hint="each key may appear once per mapping; delete or merge one of them",
+            ) from exc
+        raise RecipeError(
+            f"YAML syntax error: {problem}",
+            location=f"{path}:{line}:{col}",
+            hint="check indentation, colons, quotes and brackets around this spot",
+        ) from exc
+    except RecursionError as exc:
+        raise RecipeError(
+            "YAML nesting is too deep", location=str(path), hint="a recipe nests a few levels at most"
+        ) from exc
+    except YAMLError as exc:
+        raise RecipeError(
+            f"YAML error: {' '.join(str(exc).split())}",
+            location=str(path),
+            hint="check the file is valid YAML",
+        ) from exc
+
+
+class _Converter:
+    """Turn ruamel's round-trip tree into plain JSON-able data, recording positions and
+    guarding against alias bombs (node count), recursive aliases and deep nesting."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.nodes = 0
+        self.positions: dict[KeyPath, Position] = {}
+        self.value_positions: dict[KeyPath, Position] = {}
+        self._stack: set[int] = set()
+
+    def pos(self, line: int, col: int) -> Position:
+        return Position(self.path, line + 1, col + 1)
+
+    def where(self, keypath: KeyPath) -> str:
+        p = self.positions.get(keypath)
+        return str(p) if p else str(self.path)
+
+    def convert(self, node: Any, keypath: KeyPath) -> Any:
+        from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
+
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise RecipeError(
+                f"recipe expands to more than {MAX_NODES} YAML nodes (alias/anchor bomb?)",
+                location=self.where(keypath),
+                hint="a recipe needs a few hundred nodes; remove the nested aliases (*name)",
+            )
+        if len(keypath) > MAX_DEPTH:
+            raise RecipeError(
+                f"{format_path(keypath[:3])}: nesting deeper than {MAX_DEPTH} levels",
+                location=self.where(keypath),
+                hint="flatten the structure",
+            )
+        if isinstance(node, (CommentedMap, CommentedSeq, dict, list)):
+            if id(node) in self._stack:
+                raise RecipeError(
+                    f"{format_path(keypath)}: recursive alias (a node contains itself)",
+                    location=self.where(keypath),
+                    hint="an alias (*name) may not point at a node that contains it",
+                )
+            self._stack.add(id(node))
+            try:
+                if isinstance(node, dict):
+                    return self._mapping(node, keypath)
+                return self._sequence(node, keypath)
+            finally:
+                self._stack.discard(id(node))
+        if isinstance(node, TaggedScalar) or (
+            hasattr(node, "tag") and getattr(node.tag, "value", None) and not isinstance(node, (str, int, float))
+        ):
+            tag = getattr(getattr(node, "tag", None), "value", "?")
+            raise RecipeError(
+                f"{format_path(keypath)}: unsupported YAML tag {tag}",
+                location=self.where(keypath),
+                hint="remove the !tag; recipes hold plain strings, numbers, booleans, lists and maps",
+            )
+        return self._scalar(node, keypath)
+
+    def _scalar(self, node: Any, keypath: KeyPath) -> Any:
+        if node is None or isinstance(node, bool):
+            return node
+        if isinstance(node, int):
+            return int(node)
+        if isinstance(node, float):
+            value = float(node)
+            if math.isnan(value) or math.isinf(value):
+                raise RecipeError(
+                    f"{format_path(keypath)}: {value} is not a usable number",
+                    location=self.where(keypath),
+                    hint="write a finite number",
+                )
+            return value
+        if isinstance(node, str):
+            return str(node)
+        if isinstance(node, (_dt.date, _dt.datetime)):
+            return node.isoformat()  # YAML 1.2 timestamps: keep them as the text written
+        return str(node)
+
+    def _mapping(self, node: Any, keypath: KeyPath) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key in node:
+            value = node[key]
+            skey = key if isinstance(key, str) else json.dumps(key) if key is not None else "null"
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise RecipeError(
+                    f"{format_path(keypath)}: a mapping key must be a plain scalar",
+                    location=self.where(keypath),
+                    hint="write keys as plain words",
+                )
+            sub = (*keypath, skey)
+            kpos, vpos = self._map_positions(node, key)
+            if kpos is not None:
+                self.positions[sub] = self.pos(*kpos)
+            if vpos is not None:
+                self.value_positions[sub] = self.pos(*vpos)
+            out[skey] = self.convert(value, sub)
+        return out
+
+    @staticmethod
+    def _map_positions(node: Any, key: Any) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+        lc = getattr(node, "lc", None)
+        data = getattr(lc, "data", None) or {}
+        if key in data:
+            line, col, vline, vcol = data[key]
+            return (line, col), (vline, vcol)
+        for merged in getattr(node, "merge", None) or []:  # `<<: *anchor` keys
+            if hasattr(merged, "lc") and key in merged:
+                found = _Converter._map_positions(merged, key)
+                if found[0] is not None:
+                    return found
+        return None, None
+
+    def _sequence(self, node: Any, keypath: KeyPath) -> list[Any]:
+        out = []
+        lc = getattr(node, "lc", None)
+        data = getattr(lc, "data", None) or {}
+        for index, item in enumerate(node):
+            sub = (*keypath, index)
+            if index in data:
+                line, col = data[index][:2]
+                self.positions[sub] = self.value_positions[sub] = self.pos(line, col)
+            out.append(self.convert(item, sub))
+        return out
+
+
+def _read_doc(path: Path, *, where: str | None = None, hint_missing: str | None = None) -> _Doc:
+    text = _read_text(path, where=where, hint_missing=hint_missing)
+    raw = _parse(path, text)
+    if raw is None:
+        raise RecipeError(
+            "recipe file is empty",
+            location=f"{path}:1:1",
+            hint="a recipe needs at least model.repo and container.image; see recipes/ for examples",
+        )
+    if not isinstance(raw, dict):
+        kind = "a list" if isinstance(raw, list) else f"a single value ({type(raw).__name__})"
+        raise RecipeError(
+            f"a recipe must be a mapping of keys, this file holds {kind}",
+            location=f"{path}:1:1",
+            hint="start the file with top-level keys such as `model:` and `container:`",
+        )
+    conv = _Converter(path)
+    data = conv.convert(raw, ())
+    return _Doc(path, data, conv.positions, conv.value_positions)
+
+
+# --------------------------------------------------------------------------- extends
+
+
+def _drop_prefix(positions: dict[KeyPath, Position], prefix: KeyPath) -> None:
+    n = len(prefix)
+    for key in [k for k in positions if k[:n] == prefix]:
+        del positions[key]
+
+
+def _copy_prefix(dst: dict[KeyPath, Position], src: dict[KeyPath, Position], prefix: KeyPath) -> None:
+    n = len(prefix)
+    for key, value in src.items():
+        if key[:n] == prefix:
+            dst[key] = value
+
+
+def _merge(base: dict[str, Any], over: _Doc, node: dict[str, Any], prefix: KeyPath,
+           pos: dict[KeyPath, Position], vpos: dict[KeyPath, Position]) -> None:
+    for key, value in node.items():
+        path = (*prefix, key)
+        if value is None and key in base:
+            del base[key]
+            _drop_prefix(pos, path)
+            _drop_prefix(vpos, path)
+        elif isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], over, value, path, pos, vpos)
+            if path in over.positions:
+                pos[path] = over.positions[path]
+            if path in over.value_positions:
+                vpos[path] = over.value_positions[path]
+        else:
+            base[key] = json.loads(json.dumps(value))
+            _drop_prefix(pos, path)
+            _drop_prefix(vpos, path)
+            _copy_prefix(pos, over.positions, path)
+            _copy_prefix(vpos, over.value_positions, path)
+
+
+def _resolve(path: Path, chain: list[Path], files: list[Path], *, where: str | None = None,
+             hint_missing: str | None = None) -> _Doc:
+    doc = _read_doc(path, where=where, hint_missing=hint_missing)
+    files.append(path)
+    target = doc.data.get("extends")
+    if target is None:
+        return doc
+    loc = str(doc.value_positions.get(("extends",)) or doc.positions.get(("extends",)) or path)
+    if not isinstance(target, str) or not target.strip():
+        raise RecipeError(
+            "extends: must be the path of another recipe file",
+            location=loc,
+            hint="write e.g. `extends: base.yaml` (relative to this file)",
+        )
+    parent_path = Path(target).expanduser()
+    if not parent_path.is_absolute():
+        parent_path = path.parent / parent_path
+    resolved = parent_path.resolve()
+    if resolved in chain:
+        names = " -> ".join(p.name for p in [*chain, resolved])
+        raise RecipeError(
+            f"extends: cycle {names}",
+            location=loc,
+            hint="a recipe may not extend itself, directly or through its parents; remove one extends",
+        )
+    if len(chain) >= MAX_EXTENDS:
+        raise RecipeError(
+            f"extends: chain longer than {MAX_EXTENDS} files",
+            location=loc,
+            hint="flatten the recipe hierarchy",
+        )
+    parent = _resolve(
+        parent_path,
+        [*chain, resolved],
+        files,
+        where=loc,
+        hint_missing=f"extends is relative to {path.name}'s folder; fix the path or create {parent_path}",
+    )
+    data = parent.data
+    pos = dict(parent.positions)
+    vpos = dict(parent.value_positions)
+    for key in ("name", "extends"):  # never inherited
+        data.pop(key, None)
+        _drop_prefix(pos, (key,))
+        _drop_prefix(vpos, (key,))
+    _merge(data, doc, doc.data, (), pos, vpos)
+    return _Doc(path, data, pos, vpos)
+
+
+# --------------------------------------------------------------------------- validation errors
+
+_TYPE_HINTS = {
+    "int_type": "write a whole number",
+    "int_parsing": "write a whole number",
+    "int_from_float": "write a whole number",
+    "float_type": "write a number",
+    "float_parsing": "write a number",
+    "bool_type": "write true or false",
+    "bool_parsing": "write true or false",
+    "string_type": "write text (quote it if YAML reads it as something else)",
+    "dict_type": "write a mapping (indented `key: value` lines)",
+    "model_type": "write a mapping (indented `key: value` lines)",
+    "model_attributes_type": "write a mapping (indented `key: value` lines)",
+    "list_type": "write a list (`- item` lines or [a, b])",
+}
+
+
+def _models_in(annotation: Any) -> list[type]:
+    from pydantic import BaseModel
+
+    found: list[type] = []
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin is not None or isinstance(annotation, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found.extend(_models_in(arg))
+    return found
+
+
+def _model_at(path: KeyPath) -> type | None:
+    """The pydantic model class that owns the keys at ``path`` (for did-you-mean)."""
+    from autobench.recipe.schema import Recipe
+
+    model: type | None = Recipe
+    for part in path:
+        if model is None:
+            return None
+        if isinstance(part, int):
+            continue
+        fields = getattr(model, "model_fields", {})
+        if part not in fields:
+            return None
+        models = _models_in(fields[part].annotation)
+        model = models[0] if models else None
+    return model
+
+
+def _clean_loc(loc: tuple[Any, ...], data: Any) -> KeyPath:
+    """Drop pydantic's union/validator tags so ``loc`` is a path through ``data``."""
+    out: list[Any] = []
+    node = data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and part in node:
+            out.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            out.append(part)
+            node = node[part]
+        elif i == len(loc) - 1 and isinstance(node, dict):
+            out.append(part)  # a missing key
+            node = None
+        # else: a tag such as 'int' / 'function-after[...]': skip
+    return tuple(out)
+
+
+def _describe(err: dict[str, Any], path: KeyPath, data: Any, extra_hint: str | None) -> tuple[str, str | None]:
+    kind = err["type"]
+    label = format_path(path)
+    if kind == "extra_forbidden":
+        key = path[-1]
+        owner = _model_at(path[:-1])
+        allowed = sorted(getattr(owner, "model_fields", {})) if owner else []
+        close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+        if close:
+            hint = f"did you mean '{close[0]}'?"
+        elif allowed:
+            hint = "allowed keys here: " + ", ".join(allowed)
+        else:
+            hint = "remove it"
+        return f"{label}: unknown key '{key}'", hint
+    if kind == "missing":
+        under = f"under `{format_path(path[:-1])}:`" if path[:-1] else "at the top level"
+        return f"{label}: missing required key '{path[-1]}'", f"add `{path[-1]}:` {under}"
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        return f"{label}: {json.dumps(err.get('input'))} must be one of {expected}", "pick one of the listed values"
+    if kind == "string_pattern_mismatch":
+        pattern = err.get("ctx", {}).get("pattern", "")
+        if "/" in pattern:
+            return f"{label}: {json.dumps(err.get('input'))} is not a Hub repo id", "write owner/name, e.g. z-lab/Qwen3.5-122B-A10B-DFlash"
+        hint = "lower-case letters, digits, '.', '_' and '-'"
+        if path == ("name",):
+            hint += "; name defaults to the file stem: set `name:` explicitly or rename the file"
+        return f"{label}: {json.dumps(err.get('input'))} does not match {pattern}", hint
+    hint = _TYPE_HINTS.get(kind) or extra_hint
+    return f"{label}: {err['msg']}", hint
+
+
+def _validation_error(exc: Any, doc: _Doc) -> RecipeSchemaError:
+    problems: list[tuple[str | None, str, str, str | None]] = []
+    for err in exc.errors(include_url=False):
+        path = _clean_loc(tuple(err["loc"]), doc.data)
+        if err["type"] in ("missing",):
+            anchor = path[:-1]
+            where = _nearest(doc.positions, anchor) or Position(doc.path, 1, 1)
+        elif err["type"] == "extra_forbidden":
+            where = _nearest(doc.positions, path) or Position(doc.path, 1, 1)
+        else:
+            where = doc.value_positions.get(path) or _nearest(doc.positions, path) or Position(doc.path, 1, 1)
+        message, hint = _describe(err, path, doc.data, None)
+        problems.append((str(where), format_path(path), message, hint))
+    location, _, message, hint = problems[0]
+    if len(problems) > 1:
+        message = f"{message} (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})"
+    error = RecipeSchemaError(message, location=location, hint=hint)
+    error.problems = problems
+    return error
+
+
+def _nearest(positions: dict[KeyPath, Position], path: KeyPath) -> Position | None:
+    while path:
+        if path in positions:
+            return positions[path]
+        path = path[:-1]
+    return None
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def load_recipe(path: str | Path) -> LoadedRecipe:
+    """Read, merge (``extends``) and validate one recipe; see the module docstring."""
+    from pydantic import ValidationError
+
+    from autobench.recipe.schema import Recipe
 
     path = Path(path)
+    files: list[Path] = []
+    doc = _resolve(path, [path.resolve()], files)
+    if "name" not in doc.data:
+        doc.data = {"name": path.stem, **doc.data}
     try:
-        raw = YAML(typ="rt").load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise RecipeError(f"cannot read recipe: {exc.strerror}", location=str(path)) from exc
-    data = json.loads(json.dumps(raw))
-    data.setdefault("name", path.stem)
-    recipe = Recipe.model_validate(data)
+        recipe = Recipe.model_validate(doc.data)
+    except ValidationError as exc:
+        raise _validation_error(exc, doc) from exc
     resolved = recipe.model_dump(mode="json")
-    return LoadedRecipe(path=path, recipe=recipe, data=resolved, digest=canonical_digest(resolved))
+    digest_data = {k: v for k, v in resolved.items() if k != "extends"}
+    return LoadedRecipe(
+        path=path,
+        recipe=recipe,
+        data=resolved,
+        digest=canonical_digest(digest_data),
+        positions=doc.positions,
+        value_positions=doc.value_positions,
+        files=files,
+    )
