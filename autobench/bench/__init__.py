@@ -1,0 +1,26 @@
+"""The benchmark client, its datasets, metrics, result JSON and the synthetic server.
+
+Public API (imports are lazy so ``autobench.bench.result`` stays free of aiohttp)::
+
+    from autobench.bench import BenchConfig, run_bench, load_result_json
+    result = run_bench(BenchConfig(base_url="http://127.0.0.1:8000", model="qwen", num_prompts=10))
+    result.to_json_dict(); result.normalized()
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["BenchConfig", "BenchResult", "load_result_json", "run_bench"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("BenchConfig", "run_bench"):
+        from autobench.bench import client
+
+        return getattr(client, name)
+    if name in ("BenchResult", "load_result_json"):
+        from autobench.bench import result
+
+        return getattr(result, name)
+    raise AttributeError(name)

@@ -1,0 +1,83 @@
+"""Prometheus text-format parsing, reduced to what the benchmark needs: spec-decode deltas.
+
+Only samples whose metric name starts with ``vllm:spec_decode`` and ends in
+``_total`` count (``_created`` and the V0 gauges are dropped); values are summed
+over label sets (engines), except ``position``, which is kept per position.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from autobench.bench.metrics import SpecDecodeDelta
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+DRAFTS = "vllm:spec_decode_num_drafts_total"
+DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+
+
+def parse_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    """Every sample line as (name, labels, value); comments and unparsable lines are skipped."""
+    out: list[tuple[str, dict[str, str], float]] = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            continue
+        try:
+            value = float(m.group(3))
+        except ValueError:
+            continue
+        labels = dict(_LABEL.findall(m.group(2) or ""))
+        out.append((m.group(1), labels, value))
+    return out
+
+
+@dataclass
+class SpecCounters:
+    drafts: float = 0.0
+    draft_tokens: float = 0.0
+    accepted: float = 0.0
+    per_pos: dict[int, float] = field(default_factory=dict)
+    present: bool = False
+
+
+def spec_counters(text: str) -> SpecCounters:
+    c = SpecCounters()
+    for name, labels, value in parse_samples(text):
+        if not name.startswith("vllm:spec_decode") or not name.endswith("_total"):
+            continue
+        c.present = True
+        if name == DRAFTS:
+            c.drafts += value
+        elif name == DRAFT_TOKENS:
+            c.draft_tokens += value
+        elif name == ACCEPTED:
+            c.accepted += value
+        elif name == PER_POS:
+            try:
+                pos = int(labels.get("position", ""))
+            except ValueError:
+                continue
+            c.per_pos[pos] = c.per_pos.get(pos, 0.0) + value
+    return c
+
+
+def spec_delta(before: SpecCounters, after: SpecCounters) -> SpecDecodeDelta | None:
+    """after - before, or None when the server exposes no spec-decode counters."""
+    if not after.present:
+        return None
+    n = max(list(after.per_pos) + list(before.per_pos), default=-1) + 1
+    return SpecDecodeDelta(
+        drafts=after.drafts - before.drafts,
+        draft_tokens=after.draft_tokens - before.draft_tokens,
+        accepted=after.accepted - before.accepted,
+        accepted_per_pos=tuple(after.per_pos.get(i, 0.0) - before.per_pos.get(i, 0.0) for i in range(n)),
+    )

@@ -1,0 +1,60 @@
+"""The per-request record the client fills in (plain data, no I/O)."""
+
+from __future__ import annotations
+
+# Status values
+OK = "ok"
+ERROR = "error"
+INCOMPLETE = "incomplete"
+INFLIGHT = "inflight"
+
+# Error kinds (docs/bench.md explains each)
+ERROR_KINDS = (
+    "connect",  # could not open a connection (refused, unreachable, DNS, connect timeout)
+    "connection_lost",  # the connection closed before a response header arrived
+    "timeout",  # no byte for --read-timeout seconds
+    "http_4xx",
+    "http_5xx",
+    "stream_dropped",  # the body ended or broke before [DONE] / a finish_reason
+    "non_json",  # an event (or the body) was not JSON
+    "in_stream_error",  # an {"error": ...} object inside a 200 stream
+    "no_usage",  # the stream had no usage report (see --allow-missing-usage)
+    "no_tokens",  # a complete 200 stream without any token
+    "client_error",  # any other HTTP client failure
+)
+
+
+class RequestRecord:
+    __slots__ = (
+        "index", "prompt_est", "arrival", "start", "first", "last", "gaps", "n_chunks",
+        "prompt_tokens", "completion_tokens", "finish_reason", "status", "error_kind",
+        "error_message", "http_status", "usage_fallback", "first_srv", "last_srv", "end",
+    )
+
+    def __init__(self, index: int, prompt_est: int, arrival: float | None = None):
+        self.index = index
+        self.prompt_est = prompt_est
+        self.arrival = arrival  # intended send time (rate mode) or None
+        self.start = 0.0  # st, perf_counter just before the request is sent
+        self.first: float | None = None
+        self.last: float | None = None
+        self.gaps: list[float] = []
+        self.n_chunks = 0
+        self.prompt_tokens: int | None = None
+        self.completion_tokens: int | None = None
+        self.finish_reason: str | None = None
+        self.status = INFLIGHT
+        self.error_kind: str | None = None
+        self.error_message: str | None = None
+        self.http_status: int | None = None
+        self.usage_fallback = False
+        self.first_srv: float | None = None  # server send time of the first token chunk, if sent
+        self.last_srv: float | None = None
+        self.end: float | None = None  # end of the stream ([DONE] / EOF / error)
+
+    def fail(self, kind: str, message: str) -> None:
+        if self.status == ERROR:  # keep the first error
+            return
+        self.status = ERROR
+        self.error_kind = kind
+        self.error_message = " ".join(message.split())[:300]

@@ -1,0 +1,273 @@
+"""The result JSON: build it from request records, and read it back (ours or vLLM's).
+
+Field names follow ``vllm bench serve`` wherever the meaning is the same
+(``duration``, ``completed``, ``failed``, ``total_input_tokens``,
+``output_throughput``, ``median_ttft_ms``, ``p99_tpot_ms``,
+``spec_decode_acceptance_length`` ...); autobench-only fields have their own names
+(``incomplete``, ``errors_by_kind``, ``input_throughput``, ``time_cap_hit``,
+``client``, ``dataset`` ...).  ``result_format`` = ``autobench.bench/1`` marks ours.
+
+This module imports nothing heavy: ``autobench record --metrics`` uses
+``load_result_json`` without pulling in aiohttp.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autobench import __version__
+from autobench.bench import metrics as M
+from autobench.errors import BenchError
+
+RESULT_FORMAT = "autobench.bench/1"
+
+NORMALIZED_KEYS = (
+    "prefill_tok_s", "decode_tok_s", "total_tok_s", "completed", "errors", "incomplete", "duration_s",
+    "time_cap_hit", "ttft_median_ms", "ttft_p99_ms", "tpot_median_ms", "tpot_p99_ms", "itl_median_ms",
+    "itl_p99_ms", "e2el_median_ms", "e2el_p99_ms", "spec_acceptance_length", "spec_per_position",
+    "spec_draft_acceptance_rate", "request_rate", "concurrency", "num_prompts",
+)
+
+
+@dataclass
+class ClientStats:
+    cpu_seconds: float
+    loop_lag_s: list[float] = field(default_factory=list)
+    served_models: list[str] | None = None
+
+
+@dataclass
+class BenchResult:
+    data: dict[str, Any]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return self.data
+
+    def normalized(self) -> dict[str, Any]:
+        return normalize(self.data, source="result")
+
+    def write(self, path: str | Path) -> None:
+        p = Path(path)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            tmp = p.with_name(p.name + ".tmp")
+            tmp.write_text(json.dumps(self.data, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+            tmp.replace(p)
+        except OSError as exc:
+            raise BenchError(f"cannot write result: {exc.strerror or exc}", location=str(p)) from exc
+
+
+def _ms_stats(name: str, values: list[float]) -> dict[str, float | None]:
+    s = M.summarize(values, scale=1000.0)
+    return {f"{k}_{name}_ms": v for k, v in s.items()}
+
+
+def build_result(cfg: Any, ds: Any, records: list[Any], *, t0: float, t_end: float, time_cap_hit: bool,
+                 spec: M.SpecDecodeDelta | None, client: ClientStats, base_url: str) -> BenchResult:
+    """Aggregate request records into the result dict (statistics over successful requests only)."""
+    ok = [r for r in records if r.status == "ok"]
+    errs = [r for r in records if r.status == "error"]
+    incomplete = [r for r in records if r.status == "incomplete"]
+    duration = t_end - t0
+    timings = [M.RequestTiming(r.start, r.first, r.last, r.completion_tokens) for r in ok]
+    ttfts = [M.ttft(t) for t in timings]
+    tpots = [v for v in (M.tpot(t) for t in timings) if v is not None]
+    e2els = [M.e2el(t) for t in timings]
+    itls = [g for r in ok for g in r.gaps]
+    total_in = sum(r.prompt_tokens for r in ok)
+    total_out = sum(r.completion_tokens for r in ok)
+    chunks = sum(r.n_chunks for r in ok)
+    by_kind = Counter(r.error_kind for r in errs)
+    samples: dict[str, str] = {}
+    for r in errs:
+        samples.setdefault(r.error_kind, r.error_message or "")
+    queue = [r.start - r.arrival for r in records if r.arrival is not None and r.start]
+    srv_lag = [r.first - r.first_srv for r in ok if isinstance(r.first_srv, float)]
+    lags = client.loop_lag_s
+    rate = cfg.request_rate
+    data: dict[str, Any] = {
+        "result_format": RESULT_FORMAT,
+        "autobench_version": __version__,
+        "date": _dt.datetime.now().strftime("%Y%m%d-%H%M%S"),
+        "backend": "openai-chat" if cfg.endpoint == "chat" else "openai",
+        "endpoint_type": "openai-chat" if cfg.endpoint == "chat" else "openai",
+        "label": cfg.label,
+        "base_url": base_url,
+        "endpoint": cfg.endpoint,
+        "model_id": cfg.model,
+        "tokenizer_id": None,
+        "num_prompts": cfg.num_prompts,
+        "request_rate": "inf" if rate is None else rate,
+        "burstiness": 1.0,
+        "max_concurrency": cfg.concurrency,
+        "max_tokens": cfg.max_tokens,
+        "sampling": {k: getattr(cfg, k) for k in ("temperature", "top_p", "top_k", "presence_penalty")},
+        "ignore_eos": cfg.ignore_eos,
+        "seed": cfg.seed,
+        "warmup": len(ds.warmup),
+        "max_seconds": cfg.max_seconds,
+        "grace_seconds": cfg.grace_seconds,
+        "in_flight_policy": "drain within grace, then cancel (incomplete)",
+        # totals (vLLM names)
+        "duration": duration,
+        "completed": len(ok),
+        "failed": len(errs),
+        "incomplete": len(incomplete),
+        "dispatched": len(records),
+        "not_dispatched": cfg.num_prompts - len(records),
+        "time_cap_hit": time_cap_hit,
+        "errors_by_kind": dict(sorted(by_kind.items())),
+        "error_samples": samples,
+        "usage_fallback_requests": sum(1 for r in ok if r.usage_fallback),
+        "total_input_tokens": total_in,
+        "total_output_tokens": total_out,
+        "request_throughput": M.throughput(len(ok), duration),
+        "input_throughput": M.throughput(total_in, duration),
+        "output_throughput": M.throughput(total_out, duration),
+        "total_token_throughput": M.throughput(total_in + total_out, duration),
+        "request_goodput": None,
+        "mean_tokens_per_chunk": (total_out / chunks) if chunks else None,
+        "finish_reasons": dict(Counter(r.finish_reason or "none" for r in ok)),
+    }
+    data.update(_ms_stats("ttft", ttfts))
+    data.update(_ms_stats("tpot", tpots))
+    data.update(_ms_stats("itl", itls))
+    data.update(_ms_stats("e2el", e2els))
+    if queue:
+        data.update(_ms_stats("client_queue_time", queue))
+    sd = M.spec_decode_metrics(spec) if spec is not None else None
+    data["spec_decode_available"] = sd is not None
+    if sd is not None:
+        data.update(sd)
+    data["dataset"] = {
+        "kind": ds.kind, "path": ds.path, "available": ds.available, "skipped": dict(ds.skipped),
+        "reused": ds.reused, "prompts_sha256": ds.fingerprint(),
+    }
+    data["client"] = {
+        "cpu_seconds": client.cpu_seconds,
+        "cpu_ms_per_1k_tokens": (1e6 * client.cpu_seconds / total_out) if total_out else None,
+        "cpu_fraction_of_one_core": client.cpu_seconds / duration if duration > 0 else None,
+        "loop_lag_ms": {k: v for k, v in M.summarize(lags, 1000.0).items()} | (
+            {"max": 1000.0 * max(lags)} if lags else {"max": None}),
+        "first_token_recv_minus_send_ms": M.summarize(srv_lag, 1000.0) if srv_lag else None,
+        "served_models": client.served_models,
+    }
+    lag_p99 = data["client"]["loop_lag_ms"]["p99"]
+    cpu_frac = data["client"]["cpu_fraction_of_one_core"]
+    data["client_bound_warning"] = bool((lag_p99 is not None and lag_p99 > 5.0)
+                                        or (cpu_frac is not None and cpu_frac > 0.75))
+    return BenchResult(_finite(data))
+
+
+def _finite(obj: Any) -> Any:
+    """Replace NaN/inf floats by None so the JSON is strict."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+# ---- reading results back ----------------------------------------------------
+
+def _num(d: dict[str, Any], key: str, where: str) -> float | None:
+    v = d.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if key == "request_rate" and v == "inf":
+            return None
+        raise BenchError(f"field {key!r} must be a number, got {type(v).__name__}", location=where)
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def _int(d: dict[str, Any], key: str, where: str) -> int | None:
+    v = _num(d, key, where)
+    return None if v is None else int(v)
+
+
+def normalize(d: Any, source: str = "result") -> dict[str, Any]:
+    """Normalized metrics (see NORMALIZED_KEYS) from an autobench or ``vllm bench serve`` result dict."""
+    if not isinstance(d, dict):
+        raise BenchError(f"result must be a JSON object, got {type(d).__name__}", location=source)
+    ours = d.get("result_format") == RESULT_FORMAT
+    if not ours and not ("completed" in d and ("output_throughput" in d or "duration" in d)):
+        raise BenchError("not a benchmark result: expected autobench's result JSON or vllm bench serve's "
+                         "(fields 'completed', 'duration', 'output_throughput')", location=source)
+    w = source
+    out_tp = _num(d, "output_throughput", w)
+    total_tp = _num(d, "total_token_throughput", w)
+    in_tp = _num(d, "input_throughput", w)
+    duration = _num(d, "duration", w)
+    if in_tp is None:
+        if total_tp is not None and out_tp is not None:
+            in_tp = total_tp - out_tp
+        else:
+            tin = _num(d, "total_input_tokens", w)
+            in_tp = tin / duration if tin is not None and duration else None
+    rate_acc = _num(d, "request_throughput", w)
+    acc_rate = _num(d, "spec_decode_acceptance_rate", w)
+    per_pos = d.get("spec_decode_per_position_acceptance_rates")
+    if per_pos is not None:
+        if not isinstance(per_pos, list) or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in per_pos):
+            raise BenchError("field 'spec_decode_per_position_acceptance_rates' must be a list of numbers",
+                             location=w)
+        per_pos = [float(x) for x in per_pos]
+    cap = d.get("time_cap_hit")
+    conc = d.get("max_concurrency")
+    return {
+        "prefill_tok_s": in_tp,
+        "decode_tok_s": out_tp,
+        "total_tok_s": total_tp,
+        "completed": _int(d, "completed", w),
+        "errors": _int(d, "failed", w),
+        "incomplete": _int(d, "incomplete", w) if ours else None,
+        "duration_s": duration,
+        "time_cap_hit": bool(cap) if isinstance(cap, bool) else None,
+        "ttft_median_ms": _num(d, "median_ttft_ms", w),
+        "ttft_p99_ms": _num(d, "p99_ttft_ms", w),
+        "tpot_median_ms": _num(d, "median_tpot_ms", w),
+        "tpot_p99_ms": _num(d, "p99_tpot_ms", w),
+        "itl_median_ms": _num(d, "median_itl_ms", w),
+        "itl_p99_ms": _num(d, "p99_itl_ms", w),
+        "e2el_median_ms": _num(d, "median_e2el_ms", w),
+        "e2el_p99_ms": _num(d, "p99_e2el_ms", w),
+        "spec_acceptance_length": _num(d, "spec_decode_acceptance_length", w),
+        "spec_per_position": per_pos,
+        "spec_draft_acceptance_rate": acc_rate / 100.0 if acc_rate is not None else None,
+        "request_rate": rate_acc,
+        "concurrency": int(conc) if isinstance(conc, (int, float)) and not isinstance(conc, bool) else None,
+        "num_prompts": _int(d, "num_prompts", w),
+    }
+
+
+def load_result_json(path: str | Path) -> dict[str, Any]:
+    """Read an autobench or ``vllm bench serve`` result file; return normalized metrics.
+
+    Missing metrics are None (never 0).  A file that is not JSON or has the wrong
+    shape raises BenchError (one line, with the file).
+    """
+    p = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise BenchError("result file not found", location=p) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BenchError(f"cannot read result file: {exc}", location=p) from exc
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BenchError(f"result file is not JSON: {exc.msg}", location=f"{p}:{exc.lineno}:{exc.colno}",
+                         hint="pass the JSON written by autobench bench --result or vllm bench serve "
+                              "--save-result") from exc
+    return normalize(data, source=p)
