@@ -1,0 +1,142 @@
+"""The hash chain: canonical row hashing and verification.
+
+``row_hash = sha256(canonical_json(content))`` where *content* is every column of
+the run except ``row_hash`` itself -- including ``id`` (so rows cannot be reordered)
+and ``prev_hash`` (the previous row's ``row_hash``, or 64 zeros for run #1).  The
+canonical JSON has sorted keys, no whitespace, UTF-8, each value coerced to its
+column's kind (int, float, bool, text; NULL stays null), so the same row hashes the
+same on every backend.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Boolean, Float, Integer
+
+from autobench.ledger.models import CONTENT_KEYS, GENESIS_HASH, RUNS
+
+
+def _kind(column: Any) -> str:
+    if isinstance(column.type, Boolean):
+        return "bool"
+    if isinstance(column.type, Integer):
+        return "int"
+    if isinstance(column.type, Float):
+        return "float"
+    return "str"
+
+
+KINDS: dict[str, str] = {c.name: _kind(c) for c in RUNS.columns}
+
+
+def coerce(key: str, value: Any) -> Any:
+    """Normalize ``value`` to the kind of column ``key``; raise ValueError/TypeError if impossible."""
+    if value is None:
+        return None
+    kind = KINDS[key]
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise ValueError(f"expected true/false, got {value!r}")
+    if kind == "int":
+        if isinstance(value, bool):
+            raise TypeError(f"expected an integer, got {value!r}")
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise ValueError(f"expected an integer, got {value!r}")
+            return int(value)
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+        raise TypeError(f"expected an integer, got {value!r}")
+    if kind == "float":
+        if isinstance(value, bool):
+            raise TypeError(f"expected a number, got {value!r}")
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f"expected a finite number, got {value!r}")
+        return number
+    if not isinstance(value, str):
+        raise TypeError(f"expected text, got {type(value).__name__}")
+    return value
+
+
+def canonical_json(row: Mapping[str, Any]) -> str:
+    content = {key: coerce(key, row.get(key)) for key in CONTENT_KEYS}
+    return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def row_hash(row: Mapping[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of ``row``'s content (prev_hash included)."""
+    return hashlib.sha256(canonical_json(row).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    """Outcome of ``Ledger.verify()``: ``ok``, runs checked, head hash, first broken row."""
+
+    ok: bool
+    runs: int
+    head_hash: str
+    first_bad_id: int | None = None
+    problem: str | None = None
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"ledger OK: {self.runs} runs, chain head {self.head_hash}"
+        return f"ledger chain BROKEN at run #{self.first_bad_id}: {self.problem}"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "runs": self.runs,
+            "head_hash": self.head_hash,
+            "first_bad_id": self.first_bad_id,
+            "problem": self.problem,
+        }
+
+
+def verify_rows(rows: Iterable[Mapping[str, Any]]) -> VerifyResult:
+    """Walk rows in ascending id order; stop at the first row that breaks the chain."""
+    prev_hash = GENESIS_HASH
+    prev_id = 0
+    count = 0
+    for row in rows:
+        rid = row["id"]
+        if rid != prev_id + 1:
+            if rid <= prev_id:
+                problem = f"id {rid} is out of order after #{prev_id} (rows were reordered)"
+            else:
+                missing = f"#{prev_id + 1}" if rid == prev_id + 2 else f"#{prev_id + 1}..#{rid - 1}"
+                problem = f"run {missing} is missing before it (a row was deleted)"
+            return VerifyResult(False, count, prev_hash, rid, problem)
+        if row["prev_hash"] != prev_hash:
+            where = f"run #{prev_id}'s hash" if prev_id else "the genesis hash (64 zeros)"
+            problem = (
+                f"prev_hash {str(row['prev_hash'])[:12]}... does not match {where} "
+                f"{prev_hash[:12]}... (a row was deleted, inserted or reordered)"
+            )
+            return VerifyResult(False, count, prev_hash, rid, problem)
+        try:
+            expected = row_hash(row)
+        except (TypeError, ValueError) as exc:
+            return VerifyResult(False, count, prev_hash, rid, f"a value has the wrong type: {exc}")
+        if row["row_hash"] != expected:
+            problem = (
+                f"content does not match its row_hash (stored {str(row['row_hash'])[:12]}..., "
+                f"recomputed {expected[:12]}...): the row was changed after it was appended"
+            )
+            return VerifyResult(False, count, prev_hash, rid, problem)
+        prev_hash = row["row_hash"]
+        prev_id = rid
+        count += 1
+    return VerifyResult(True, count, prev_hash)

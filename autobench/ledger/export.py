@@ -1,0 +1,48 @@
+"""Export the ledger: JSONL (one ``RunRecord.to_json_dict()`` per line, ascending id)
+or CSV (one row per run, one column per table column, JSON columns as their text)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any, TextIO
+
+from autobench.errors import LedgerError
+from autobench.ledger.models import RUNS
+from autobench.ledger.rows import record_from_row
+
+FORMATS = ("jsonl", "csv")
+CSV_COLUMNS: tuple[str, ...] = tuple(c.name for c in RUNS.columns)
+
+
+def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
+    count = 0
+    for row in rows:
+        out.write(json.dumps(record_from_row(row).to_json_dict(), ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
+def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    count = 0
+    for row in rows:
+        values = []
+        for key in CSV_COLUMNS:
+            value = row[key]
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            values.append("" if value is None else value)
+        writer.writerow(values)
+        count += 1
+    return count
+
+
+def write(rows: Iterable[Mapping[str, Any]], out: TextIO, fmt: str) -> int:
+    if fmt == "jsonl":
+        return write_jsonl(rows, out)
+    if fmt == "csv":
+        return write_csv(rows, out)
+    raise LedgerError(f"unknown export format {fmt!r}", hint="use jsonl or csv")

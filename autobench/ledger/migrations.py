@@ -1,0 +1,97 @@
+"""Schema versions: an ordered list of migrations, each recorded in ``schema_version``
+in the same transaction that applies it.
+
+A ledger whose recorded version is newer than ``LATEST`` was written by a newer
+autobench; it is refused (never "downgraded"), and nothing is changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import Connection, insert, select
+from sqlalchemy.schema import CreateIndex, CreateTable
+
+from autobench.errors import LedgerError
+from autobench.ledger.models import RUNS, SchemaVersion
+
+VERSIONS = SchemaVersion.__table__  # type: ignore[attr-defined]
+APPEND_ONLY_TABLES = ("runs", "schema_version")
+APPEND_ONLY_MESSAGE = (
+    "ledger rows are append-only: record a correction as a new run "
+    "(autobench record --corrects ID / --supersedes ID)"
+)
+
+
+def _append_only_triggers(conn: Connection, *tables: str) -> None:
+    """Make the database itself refuse UPDATE and DELETE on ledger tables."""
+    if conn.dialect.name != "sqlite":
+        # Other backends: use grants (REVOKE UPDATE, DELETE); the hash chain still
+        # detects any change.  See docs/ledger.md.
+        return
+    for table in tables:
+        for op in ("UPDATE", "DELETE"):
+            conn.exec_driver_sql(
+                f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
+                f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END"
+            )
+
+
+def _v1_runs_table(conn: Connection) -> None:
+    conn.execute(CreateTable(RUNS))
+    for index in sorted(RUNS.indexes, key=lambda i: i.name or ""):
+        conn.execute(CreateIndex(index))
+    _append_only_triggers(conn, "runs")
+
+
+# (version, description, apply).  Append new migrations; never edit an applied one.
+MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
+    (1, "runs table with metrics and boot facts, indexes, append-only triggers", _v1_runs_table),
+]
+LATEST = MIGRATIONS[-1][0]
+
+
+def current_version(conn: Connection) -> int:
+    value = conn.execute(select(VERSIONS.c.version).order_by(VERSIONS.c.version.desc()).limit(1))
+    return value.scalar() or 0
+
+
+def check_not_newer(version: int, where: str) -> None:
+    if version > LATEST:
+        raise LedgerError(
+            f"ledger schema v{version} was written by a newer autobench (this one knows v{LATEST})",
+            location=where,
+            hint="upgrade autobench; the ledger was left unchanged",
+        )
+
+
+def migrate(conn: Connection, where: str) -> int:
+    """Apply pending migrations inside the caller's (write-locked) transaction."""
+    if conn.dialect.name == "sqlite":
+        present = {
+            r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        if "schema_version" not in present:
+            conn.execute(CreateTable(VERSIONS))
+            _append_only_triggers(conn, "schema_version")
+    else:
+        VERSIONS.create(conn, checkfirst=True)
+    version = current_version(conn)
+    check_not_newer(version, where)
+    for number, description, apply in MIGRATIONS:
+        if number <= version:
+            continue
+        apply(conn)
+        conn.execute(
+            insert(VERSIONS).values(
+                version=number,
+                description=description,
+                applied_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            )
+        )
+        version = number
+    return version
+
+
+__all__ = ["LATEST", "MIGRATIONS", "check_not_newer", "current_version", "migrate"]

@@ -1,0 +1,272 @@
+"""The ledger's tables (sqlmodel) and the plain records the library hands out.
+
+One table, ``runs``, holds a run with its metrics and boot facts as real columns
+(queryable and indexable, never an opaque blob).  ``schema_version`` records the
+migrations applied.  Values that are not known are NULL, never 0.
+
+``NewRun`` is what callers append; ``RunRecord`` is what queries return (it carries
+everything, including ``metrics`` and ``boot`` dicts keyed by the column names).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Column, Index, Text
+from sqlmodel import Field, SQLModel
+
+STATUSES = ("DONE", "BLOCKED", "FAILED", "ABORTED")
+SOURCES = ("seed", "manual", "run")
+GENESIS_HASH = "0" * 64
+
+#: Metric columns (normalized key names, shared with autobench.bench.result).
+METRIC_KEYS: tuple[str, ...] = (
+    "prefill_tok_s",
+    "decode_tok_s",
+    "total_tok_s",
+    "completed",
+    "errors",
+    "incomplete",
+    "duration_s",
+    "time_cap_hit",
+    "concurrency",
+    "num_prompts",
+    "ttft_median_ms",
+    "ttft_p99_ms",
+    "tpot_median_ms",
+    "tpot_p99_ms",
+    "itl_median_ms",
+    "itl_p99_ms",
+    "e2el_median_ms",
+    "e2el_p99_ms",
+    "spec_acceptance_length",
+    "spec_per_position",
+    "spec_draft_acceptance_rate",
+)
+
+#: Boot-fact columns (normalized key names, shared with autobench.logs).
+BOOT_KEYS: tuple[str, ...] = (
+    "kv_cache_tokens",
+    "kv_cache_gib",
+    "max_concurrency",
+    "max_concurrency_tokens",
+    "model_load_gib",
+    "model_load_s",
+    "attention_block_size",
+    "architecture",
+    "attention_backend",
+    "linear_kernel",
+    "moe_backend",
+    "vllm_version",
+)
+
+#: Run columns other than metrics, boot facts and the chain.
+CORE_KEYS: tuple[str, ...] = (
+    "recipe_name",
+    "recipe_digest",
+    "recipe_snapshot",
+    "script_snapshot",
+    "model_repo",
+    "model_sha",
+    "draft_repo",
+    "draft_sha",
+    "image",
+    "image_digest",
+    "engine_version",
+    "host_facts",
+    "status",
+    "root_cause_category",
+    "root_cause_message",
+    "started_at",
+    "ended_at",
+    "notes",
+    "corrects",
+    "supersedes",
+    "source",
+)
+
+#: JSON-encoded text columns (decoded in RunRecord).
+JSON_KEYS = frozenset({"recipe_snapshot", "host_facts", "spec_per_position"})
+
+
+class SchemaVersion(SQLModel, table=True):
+    __tablename__ = "schema_version"
+
+    version: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    description: str
+    applied_at: str
+
+
+def _text(nullable: bool = True) -> Any:
+    return Field(default=None, sa_column=Column(Text, nullable=nullable))
+
+
+class RunRow(SQLModel, table=True):
+    """One run.  Appended once, never updated or deleted (triggers refuse it)."""
+
+    __tablename__ = "runs"
+    __table_args__ = (
+        Index("ix_runs_recipe_name", "recipe_name"),
+        Index("ix_runs_draft", "draft_repo", "draft_sha"),
+        Index("ix_runs_model", "model_repo", "model_sha"),
+        Index("ix_runs_status", "status"),
+        Index("ix_runs_started_at", "started_at"),
+    )
+
+    id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    # -- what ran
+    recipe_name: str = Field(nullable=False)
+    recipe_digest: str | None = None
+    recipe_snapshot: str | None = _text()
+    script_snapshot: str | None = _text()
+    model_repo: str = Field(nullable=False)
+    model_sha: str | None = None
+    draft_repo: str | None = None
+    draft_sha: str | None = None
+    image: str | None = None
+    image_digest: str | None = None
+    engine_version: str | None = None
+    host_facts: str | None = _text()
+    # -- how it ended
+    status: str = Field(nullable=False)
+    root_cause_category: str | None = None
+    root_cause_message: str | None = _text()
+    started_at: str | None = None
+    ended_at: str | None = None
+    notes: str | None = _text()
+    corrects: int | None = None
+    supersedes: int | None = None
+    source: str = Field(nullable=False)
+    # -- metrics
+    prefill_tok_s: float | None = None
+    decode_tok_s: float | None = None
+    total_tok_s: float | None = None
+    completed: int | None = None
+    errors: int | None = None
+    incomplete: int | None = None
+    duration_s: float | None = None
+    time_cap_hit: bool | None = None
+    concurrency: int | None = None
+    num_prompts: int | None = None
+    ttft_median_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_median_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    itl_median_ms: float | None = None
+    itl_p99_ms: float | None = None
+    e2el_median_ms: float | None = None
+    e2el_p99_ms: float | None = None
+    spec_acceptance_length: float | None = None
+    spec_per_position: str | None = _text()
+    spec_draft_acceptance_rate: float | None = None
+    # -- boot facts
+    kv_cache_tokens: int | None = None
+    kv_cache_gib: float | None = None
+    max_concurrency: float | None = None
+    max_concurrency_tokens: int | None = None
+    model_load_gib: float | None = None
+    model_load_s: float | None = None
+    attention_block_size: int | None = None
+    architecture: str | None = None
+    attention_backend: str | None = None
+    linear_kernel: str | None = None
+    moe_backend: str | None = None
+    vllm_version: str | None = None
+    # -- hash chain
+    prev_hash: str = Field(nullable=False, unique=True)
+    row_hash: str = Field(nullable=False, unique=True)
+
+
+RUNS = RunRow.__table__  # type: ignore[attr-defined]
+#: Every content column, in table order (what the row hash covers, with prev_hash).
+CONTENT_KEYS: tuple[str, ...] = tuple(c.name for c in RUNS.columns if c.name != "row_hash")
+
+assert set(CONTENT_KEYS) == {"id", "prev_hash", *CORE_KEYS, *METRIC_KEYS, *BOOT_KEYS}
+
+
+@dataclass
+class NewRun:
+    """A run to append.  ``metrics`` and ``boot`` use the column names above.
+
+    Timestamps are ``datetime`` or ISO 8601 strings (a date alone is kept as a date:
+    the ledger never invents a time).  ``recipe_snapshot`` and ``host_facts`` may be
+    dicts (stored as canonical JSON text).  Unknown values are None (stored as NULL).
+    """
+
+    recipe_name: str
+    model_repo: str
+    status: str
+    recipe_digest: str | None = None
+    recipe_snapshot: dict[str, Any] | str | None = None
+    script_snapshot: str | None = None
+    model_sha: str | None = None
+    draft_repo: str | None = None
+    draft_sha: str | None = None
+    image: str | None = None
+    image_digest: str | None = None
+    engine_version: str | None = None
+    host_facts: dict[str, Any] | str | None = None
+    root_cause_category: str | None = None
+    root_cause_message: str | None = None
+    started_at: Any = None
+    ended_at: Any = None
+    notes: str | None = None
+    corrects: int | None = None
+    supersedes: int | None = None
+    source: str = "manual"
+    metrics: dict[str, Any] = field(default_factory=dict)
+    boot: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RunRecord:
+    """A run as stored, with JSON columns decoded and metrics/boot facts grouped."""
+
+    id: int
+    recipe_name: str
+    recipe_digest: str | None
+    recipe_snapshot: dict[str, Any] | None
+    script_snapshot: str | None
+    model_repo: str
+    model_sha: str | None
+    draft_repo: str | None
+    draft_sha: str | None
+    image: str | None
+    image_digest: str | None
+    engine_version: str | None
+    host_facts: dict[str, Any] | None
+    status: str
+    root_cause_category: str | None
+    root_cause_message: str | None
+    started_at: str | None
+    ended_at: str | None
+    notes: str | None
+    corrects: int | None
+    supersedes: int | None
+    source: str
+    metrics: dict[str, Any]
+    boot: dict[str, Any]
+    prev_hash: str
+    row_hash: str
+
+    @property
+    def display_id(self) -> str:
+        """Short id for people: ``#<id>-<first 8 hex of the row hash>``."""
+        return f"#{self.id}-{self.row_hash[:8]}"
+
+    @property
+    def root_cause(self) -> str | None:
+        if not (self.root_cause_category or self.root_cause_message):
+            return None
+        return f"{self.root_cause_category or 'unknown'}: {self.root_cause_message or ''}".strip()
+
+    def to_json_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id, "display_id": self.display_id}
+        for key in CORE_KEYS:
+            out[key] = getattr(self, key)
+        out["metrics"] = dict(self.metrics)
+        out["boot"] = dict(self.boot)
+        out["prev_hash"] = self.prev_hash
+        out["row_hash"] = self.row_hash
+        return out

@@ -1,0 +1,172 @@
+"""Between Python and rows: validate a ``NewRun`` into column values, and decode a
+stored row into a ``RunRecord``.  Bad input raises ``LedgerError`` naming the field."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import fields
+from datetime import UTC, date, datetime
+from typing import Any
+
+from autobench.errors import LedgerError
+from autobench.ledger.chain import coerce
+from autobench.ledger.models import (
+    BOOT_KEYS,
+    CORE_KEYS,
+    JSON_KEYS,
+    METRIC_KEYS,
+    SOURCES,
+    STATUSES,
+    NewRun,
+    RunRecord,
+)
+from autobench.recipe.schema import is_full_sha
+
+# A Hugging Face user access token; secrets travel by name, never by value.
+_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")
+
+
+def _json_text(value: Any, key: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except ValueError as exc:
+            raise LedgerError(f"{key} is not valid JSON text: {exc}") from exc
+        return value
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise LedgerError(f"{key} cannot be stored as JSON: {exc}") from exc
+
+
+def normalize_time(value: Any, key: str = "time") -> str | None:
+    """UTC ISO 8601 (``2026-06-24T10:00:00Z``); a bare date stays a date; naive means UTC."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            try:
+                return date.fromisoformat(text).isoformat()
+            except ValueError as exc:
+                raise LedgerError(f"{key}: not a valid date: {value!r}") from exc
+        try:
+            value = datetime.fromisoformat(text)
+        except ValueError as exc:
+            raise LedgerError(
+                f"{key}: not an ISO 8601 time: {value!r}",
+                hint="use e.g. 2026-06-24T10:00:00Z or 2026-06-24",
+            ) from exc
+    if not isinstance(value, datetime):
+        raise LedgerError(f"{key}: expected a datetime or ISO 8601 string, got {value!r}")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    value = value.astimezone(UTC)
+    stamp = value.strftime("%Y-%m-%dT%H:%M:%S")
+    if value.microsecond:
+        stamp += f".{value.microsecond:06d}"
+    return stamp + "Z"
+
+
+def _check_keys(given: Mapping[str, Any], known: tuple[str, ...], what: str) -> None:
+    for key in given:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, 1, 0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+            raise LedgerError(f"unknown {what} key {key!r}", hint=hint)
+
+
+def _value(key: str, value: Any) -> Any:
+    if key in JSON_KEYS:
+        if key == "spec_per_position" and value is not None:
+            if isinstance(value, str):
+                value = json.loads(value)
+            if not isinstance(value, list | tuple):
+                raise LedgerError(f"spec_per_position must be a list of numbers, got {value!r}")
+            try:
+                value = [coerce("spec_acceptance_length", v) for v in value]
+            except (TypeError, ValueError) as exc:
+                raise LedgerError(f"spec_per_position: {exc}") from exc
+        return _json_text(value, key)
+    try:
+        return coerce(key, value)
+    except (TypeError, ValueError) as exc:
+        raise LedgerError(f"{key}: {exc}") from exc
+
+
+def new_run_values(run: NewRun) -> dict[str, Any]:
+    """Validate ``run`` and return its column values (without id and chain columns)."""
+    status = (run.status or "").strip().upper()
+    if status not in STATUSES:
+        raise LedgerError(f"unknown status {run.status!r}", hint=f"use one of {', '.join(STATUSES)}")
+    if run.source not in SOURCES:
+        raise LedgerError(f"unknown source {run.source!r}", hint=f"use one of {', '.join(SOURCES)}")
+    if not run.recipe_name or not run.model_repo:
+        raise LedgerError("a run needs a recipe name and a model repo")
+    for key in ("model_sha", "draft_sha"):
+        sha = getattr(run, key)
+        if sha is not None and not is_full_sha(sha):
+            raise LedgerError(
+                f"{key} {sha!r} is not a full 40-hex commit sha",
+                hint="give the full sha, or leave it unknown",
+            )
+    if run.draft_sha and not run.draft_repo:
+        raise LedgerError("draft_sha given without draft_repo")
+    for key in ("corrects", "supersedes"):
+        ref = getattr(run, key)
+        if ref is not None and (isinstance(ref, bool) or not isinstance(ref, int) or ref < 1):
+            raise LedgerError(f"{key} must be a run id (a positive integer), got {ref!r}")
+    _check_keys(run.metrics, METRIC_KEYS, "metrics")
+    _check_keys(run.boot, BOOT_KEYS, "boot")
+
+    values: dict[str, Any] = {}
+    for f in fields(NewRun):
+        if f.name in ("metrics", "boot"):
+            continue
+        values[f.name] = getattr(run, f.name)
+    values["status"] = status
+    values["started_at"] = normalize_time(run.started_at, "started_at")
+    values["ended_at"] = normalize_time(run.ended_at, "ended_at")
+    if run.root_cause_category is not None:
+        values["root_cause_category"] = run.root_cause_category.strip().lower() or None
+    for key in METRIC_KEYS:
+        values[key] = run.metrics.get(key)
+    for key in BOOT_KEYS:
+        values[key] = run.boot.get(key)
+    out = {key: _value(key, value) for key, value in values.items()}
+    for key, value in out.items():
+        if isinstance(value, str) and _TOKEN_RE.search(value):
+            raise LedgerError(
+                f"{key} contains what looks like a Hugging Face token; refusing to store it",
+                hint="secrets travel by name (e.g. HF_TOKEN), never by value",
+            )
+    return out
+
+
+def _decode(value: str | None) -> Any:
+    return None if value is None else json.loads(value)
+
+
+def record_from_row(row: Mapping[str, Any]) -> RunRecord:
+    metrics = {key: row[key] for key in METRIC_KEYS}
+    metrics["spec_per_position"] = _decode(metrics["spec_per_position"])
+    if metrics["time_cap_hit"] is not None:
+        metrics["time_cap_hit"] = bool(metrics["time_cap_hit"])
+    core = {key: row[key] for key in CORE_KEYS}
+    core["recipe_snapshot"] = _decode(core["recipe_snapshot"])
+    core["host_facts"] = _decode(core["host_facts"])
+    return RunRecord(
+        id=row["id"],
+        **core,
+        metrics=metrics,
+        boot={key: row[key] for key in BOOT_KEYS},
+        prev_hash=row["prev_hash"],
+        row_hash=row["row_hash"],
+    )

@@ -1,0 +1,380 @@
+"""The ledger store: open a database, append runs (one transaction each), read them.
+
+SQLite discipline: WAL journal, ``busy_timeout``, ``synchronous=NORMAL`` (a killed
+process never corrupts or loses a committed run; a power cut may lose the last few
+commits, never the chain), and every append runs inside ``BEGIN IMMEDIATE`` so the
+read of the chain head and the insert are serialized across processes.  A UNIQUE
+``prev_hash`` makes a forked chain impossible on any backend.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from sqlalchemy import Connection, Engine, create_engine, event, insert, select
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from autobench.errors import LedgerError
+from autobench.ledger import chain, export, queries
+from autobench.ledger.migrations import LATEST, check_not_newer, current_version, migrate
+from autobench.ledger.models import GENESIS_HASH, RUNS, STATUSES, NewRun, RunRecord
+from autobench.ledger.rows import new_run_values, record_from_row
+
+DEFAULT_PATH = "ledger.db"
+ENV_VAR = "AUTOBENCH_LEDGER"
+BUSY_TIMEOUT_MS = 60_000
+SQLITE_MAGIC = b"SQLite format 3\x00"
+APPEND_ATTEMPTS = 20
+
+
+def resolve_location(url_or_path: str | os.PathLike[str] | None = None) -> tuple[URL, Path | None]:
+    """``None`` -> $AUTOBENCH_LEDGER -> ./ledger.db.  A plain path means sqlite:///path."""
+    raw: str | os.PathLike[str] = url_or_path or os.environ.get(ENV_VAR) or DEFAULT_PATH
+    text = os.fspath(raw)
+    if "://" not in text:
+        path = Path(text).expanduser()
+        return URL.create("sqlite", database=str(path)), path
+    try:
+        url = make_url(text)
+    except ArgumentError as exc:
+        raise LedgerError(f"not a database URL: {text!r}", hint="use a path or e.g. sqlite:///ledger.db") from exc
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        return url, Path(url.database).expanduser()
+    return url, None
+
+
+def _check_file(path: Path, create: bool) -> None:
+    """Refuse anything that is not (or cannot become) a ledger, before touching it."""
+    if path.is_dir():
+        raise LedgerError("is a directory, not a ledger database", location=str(path))
+    if path.exists():
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(len(SQLITE_MAGIC))
+        except OSError as exc:
+            raise LedgerError(f"cannot read ledger: {exc.strerror}", location=str(path)) from exc
+        if head and head != SQLITE_MAGIC:
+            raise LedgerError(
+                "not a ledger database (not an SQLite file)",
+                location=str(path),
+                hint="point --ledger / AUTOBENCH_LEDGER at a ledger.db or a new path; the file was left unchanged",
+            )
+        return
+    if not create:
+        raise LedgerError(
+            "no ledger database here",
+            location=str(path),
+            hint="record a run first (autobench record ...) or set --ledger / AUTOBENCH_LEDGER",
+        )
+    if not path.parent.is_dir():
+        raise LedgerError("the ledger's directory does not exist", location=str(path))
+
+
+def _sqlite_engine(url: URL, memory: bool) -> Engine:
+    kwargs: dict[str, Any] = {"connect_args": {"timeout": BUSY_TIMEOUT_MS / 1000}}
+    if memory:
+        kwargs.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
+    engine = create_engine(url, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
+        cur = dbapi_conn.cursor()
+        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get("ledger_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def _user_tables(conn: Connection) -> set[str]:
+    if conn.dialect.name == "sqlite":
+        rows = conn.exec_driver_sql(
+            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
+        )
+        return {r[0] for r in rows}
+    from sqlalchemy import inspect
+
+    return set(inspect(conn).get_table_names())
+
+
+def open_ledger(url_or_path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Ledger:
+    """Open (and with ``create``, initialise or migrate) the ledger at a path or URL.
+
+    Raises LedgerError -- without modifying anything -- for a file that is not a
+    ledger, a non-empty database without the ledger's tables, or a ledger written
+    by a newer schema.
+    """
+    url, path = resolve_location(url_or_path)
+    where = str(path) if path is not None else url.render_as_string(hide_password=True)
+    if path is not None:
+        _check_file(path, create)
+    try:
+        if url.get_backend_name() == "sqlite":
+            engine = _sqlite_engine(url, memory=path is None)
+        else:
+            engine = create_engine(url, pool_pre_ping=True)
+    except (ArgumentError, ImportError, SQLAlchemyError) as exc:
+        raise LedgerError(f"cannot open ledger database: {exc}", location=where) from exc
+    try:
+        _prepare(engine, where, create)
+    except BaseException:
+        engine.dispose()
+        raise
+    return Ledger(engine, where)
+
+
+def _prepare(engine: Engine, where: str, create: bool) -> None:
+    try:
+        with engine.connect() as conn:
+            tables = _user_tables(conn)
+            version = current_version(conn) if "schema_version" in tables else None
+            conn.rollback()
+        if version is None:
+            if tables:
+                shown = ", ".join(sorted(tables)[:5])
+                raise LedgerError(
+                    f"not a ledger database (it has tables {shown} but no schema_version)",
+                    location=where,
+                    hint="use another path for the ledger; this database was left unchanged",
+                )
+            if not create:
+                raise LedgerError("the database is empty, not a ledger", location=where)
+        else:
+            check_not_newer(version, where)
+            if "runs" not in tables and version >= 1:
+                raise LedgerError("ledger is missing its runs table", location=where)
+        if version == LATEST:
+            return
+        if engine.dialect.name == "sqlite":
+            raw = engine.raw_connection()  # outside any transaction (a PRAGMA rule)
+            try:
+                raw.cursor().execute("PRAGMA journal_mode=WAL")
+            finally:
+                raw.close()
+        with engine.connect() as conn:
+            conn = conn.execution_options(ledger_begin="IMMEDIATE")
+            with conn.begin():
+                migrate(conn, where)
+    except LedgerError:
+        raise
+    except DBAPIError as exc:
+        message = str(exc.orig) if exc.orig is not None else str(exc)
+        if "not a database" in message or "malformed" in message:
+            raise LedgerError(
+                f"not a ledger database ({message})",
+                location=where,
+                hint="the file was left unchanged",
+            ) from exc
+        raise LedgerError(f"cannot open ledger database: {message}", location=where) from exc
+    except SQLAlchemyError as exc:
+        raise LedgerError(f"cannot open ledger database: {exc}", location=where) from exc
+
+
+class Ledger:
+    """An open ledger.  Only appends and reads; there is no update or delete."""
+
+    def __init__(self, engine: Engine, where: str):
+        self.engine = engine
+        self.where = where
+
+    # -- lifecycle
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Ledger({self.where!r})"
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except LedgerError:
+            raise
+        except DBAPIError as exc:
+            message = str(exc.orig) if exc.orig is not None else str(exc)
+            raise LedgerError(f"database error: {message}", location=self.where) from exc
+        except SQLAlchemyError as exc:
+            raise LedgerError(f"database error: {exc}", location=self.where) from exc
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._errors(), self.engine.connect() as conn:
+            yield conn
+
+    # -- writing
+    def append(self, run: NewRun) -> RunRecord:
+        """Append one run in one transaction; return it as stored (with id and hashes)."""
+        values = new_run_values(run)
+        for attempt in range(APPEND_ATTEMPTS):
+            try:
+                with self._errors():
+                    try:
+                        return self._append_once(values)
+                    except (IntegrityError, OperationalError) as exc:
+                        transient = isinstance(exc, OperationalError) and "locked" in str(exc.orig)
+                        fork = isinstance(exc, IntegrityError) and "prev_hash" in str(exc.orig)
+                        if not (transient or fork) or attempt == APPEND_ATTEMPTS - 1:
+                            raise
+            except LedgerError:
+                raise
+            time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _append_once(self, values: dict[str, Any]) -> RunRecord:
+        with self.engine.connect() as conn:
+            conn = conn.execution_options(ledger_begin="IMMEDIATE")
+            with conn.begin():
+                last = conn.execute(
+                    select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)
+                ).first()
+                for key in ("corrects", "supersedes"):
+                    ref = values.get(key)
+                    if ref is not None and conn.execute(
+                        select(RUNS.c.id).where(RUNS.c.id == ref)
+                    ).first() is None:
+                        raise LedgerError(
+                            f"{key}: no run #{ref} in the ledger", location=self.where,
+                            hint="autobench ledger list shows the run ids",
+                        )
+                row = dict(values)
+                row["id"] = (last.id + 1) if last else 1
+                row["prev_hash"] = last.row_hash if last else GENESIS_HASH
+                row["row_hash"] = chain.row_hash(row)
+                conn.execute(insert(RUNS), row)
+        return record_from_row(row)
+
+    # -- reading
+    def get(self, run_id: int) -> RunRecord:
+        with self._read() as conn:
+            row = conn.execute(select(RUNS).where(RUNS.c.id == run_id)).mappings().first()
+        if row is None:
+            raise LedgerError(
+                f"no run #{run_id} in the ledger", location=self.where,
+                hint="autobench ledger list shows the run ids",
+            )
+        return record_from_row(row)
+
+    def resolve(self, ref: str | int) -> int:
+        """A run reference -> id: ``12``, ``#12``, ``#12-1a2b3c4d`` or a row-hash prefix (>= 6 hex)."""
+        text = str(ref).strip().lstrip("#")
+        head = text.split("-", 1)[0]
+        if head.isdigit():
+            return self.get(int(head)).id
+        if len(text) >= 6 and all(c in "0123456789abcdef" for c in text.lower()):
+            prefix = text.lower()
+            with self._read() as conn:
+                ids = conn.execute(
+                    select(RUNS.c.id).where(RUNS.c.row_hash.between(prefix, prefix + "g")).limit(2)
+                ).scalars().all()
+            if len(ids) == 1:
+                return ids[0]
+            if len(ids) > 1:
+                raise LedgerError(f"run reference {ref!r} is ambiguous", hint="give more hex digits or the id")
+            raise LedgerError(f"no run with hash prefix {ref!r}", location=self.where)
+        raise LedgerError(
+            f"not a run reference: {ref!r}", hint="use a run id (12 or #12) or a row-hash prefix"
+        )
+
+    def count(self) -> int:
+        from sqlalchemy import func
+
+        with self._read() as conn:
+            return conn.execute(select(func.count()).select_from(RUNS)).scalar_one()
+
+    def runs(
+        self,
+        recipe: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        *,
+        model: str | None = None,
+        draft: str | None = None,
+        newest_first: bool = False,
+    ) -> list[RunRecord]:
+        """Runs matching the filters, in id (append) order.  ``limit`` keeps the most
+        recent N; ``newest_first`` reverses the order."""
+        query = select(RUNS)
+        if recipe is not None:
+            query = query.where(RUNS.c.recipe_name == recipe)
+        if status is not None:
+            wanted = status.upper()
+            if wanted not in STATUSES:
+                raise LedgerError(f"unknown status {status!r}", hint=f"use one of {', '.join(STATUSES)}")
+            query = query.where(RUNS.c.status == wanted)
+        if model is not None:
+            query = query.where(RUNS.c.model_repo == model)
+        if draft is not None:
+            query = query.where(RUNS.c.draft_repo == draft)
+        query = query.order_by(RUNS.c.id.desc())
+        if limit is not None:
+            query = query.limit(limit)
+        with self._read() as conn:
+            records = [record_from_row(r) for r in conn.execute(query).mappings()]
+        return records if newest_first else records[::-1]
+
+    def history(
+        self, *, draft: str | None = None, model: str | None = None, recipe: str | None = None
+    ) -> queries.History:
+        """Runs grouped per revision of a draft repo, a model repo, or a recipe (per digest)."""
+        asked = [(k, v) for k, v in (("draft", draft), ("model", model), ("recipe", recipe)) if v]
+        if len(asked) != 1:
+            raise LedgerError("history needs exactly one of draft=, model= or recipe=")
+        kind, subject = asked[0]
+        with self._read() as conn:
+            return queries.history(conn, kind, subject)
+
+    def known(self, kind: str) -> list[str]:
+        with self._read() as conn:
+            return queries.known_subjects(conn, kind)
+
+    def compare(self, a: int | str, b: int | str) -> queries.Comparison:
+        return queries.compare(self.get(self.resolve(a)), self.get(self.resolve(b)))
+
+    def head(self) -> tuple[int, str]:
+        with self._read() as conn:
+            last = conn.execute(
+                select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)
+            ).first()
+        return (last.id, last.row_hash) if last else (0, GENESIS_HASH)
+
+    def _raw_rows(self, conn: Connection) -> Iterator[dict[str, Any]]:
+        """All rows, ascending id, as the driver returns them (no type processing)."""
+        names = [c.name for c in RUNS.columns]
+        cursor = conn.exec_driver_sql(
+            f"SELECT {', '.join(names)} FROM runs ORDER BY id"  # noqa: S608 (fixed column names)
+        )
+        for raw in cursor:
+            yield dict(zip(names, raw, strict=True))
+
+    def verify(self) -> chain.VerifyResult:
+        """Recompute the hash chain; report the first broken row."""
+        with self._read() as conn:
+            return chain.verify_rows(self._raw_rows(conn))
+
+    def export(self, out: TextIO, fmt: str = "jsonl") -> int:
+        """Write every run to ``out`` as JSONL or CSV; return the number of runs."""
+        if fmt not in export.FORMATS:
+            raise LedgerError(f"unknown export format {fmt!r}", hint="use jsonl or csv")
+        with self._read() as conn:
+            rows = conn.execute(select(RUNS).order_by(RUNS.c.id)).mappings()
+            return export.write(rows, out, fmt)
