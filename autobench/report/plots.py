@@ -1,0 +1,127 @@
+"""Plots beside a recipe page: decode tok/s and TTFT across runs and across concurrency.
+
+Which plots a page gets is decided from the data alone (:func:`plot_specs`), so the
+Markdown is the same whether or not matplotlib is installed.  Drawing them needs the
+optional extra (``pip install 'autobench[plot]'``); without it :func:`write_plots`
+writes nothing and returns one note saying how to get it.  matplotlib is imported
+only inside :func:`write_plots`.
+
+The SVGs are made reproducible (fixed hash salt, no date/creator metadata, text kept
+as text), so re-rendering unchanged data with the same matplotlib gives the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from autobench.errors import ReportError
+from autobench.report.model import DONE, RecipeView, Run
+
+INSTALL_HINT = "pip install 'autobench[plot]'"
+NO_MATPLOTLIB_NOTE = f"plots skipped: matplotlib is not installed ({INSTALL_HINT})"
+
+
+@dataclass(frozen=True)
+class PlotSpec:
+    kind: str  # "runs" | "concurrency"
+    metric: str  # metrics key, or "" for the two-panel concurrency plot
+    title: str
+    file: str  # file name, beside the page
+
+
+def plot_specs(view: RecipeView) -> list[PlotSpec]:
+    """The plots this recipe's data supports (any DONE run with the value; 2+ concurrency levels)."""
+    specs = []
+    done = [r for r in view.runs if r.status == DONE]
+    for key, title, stem in (("decode_tok_s", "decode tok/s across runs", "decode"),
+                             ("ttft_median_ms", "TTFT median (ms) across runs", "ttft")):
+        if any(r.metric(key) is not None for r in done):
+            specs.append(PlotSpec("runs", key, title, f"{view.name}.{stem}.svg"))
+    levels = [lv for lv in view.levels if lv.concurrency is not None]
+    if len(levels) > 1 and any(not lv.decode.missing or not lv.ttft.missing for lv in levels):
+        specs.append(PlotSpec("concurrency", "", "decode tok/s and TTFT across concurrency",
+                              f"{view.name}.concurrency.svg"))
+    return specs
+
+
+def matplotlib_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _label(run: Run) -> str:
+    day = run.day.isoformat() if run.day else "—"
+    return f"run {run.id}\n{day}"
+
+
+def _draw_runs(fig, view: RecipeView, spec: PlotSpec) -> None:
+    ax = fig.add_subplot()
+    runs = view.runs
+    xs = list(range(len(runs)))
+    heights = [r.metric(spec.metric) if r.status == DONE else None for r in runs]
+    top = max((h for h in heights if h is not None), default=1.0) or 1.0
+    for x, run, h in zip(xs, runs, heights, strict=True):
+        if h is None:  # never drawn as 0: a labelled gap
+            why = run.status if run.status != DONE else "—"
+            ax.text(x, top * 0.02, why, ha="center", va="bottom", rotation=90, fontsize=8,
+                    color="#a33")
+        else:
+            ax.bar(x, h, color="#4477aa", width=0.6)
+            ax.text(x, h, f"{h:g}", ha="center", va="bottom", fontsize=8)
+    if spec.metric == "decode_tok_s" and view.speedup.ok and view.speedup.base is not None:
+        base = view.speedup.base
+        ax.axhline(float(base.value), color="#888", linestyle="--", linewidth=1,
+                   label=f"baseline {view.speedup.baseline} run {base.run_id}: {base.value:g}")
+        ax.legend(fontsize=7, loc="upper left")
+    ax.set_xticks(xs, [_label(r) for r in runs], fontsize=8)
+    ax.set_ylabel(spec.title.split(" across")[0])
+    ax.set_xlim(-0.6, len(runs) - 0.4)
+    ax.set_ylim(0, top * 1.3)
+    ax.set_title(f"{view.name}\n{spec.title}", fontsize=9)
+
+
+def _draw_concurrency(fig, view: RecipeView) -> None:
+    levels = [lv for lv in view.levels if lv.concurrency is not None]
+    for i, (attr, ylabel) in enumerate((("decode", "decode tok/s"), ("ttft", "TTFT median (ms)"))):
+        ax = fig.add_subplot(1, 2, i + 1)
+        points = [(lv.concurrency, getattr(lv, attr)) for lv in levels]
+        points = [(c, f) for c, f in points if not f.missing]
+        ax.plot([c for c, _ in points], [f.value for _, f in points], marker="o", color="#4477aa")
+        for c, f in points:
+            ax.annotate(f"run {f.run_id}", (c, f.value), fontsize=7, textcoords="offset points",
+                        xytext=(0, 5), ha="center")
+        ax.set_xlabel("concurrency")
+        ax.set_ylabel(ylabel)
+        ax.set_xticks([lv.concurrency for lv in levels])
+    fig.suptitle(f"{view.name}: latest DONE run per concurrency", fontsize=9)
+
+
+def write_plots(view: RecipeView, directory: Path, specs: Sequence[PlotSpec]) -> tuple[list[Path], str | None]:
+    """Draw ``specs`` as SVG files in ``directory``.  Returns (files written, note or None)."""
+    if not specs:
+        return [], None
+    if not matplotlib_available():
+        return [], NO_MATPLOTLIB_NOTE
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    written = []
+    rc = {"svg.hashsalt": "autobench", "svg.fonttype": "none", "font.family": "DejaVu Sans"}
+    with matplotlib.rc_context(rc):
+        for spec in specs:
+            fig = Figure(figsize=(7, 4) if spec.kind == "runs" else (9, 3.6))
+            if spec.kind == "runs":
+                _draw_runs(fig, view, spec)
+            else:
+                _draw_concurrency(fig, view)
+            fig.tight_layout()
+            path = directory / spec.file
+            try:
+                fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
+            except OSError as exc:
+                raise ReportError(f"cannot write plot: {exc.strerror}", location=str(path)) from exc
+            written.append(path)
+    return written, None
