@@ -1,0 +1,155 @@
+"""CLI: ``autobench lock``, ``autobench outdated``, ``autobench hub info``.
+
+Thin commands: parse options, call one library function in autobench.hub, print.  Plain text
+(stable, greppable) everywhere; ``--json`` for machines.  Errors propagate as HubError/RecipeError.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+_offline = click.option("--offline", is_flag=True,
+                        help="Read only the local HF cache (same as HF_HUB_OFFLINE=1).")
+_timeout = click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+                        help="Seconds per Hub request (default 10, or AUTOBENCH_HUB_TIMEOUT).")
+_json = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+
+
+def _resolver(offline: bool, timeout: float | None) -> Any:
+    from autobench.hub.client import HubSettings
+    from autobench.hub.resolve import Resolver
+
+    return Resolver(HubSettings.from_env(offline=offline or None, timeout=timeout))
+
+
+def _short(sha: str | None) -> str:
+    return sha[:7] if sha else "-"
+
+
+@click.command()
+@click.argument("recipes", nargs=-1, required=True, type=click.Path(path_type=Path))
+@_offline
+@_timeout
+@_json
+def lock(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_json: bool) -> None:
+    """Pin model, tokenizer and draft revisions of RECIPES to full commit shas.
+
+    Edits each revision in place (`revision: <sha>  # frozen: <label>`) and writes
+    <recipe>.lock.json beside the recipe with fingerprints and trust facts.
+    """
+    from autobench.hub.lockfile import lock_recipe
+
+    resolver = _resolver(offline, timeout)
+    results = [lock_recipe(path, resolver) for path in recipes]
+    if as_json:
+        click.echo(json.dumps([r.to_json() for r in results], indent=2, sort_keys=True))
+        return
+    for result in results:
+        click.echo(f"{result.recipe}")
+        for pin in result.pins:
+            was = "" if pin.previous == pin.sha else f" (was {pin.previous or 'main, by default'})"
+            assumed = " [label assumed: main]" if pin.label_assumed else ""
+            where = f"  -> {pin.file}" if pin.changed else ""
+            click.echo(f"  {pin.spec.kind:<9} {pin.spec.repo}  {pin.sha}  # frozen: {pin.label}"
+                       f"{assumed}{was}{where}")
+        click.echo(f"  lock file: {result.lock_file}")
+
+
+@click.command()
+@click.argument("recipes", nargs=-1, type=click.Path(path_type=Path))
+@_offline
+@_timeout
+@_json
+@click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has moved upstream.")
+def outdated(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_json: bool,
+             exit_code: bool) -> None:
+    """Show pins whose branch has moved upstream, with the config changes (default: recipes/*.yaml)."""
+    from autobench.errors import UsageError
+    from autobench.hub.outdated import check_recipe
+
+    paths = list(recipes) or sorted(Path("recipes").glob("*.yaml"))
+    if not paths:
+        raise UsageError("no recipes given and none found in ./recipes", hint="pass RECIPE paths")
+    resolver = _resolver(offline, timeout)
+    items = [item for path in paths for item in check_recipe(path, resolver)]
+    if as_json:
+        click.echo(json.dumps([i.to_json() for i in items], indent=2, sort_keys=True))
+    else:
+        _print_outdated(items)
+    if exit_code and any(i.status == "moved" for i in items):
+        raise click.exceptions.Exit(1)
+
+
+def _print_outdated(items: list[Any]) -> None:
+    from autobench.hub.diff import show
+
+    recipe = None
+    for item in items:
+        if item.recipe != recipe:
+            recipe = item.recipe
+            click.echo(str(recipe))
+        head = f"  {item.kind:<9} {item.repo}"
+        if item.status == "unpinned":
+            click.echo(f"{head}  unpinned: {item.label} is at {_short(item.current)}")
+        elif item.status == "up-to-date":
+            click.echo(f"{head}  up-to-date: {_short(item.pinned)} = {item.label}")
+        else:
+            flag = "  BREAKING" if item.breaking else ""
+            click.echo(f"{head}  moved: pinned {_short(item.pinned)}, {item.label} is now "
+                       f"{_short(item.current)} ({item.current}){flag}")
+            if not item.changes:
+                click.echo("      config.json unchanged")
+            for change in item.changes:
+                mark = "BREAKING" if change.breaking else "changed "
+                click.echo(f"      {mark} {change.field}: {show(change.old)} -> {show(change.new)}")
+        if item.note:
+            click.echo(f"      note: {item.note}")
+
+
+@click.group()
+def hub() -> None:
+    """Inspect Hub repositories (trust facts)."""
+
+
+@hub.command()
+@click.argument("ref", metavar="REPO[@REV]")
+@_offline
+@_timeout
+@_json
+def info(ref: str, offline: bool, timeout: float | None, as_json: bool) -> None:
+    """Commit sha, architecture fingerprint and trust facts of REPO at REV (default main)."""
+    from autobench.hub.fingerprint import describe
+    from autobench.hub.info import hub_info
+    from autobench.hub.trust import human_bytes
+
+    data = hub_info(ref, _resolver(offline, timeout))
+    if as_json:
+        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        return
+    t, fp = data["trust"], data["fingerprint"]
+
+    def yn(value: Any) -> str:
+        return "?" if value is None else ("yes" if value else "no")
+
+    template = yn(t["has_chat_template"]) + (f" ({t['chat_template_source']})" if t["chat_template_source"] else "")
+    rows = [
+        ("repo", data["repo"]),
+        ("revision", f"{data['revision']} -> {data['sha']}"),
+        ("from", data["resolved_from"]),
+        ("architecture", describe(fp)),
+        ("downloads", "?" if t["downloads"] is None else t["downloads"]),
+        ("likes", "?" if t["likes"] is None else t["likes"]),
+        ("gated", "?" if t["gated"] is None else (t["gated"] or "no")),
+        ("config.json", yn(t["has_config"])),
+        ("quantization", yn(t["has_quantization_config"])),
+        ("chat template", template),
+        ("weights", f"{human_bytes(t['weight_bytes'])} in {t['weight_files']} files"
+         if t["weight_files"] is not None else "?"),
+        ("last modified", t["last_modified"] or "?"),
+    ]
+    for key, value in rows:
+        click.echo(f"{key:<14} {value}")

@@ -1,0 +1,219 @@
+"""The one door to huggingface_hub: settings read at call time, bounded calls, translated errors.
+
+huggingface_hub reads HF_ENDPOINT / HF_HUB_OFFLINE / HF_HOME once, at import.  We never rely on
+that: ``HubSettings.from_env()`` reads the environment when a command runs and every call gets an
+explicit ``endpoint=``, ``cache_dir=`` and ``token=``.  Offline mode never calls the client's
+network functions at all (see ``resolve.py``).
+
+Bounded time: every API call passes ``timeout=``; file downloads pass a small ``etag_timeout`` and
+run in a daemon worker with a deadline, because on a timeout the client silently retries with a
+60 s timeout and 5 backoff rounds.
+
+Every huggingface_hub / httpx2 / OS exception becomes ONE HubError line naming the repo, the
+revision and the fix.  The token is never part of a message (``redact``).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from autobench.errors import HubError
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+DEFAULT_TIMEOUT = 10.0
+T = TypeVar("T")
+
+CACHE_HINT = "run `autobench lock` online once, or `huggingface-cli download {repo} --revision {rev}`"
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def hf_home(env: dict[str, str] | os._Environ[str]) -> Path:
+    home = env.get("HF_HOME")
+    if home:
+        return Path(home).expanduser()
+    xdg = env.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "huggingface"
+
+
+def stored_token(env: dict[str, str] | os._Environ[str]) -> str | None:
+    """HF_TOKEN, else the token huggingface_hub stores (``hf auth login``) -- read at call time."""
+    token = (env.get("HF_TOKEN") or "").strip()
+    if token:
+        return token
+    path = Path(env["HF_TOKEN_PATH"]).expanduser() if env.get("HF_TOKEN_PATH") else hf_home(env) / "token"
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return token or None
+
+
+@dataclass(frozen=True)
+class HubSettings:
+    endpoint: str
+    cache_dir: Path
+    offline: bool
+    timeout: float
+    token: str | None = field(default=None, repr=False)  # never printed
+
+    @classmethod
+    def from_env(cls, *, offline: bool | None = None, timeout: float | None = None,
+                 env: dict[str, str] | None = None) -> HubSettings:
+        env_ = os.environ if env is None else env
+        cache = env_.get("HF_HUB_CACHE")
+        cache_dir = Path(cache).expanduser() if cache else hf_home(env_) / "hub"
+        if timeout is None:
+            raw = env_.get("AUTOBENCH_HUB_TIMEOUT")
+            try:
+                timeout = float(raw) if raw else DEFAULT_TIMEOUT
+            except ValueError as exc:
+                raise HubError(f"AUTOBENCH_HUB_TIMEOUT={raw!r} is not a number of seconds",
+                               hint="set it to e.g. 10") from exc
+        if timeout <= 0:
+            raise HubError(f"timeout must be positive, got {timeout}", hint="pass e.g. --timeout 10")
+        offline_ = bool(offline) or _truthy(env_.get("HF_HUB_OFFLINE")) or _truthy(env_.get("TRANSFORMERS_OFFLINE"))
+        return cls(
+            endpoint=(env_.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/"),
+            cache_dir=cache_dir,
+            offline=offline_,
+            timeout=float(timeout),
+            token=stored_token(env_),
+        )
+
+    def redact(self, text: str) -> str:
+        return text.replace(self.token, "***") if self.token else text
+
+
+def ref(repo: str, revision: str | None) -> str:
+    return f"{repo}@{revision or 'main'}"
+
+
+def translate(exc: BaseException, settings: HubSettings, repo: str, revision: str | None,
+              *, filename: str | None = None) -> HubError:
+    """Map any exception raised by huggingface_hub / httpx2 / the OS to one HubError line."""
+    import httpx2
+    from huggingface_hub import errors as hf
+
+    where = ref(repo, revision)
+    endpoint = settings.endpoint
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    net_hint = ("check the network and HF_ENDPOINT, raise --timeout / AUTOBENCH_HUB_TIMEOUT, or work from "
+                "the local HF cache with --offline / HF_HUB_OFFLINE=1")
+    # Order matters: GatedRepoError < RepositoryNotFoundError; Remote/LocalEntryNotFound < EntryNotFound.
+    if isinstance(exc, hf.GatedRepoError):
+        msg, hint = (f"{where}: gated repo, this token has no access ({status or 'denied'})",
+                     f"accept the repo's conditions at {endpoint}/{repo} with the account whose token is "
+                     "in HF_TOKEN (or `hf auth login`)")
+    elif isinstance(exc, hf.RepositoryNotFoundError):
+        msg, hint = (f"{where}: repository not found on {endpoint} (or private and not visible to this token)",
+                     "check the repo id (owner/name) in the recipe; for a private repo set HF_TOKEN")
+    elif isinstance(exc, hf.RevisionNotFoundError):
+        msg, hint = (f"{where}: revision {revision!r} not found in the repo",
+                     f"use an existing branch, tag or full 40-hex sha (`autobench hub info {repo}` shows main)")
+    elif isinstance(exc, hf.RemoteEntryNotFoundError):
+        name = filename or "file"
+        msg, hint = (f"{where}: the Hub has no {name} at this revision",
+                     f"pin a revision of {repo} that contains {name} (is it a transformers model repo?)")
+    elif isinstance(exc, hf.LocalEntryNotFoundError | hf.RevisionResolutionError | hf.OfflineModeIsEnabled):
+        name = f"{filename} of " if filename else ""
+        msg, hint = (f"{name}{where} is not in the local HF cache at {settings.cache_dir}",
+                     CACHE_HINT.format(repo=repo, rev=revision or "main"))
+    elif isinstance(exc, hf.HFValidationError):
+        msg, hint = (f"{where}: invalid repo id or revision ({str(exc).splitlines()[0]})",
+                     "write the repo as owner/name and the revision as a branch, tag or 40-hex sha")
+    elif isinstance(exc, hf.HfHubHTTPError) and status == 401:
+        msg, hint = (f"{where}: the Hub rejected the token (401 Unauthorized: invalid credentials)",
+                     "HF_TOKEN (or the stored token) is wrong or expired: create a new one at "
+                     f"{endpoint}/settings/tokens, or unset HF_TOKEN for public repos")
+    elif isinstance(exc, hf.HfHubHTTPError) and status == 403:
+        msg, hint = (f"{where}: the Hub refused access (403 Forbidden)",
+                     "use a token with read access to this repo (HF_TOKEN)")
+    elif isinstance(exc, hf.HfHubHTTPError) and status == 429:
+        msg, hint = (f"{where}: rate limited by the Hub (429)", "wait a minute and retry, or set HF_TOKEN")
+    elif isinstance(exc, hf.HfHubHTTPError):
+        msg, hint = (f"{where}: the Hub answered HTTP {status}", net_hint)
+    elif isinstance(exc, httpx2.TimeoutException | TimeoutError):
+        msg, hint = (f"{where}: no answer from {endpoint} within {settings.timeout:g} s", net_hint)
+    elif isinstance(exc, httpx2.TransportError):
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        msg, hint = (f"{where}: cannot reach {endpoint} ({reason})", net_hint)
+    elif isinstance(exc, hf.FileMetadataError):
+        msg, hint = (f"{where}: {endpoint} does not answer like a Hugging Face Hub", "check HF_ENDPOINT")
+    elif isinstance(exc, OSError):
+        reason = exc.strerror or str(exc)
+        msg, hint = (f"{where}: cannot use the HF cache at {settings.cache_dir} ({reason})",
+                     "check HF_HOME / HF_HUB_CACHE points to a writable directory")
+    else:
+        raise exc  # not ours to translate: a bug, surfaced by the CLI's internal-error path
+    return HubError(settings.redact(msg), hint=settings.redact(hint))
+
+
+def with_deadline(fn: Callable[[], T], seconds: float) -> T:
+    """Run ``fn`` in a daemon thread; raise TimeoutError if it has not finished after ``seconds``."""
+    box: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+
+    def work() -> None:
+        try:
+            box.put((True, fn()))
+        except BaseException as exc:  # handed to the caller
+            box.put((False, exc))
+
+    threading.Thread(target=work, name="autobench-hub", daemon=True).start()
+    try:
+        ok, value = box.get(timeout=seconds)
+    except queue.Empty:
+        raise TimeoutError(f"no result within {seconds:g} s") from None
+    if ok:
+        return value
+    raise value
+
+
+class Hub:
+    """Online access: an HfApi with explicit endpoint/token, bounded calls, translated errors."""
+
+    def __init__(self, settings: HubSettings):
+        from huggingface_hub import HfApi
+
+        self.settings = settings
+        self.api = HfApi(endpoint=settings.endpoint, token=settings.token or False,
+                         library_name="autobench")
+
+    def _token(self) -> str | bool:
+        return self.settings.token or False
+
+    def model_info(self, repo: str, revision: str | None, *, files_metadata: bool = False) -> Any:
+        try:
+            return with_deadline(
+                lambda: self.api.model_info(repo, revision=revision, timeout=self.settings.timeout,
+                                            files_metadata=files_metadata, token=self._token()),
+                self.settings.timeout * 3 + 1,
+            )
+        except HubError:
+            raise
+        except Exception as exc:
+            raise translate(exc, self.settings, repo, revision) from exc
+
+    def download(self, repo: str, filename: str, sha: str, *, label: str | None = None) -> Path:
+        """Fetch one file at a commit into the real HF cache; returns snapshots/<sha>/<filename>."""
+        from huggingface_hub import hf_hub_download
+
+        s = self.settings
+        try:
+            path = with_deadline(
+                lambda: hf_hub_download(repo, filename, revision=sha, cache_dir=str(s.cache_dir),
+                                        endpoint=s.endpoint, token=self._token(), etag_timeout=s.timeout),
+                s.timeout * 3 + 1,
+            )
+        except HubError:
+            raise
+        except Exception as exc:
+            raise translate(exc, s, repo, label or sha, filename=filename) from exc
+        return Path(path)

@@ -1,0 +1,347 @@
+"""``autobench lock``: pin every Hub reference of a recipe to a full commit sha.
+
+Two records, both written by ``lock_recipe``:
+
+1. The recipe itself, edited in place: ``revision: <40-hex sha>  # frozen: <label>``.  The key is
+   edited in the file that defines it (possibly the ``extends:`` parent), located with the
+   ruamel.yaml round-trip loader (node marks) and changed as a one-line splice, so every other
+   byte -- comments, quoting, indentation, blank lines -- survives.  A missing revision key is
+   added on the line after its repo key.  Only a flow-style mapping falls back to a ruamel dump.
+2. A sidecar ``<recipe file>.lock.json`` (sorted keys, 2-space indent) with, per reference
+   (model, tokenizer, draft): repo, label, sha, resolved_at (UTC), the architecture fingerprint
+   at that sha and the trust facts.
+
+Already-pinned shas are kept; their label comes from the ``# frozen:`` comment, else from the
+lock file, else ``main`` is assumed (and said).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autobench.errors import HubError, RecipeError
+from autobench.hub.fingerprint import fingerprint
+from autobench.hub.resolve import Resolver, is_sha
+from autobench.hub.trust import trust_facts
+
+LOCK_FORMAT = 1
+FROZEN_RE = re.compile(r"#\s*frozen:\s*([^\s;#]+)")
+VALUE_RE = re.compile(r"\"[^\"]*\"|'[^']*'|[^\s#][^\s]*")
+
+
+# -- which references a recipe has --------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RefSpec:
+    kind: str  # "model" | "tokenizer" | "draft"
+    repo: str
+    revision: str | None  # as written / defaulted in the effective recipe
+    repo_key: tuple[str, str]
+    rev_key: tuple[str, str]
+
+    @property
+    def key(self) -> str:
+        return ".".join(self.rev_key)
+
+
+def references(recipe: Any) -> list[RefSpec]:
+    refs = [RefSpec("model", recipe.model.repo, recipe.model.revision, ("model", "repo"), ("model", "revision"))]
+    if recipe.model.tokenizer:
+        refs.append(RefSpec("tokenizer", recipe.model.tokenizer, recipe.model.tokenizer_revision,
+                            ("model", "tokenizer"), ("model", "tokenizer_revision")))
+    spec = recipe.speculative
+    if spec is not None and spec.model:
+        refs.append(RefSpec("draft", spec.model, spec.revision, ("speculative", "model"),
+                            ("speculative", "revision")))
+    return refs
+
+
+# -- where a key is written ---------------------------------------------------------------------
+
+def _load_rt(path: Path) -> tuple[str, Any]:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        return text, YAML(typ="rt").load(text)
+    except OSError as exc:
+        raise RecipeError(f"cannot read recipe: {exc.strerror}", location=str(path)) from exc
+    except YAMLError as exc:
+        raise RecipeError(f"not valid YAML: {str(exc).splitlines()[0]}", location=str(path)) from exc
+
+
+def _node(doc: Any, keys: tuple[str, ...]) -> Any:
+    node = doc
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+def _parent_path(path: Path, doc: Any) -> Path | None:
+    extends = doc.get("extends") if isinstance(doc, dict) else None
+    if not extends:
+        return None
+    candidate = (path.parent / str(extends)).resolve()
+    if not candidate.exists() and not candidate.suffix:
+        candidate = candidate.with_suffix(".yaml")
+    return candidate
+
+
+def defining_file(loaded: Any, keys: tuple[str, ...]) -> Path | None:
+    """The file where the effective value of ``keys`` is written (None: not written anywhere)."""
+    pos = getattr(loaded, "positions", {}).get(tuple(keys))
+    if pos is not None:
+        return Path(pos.file).resolve()
+    path, seen = Path(loaded.path).resolve(), set()
+    while path is not None and path not in seen and path.exists():
+        seen.add(path)
+        _, doc = _load_rt(path)
+        if _node(doc, keys) is not None:
+            return path
+        path = _parent_path(path, doc)
+    return None
+
+
+def frozen_label_at(path: Path, keys: tuple[str, ...]) -> str | None:
+    """The label of a ``# frozen: <label>`` comment on the line of ``keys``' value, if any."""
+    text, doc = _load_rt(path)
+    parent = _node(doc, keys[:-1])
+    if not isinstance(parent, dict) or keys[-1] not in parent:
+        return None
+    line = parent.lc.value(keys[-1])[0]
+    lines = text.splitlines()
+    match = FROZEN_RE.search(lines[line]) if line < len(lines) else None
+    return match.group(1) if match else None
+
+
+# -- editing a recipe in place ------------------------------------------------------------------
+
+def _comment_for(label: str, old_comment: str | None) -> str:
+    comment = f"# frozen: {label}"
+    if old_comment and not FROZEN_RE.match(old_comment.strip()):
+        comment += "; " + old_comment.strip().lstrip("#").strip()
+    return comment
+
+
+def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, label: str) -> bool:
+    """Write ``<keys[-1]>: <sha>  # frozen: <label>`` into ``path``; True if the file changed."""
+    text, doc = _load_rt(path)
+    parent = _node(doc, keys[:-1])
+    if not isinstance(parent, dict):
+        raise RecipeError(f"cannot pin {'.'.join(keys)}: {keys[0]} is not a mapping in this file",
+                          location=str(path))
+    lines = text.splitlines(keepends=True)
+    name = keys[-1]
+    if parent.fa.flow_style():
+        new_text = _redump(doc, parent, name, repo_key, sha, label)
+    elif name in parent:
+        kline, _ = parent.lc.key(name)
+        vline, vcol = parent.lc.value(name)
+        line = lines[vline]
+        match = VALUE_RE.match(line, vcol)
+        if vline != kline or match is None:
+            new_text = _redump(doc, parent, name, repo_key, sha, label)
+        else:
+            body = line.rstrip("\r\n")
+            rest = body[match.end():]
+            old_comment = rest[rest.index("#"):] if "#" in rest else None
+            newline = line[len(body):]
+            lines[vline] = f"{body[:vcol]}{sha}  {_comment_for(label, old_comment)}{newline}"
+            new_text = "".join(lines)
+    else:
+        if repo_key not in parent:
+            raise RecipeError(f"cannot pin {'.'.join(keys)}: no {repo_key} key beside it", location=str(path))
+        kline, kcol = parent.lc.key(repo_key)
+        vline, _ = parent.lc.value(repo_key)
+        at = max(kline, vline) + 1
+        newline = "\r\n" if lines[0].endswith("\r\n") else "\n"
+        if at > 0 and not lines[at - 1].endswith(("\n", "\r")):
+            lines[at - 1] += newline
+        lines.insert(at, f"{' ' * kcol}{name}: {sha}  # frozen: {label}{newline}")
+        new_text = "".join(lines)
+    if new_text == text:
+        return False
+    _, check = _parse_text(new_text, path)
+    if _node(check, keys) != sha:
+        raise RecipeError(f"internal: pinning {'.'.join(keys)} did not read back as {sha}", location=str(path))
+    _atomic_write(path, new_text)
+    return True
+
+
+def _parse_text(text: str, path: Path) -> tuple[str, Any]:
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    try:
+        return text, YAML(typ="rt").load(text)
+    except YAMLError as exc:  # pragma: no cover - a splice bug
+        raise RecipeError(f"internal: edit produced invalid YAML: {exc}", location=str(path)) from exc
+
+
+def _redump(doc: Any, parent: Any, name: str, repo_key: str, sha: str, label: str) -> str:
+    """Fallback for flow-style or multi-line values: a ruamel round-trip dump (comments kept)."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    if name in parent:
+        parent[name] = sha
+    else:
+        keys = list(parent.keys())
+        parent.insert(keys.index(repo_key) + 1 if repo_key in keys else len(keys), name, sha)
+    if not parent.fa.flow_style():
+        parent.yaml_add_eol_comment(f"frozen: {label}", name)
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    yaml.width = 4096
+    out = io.StringIO()
+    yaml.dump(doc, out)
+    return out.getvalue()
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.autobench-tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8", newline="")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise RecipeError(f"cannot write: {exc.strerror}", location=str(path)) from exc
+
+
+# -- the lock file --------------------------------------------------------------------------------
+
+def lock_path_for(recipe_path: Path) -> Path:
+    return recipe_path.with_name(recipe_path.name + ".lock.json")
+
+
+def read_lock(recipe_path: Path) -> dict[str, Any] | None:
+    path = lock_path_for(recipe_path)
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise HubError(f"{path}: unreadable lock file ({exc})", hint="delete it and run `autobench lock` again") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("references"), dict):
+        raise HubError(f"{path}: not an autobench lock file", hint="delete it and run `autobench lock` again")
+    return data
+
+
+def dump_lock(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def lock_entry(lock: dict[str, Any] | None, spec: RefSpec) -> dict[str, Any] | None:
+    entry = (lock or {}).get("references", {}).get(spec.kind)
+    return entry if isinstance(entry, dict) and entry.get("repo") == spec.repo else None
+
+
+@dataclass
+class Pin:
+    spec: RefSpec
+    label: str
+    label_assumed: bool
+    sha: str
+    previous: str | None  # the revision written before (branch or sha)
+    file: Path | None  # the file edited
+    changed: bool = False
+
+
+@dataclass
+class LockResult:
+    recipe: Path
+    lock_file: Path
+    pins: list[Pin] = field(default_factory=list)
+    edited: list[Path] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "recipe": str(self.recipe),
+            "lock_file": str(self.lock_file),
+            "edited": [str(p) for p in self.edited],
+            "pins": [{"kind": p.spec.kind, "repo": p.spec.repo, "label": p.label, "label_assumed": p.label_assumed,
+                      "sha": p.sha, "previous": p.previous, "key": p.spec.key,
+                      "file": str(p.file) if p.file else None} for p in self.pins],
+        }
+
+
+def pin_label(loaded: Any, spec: RefSpec, lock: dict[str, Any] | None) -> tuple[str, bool]:
+    """The human label of a reference: its branch/tag, or for a sha the recorded label (else main)."""
+    if spec.revision and not is_sha(spec.revision):
+        return spec.revision, False
+    if spec.revision:
+        where = defining_file(loaded, spec.rev_key)
+        label = frozen_label_at(where, spec.rev_key) if where else None
+        if label:
+            return label, False
+        entry = lock_entry(lock, spec)
+        if entry and entry.get("sha") == spec.revision and entry.get("label"):
+            return str(entry["label"]), bool(entry.get("label_assumed", False))
+    return "main", True
+
+
+def lock_recipe(recipe_path: str | Path, resolver: Resolver) -> LockResult:
+    """Resolve, then edit the recipe(s) and write the sidecar lock.  Nothing is written on error."""
+    from autobench.recipe.loader import load_recipe
+
+    recipe_path = Path(recipe_path)
+    loaded = load_recipe(recipe_path)
+    lock_file = lock_path_for(recipe_path)
+    previous_lock = read_lock(recipe_path)
+    result = LockResult(recipe_path, lock_file)
+    entries: dict[str, Any] = {}
+    plan: list[tuple[Pin, Path, str]] = []
+
+    for spec in references(loaded.recipe):
+        label, assumed = pin_label(loaded, spec, previous_lock)
+        revision = spec.revision or "main"
+        try:
+            resolved = resolver.resolve(spec.repo, revision, label=label)
+        except HubError as exc:
+            where = loaded.position(*spec.rev_key) or loaded.position(*spec.repo_key)
+            exc.location = exc.location or (str(where) if where else str(recipe_path))
+            raise
+        rev_file = defining_file(loaded, spec.rev_key) if spec.revision is not None else None
+        repo_file = defining_file(loaded, spec.repo_key) or recipe_path.resolve()
+        # The revision is edited where it is written, unless it is inherited from another file than
+        # its repo (then the repo's file gets its own revision key, overriding the inherited one).
+        target = rev_file if rev_file is not None and rev_file == repo_file else repo_file
+        pin = Pin(spec, label, assumed, resolved.sha, spec.revision, target)
+        plan.append((pin, target, spec.repo_key[-1]))
+        trust = trust_facts(info=resolved.info, config=resolved.config, files=resolved.files)
+        old = lock_entry(previous_lock, spec)
+        if resolved.info is None and old and old.get("sha") == resolved.sha and isinstance(old.get("trust"), dict):
+            trust = old["trust"]  # offline: keep the Hub's facts recorded at the last online lock
+        entries[spec.kind] = {
+            "repo": spec.repo,
+            "label": label,
+            "label_assumed": assumed,
+            "sha": resolved.sha,
+            "resolved_at": resolved.resolved_at,
+            "resolved_from": resolved.source,
+            "key": spec.key,
+            "file": os.path.relpath(target, recipe_path.resolve().parent),
+            "fingerprint": fingerprint(resolved.config),
+            "trust": trust,
+        }
+
+    for pin, target, repo_key in plan:
+        pin.changed = set_revision(target, pin.spec.rev_key, repo_key, pin.sha, pin.label)
+        if pin.changed and target not in result.edited:
+            result.edited.append(target)
+        result.pins.append(pin)
+
+    data = {"autobench_lock": LOCK_FORMAT, "recipe": recipe_path.name, "references": entries}
+    try:
+        lock_file.write_text(dump_lock(data), encoding="utf-8")
+    except OSError as exc:
+        raise HubError(f"cannot write the lock file: {exc.strerror}", location=str(lock_file)) from exc
+    return result
