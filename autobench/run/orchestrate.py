@@ -1,0 +1,438 @@
+"""``autobench run RECIPE``: validate, pin check, compile, start, wait, bench, tear down, record.
+
+The one function :func:`run_recipe` drives a run::
+
+    load + validate -> require pinned revisions -> compile -> plan
+    open the ledger (fail before a 10-minute boot, not after)
+    start the server (runtime) -> server.log (secret values redacted as written)
+    wait ready (/health + /v1/models, boot timeout, fail fast on exit)
+    bench (autobench.bench) -> scrape /metrics
+    teardown (ALWAYS: also on an error, SIGINT or SIGTERM)
+    parse server.log -> append the run to the ledger: DONE | BLOCKED | FAILED | ABORTED
+
+Status: DONE when the bench completed (at least one request, no server exit during
+it); BLOCKED when the server never became ready (exited or boot timeout; the root
+cause comes from its log); FAILED when the bench could not complete (the bench
+raised, no request completed, or the server died during it); ABORTED when a
+signal interrupted the run.  Errors before the server starts (bad recipe, unpinned
+revisions, missing executable) record nothing: nothing ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from autobench.errors import AutobenchError, RecipeError, RunError
+from autobench.recipe import LoadedRecipe, is_full_sha, load_recipe
+from autobench.run import plan as P
+from autobench.run.plan import RunPlan, build_plan, unpinned_refs
+from autobench.run.readiness import Readiness, http_get, wait_ready
+from autobench.run.signals import RunInterrupted, SignalGuard
+
+Echo = Callable[[str], None]
+
+#: Environment variables whose values are always treated as secrets (besides recipe.secrets).
+SECRET_NAME_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)",
+                            re.IGNORECASE)
+MIN_SECRET_LEN = 6
+PIN_CODES = frozenset({"AB010", "AB011", "AB012"})
+
+
+@dataclass
+class RunOptions:
+    runtime: str = "docker"
+    runs_dir: str | Path = "runs"
+    ledger: str | None = None
+    allow_unpinned: bool = False
+    vllm_exec: str | None = None
+    ready_timeout_s: float | None = None
+    grace_s: float = 10.0
+    dry_run: bool = False
+
+
+@dataclass
+class RunOutcome:
+    status: str  # DONE | BLOCKED | FAILED | ABORTED | PLANNED (dry run)
+    plan: RunPlan
+    run_id: int | None = None
+    display_id: str | None = None
+    root_cause_category: str | None = None
+    root_cause_message: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+    boot: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    started_at: str | None = None
+    ended_at: str | None = None
+    script: str | None = None
+    signal: str | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return {"DONE": 0, "PLANNED": 0, "ABORTED": 130}.get(self.status, RunError.exit_code)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "run_id": self.run_id,
+            "display_id": self.display_id,
+            "recipe": self.plan.recipe_name,
+            "run_dir": str(self.plan.run_dir),
+            "root_cause": ({"category": self.root_cause_category, "message": self.root_cause_message}
+                           if self.root_cause_category or self.root_cause_message else None),
+            "metrics": self.metrics,
+            "boot": self.boot,
+            "notes": self.notes,
+            "started_at": self.started_at,
+            "ended_at": self.ended_at,
+            "signal": self.signal,
+            "plan": self.plan.to_json_dict(),
+        }
+
+
+# ---------------------------------------------------------------- secrets
+def secret_values(recipe_secrets: list[str] | tuple[str, ...], env: Mapping[str, str]) -> dict[str, str]:
+    """Secrets to redact (name -> value): every declared secret, and any env var named like one."""
+    out = {n: env[n] for n in recipe_secrets if env.get(n)}
+    for name, value in env.items():
+        if name not in out and SECRET_NAME_RE.search(name) and value and len(value) >= MIN_SECRET_LEN:
+            out[name] = value
+    return out
+
+
+# ---------------------------------------------------------------- checks
+def check_recipe(loaded: LoadedRecipe, echo: Echo) -> None:
+    """Run the recipe rules: the first error stops the run, warnings are printed.
+
+    The pin rules (AB010-AB012) are left to :func:`require_pinned`, which honours
+    ``--allow-unpinned``.
+    """
+    from autobench.recipe.rules import check
+
+    findings = [f for f in check(loaded) if f.code not in PIN_CODES]
+    errors = [f for f in findings if f.severity == "error"]
+    for f in findings:
+        if f.severity == "warning":
+            echo(f"warning: {f.text()}")
+    if errors:
+        first = errors[0]
+        more = f" (+{len(errors) - 1} more; see `autobench validate`)" if len(errors) > 1 else ""
+        key = f"{first.key}: " if first.key else ""
+        raise RecipeError(f"{first.code} {key}{first.message}{more}", hint=first.hint,
+                          location=str(first.location or loaded.path))
+
+
+def require_pinned(loaded: LoadedRecipe, allow_unpinned: bool) -> list[str]:
+    refs = unpinned_refs(loaded)
+    if refs and not allow_unpinned:
+        raise RunError(
+            "unpinned Hub revisions: " + ", ".join(refs),
+            hint=f"run `autobench lock {loaded.path}` or pass --allow-unpinned",
+            location=str(loaded.path),
+        )
+    return refs
+
+
+def prepare(path: str | Path, options: RunOptions, echo: Echo = lambda s: None,
+            ) -> tuple[LoadedRecipe, RunPlan, str]:
+    """Everything before anything runs: load, validate, pin check, compile, plan."""
+    from autobench.compile import compile_recipe
+
+    loaded = load_recipe(path)
+    check_recipe(loaded, echo)
+    require_pinned(loaded, options.allow_unpinned)
+    script = compile_recipe(loaded, target="full")
+    plan = build_plan(loaded, runtime=options.runtime, runs_dir=options.runs_dir,
+                      vllm_exec=options.vllm_exec, ready_timeout_s=options.ready_timeout_s,
+                      grace_s=options.grace_s)
+    return loaded, plan, script
+
+
+# ---------------------------------------------------------------- bench
+def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
+    from autobench.bench.client import BenchConfig
+
+    b = loaded.recipe.bench
+    s = b.sampler
+    extra: dict[str, Any] = {}
+    if s is not None:
+        for key in ("min_p", "frequency_penalty", "repetition_penalty"):
+            value = getattr(s, key)
+            if value is not None:
+                extra[key] = value
+    cfg = BenchConfig(
+        base_url=plan.base_url,
+        model=plan.bench_model,
+        endpoint=b.endpoint,
+        dataset_kind=b.dataset.kind,
+        dataset=b.dataset.path,
+        num_prompts=b.num_prompts,
+        max_seconds=b.max_seconds,
+        concurrency=b.concurrency,
+        max_tokens=b.max_tokens,
+        temperature=s.temperature if s else None,
+        top_p=s.top_p if s else None,
+        top_k=s.top_k if s else None,
+        presence_penalty=s.presence_penalty if s else None,
+        ignore_eos=b.ignore_eos,
+        seed=b.seed,
+        warmup=b.warmup,
+        request_rate=b.request_rate,
+        label=loaded.recipe.name,
+        extra_body=extra,
+    )
+    if b.dataset.input_len is not None:
+        cfg.random_input_len = b.dataset.input_len
+    return cfg
+
+
+def normalized_metrics(result: Any, plan: RunPlan) -> dict[str, Any]:
+    """The bench result's normalized metric keys (those the ledger has columns for)."""
+    from autobench.bench.result import load_result_json
+    from autobench.ledger.models import METRIC_KEYS
+
+    path = plan.path(P.BENCH_JSON)
+    path.write_text(json.dumps(result.to_json_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    norm = load_result_json(path)
+    norm = norm if isinstance(norm, dict) else getattr(norm, "metrics", {}) or {}
+    return {k: norm[k] for k in METRIC_KEYS if norm.get(k) is not None}
+
+
+# ---------------------------------------------------------------- the run
+def _now() -> datetime:
+    return datetime.now(UTC).replace(microsecond=0)
+
+
+def _host_facts(plan: RunPlan) -> dict[str, Any]:
+    return {"runtime": plan.runtime, "platform": platform.platform(), "machine": platform.machine(),
+            "cpu_count": os.cpu_count(), "python": platform.python_version()}
+
+
+def _image_digest(image: str) -> str | None:
+    return image.split("@", 1)[1] if "@sha256:" in image else None
+
+
+def run_recipe(path: str | Path, options: RunOptions | None = None, *, echo: Echo = print,
+               env: Mapping[str, str] | None = None) -> RunOutcome:
+    """Run a recipe end to end and record it (or, with ``dry_run``, only plan it)."""
+    options = options or RunOptions()
+    loaded, plan, script = prepare(path, options, echo)
+    if options.dry_run:
+        return RunOutcome(status="PLANNED", plan=plan, script=script, notes=list(plan.unpinned))
+
+    from autobench.ledger import open_ledger
+
+    ledger = open_ledger(options.ledger)
+    base_env = dict(os.environ if env is None else env)
+    secrets = secret_values(plan.secret_names, base_env)
+    child_env = {**base_env, **plan.env}
+
+    run_dir = plan.run_dir
+    n = 1
+    while run_dir.exists():
+        n += 1
+        run_dir = plan.run_dir.with_name(f"{plan.run_dir.name}-{n}")
+    if run_dir != plan.run_dir:
+        from dataclasses import replace
+
+        plan = replace(plan, run_dir=run_dir)
+    run_dir.mkdir(parents=True)
+    _write(plan.path(P.PLAN_JSON), json.dumps(plan.to_json_dict(), indent=2) + "\n")
+    _write(plan.path(P.SCRIPT), script)
+    _write(plan.path(P.RECIPE_JSON), json.dumps(loaded.data, indent=2, sort_keys=True) + "\n")
+
+    from autobench.run.runtimes import LogFile, start_server
+
+    outcome = RunOutcome(status="FAILED", plan=plan, script=script)
+    outcome.started_at = _now().isoformat()
+    if plan.unpinned:
+        outcome.notes.append("unpinned: " + ", ".join(plan.unpinned))
+    missing = [n for n in plan.secret_names if not base_env.get(n)]
+    if missing:
+        outcome.notes.append("secrets not set in the environment: " + ", ".join(missing))
+    log = LogFile(plan.path(P.SERVER_LOG), secrets)
+    redact = log.redact
+    readiness: Readiness | None = None
+    server = None
+    phase = "start"
+    guard = SignalGuard()
+    bench_error: str | None = None
+    try:
+        with guard:
+            try:
+                echo(f"run {plan.recipe_name}: {plan.runtime} runtime, folder {run_dir}")
+                echo(f"start: {redact(' '.join(plan.server_argv))}")
+                with guard.deferred():
+                    server = start_server(plan.runtime, plan.server_argv, child_env, log, plan.grace_s)
+                phase = "boot"
+                readiness = wait_ready(plan.health_url, plan.models_url, plan.served_model,
+                                       timeout_s=plan.ready_timeout_s, exited=server.exit_code)
+                log.note(f"readiness: {readiness.describe()}")
+                echo(readiness.describe())
+                if readiness.ready:
+                    phase = "bench"
+                    outcome.status, bench_error = _bench(loaded, plan, server, outcome, echo)
+                    phase = "metrics"
+                    _scrape(plan)
+                else:
+                    outcome.status = "BLOCKED"
+            except RunInterrupted as exc:
+                outcome.status = "ABORTED"
+                outcome.signal = exc.signame
+                outcome.notes.append(f"interrupted by {exc.signame} during {phase}")
+                echo(f"interrupted by {exc.signame} during {phase}; tearing down")
+            finally:
+                guard.disarm()
+                if server is not None:
+                    echo(f"teardown: {plan.teardown}")
+                    server.stop()
+                    log.note("server torn down")
+                log.close()
+            _finish(loaded, plan, outcome, readiness, bench_error, guard)
+            outcome.ended_at = _now().isoformat()
+            _record(ledger, loaded, plan, outcome, script, redact)
+            _write(plan.path(P.OUTCOME_JSON), json.dumps(outcome.to_json_dict(), indent=2) + "\n")
+    finally:
+        close = getattr(ledger, "close", None)
+        if close is not None:
+            close()
+    if guard.received and outcome.status != "ABORTED":
+        outcome.notes.append(f"{guard.first_signal} received during teardown/recording")
+    return outcome
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+def _bench(loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome,
+           echo: Echo) -> tuple[str, str | None]:
+    from autobench.bench.client import run_bench
+
+    cfg = bench_config(loaded, plan)
+    echo(f"bench: {plan.bench_model} @ {plan.base_url}, {cfg.num_prompts} prompts, concurrency "
+         f"{cfg.concurrency}, max_tokens {cfg.max_tokens}")
+    try:
+        result = run_bench(cfg)
+    except AutobenchError as exc:
+        return "FAILED", f"bench failed: {exc}"
+    outcome.metrics = normalized_metrics(result, plan)
+    code = server.exit_code()
+    if code is not None:
+        return "FAILED", f"server exited with code {code} during the bench"
+    if not outcome.metrics.get("completed"):
+        return "FAILED", "no request completed"
+    return "DONE", None
+
+
+def _scrape(plan: RunPlan) -> None:
+    """Keep the server's final /metrics text in the run folder (best effort)."""
+    try:
+        status, body = http_get(plan.metrics_url, timeout=10)
+    except OSError:
+        return
+    if status == 200:
+        plan.path(P.METRICS_TXT).write_bytes(body)
+
+
+def _finish(loaded: LoadedRecipe, plan: RunPlan, outcome: RunOutcome, readiness: Readiness | None,
+            bench_error: str | None, guard: SignalGuard) -> None:
+    """Parse the stored log; fill boot facts and the root cause."""
+    from autobench.ledger.models import BOOT_KEYS
+    from autobench.logs import parse_log
+
+    report = None
+    try:
+        report = parse_log(plan.path(P.SERVER_LOG))
+    except AutobenchError as exc:
+        outcome.notes.append(f"log not parsed: {exc}")
+    rc: dict[str, Any] = {}
+    if report is not None:
+        doc = report.to_json_dict()
+        _write(plan.path(P.LOG_JSON), json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+        boot = _boot_facts(doc)
+        outcome.boot = {k: boot[k] for k in BOOT_KEYS if boot.get(k) is not None}
+        rc = doc.get("root_cause") or {}
+    if outcome.status == "BLOCKED":
+        why = readiness.describe() if readiness is not None else "the server never became ready"
+        if rc:
+            outcome.root_cause_category = rc.get("category")
+            outcome.root_cause_message = _rc_message(rc)
+            outcome.notes.append(why)
+        else:
+            outcome.root_cause_category = "not_ready"
+            outcome.root_cause_message = why
+    elif outcome.status == "FAILED":
+        if rc:
+            outcome.root_cause_category = rc.get("category")
+            outcome.root_cause_message = _rc_message(rc)
+            if bench_error:
+                outcome.notes.append(bench_error)
+        else:
+            outcome.root_cause_category = "bench_failed"
+            outcome.root_cause_message = bench_error or "the bench did not complete"
+    elif outcome.status == "ABORTED":
+        outcome.root_cause_category = "interrupted"
+        outcome.root_cause_message = outcome.notes[-1] if outcome.notes else "interrupted"
+    errors = outcome.metrics.get("errors")
+    if outcome.status == "DONE" and errors:
+        outcome.notes.append(f"{errors} request error(s) during the bench")
+
+
+def _rc_message(rc: dict[str, Any]) -> str:
+    msg = str(rc.get("message") or "")
+    loc = rc.get("location")
+    return f"{msg} ({loc})" if loc and str(loc) not in msg else msg
+
+
+def _boot_facts(doc: dict[str, Any]) -> dict[str, Any]:
+    """Boot facts from a LogReport JSON dict (flat or under ``boot``)."""
+    boot = doc.get("boot")
+    if isinstance(boot, dict):
+        return boot
+    return doc
+
+
+def _record(ledger: Any, loaded: LoadedRecipe, plan: RunPlan, outcome: RunOutcome, script: str,
+            redact: Callable[[str], str]) -> None:
+    from autobench.ledger import NewRun
+
+    r = loaded.recipe
+    spec = r.speculative
+    notes = "; ".join([f"run folder {plan.run_dir}", *outcome.notes])
+    row = NewRun(
+        recipe_name=r.name,
+        model_repo=r.model.repo,
+        status=outcome.status,
+        recipe_digest=loaded.digest,
+        recipe_snapshot=loaded.data,
+        script_snapshot=script,
+        model_sha=r.model.revision if is_full_sha(r.model.revision) else None,
+        draft_repo=spec.model if spec is not None else None,
+        draft_sha=spec.revision if spec is not None and is_full_sha(spec.revision) else None,
+        image=r.container.image if plan.runtime == "docker" else None,
+        image_digest=_image_digest(r.container.image) if plan.runtime == "docker" else None,
+        engine_version=outcome.boot.get("vllm_version"),
+        host_facts=_host_facts(plan),
+        root_cause_category=outcome.root_cause_category,
+        root_cause_message=redact(outcome.root_cause_message) if outcome.root_cause_message else None,
+        started_at=outcome.started_at,
+        ended_at=outcome.ended_at,
+        notes=redact(notes),
+        source="run",
+        metrics=dict(outcome.metrics),
+        boot=dict(outcome.boot),
+    )
+    rec = ledger.append(row)
+    outcome.run_id = getattr(rec, "id", None)
+    outcome.display_id = getattr(rec, "display_id", None)
+
+
+__all__ = ["RunOptions", "RunOutcome", "prepare", "run_recipe", "secret_values"]

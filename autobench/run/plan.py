@@ -1,0 +1,265 @@
+"""The plan of one run: what will be started, polled, benchmarked and torn down.
+
+``build_plan`` is pure apart from reading the clock: given a loaded recipe and the
+run options it returns a frozen :class:`RunPlan` -- the server argv for the chosen
+runtime, the readiness URLs, the bench parameters and the run folder layout.
+``autobench run --dry-run`` prints it; :mod:`autobench.run.orchestrate` executes it.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from autobench.errors import RunError, UsageError
+from autobench.recipe import LoadedRecipe, is_full_sha
+
+Runtime = Literal["docker", "process"]
+RUNTIMES: tuple[str, ...] = ("docker", "process")
+
+#: Files of a run folder, relative to it.
+SERVER_LOG = "server.log"
+PLAN_JSON = "plan.json"
+SCRIPT = "script.sh"
+RECIPE_JSON = "recipe.json"
+BENCH_JSON = "bench.json"
+METRICS_TXT = "metrics.prom"
+LOG_JSON = "log.json"
+OUTCOME_JSON = "outcome.json"
+
+_WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]", "*"}
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    recipe_name: str
+    recipe_path: str
+    digest: str
+    runtime: Runtime
+    server_argv: tuple[str, ...]
+    teardown: str  # human description of the teardown step
+    container_name: str | None
+    env: dict[str, str]  # plain env the process runtime adds (values are not secret)
+    secret_names: tuple[str, ...]
+    base_url: str
+    served_model: str  # what /v1/models must list
+    bench_model: str  # the model name the bench client sends
+    ready_timeout_s: float
+    grace_s: float
+    bench: dict[str, Any]
+    run_dir: Path
+    unpinned: tuple[str, ...] = field(default=())
+
+    @property
+    def health_url(self) -> str:
+        return f"{self.base_url}/health"
+
+    @property
+    def models_url(self) -> str:
+        return f"{self.base_url}/v1/models"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"{self.base_url}/metrics"
+
+    def path(self, name: str) -> Path:
+        return self.run_dir / name
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "recipe": self.recipe_name,
+            "recipe_path": self.recipe_path,
+            "digest": self.digest,
+            "runtime": self.runtime,
+            "server_argv": list(self.server_argv),
+            "server_command": shlex.join(self.server_argv),
+            "container_name": self.container_name,
+            "env": dict(self.env),
+            "secret_names": list(self.secret_names),
+            "readiness": {
+                "health_url": self.health_url,
+                "models_url": self.models_url,
+                "served_model": self.served_model,
+                "timeout_s": self.ready_timeout_s,
+            },
+            "bench": {"base_url": self.base_url, "model": self.bench_model, **self.bench},
+            "metrics_url": self.metrics_url,
+            "teardown": self.teardown,
+            "grace_s": self.grace_s,
+            "run_dir": str(self.run_dir),
+            "files": {
+                "server_log": SERVER_LOG,
+                "plan": PLAN_JSON,
+                "script": SCRIPT,
+                "recipe": RECIPE_JSON,
+                "bench": BENCH_JSON,
+                "metrics": METRICS_TXT,
+                "log_report": LOG_JSON,
+                "outcome": OUTCOME_JSON,
+            },
+            "unpinned": list(self.unpinned),
+        }
+
+    def render_text(self) -> str:
+        """The plan for people (``--dry-run``)."""
+        b = self.bench
+        bench_bits = [f"{k}={b[k]}" for k in ("endpoint", "num_prompts", "concurrency", "max_tokens",
+                                               "max_seconds", "request_rate") if b.get(k) is not None]
+        lines = [
+            f"recipe     {self.recipe_name} ({self.recipe_path}, {self.digest})",
+            f"runtime    {self.runtime}",
+            f"start      {shlex.join(self.server_argv)}",
+        ]
+        if self.env:
+            lines.append("env        " + " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items()))
+        if self.secret_names:
+            lines.append("secrets    " + ", ".join(self.secret_names) + " (by name, redacted from logs)")
+        lines += [
+            f"log        {self.path(SERVER_LOG)}",
+            f"ready      GET {self.health_url} and {self.models_url} lists {self.served_model!r}"
+            f" (timeout {self.ready_timeout_s:g} s; fail fast if the server exits)",
+            f"bench      {self.base_url} model={self.bench_model} " + " ".join(bench_bits),
+            f"metrics    GET {self.metrics_url}",
+            f"teardown   {self.teardown}",
+            f"record     ledger row DONE / BLOCKED / FAILED / ABORTED; files in {self.run_dir}",
+        ]
+        if self.unpinned:
+            lines.append("UNPINNED   " + ", ".join(self.unpinned))
+        return "\n".join(lines)
+
+
+def unpinned_refs(loaded: LoadedRecipe) -> list[str]:
+    """Hub references of the recipe that are not pinned to a full 40-hex sha."""
+    r = loaded.recipe
+    out: list[str] = []
+    if not is_full_sha(r.model.revision):
+        out.append(f"model.revision ({r.model.repo}@{r.model.revision})")
+    if r.model.tokenizer and not is_full_sha(r.model.tokenizer_revision):
+        out.append(f"model.tokenizer_revision ({r.model.tokenizer}@{r.model.tokenizer_revision or 'main'})")
+    spec = r.speculative
+    if spec is not None and spec.model and not is_full_sha(spec.revision):
+        out.append(f"speculative.revision ({spec.model}@{spec.revision or 'main'})")
+    return out
+
+
+def client_host(host: str) -> str:
+    """Where a client on this machine reaches a server bound to ``host``."""
+    if host in _WILDCARD_HOSTS:
+        return "127.0.0.1"
+    if ":" in host and not host.startswith("["):
+        return f"[{host}]"
+    return host
+
+
+_PORT_RE = re.compile(r"^(?:(?P<ip>\[[^\]]+\]|[^:]+):)?(?P<host>\d*):(?P<ctr>\d+)(?:/(?P<proto>tcp|udp))?$")
+
+
+def published_port(ports: list[str], container_port: int) -> tuple[str, int] | None:
+    """The (host ip, host port) a ``-p`` list publishes ``container_port`` on, if any."""
+    for spec in ports:
+        m = _PORT_RE.match(spec.strip())
+        if not m or (m["proto"] or "tcp") != "tcp" or int(m["ctr"]) != container_port:
+            continue
+        host_port = int(m["host"]) if m["host"] else container_port
+        return (m["ip"] or "0.0.0.0").strip("[]"), host_port
+    return None
+
+
+def _uses_host_network(extra_args: list[str]) -> bool:
+    joined = " ".join(extra_args)
+    return bool(re.search(r"--(?:network|net)[ =]host\b", joined))
+
+
+def _option_value(argv: list[str], name: str) -> str | None:
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith(name + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def run_dir_for(runs_dir: Path, recipe_name: str, now: datetime) -> Path:
+    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return runs_dir / f"{stamp}-{recipe_name}"
+
+
+def build_plan(
+    loaded: LoadedRecipe,
+    *,
+    runtime: str = "docker",
+    runs_dir: str | Path = "runs",
+    vllm_exec: str | None = None,
+    ready_timeout_s: float | None = None,
+    grace_s: float = 10.0,
+    now: datetime | None = None,
+) -> RunPlan:
+    """Build the plan of a run of ``loaded`` (no I/O)."""
+    from autobench.compile import docker_argv, serve_argv
+
+    if runtime not in RUNTIMES:
+        raise UsageError(f"unknown runtime {runtime!r}", hint="use --runtime docker or --runtime process")
+    recipe = loaded.recipe
+    engine = recipe.engine
+    if recipe.bench.client != "autobench":
+        raise RunError(
+            f"bench.client {recipe.bench.client!r} is not supported by `autobench run`",
+            hint="set bench.client: autobench (autobench's own client drives the bench)",
+            location=str(loaded.path),
+        )
+    container_name: str | None = None
+    if runtime == "process":
+        argv = list(serve_argv(recipe))
+        if vllm_exec:
+            exe = shlex.split(vllm_exec)
+            if not exe:
+                raise UsageError("--vllm-exec is empty", hint='e.g. --vllm-exec "/opt/vllm/bin/vllm"')
+            argv = exe + argv[1:]
+        base = f"http://{client_host(engine.host)}:{engine.port}"
+        teardown = f"SIGTERM to the server's process group, SIGKILL after {grace_s:g} s"
+        env = {k: str(v) for k, v in recipe.env.items()}
+    else:
+        if vllm_exec:
+            raise UsageError("--vllm-exec applies to --runtime process only")
+        argv = list(docker_argv(recipe))
+        container_name = _option_value(argv, "--name")
+        if not container_name:
+            raise RunError("the compiled docker command has no --name, so it cannot be torn down",
+                           hint="set container.name in the recipe", location=str(loaded.path))
+        if _uses_host_network(recipe.container.extra_args):
+            base = f"http://{client_host(engine.host)}:{engine.port}"
+        else:
+            pub = published_port(recipe.container.ports, engine.port)
+            if pub is None:
+                raise RunError(
+                    f"engine.port {engine.port} is not published by container.ports",
+                    hint=f'add "{engine.port}:{engine.port}" to container.ports',
+                    location=str(loaded.path),
+                )
+            base = f"http://{client_host(pub[0])}:{pub[1]}"
+        teardown = f"docker rm -f {container_name}"
+        env = {}
+    bench = recipe.bench.model_dump(mode="json", exclude={"client", "model", "ready_timeout_s"})
+    return RunPlan(
+        recipe_name=recipe.name,
+        recipe_path=str(loaded.path),
+        digest=loaded.digest,
+        runtime=runtime,  # type: ignore[arg-type]
+        server_argv=tuple(argv),
+        teardown=teardown,
+        container_name=container_name,
+        env=env,
+        secret_names=tuple(recipe.secrets),
+        base_url=base,
+        served_model=recipe.served_name,
+        bench_model=recipe.bench_model,
+        ready_timeout_s=float(ready_timeout_s if ready_timeout_s is not None else recipe.bench.ready_timeout_s),
+        grace_s=grace_s,
+        bench=bench,
+        run_dir=run_dir_for(Path(runs_dir), recipe.name, now or datetime.now(UTC)),
+        unpinned=tuple(unpinned_refs(loaded)),
+    )

@@ -1,0 +1,284 @@
+"""Runtimes: how a run's server is started, watched and torn down.
+
+``process``  the ``vllm serve ...`` argv run directly as a child process in its own
+             process group (``start_new_session``), stdout+stderr streamed line by
+             line into the run's ``server.log``.  Teardown: SIGTERM to the whole
+             group, SIGKILL after a grace period (vLLM spawns EngineCore workers).
+``docker``   exactly the compiled ``docker run`` argv through the docker CLI.  A
+             detached run (``-d``) is followed with ``docker logs -f NAME``; a
+             foreground run streams its own output.  Teardown: ``docker rm -f NAME``
+             -- unless ``docker run`` itself was refused (exit 125, e.g. the name is
+             taken), so a container this run did not create is never removed.
+
+Every line passes through a :class:`autobench.logs.Redactor` before it is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Protocol
+
+from autobench.errors import RunError
+from autobench.logs import Redactor, redact
+
+DOCKER_REFUSED = 125  # docker run's own exit code: the daemon/CLI refused the run
+
+
+class Server(Protocol):
+    """A started server."""
+
+    def exit_code(self) -> int | None:
+        """None while the server runs, else its exit code."""
+
+    def stop(self) -> None:
+        """Tear the server down (idempotent); afterwards nothing it started is running."""
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids this runtime started (for tests and diagnostics)."""
+
+
+class LogPump:
+    """Copy a pipe into the log line by line, through its own streaming redactor."""
+
+    def __init__(self, stream: IO[bytes], log: LogFile):
+        self._stream = stream
+        self._log = log
+        self._redactor = log.redactor()
+        self._thread = threading.Thread(target=self._run, name="autobench-log-pump", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            for raw in iter(self._stream.readline, b""):
+                self._log.write(self._redactor.feed(raw.decode("utf-8", errors="replace")))
+        except (OSError, ValueError):  # pipe closed under us at teardown
+            pass
+        finally:
+            self._log.write(self._redactor.flush())
+            with contextlib.suppress(OSError):
+                self._stream.close()
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
+class LogFile:
+    """The run's server.log: every byte written to it has passed through redaction."""
+
+    def __init__(self, path: Path, secrets: Mapping[str, str]):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.secrets = dict(secrets)
+        self._fh = path.open("a", encoding="utf-8", errors="replace")
+        self._lock = threading.Lock()
+
+    def redactor(self) -> Redactor:
+        return Redactor(self.secrets)
+
+    def redact(self, text: str) -> str:
+        return redact(text, self.secrets)
+
+    def pump(self, stream: IO[bytes]) -> LogPump:
+        return LogPump(stream, self)
+
+    def write(self, text: str) -> None:
+        if not text:
+            return
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.write(text)
+                self._fh.flush()
+
+    def note(self, text: str) -> None:
+        """A line from autobench itself (prefixed, so a reader can tell it apart)."""
+        self.write(self.redact(f"[autobench] {text}\n"))
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
+
+
+def _spawn(argv: Sequence[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+    except FileNotFoundError as exc:
+        raise RunError(f"cannot start the server: {argv[0]!r} not found",
+                       hint="install it or point --vllm-exec at it") from exc
+    except PermissionError as exc:
+        raise RunError(f"cannot start the server: {argv[0]!r} is not executable") from exc
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def terminate_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM the process group of ``proc``, SIGKILL whatever is left after ``grace_s``."""
+    pgid = proc.pid  # start_new_session: the child leads its own group
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        proc.poll()
+        if proc.returncode is not None and not _group_alive(pgid):
+            break
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=10)
+
+
+class ProcessServer:
+    def __init__(self, argv: Sequence[str], env: dict[str, str], log: LogFile, grace_s: float):
+        self.argv = list(argv)
+        self.grace_s = grace_s
+        self._log = log
+        self._proc = _spawn(self.argv, env)
+        assert self._proc.stdout is not None
+        self._pump = log.pump(self._proc.stdout)
+        self._stopped = False
+
+    @property
+    def pids(self) -> list[int]:
+        return [self._proc.pid]
+
+    def exit_code(self) -> int | None:
+        return self._proc.poll()
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        terminate_group(self._proc, self.grace_s)
+        self._pump.join(timeout=5)
+
+
+def _docker_name(argv: Sequence[str]) -> str:
+    for i, arg in enumerate(argv):
+        if arg == "--name" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--name="):
+            return arg.split("=", 1)[1]
+    raise RunError("the docker command has no --name", hint="set container.name in the recipe")
+
+
+_DETACH_FLAGS = {"-d", "--detach", "--detach=true", "-dit", "-itd", "-idt", "-dti", "-td", "-dt"}
+
+
+def _is_detached(argv: Sequence[str]) -> bool:
+    """Whether ``docker run`` detaches (``-d`` never appears among vllm's own flags)."""
+    return any(a in _DETACH_FLAGS for a in argv)
+
+
+class DockerServer:
+    def __init__(self, argv: Sequence[str], env: dict[str, str], log: LogFile, grace_s: float,
+                 docker: str = "docker"):
+        self.argv = list(argv)
+        self.name = _docker_name(self.argv)
+        self.docker = self.argv[0] if self.argv else docker
+        self.grace_s = grace_s
+        self._log = log
+        self._env = env
+        self._stopped = False
+        self._created = True
+        self._follower: subprocess.Popen[bytes] | None = None
+        self._run_proc: subprocess.Popen[bytes] | None = None
+        self._pumps: list[LogPump] = []
+        if _is_detached(self.argv):
+            proc = _spawn(self.argv, env)
+            out, _ = proc.communicate(timeout=600)
+            text = out.decode("utf-8", errors="replace")
+            if proc.returncode != 0:
+                self._created = proc.returncode != DOCKER_REFUSED
+                for line in text.splitlines():
+                    log.note(f"docker run: {line}")
+                self._early_exit: int | None = proc.returncode
+                return
+            self._early_exit = None
+            log.note(f"container {self.name} started: {text.strip()[:64]}")
+            self._follower = _spawn([self.docker, "logs", "-f", self.name], env)
+            assert self._follower.stdout is not None
+            self._pumps.append(log.pump(self._follower.stdout))
+        else:
+            self._early_exit = None
+            self._run_proc = _spawn(self.argv, env)
+            assert self._run_proc.stdout is not None
+            self._pumps.append(log.pump(self._run_proc.stdout))
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in (self._follower, self._run_proc) if p is not None]
+
+    def _container_exit_code(self) -> int:
+        try:
+            out = subprocess.run(
+                [self.docker, "inspect", "-f", "{{.State.ExitCode}}", self.name],
+                capture_output=True, text=True, timeout=30, env=self._env,
+            )
+            return int(out.stdout.strip())
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            return -1
+
+    def exit_code(self) -> int | None:
+        if self._early_exit is not None:
+            return self._early_exit
+        if self._run_proc is not None:
+            code = self._run_proc.poll()
+            if code == DOCKER_REFUSED:
+                self._created = False
+            return code
+        assert self._follower is not None
+        if self._follower.poll() is None:
+            return None
+        self._early_exit = self._container_exit_code()
+        return self._early_exit
+
+    def stop(self) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._run_proc is not None and self._run_proc.poll() == DOCKER_REFUSED:
+            self._created = False
+        if self._created:
+            try:
+                rm = subprocess.run([self.docker, "rm", "-f", self.name], capture_output=True, text=True,
+                                    timeout=120, env=self._env)
+                self._log.note(f"docker rm -f {self.name} -> exit {rm.returncode}")
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                self._log.note(f"docker rm -f {self.name} failed: {exc}")
+        for proc in (self._run_proc, self._follower):
+            if proc is not None:
+                terminate_group(proc, self.grace_s if proc.poll() is None else 0.0)
+        for pump in self._pumps:
+            pump.join(timeout=5)
+
+
+def start_server(runtime: str, argv: Sequence[str], env: dict[str, str], log: LogFile,
+                 grace_s: float) -> ProcessServer | DockerServer:
+    if runtime == "process":
+        return ProcessServer(argv, env, log, grace_s)
+    if runtime == "docker":
+        return DockerServer(argv, env, log, grace_s)
+    raise RunError(f"unknown runtime {runtime!r}")

@@ -1,0 +1,42 @@
+"""A stand-in for the `vllm` executable in run tests (no GPU or vLLM exists here).
+
+`autobench run --runtime process --vllm-exec "python fake_vllm.py"` runs
+`python fake_vllm.py serve MODEL --revision SHA --served-model-name N --host H --port P ...`.
+This script keeps the subset the synthetic server understands (served name, host,
+port), ignores every other vLLM flag, and execs the REAL synthetic server
+(`python -m autobench.bench.synthetic`), adding the fault options found in
+FAKE_VLLM_ARGS (shell words).  It first prints one vLLM-like line that echoes
+HF_TOKEN when FAKE_VLLM_ECHO_TOKEN is set, so redaction of the stored log is tested
+against a server that really leaks a secret to its output.  With FAKE_VLLM_ARGV it
+records the argv it was given (JSON) for assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if os.environ.get("FAKE_VLLM_ARGV"):
+        with open(os.environ["FAKE_VLLM_ARGV"], "w", encoding="utf-8") as fh:
+            json.dump(argv, fh)
+    assert argv[0] == "serve", argv
+    model = argv[1]
+    opts = {"--served-model-name": model, "--host": "127.0.0.1", "--port": "8000"}
+    for i, arg in enumerate(argv):
+        if arg in opts and i + 1 < len(argv):
+            opts[arg] = argv[i + 1]
+    if os.environ.get("FAKE_VLLM_ECHO_TOKEN"):
+        print(f"INFO [fake_vllm] environment: HF_TOKEN={os.environ.get('HF_TOKEN')}", flush=True)
+    cmd = [sys.executable, "-m", "autobench.bench.synthetic", "--host", opts["--host"],
+           "--port", opts["--port"], "--model", opts["--served-model-name"],
+           *shlex.split(os.environ.get("FAKE_VLLM_ARGS", ""))]
+    os.execv(sys.executable, cmd)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""Runtimes with real child processes: process groups, SIGTERM then SIGKILL, log redaction."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from run_helpers import pid_alive
+
+from autobench.run.runtimes import LogFile, ProcessServer
+
+STUBBORN = textwrap.dedent("""
+    import os, signal, sys, time
+    # a worker in the same process group that ignores SIGTERM (like a wedged EngineCore)
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print(f"worker {os.getpid()} token=" + os.environ["MY_SECRET"], flush=True)
+        while True:
+            time.sleep(0.1)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    print(f"leader {os.getpid()}", flush=True)
+    while True:
+        time.sleep(0.1)
+""")
+
+
+def _wait_for(pred, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_process_group_is_killed_after_the_grace_period_and_log_is_redacted(tmp_path: Path):
+    secret = "s3cr3t-value-0042"
+    log = LogFile(tmp_path / "server.log", {"MY_SECRET": secret})
+    env = {**os.environ, "MY_SECRET": secret}
+    server = ProcessServer([sys.executable, "-c", STUBBORN], env, log, grace_s=0.5)
+    assert _wait_for(lambda: "worker" in (tmp_path / "server.log").read_text()
+                     and "leader" in (tmp_path / "server.log").read_text())
+    text = (tmp_path / "server.log").read_text()
+    pids = [int(line.split()[1]) for line in text.splitlines() if line.startswith(("worker", "leader"))]
+    assert server.exit_code() is None
+    t0 = time.monotonic()
+    server.stop()
+    took = time.monotonic() - t0
+    log.close()
+    assert 0.4 < took < 5
+    assert not any(pid_alive(p) for p in pids)
+    assert server.exit_code() is not None
+    text = (tmp_path / "server.log").read_text()
+    assert secret not in text and "token=[REDACTED:MY_SECRET]" in text
+    server.stop()  # idempotent
+
+
+def test_a_well_behaved_server_stops_on_sigterm_quickly(tmp_path: Path):
+    log = LogFile(tmp_path / "server.log", {})
+    server = ProcessServer([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+                           dict(os.environ), log, grace_s=10)
+    assert _wait_for(lambda: "up" in (tmp_path / "server.log").read_text())
+    t0 = time.monotonic()
+    server.stop()
+    assert time.monotonic() - t0 < 3
+    assert server.exit_code() == -15
+
+
+def test_exit_code_reports_an_early_exit(tmp_path: Path):
+    log = LogFile(tmp_path / "server.log", {})
+    server = ProcessServer([sys.executable, "-c", "import sys; print('bye'); sys.exit(7)"],
+                           dict(os.environ), log, grace_s=1)
+    assert _wait_for(lambda: server.exit_code() is not None)
+    assert server.exit_code() == 7
+    server.stop()
+    log.close()
+    assert (tmp_path / "server.log").read_text() == "bye\n"
+
+
+def test_missing_executable_is_one_clear_error(tmp_path: Path):
+    import pytest
+
+    from autobench.errors import RunError
+
+    log = LogFile(tmp_path / "server.log", {})
+    with pytest.raises(RunError, match="'no-such-vllm-binary' not found"):
+        ProcessServer(["no-such-vllm-binary", "serve", "x"], dict(os.environ), log, grace_s=1)
