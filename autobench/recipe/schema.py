@@ -187,3 +187,17 @@ class Recipe(StrictModel):
     @property
     def bench_model(self) -> str:
         return self.bench.model or self.served_name
+
+
+def schema_json() -> str:
+    """The recipe JSON Schema as deterministic text (committed at schema/recipe.schema.json).
+
+    ``name`` is optional in files (it defaults to the file stem), so it is not listed as required.
+    """
+    import json
+
+    schema = Recipe.model_json_schema()
+    schema["required"] = [k for k in schema.get("required", []) if k != "name"]
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://github.com/autobench/autobench/schema/recipe.schema.json"
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,0 +1,107 @@
+"""CLI: ``validate``, ``compile``, ``schema`` (thin wrappers over autobench.recipe / compile)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from autobench.errors import RecipeError, UsageError
+
+
+def recipe_files(paths: tuple[str, ...]) -> list[Path]:
+    """Files as given; folders expanded to their *.yaml / *.yml files (recursively, sorted)."""
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+            if not found:
+                raise UsageError(f"no *.yaml or *.yml files under {path}", hint="pass recipe files or folders")
+            out.extend(found)
+        else:
+            out.append(path)
+    return out
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--strict", is_flag=True, help="Treat warnings (e.g. unpinned revisions) as errors.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
+    """Check recipes (files or folders) against the schema and the AB rules.
+
+    Prints one line per finding, `file:line:col: CODE severity: message (hint: fix)`,
+    and exits 2 if any finding is an error.
+    """
+    from autobench.recipe.validate import validate_paths
+
+    results = validate_paths(recipe_files(paths), strict=strict)
+    findings = [f for _, fs in results for f in fs]
+    errors = sum(f.severity == "error" for f in findings)
+    warnings = sum(f.severity == "warning" for f in findings)
+    if fmt == "json":
+        payload = {
+            "files": [{"file": str(p), "findings": [f.as_dict() for f in fs]} for p, fs in results],
+            "errors": errors,
+            "warnings": warnings,
+        }
+        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+    else:
+        for finding in findings:
+            click.echo(finding.text())
+        if not errors:
+            click.echo(f"{len(results)} file(s): 0 errors, {warnings} warning(s)", err=True)
+    if errors:  # one line on stderr, exit code 2 (RecipeError)
+        raise RecipeError(
+            f"{errors} error(s) in {sum(any(f.severity == 'error' for f in fs) for _, fs in results)} "
+            f"of {len(results)} recipe file(s)",
+            hint="fix the findings above" if fmt == "text" else "see the JSON findings",
+        )
+
+
+@click.command(name="compile")
+@click.argument("recipe", type=click.Path())
+@click.option("--target", type=click.Choice(["full", "serve", "bench"]), default="full", show_default=True,
+              help="full: serve + wait + bench + teardown; serve: start and wait only; bench: bench only.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the script here (mode 755).")
+@click.option("--frozen", is_flag=True, help="Refuse any model/tokenizer/draft revision that is not a full sha.")
+def compile_(recipe: str, target: str, output: str | None, frozen: bool) -> None:
+    """Compile RECIPE into a bash script (stdout, or -o FILE)."""
+    from autobench.compile import compile_recipe
+    from autobench.recipe.loader import load_recipe
+    from autobench.recipe.rules import check
+
+    loaded = load_recipe(recipe)
+    script = compile_recipe(loaded, target, frozen=frozen)
+    for finding in check(loaded):
+        if finding.severity == "warning":
+            click.echo(f"warning: {finding.text()}", err=True)
+    if output is None:
+        click.echo(script, nl=False)
+        return
+    _write_atomic(Path(output), script)
+    click.echo(f"wrote {output}", err=True)
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}", hint="check the folder exists") from exc
+
+
+@click.command()
+def schema() -> None:
+    """Print the JSON Schema of a recipe (for yaml-language-server / editors)."""
+    from autobench.recipe.schema import schema_json
+
+    sys.stdout.write(schema_json())

@@ -1,0 +1,243 @@
+"""Argument lists built from a recipe: ``vllm serve``, ``docker run``, the bench client.
+
+Each builder returns *lines*: a list of word groups (a flag with its value), which the script
+renders one group per line and the public ``*_argv`` functions flatten into plain argv lists.
+The order follows the seed's docker command: docker flags, env (secrets by name first), image,
+model, ``--revision``, then the engine flags in the seed's order, typed flags before extra_args.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from autobench.compile.quoting import Word, path_word
+from autobench.recipe.rules import flag_name, parse_port, uses_host_network
+
+Lines = list[list[Word]]
+
+
+def num(value: float | int) -> str:
+    """900.0 -> "900", 0.85 -> "0.85" (what a person would type)."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _w(*values: str) -> list[Word]:
+    return [Word(v) for v in values]
+
+
+def group_args(args: list[str]) -> Lines:
+    """Group free-form extra args for display: a flag plus the non-flag words after it."""
+    lines: Lines = []
+    for arg in args:
+        if lines and flag_name(arg) is None and len(lines[-1]) == 1 and flag_name(lines[-1][0].value):
+            lines[-1].append(Word(arg))
+        else:
+            lines.append([Word(arg)])
+    return lines
+
+
+def container_name(recipe: Any) -> str:
+    return recipe.container.name or f"autobench-{recipe.name}"
+
+
+def published_port(recipe: Any) -> int:
+    """The host port that reaches engine.port (engine.port under --network host or if unmapped)."""
+    if uses_host_network(recipe.container.extra_args):
+        return recipe.engine.port
+    for spec in recipe.container.ports:
+        host, ctr = parse_port(spec)
+        if ctr == recipe.engine.port:
+            return host if host is not None else recipe.engine.port
+    return recipe.engine.port
+
+
+def base_url(recipe: Any) -> str:
+    return f"http://localhost:{published_port(recipe)}"
+
+
+def speculative_json(recipe: Any) -> str | None:
+    spec = recipe.speculative
+    if spec is None:
+        return None
+    cfg: dict[str, Any] = {"method": spec.method}
+    if spec.model:
+        cfg["model"] = spec.model
+    if spec.revision:
+        cfg["revision"] = spec.revision
+    if spec.num_speculative_tokens is not None:
+        cfg["num_speculative_tokens"] = spec.num_speculative_tokens
+    for key, value in spec.options.items():
+        cfg.setdefault(key, value)
+    return json.dumps(cfg, separators=(",", ":"), ensure_ascii=False)
+
+
+def _bool_flag(lines: Lines, value: bool | None, flag: str) -> None:
+    if value is True:
+        lines.append(_w(f"--{flag}"))
+    elif value is False:
+        lines.append(_w(f"--no-{flag}"))
+
+
+def serve_lines(recipe: Any) -> Lines:
+    """``vllm serve MODEL --revision REV ...`` (first line is ["vllm", "serve", MODEL])."""
+    m, e = recipe.model, recipe.engine
+    lines: Lines = [_w("vllm", "serve", m.repo), _w("--revision", m.revision)]
+    if m.tokenizer:
+        lines.append(_w("--tokenizer", m.tokenizer))
+    if m.tokenizer_revision:
+        lines.append(_w("--tokenizer-revision", m.tokenizer_revision))
+    if m.served_name:
+        lines.append(_w("--served-model-name", m.served_name))
+    lines.append(_w("--host", e.host))
+    lines.append(_w("--port", str(e.port)))
+    for flag, value in (
+        ("--max-model-len", e.max_model_len),
+        ("--gpu-memory-utilization", e.gpu_memory_utilization),
+        ("--max-num-batched-tokens", e.max_num_batched_tokens),
+        ("--max-num-seqs", e.max_num_seqs),
+        ("--dtype", e.dtype),
+        ("--kv-cache-dtype", e.kv_cache_dtype),
+        ("--tensor-parallel-size", e.tensor_parallel_size),
+        ("--pipeline-parallel-size", e.pipeline_parallel_size),
+        ("--load-format", e.load_format),
+        ("--attention-backend", e.attention_backend),
+    ):
+        if value is not None:
+            lines.append(_w(flag, value if isinstance(value, str) else num(value)))
+    if m.trust_remote_code:
+        lines.append(_w("--trust-remote-code"))
+    spec = speculative_json(recipe)
+    if spec is not None:
+        lines.append(_w("--speculative-config", spec))
+    _bool_flag(lines, e.enable_prefix_caching, "enable-prefix-caching")
+    _bool_flag(lines, e.enable_chunked_prefill, "enable-chunked-prefill")
+    if e.enforce_eager:
+        lines.append(_w("--enforce-eager"))
+    lines.extend(group_args(e.extra_args))
+    return lines
+
+
+def docker_lines(recipe: Any) -> Lines:
+    """``docker run -d --name ... IMAGE MODEL --revision ...`` (the image's entrypoint is vllm serve)."""
+    c = recipe.container
+    lines: Lines = [_w("docker", "run"), _w("-d"), _w("--name", container_name(recipe))]
+    if c.gpus:
+        lines.append(_w("--gpus", c.gpus))
+    if c.ipc:
+        lines.append(_w(f"--ipc={c.ipc}"))
+    if c.shm_size:
+        lines.append(_w("--shm-size", c.shm_size))
+    for port in c.ports:
+        lines.append(_w("-p", port))
+    for volume in c.volumes:
+        lines.append([Word("-v"), path_word(volume)])
+    for name in recipe.secrets:
+        lines.append(_w("--env", name))  # by reference: docker copies it from the caller's env
+    for key, value in recipe.env.items():
+        lines.append(_w("--env", f"{key}={value}"))
+    lines.extend(group_args(c.extra_args))
+    lines.append(_w(c.image))
+    serve = serve_lines(recipe)
+    lines.append(serve[0][2:])  # the model; "vllm serve" is the image's entrypoint
+    lines.extend(serve[1:])
+    return lines
+
+
+def bench_lines(recipe: Any) -> Lines:
+    """The bench invocation: ``autobench bench ...`` or ``docker exec NAME vllm bench serve ...``."""
+    b = recipe.bench
+    d = b.dataset
+    s = b.sampler
+    if b.client == "vllm":
+        lines: Lines = [_w("docker", "exec", container_name(recipe), "vllm", "bench", "serve")]
+        chat = b.endpoint == "chat"
+        lines.append(_w("--backend", "openai-chat" if chat else "openai"))
+        lines.append(_w("--base-url", f"http://localhost:{recipe.engine.port}"))
+        lines.append(_w("--endpoint", "/v1/chat/completions" if chat else "/v1/completions"))
+        lines.append(_w("--model", recipe.model.repo))
+        lines.append(_w("--served-model-name", recipe.bench_model))
+        dataset_name = {"jsonl": "custom"}.get(d.kind, d.kind)
+        lines.append(_w("--dataset-name", dataset_name))
+        if d.path:
+            lines.append([Word("--dataset-path"), path_word(d.path)])
+        lines.append(_w("--num-prompts", str(b.num_prompts)))
+        lines.append(_w("--max-concurrency", str(b.concurrency)))
+        if d.kind == "random":
+            lines.append(_w("--random-input-len", str(d.input_len or 1024)))
+            lines.append(_w("--random-output-len", str(d.output_len or b.max_tokens)))
+        else:
+            lines.append(_w(f"--{dataset_name}-output-len", str(b.max_tokens)))
+        if b.request_rate is not None:
+            lines.append(_w("--request-rate", num(b.request_rate)))
+        if b.ignore_eos:
+            lines.append(_w("--ignore-eos"))
+        lines.append(_w("--seed", str(b.seed)))
+        if b.warmup:
+            lines.append(_w("--num-warmups", str(b.warmup)))
+    else:
+        lines = [_w("autobench", "bench")]
+        lines.append(_w("--base-url", base_url(recipe)))
+        lines.append(_w("--model", recipe.bench_model))
+        if b.endpoint != "completions":
+            lines.append(_w("--endpoint", b.endpoint))
+        if d.kind != "sharegpt":
+            lines.append(_w("--dataset-kind", d.kind))
+        if d.path:
+            lines.append([Word("--dataset"), path_word(d.path)])
+        if d.input_len is not None:
+            lines.append(_w("--input-len", str(d.input_len)))
+        if d.output_len is not None:
+            lines.append(_w("--output-len", str(d.output_len)))
+        lines.append(_w("--num-prompts", str(b.num_prompts)))
+        if b.max_seconds is not None:
+            lines.append(_w("--max-seconds", num(b.max_seconds)))
+        lines.append(_w("--concurrency", str(b.concurrency)))
+        lines.append(_w("--max-tokens", str(b.max_tokens)))
+        if b.request_rate is not None:
+            lines.append(_w("--request-rate", num(b.request_rate)))
+        if b.ignore_eos:
+            lines.append(_w("--ignore-eos"))
+        if b.seed:
+            lines.append(_w("--seed", str(b.seed)))
+        if b.warmup:
+            lines.append(_w("--warmup", str(b.warmup)))
+    if s is not None:
+        for flag, value in (
+            ("--temperature", s.temperature),
+            ("--top-p", s.top_p),
+            ("--top-k", s.top_k),
+            ("--min-p", s.min_p),
+            ("--presence-penalty", s.presence_penalty),
+            ("--frequency-penalty", s.frequency_penalty),
+            ("--repetition-penalty", s.repetition_penalty),
+        ):
+            if value is not None:
+                lines.append(_w(flag, num(value)))
+    return lines
+
+
+def _flatten(lines: Lines, home: str | None) -> list[str]:
+    home = home if home is not None else os.path.expanduser("~")
+    return [w.argv(home) for line in lines for w in line]
+
+
+def serve_argv(recipe: Any, *, home: str | None = None) -> list[str]:
+    """``["vllm", "serve", MODEL, "--revision", REV, ...]`` for the process runtime."""
+    return _flatten(serve_lines(recipe), home)
+
+
+def docker_argv(recipe: Any, *, home: str | None = None) -> list[str]:
+    """``["docker", "run", "-d", "--name", NAME, ...]``; ``~/`` volume sources joined onto ``home``
+    (default: the current user's home directory)."""
+    return _flatten(docker_lines(recipe), home)
+
+
+def bench_argv(recipe: Any, *, home: str | None = None) -> list[str]:
+    """``["autobench", "bench", "--base-url", ...]`` (or the ``docker exec ... vllm bench serve`` form)."""
+    return _flatten(bench_lines(recipe), home)

@@ -1,0 +1,137 @@
+"""Render a loaded recipe into a bash script (jinja2, StrictUndefined, one quoting path)."""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from autobench.compile.argv import base_url, bench_lines, container_name, docker_lines
+from autobench.compile.quoting import command_text, comment_text, shell_word
+from autobench.errors import RecipeError
+from autobench.recipe.loader import LoadedRecipe
+from autobench.recipe.schema import is_full_sha
+
+TARGETS = ("full", "serve", "bench")
+# Rule findings that make a script unsafe or wrong; compile refuses them even with check=False.
+UNSAFE_CODES = {"AB030", "AB031", "AB032", "AB033", "AB034", "AB055"}
+
+
+def templates_dir() -> Path:
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent.parent / "templates", here.parent / "templates"):
+        if (candidate / "script.sh.j2").is_file():
+            return candidate
+    raise RecipeError("compile templates not found", hint="reinstall autobench from a full checkout")
+
+
+@lru_cache(maxsize=1)
+def environment() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(templates_dir())),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters["q"] = shell_word
+    env.filters["comment"] = comment_text
+    env.filters["command"] = command_text
+    return env
+
+
+def _pins(recipe: Any) -> list[dict[str, Any]]:
+    m = recipe.model
+    pins = [{"label": "model", "key": ("model", "revision"), "repo": m.repo, "revision": m.revision}]
+    if m.tokenizer or m.tokenizer_revision:
+        pins.append({
+            "label": "tokenizer",
+            "key": ("model", "tokenizer_revision"),
+            "repo": m.tokenizer or m.repo,
+            "revision": m.tokenizer_revision or "(default)",
+        })
+    spec = recipe.speculative
+    if spec is not None and spec.model:
+        pins.append({
+            "label": "draft",
+            "key": ("speculative", "revision"),
+            "repo": spec.model,
+            "revision": spec.revision or "(default)",
+        })
+    for pin in pins:
+        pin["pinned"] = is_full_sha(pin["revision"])
+    return pins
+
+
+def check_frozen(loaded: LoadedRecipe) -> None:
+    """Refuse any model / tokenizer / draft revision that is not a full 40-hex sha."""
+    bad = [p for p in _pins(loaded.recipe) if not p["pinned"]]
+    if not bad:
+        return
+    first = bad[0]
+    key = first["key"]
+    where = loaded.value_position(*key) or loaded.position(key[0])
+    more = f" ({len(bad) - 1} more unpinned)" if len(bad) > 1 else ""
+    raise RecipeError(
+        f"{'.'.join(key)}: {first['label']} revision {first['revision']!r} of {first['repo']} is not a "
+        f"full 40-hex commit sha; --frozen refuses it{more}",
+        location=str(where) if where else str(loaded.path),
+        hint=f"autobench lock {loaded.path}",
+    )
+
+
+def _refuse(loaded: LoadedRecipe, codes: set[str] | None) -> None:
+    from autobench.recipe.rules import check
+
+    errors = [f for f in check(loaded) if f.severity == "error" and (codes is None or f.code in codes)]
+    if errors:
+        f = errors[0]
+        more = f" ({len(errors) - 1} more error{'s' if len(errors) > 2 else ''}; run autobench validate)" \
+            if len(errors) > 1 else ""
+        raise RecipeError(
+            f"{f.code}: {f.key + ': ' if f.key else ''}{f.message}{more}",
+            location=str(f.location) if f.location else str(loaded.path),
+            hint=f.hint,
+        )
+
+
+def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool = False,
+                   check: bool = True) -> str:
+    """The bash script for ``target`` (full | serve | bench).  Pure: no I/O besides reading the
+    template; deterministic for the same recipe.  ``check`` refuses any rule error; unsafe
+    findings (secret values, bad env/secret names, NUL bytes) are refused regardless."""
+    if target not in TARGETS:
+        raise RecipeError(f"unknown compile target {target!r}", hint="use one of: " + ", ".join(TARGETS))
+    _refuse(loaded, None if check else UNSAFE_CODES)
+    if frozen:
+        check_frozen(loaded)
+    recipe = loaded.recipe
+    from autobench import __version__
+
+    try:
+        return environment().get_template("script.sh.j2").render(
+            version=__version__,
+            name=recipe.name,
+            digest=loaded.digest,
+            target=target,
+            pins=_pins(recipe),
+            container=container_name(recipe),
+            base_url=base_url(recipe),
+            ready_timeout_s=str(math.ceil(recipe.bench.ready_timeout_s)),
+            secrets=list(recipe.secrets),
+            docker=docker_lines(recipe),
+            bench=bench_lines(recipe),
+        )
+    except ValueError as exc:  # a NUL byte reached the quoting path
+        raise RecipeError(f"cannot compile: {exc}", location=str(loaded.path),
+                          hint="remove control characters from the recipe") from exc
+    except Exception as exc:
+        import jinja2
+
+        if isinstance(exc, jinja2.TemplateError):
+            raise RecipeError(f"template error: {exc}", hint="this is a bug in templates/") from exc
+        raise

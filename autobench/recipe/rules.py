@@ -1,0 +1,423 @@
+"""Named validation rules beyond the schema.
+
+Each rule has a stable code (``AB0xx``), a default severity and a one-line fix hint.  Codes are
+never reused; retired rules keep their number.  ``check(loaded)`` runs every rule over a
+:class:`~autobench.recipe.loader.LoadedRecipe` and returns findings ordered by position.
+``--strict`` promotes warnings to errors (so an unpinned revision fails CI).
+
+The table ``RULES`` is the single source of the codes; docs/recipes.md lists it and a test
+checks that every code a rule emits is in the table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from autobench.recipe.loader import LoadedRecipe, Position, format_path
+from autobench.recipe.schema import is_full_sha
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    severity: str
+    title: str
+    hint: str
+
+
+RULES: dict[str, Rule] = {
+    r.code: r
+    for r in [
+        Rule("AB000", "error", "recipe cannot be loaded (YAML or schema)", "fix the key the message names"),
+        Rule("AB001", "error", "speculative method needs num_speculative_tokens",
+             "add speculative.num_speculative_tokens (e.g. 5 for dflash)"),
+        Rule("AB002", "error", "speculative method needs a draft model",
+             "add speculative.model: owner/draft-repo and its revision"),
+        Rule("AB003", "warning", "draft model given to a method that does not use one",
+             "remove speculative.model or change speculative.method"),
+        Rule("AB010", "warning", "model revision is not a full commit sha (unpinned)",
+             "run `autobench lock RECIPE` to pin it to a 40-hex commit sha"),
+        Rule("AB011", "warning", "tokenizer revision is not a full commit sha (unpinned)",
+             "run `autobench lock RECIPE` to pin it to a 40-hex commit sha"),
+        Rule("AB012", "warning", "draft revision is not a full commit sha (unpinned)",
+             "run `autobench lock RECIPE` to pin it to a 40-hex commit sha"),
+        Rule("AB013", "warning", "trust_remote_code on an unpinned revision runs code that can change",
+             "pin model.revision (`autobench lock RECIPE`) before trusting remote code"),
+        Rule("AB020", "warning", "engine.max_num_seqs is below bench.concurrency (requests queue in the server)",
+             "raise engine.max_num_seqs to at least bench.concurrency"),
+        Rule("AB021", "error", "bench.model differs from the served model name",
+             "set bench.model to model.served_name (or delete bench.model)"),
+        Rule("AB022", "error", "no published container port maps to engine.port",
+             "publish the engine port, e.g. container.ports: [\"8000:8000\"]"),
+        Rule("AB023", "error", "engine.gpu_memory_utilization outside (0, 1]",
+             "use a fraction such as 0.85"),
+        Rule("AB024", "error", "bench.max_tokens exceeds engine.max_model_len",
+             "lower bench.max_tokens or raise engine.max_model_len"),
+        Rule("AB025", "error", "dataset kind needs a file path",
+             "set bench.dataset.path (or use dataset kind random)"),
+        Rule("AB026", "warning", "random dataset without input/output lengths",
+             "set bench.dataset.input_len and output_len"),
+        Rule("AB027", "warning", "bench.max_seconds is not enforced by `vllm bench serve`",
+             "use bench.client: autobench for a time cap, or drop max_seconds"),
+        Rule("AB030", "error", "a secret value is written in the recipe",
+             "delete the value; declare the name under secrets: and export it in your shell"),
+        Rule("AB031", "error", "an env variable is also declared as a secret",
+             "keep the name only under secrets:"),
+        Rule("AB032", "error", "a well-known secret name is set as a plain env variable",
+             "move the name to secrets: (the value comes from your shell)"),
+        Rule("AB033", "error", "env name is not a valid shell variable name",
+             "use letters, digits and underscores, not starting with a digit"),
+        Rule("AB034", "error", "secret name is not a valid shell variable name",
+             "use letters, digits and underscores, not starting with a digit"),
+        Rule("AB035", "warning", "secret declared twice", "list each secret once"),
+        Rule("AB040", "error", "extra_args repeats a flag that a typed field already sets",
+             "delete the flag from extra_args and use the typed field"),
+        Rule("AB041", "error", "a flag appears more than once in extra_args", "keep one of them"),
+        Rule("AB042", "error", "speculative.options repeats a typed speculative key",
+             "set method/model/revision/num_speculative_tokens as typed keys only"),
+        Rule("AB050", "warning", "container image uses a floating tag",
+             "pin the image by digest: image@sha256:..."),
+        Rule("AB051", "info", "container image is pinned by tag only",
+             "tags can move; pin by digest (image@sha256:...) for exact reproducibility"),
+        Rule("AB052", "error", "container name is not a valid docker name",
+             "use letters, digits, '_', '.' and '-', starting with a letter or digit"),
+        Rule("AB053", "warning", "HF_HUB_OFFLINE=1 but no Hugging Face cache is mounted",
+             "mount the cache, e.g. ~/.cache/huggingface:/root/.cache/huggingface"),
+        Rule("AB054", "warning", "meta.baseline names the recipe itself", "name the recipe this one is measured against"),
+        Rule("AB055", "error", "a value contains a NUL character", "remove the \\0 escape"),
+    ]
+}
+
+# Methods and what they need (vLLM SpeculativeConfig).
+NEEDS_NUM_TOKENS = {"dflash", "eagle", "eagle3", "mtp", "draft_model", "ngram", "medusa", "mlp_speculator"}
+NEEDS_DRAFT = {"dflash", "eagle", "eagle3", "draft_model", "medusa", "mlp_speculator"}
+NO_DRAFT = {"ngram", "suffix"}
+
+SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+DOCKER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
+SECRET_VALUE = re.compile(
+    r"(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_\-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
+    r"|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_\-]{20})"
+)
+WELL_KNOWN_SECRETS = {
+    "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN", "HF_API_TOKEN", "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN", "NGC_API_KEY", "VLLM_API_KEY",
+}
+SECRETISH_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY)$")
+FLOATING_TAGS = re.compile(r"^(latest|nightly.*|main|master|edge|dev.*)$")
+
+# Typed engine fields and the vllm serve flags they emit (see autobench.compile.argv).
+TYPED_ENGINE_FLAGS = {
+    "--revision", "--served-model-name", "--host", "--port", "--tokenizer", "--tokenizer-revision",
+    "--max-model-len", "--gpu-memory-utilization", "--max-num-batched-tokens", "--max-num-seqs",
+    "--dtype", "--kv-cache-dtype", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp",
+    "--load-format", "--attention-backend", "--trust-remote-code", "--speculative-config",
+    "--enable-prefix-caching", "--no-enable-prefix-caching", "--enable-chunked-prefill",
+    "--no-enable-chunked-prefill", "--enforce-eager", "--model",
+}
+TYPED_DOCKER_FLAGS = {"--name", "--gpus", "--ipc", "--shm-size", "-d", "--detach"}
+REPEATABLE_DOCKER_FLAGS = {"-p", "--publish", "-v", "--volume", "-e", "--env", "--mount", "--device",
+                           "--cap-add", "--security-opt", "--ulimit", "--label", "-l", "--add-host",
+                           "--env-file", "--group-add", "--tmpfs"}
+REPEATABLE_ENGINE_FLAGS = {"--middleware", "--allowed-origins", "--lora-modules", "--api-key"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    severity: str
+    message: str
+    hint: str
+    location: Position | None = None
+    key: str = ""
+
+    def text(self) -> str:
+        loc = self.location
+        where = "" if loc is None else f"{loc.file}: " if loc.line == 0 else f"{loc}: "
+        key = f"{self.key}: " if self.key else ""
+        return f"{where}{self.code} {self.severity}: {key}{self.message} (hint: {self.hint})"
+
+    def as_dict(self) -> dict[str, Any]:
+        loc = self.location
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "file": str(loc.file) if loc else None,
+            "line": loc.line if loc else None,
+            "col": loc.col if loc else None,
+            "key": self.key,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+class _Ctx:
+    def __init__(self, loaded: LoadedRecipe):
+        self.loaded = loaded
+        self.r = loaded.recipe
+        self.out: list[Finding] = []
+
+    def add(self, code: str, keys: tuple[Any, ...], message: str, *, hint: str | None = None,
+            severity: str | None = None) -> None:
+        rule = RULES[code]
+        self.out.append(Finding(
+            code=code,
+            severity=severity or rule.severity,
+            message=message,
+            hint=hint or rule.hint,
+            location=self.loaded.value_position(*keys) if keys else None,
+            key=format_path(keys) if keys else "",
+        ))
+
+
+def flag_name(arg: str) -> str | None:
+    """"--max-num-seqs=8" -> "--max-num-seqs"; non-flags -> None."""
+    if not arg.startswith("-") or arg == "-" or re.match(r"^-\d", arg):
+        return None
+    return arg.split("=", 1)[0]
+
+
+def _flags(args: list[str]) -> Iterator[tuple[int, str]]:
+    for i, arg in enumerate(args):
+        name = flag_name(arg)
+        if name:
+            yield i, name
+
+
+def parse_port(spec: str) -> tuple[int | None, int | None]:
+    """docker -p spec -> (host port or None, container port or None)."""
+    spec = spec.split("/", 1)[0]
+    parts = spec.rsplit(":", 2) if spec.count(":") <= 2 else [spec]
+    try:
+        if len(parts) == 1:
+            return None, int(parts[0])
+        host, container = parts[-2], parts[-1]
+        return (int(host) if host else None), int(container)
+    except ValueError:
+        return None, None
+
+
+def uses_host_network(extra_args: list[str]) -> bool:
+    for i, arg in enumerate(extra_args):
+        if arg in ("--network=host", "--net=host"):
+            return True
+        if arg in ("--network", "--net") and i + 1 < len(extra_args) and extra_args[i + 1] == "host":
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- the rules
+
+
+def _speculative(c: _Ctx) -> None:
+    spec = c.r.speculative
+    if spec is None:
+        return
+    if spec.method in NEEDS_NUM_TOKENS and spec.num_speculative_tokens is None:
+        c.add("AB001", ("speculative", "method"),
+              f"method {spec.method} needs num_speculative_tokens (vLLM refuses to start without it)")
+    if spec.method in NEEDS_DRAFT and not spec.model:
+        c.add("AB002", ("speculative", "method"), f"method {spec.method} needs a draft model")
+    if spec.method in NO_DRAFT and spec.model:
+        c.add("AB003", ("speculative", "model"), f"method {spec.method} does not use a draft model")
+    typed = {"method", "model", "revision", "num_speculative_tokens"}
+    for key in spec.options:
+        if key in typed:
+            c.add("AB042", ("speculative", "options", key), f"options.{key} repeats speculative.{key}")
+
+
+def _pins(c: _Ctx) -> None:
+    m = c.r.model
+    if not is_full_sha(m.revision):
+        c.add("AB010", ("model", "revision"), f"model revision {m.revision!r} is not a full commit sha")
+        if m.trust_remote_code:
+            c.add("AB013", ("model", "trust_remote_code"),
+                  f"trust_remote_code with model revision {m.revision!r}")
+    if m.tokenizer or m.tokenizer_revision:
+        if not is_full_sha(m.tokenizer_revision):
+            c.add("AB011", ("model", "tokenizer_revision") if m.tokenizer_revision else ("model", "tokenizer"),
+                  f"tokenizer revision {m.tokenizer_revision or '(none, i.e. main)'!r} is not a full commit sha")
+    spec = c.r.speculative
+    if spec is not None and spec.model and not is_full_sha(spec.revision):
+        keys = ("speculative", "revision") if spec.revision else ("speculative", "model")
+        c.add("AB012", keys, f"draft revision {spec.revision or '(none, i.e. main)'!r} is not a full commit sha")
+
+
+def _engine_vs_bench(c: _Ctx) -> None:
+    e, b = c.r.engine, c.r.bench
+    if e.max_num_seqs is not None and e.max_num_seqs < b.concurrency:
+        c.add("AB020", ("engine", "max_num_seqs"),
+              f"max_num_seqs {e.max_num_seqs} < bench.concurrency {b.concurrency}")
+    if b.model is not None and b.model != c.r.served_name:
+        c.add("AB021", ("bench", "model"), f"bench.model {b.model!r} != served name {c.r.served_name!r}")
+    if e.gpu_memory_utilization is not None and not 0 < e.gpu_memory_utilization <= 1:
+        c.add("AB023", ("engine", "gpu_memory_utilization"),
+              f"gpu_memory_utilization {e.gpu_memory_utilization} is outside (0, 1]")
+    if e.max_model_len is not None and b.max_tokens > e.max_model_len:
+        c.add("AB024", ("bench", "max_tokens"), f"max_tokens {b.max_tokens} > max_model_len {e.max_model_len}")
+    d = b.dataset
+    if d.kind in ("sharegpt", "jsonl") and not d.path:
+        c.add("AB025", ("bench", "dataset"), f"dataset kind {d.kind} needs a path")
+    if d.kind == "random" and (d.input_len is None or d.output_len is None):
+        c.add("AB026", ("bench", "dataset"), "random dataset needs input_len and output_len")
+    if b.client == "vllm" and b.max_seconds is not None:
+        c.add("AB027", ("bench", "max_seconds"), "vllm bench serve has no time cap; max_seconds is ignored")
+
+
+def _ports(c: _Ctx) -> None:
+    ctr, e = c.r.container, c.r.engine
+    if uses_host_network(ctr.extra_args):
+        return
+    published = [parse_port(p)[1] for p in ctr.ports]
+    if e.port not in published:
+        keys = ("container", "ports") if ctr.ports else ("engine", "port")
+        shown = ", ".join(ctr.ports) or "none"
+        c.add("AB022", keys, f"engine.port {e.port} is not published (container.ports: {shown})",
+              hint=f'publish it: container.ports: ["{e.port}:{e.port}"]')
+
+
+def _walk_strings(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
+    if isinstance(node, str):
+        yield path, node
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            yield from _walk_strings(v, (*path, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _walk_strings(v, (*path, i))
+
+
+def _secrets(c: _Ctx) -> None:
+    secrets = c.r.secrets
+    for path, value in _walk_strings(c.loaded.data, ()):
+        if SECRET_VALUE.search(value):
+            c.add("AB030", path, "looks like a literal token/key value")
+        if "\x00" in value:
+            c.add("AB055", path, "contains a NUL character")
+    seen: set[str] = set()
+    for i, name in enumerate(secrets):
+        if not SHELL_NAME.match(name):
+            c.add("AB034", ("secrets", i), f"secret name {name!r} is not a valid shell name")
+        if name in seen:
+            c.add("AB035", ("secrets", i), f"secret {name} is declared twice")
+        seen.add(name)
+    for key in c.r.env:
+        if not SHELL_NAME.match(key):
+            c.add("AB033", ("env", key), f"env name {key!r} is not a valid shell name")
+        if key in secrets:
+            c.add("AB031", ("env", key), f"{key} is declared under secrets: and also given a value in env")
+        elif key in WELL_KNOWN_SECRETS:
+            c.add("AB032", ("env", key), f"{key} is a secret; its value must not be written in the recipe")
+        elif SECRETISH_NAME.search(key.upper()):
+            c.add("AB032", ("env", key), f"{key} looks like a secret name", severity="warning",
+                  hint="if it is a secret, move the name to secrets:; otherwise ignore this warning")
+    for base, args in (("engine", c.r.engine.extra_args), ("container", c.r.container.extra_args)):
+        for i, arg in enumerate(args):
+            value = None
+            if arg in ("-e", "--env") and i + 1 < len(args):
+                value = args[i + 1]
+            elif arg.startswith(("--env=", "-e=")):
+                value = arg.split("=", 1)[1]
+            if value and "=" in value:
+                name = value.split("=", 1)[0]
+                if name in WELL_KNOWN_SECRETS or name in secrets:
+                    c.add("AB032", (base, "extra_args", i), f"{name} is given a value in extra_args")
+
+
+def _duplicates(c: _Ctx) -> None:
+    for base, args, typed, repeatable in (
+        ("engine", c.r.engine.extra_args, TYPED_ENGINE_FLAGS, REPEATABLE_ENGINE_FLAGS),
+        ("container", c.r.container.extra_args, TYPED_DOCKER_FLAGS | {"--ipc"}, REPEATABLE_DOCKER_FLAGS),
+    ):
+        seen: dict[str, int] = {}
+        for i, name in _flags(args):
+            if name in typed:
+                field = name.lstrip("-").replace("-", "_").removeprefix("no_")
+                c.add("AB040", (base, "extra_args", i),
+                      f"{name} in extra_args duplicates a typed field",
+                      hint=f"delete {name} from {base}.extra_args and set the typed field ({field}) instead")
+            elif name in seen and name not in repeatable:
+                c.add("AB041", (base, "extra_args", i), f"{name} appears twice in {base}.extra_args")
+            seen.setdefault(name, i)
+
+
+def _container(c: _Ctx) -> None:
+    ctr = c.r.container
+    image = ctr.image
+    if "@sha256:" not in image:
+        last = image.rsplit("/", 1)[-1]
+        tag = last.split(":", 1)[1] if ":" in last else "latest"
+        if FLOATING_TAGS.match(tag):
+            c.add("AB050", ("container", "image"), f"image tag {tag!r} moves over time")
+        else:
+            c.add("AB051", ("container", "image"), f"image tag {tag!r} is not a digest")
+    if ctr.name is not None and not DOCKER_NAME.match(ctr.name):
+        c.add("AB052", ("container", "name"), f"container name {ctr.name!r} is not a valid docker name")
+    offline = str(c.r.env.get("HF_HUB_OFFLINE", "")).lower() in ("1", "true", "yes", "on")
+    if offline and not any("huggingface" in v or "/hf" in v.lower() for v in ctr.volumes):
+        c.add("AB053", ("env", "HF_HUB_OFFLINE"), "offline mode without a mounted HF cache")
+
+
+def _meta(c: _Ctx) -> None:
+    if c.r.meta.baseline is not None and c.r.meta.baseline == c.r.name:
+        c.add("AB054", ("meta", "baseline"), "baseline is the recipe itself")
+
+
+CHECKS = (_speculative, _pins, _engine_vs_bench, _ports, _secrets, _duplicates, _container, _meta)
+
+
+def check(loaded: LoadedRecipe, *, strict: bool = False) -> list[Finding]:
+    """Every rule's findings for one loaded recipe, ordered by file position."""
+    ctx = _Ctx(loaded)
+    for rule in CHECKS:
+        rule(ctx)
+    findings = ctx.out
+    if strict:
+        findings = [
+            Finding(f.code, "error", f.message, f.hint, f.location, f.key) if f.severity == "warning" else f
+            for f in findings
+        ]
+    files = {p: i for i, p in enumerate(loaded.files)}
+
+    def order(f: Finding) -> tuple[int, int, int, str]:
+        loc = f.location
+        if loc is None:
+            return (len(files), 0, 0, f.code)
+        return (files.get(loc.file, len(files)), loc.line, loc.col, f.code)
+
+    return sorted(findings, key=order)
+
+
+def load_error_finding(exc: Exception) -> Finding:
+    """A load/schema failure as an AB000 finding (the error's own location, message, hint)."""
+    from autobench.errors import AutobenchError
+
+    location = None
+    message = str(exc)
+    hint = "fix the recipe"
+    if isinstance(exc, AutobenchError):
+        message = " ".join(exc.message.split())
+        hint = exc.hint or hint
+        if exc.location:
+            location = _parse_location(exc.location)
+    return Finding("AB000", "error", message, hint, location)
+
+
+def _parse_location(text: str) -> Position:
+    from pathlib import Path
+
+    m = re.match(r"^(.*):(\d+):(\d+)$", text)
+    if m:
+        return Position(Path(m.group(1)), int(m.group(2)), int(m.group(3)))
+    return Position(Path(text), 0, 0)
+
+
+def findings_json(findings: list[Finding]) -> str:
+    return json.dumps([f.as_dict() for f in findings], indent=2, ensure_ascii=False)

@@ -1,0 +1,32 @@
+"""Validate recipe files: load each (schema) and run the rules; never raises for a bad recipe."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from autobench.errors import RecipeError
+from autobench.recipe.loader import Position, RecipeSchemaError, load_recipe
+from autobench.recipe.rules import RULES, Finding, _parse_location, check, load_error_finding
+
+
+def validate_file(path: Path, *, strict: bool = False) -> list[Finding]:
+    """Findings for one file; a file that cannot be loaded yields AB000 findings."""
+    try:
+        loaded = load_recipe(path)
+    except RecipeSchemaError as exc:
+        return [
+            Finding("AB000", "error", message, hint or RULES["AB000"].hint,
+                    _parse_location(location) if location else None)
+            for location, _key, message, hint in exc.problems
+        ]
+    except RecipeError as exc:
+        finding = load_error_finding(exc)
+        if finding.location is None:
+            finding = replace(finding, location=Position(path, 0, 0))
+        return [finding]
+    return check(loaded, strict=strict)
+
+
+def validate_paths(paths: list[Path], *, strict: bool = False) -> list[tuple[Path, list[Finding]]]:
+    return [(path, validate_file(path, strict=strict)) for path in paths]
