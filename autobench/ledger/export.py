@@ -46,3 +46,30 @@ def write(rows: Iterable[Mapping[str, Any]], out: TextIO, fmt: str) -> int:
     if fmt == "csv":
         return write_csv(rows, out)
     raise LedgerError(f"unknown export format {fmt!r}", hint="use jsonl or csv")
+
+
+def export_to(ledger: Any, output: str | None, fmt: str) -> int:
+    """Export ``ledger`` to the file ``output`` (written atomically) or to stdout."""
+    import os
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    if fmt not in FORMATS:
+        raise LedgerError(f"unknown export format {fmt!r}", hint="use jsonl or csv")
+    if output is None or output == "-":
+        return ledger.export(sys.stdout, fmt)
+    target = Path(output)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent if str(target.parent) else ".")
+    except OSError as exc:
+        raise LedgerError(f"cannot write export: {exc.strerror}", location=output) from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            count = ledger.export(out, fmt)
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise LedgerError(f"cannot write export: {exc.strerror}", location=output) from exc
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return count

@@ -1,0 +1,232 @@
+"""``autobench record | ledger (list, show, export, verify) | history | compare``.
+
+Thin commands: parse options, call one autobench.ledger function, print (rich tables
+on a TTY, plain text otherwise, JSON with ``--json``).  The ledger (SQLAlchemy) is
+imported inside the commands so ``autobench --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from autobench.errors import LedgerError, UsageError
+
+
+def ledger_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--ledger",
+        "ledger_url",
+        envvar="AUTOBENCH_LEDGER",
+        default=None,
+        metavar="PATH|URL",
+        help="Ledger database: a path or SQLAlchemy URL [env AUTOBENCH_LEDGER; default ./ledger.db].",
+    )(func)
+
+
+def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
+
+
+def _open(ledger_url: str | None, *, create: bool = False) -> Any:
+    from autobench.ledger import open_ledger
+
+    return open_ledger(ledger_url, create=create)
+
+
+def _print_json(doc: Any) -> None:
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+def _print_table(head: list[str], rows: list[list[str]], title: str | None = None) -> None:
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=title, show_lines=False)
+        for name in head:
+            table.add_column(name, overflow="fold")
+        for row in rows:
+            table.add_row(*row)
+        Console().print(table)
+        return
+    if title:
+        click.echo(title)
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=False)]
+    for row in [head, *rows]:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=False)).rstrip())
+
+
+def _run_id(text: str | None) -> int | None:
+    if text is None:
+        return None
+    value = text.strip().lstrip("#")
+    if not value.isdigit():
+        raise UsageError(f"not a run id: {text!r}", hint="use the integer id shown by autobench ledger list")
+    return int(value)
+
+
+# ------------------------------------------------------------------ record
+@click.command("record")
+@click.argument("recipe", metavar="RECIPE")
+@click.option("--status", required=True, help="DONE, BLOCKED, FAILED or ABORTED.")
+@click.option("--root-cause", default=None, metavar="CATEGORY:MESSAGE", help="e.g. 'assertion:assert x == y'.")
+@click.option("--root-cause-category", default=None)
+@click.option("--root-cause-message", default=None)
+@click.option("--metrics", "metrics_file", default=None, metavar="FILE",
+              help="Result JSON: autobench bench --result or vllm bench serve --save-result.")
+@click.option("--log", "log_file", default=None, metavar="FILE", help="vLLM server log: boot facts, root cause.")
+@click.option("--note", "notes", multiple=True, help="A note (repeatable).")
+@click.option("--started-at", default=None, help="UTC ISO 8601 time or date (naive means UTC).")
+@click.option("--ended-at", default=None)
+@click.option("--model-sha", default=None, help="Full 40-hex commit of the model, if the recipe is not pinned.")
+@click.option("--draft-sha", default=None, help="Full 40-hex commit of the draft, if the recipe is not pinned.")
+@click.option("--corrects", default=None, metavar="ID", help="This run corrects run ID.")
+@click.option("--supersedes", default=None, metavar="ID", help="This run supersedes run ID.")
+@ledger_option
+@json_option
+def record(recipe: str, ledger_url: str | None, as_json: bool, corrects: str | None,
+           supersedes: str | None, notes: tuple[str, ...], **opts: Any) -> None:
+    """Append a run of RECIPE (a recipe file) to the ledger by hand."""
+    from autobench.ledger.record import RecordInput, build_new_run
+
+    run = build_new_run(RecordInput(recipe_path=recipe, corrects=_run_id(corrects),
+                                    supersedes=_run_id(supersedes), notes=list(notes), **opts))
+    with _open(ledger_url, create=True) as book:
+        rec = book.append(run)
+    if as_json:
+        _print_json(rec.to_json_dict())
+    else:
+        click.echo(f"recorded run {rec.display_id}: {rec.recipe_name} {rec.status} ({book.where})")
+
+
+# ------------------------------------------------------------------ ledger group
+@click.group("ledger")
+def ledger() -> None:
+    """List, show, export and verify the run ledger."""
+
+
+@ledger.command("list")
+@click.option("--recipe", default=None, help="Only runs of this recipe name.")
+@click.option("--status", default=None, help="Only runs with this status.")
+@click.option("--model", default=None, help="Only runs of this model repo.")
+@click.option("--draft", default=None, help="Only runs with this draft repo.")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Most recent N runs.")
+@ledger_option
+@json_option
+def list_(ledger_url: str | None, as_json: bool, **filters: Any) -> None:
+    """The most recent runs, newest first."""
+    from autobench.ledger.render import runs_table
+
+    with _open(ledger_url) as book:
+        records = book.runs(newest_first=True, **filters)
+    if as_json:
+        _print_json([r.to_json_dict() for r in records])
+    else:
+        _print_table(*runs_table(records))
+
+
+@ledger.command("show")
+@click.argument("run")
+@click.option("--full", is_flag=True, help="Include the recipe and script snapshots.")
+@ledger_option
+@json_option
+def show(run: str, full: bool, ledger_url: str | None, as_json: bool) -> None:
+    """Everything recorded about RUN (an id, #id or a row-hash prefix)."""
+    from autobench.ledger.render import run_lines
+
+    with _open(ledger_url) as book:
+        rec = book.get(book.resolve(run))
+    if as_json:
+        _print_json(rec.to_json_dict())
+    else:
+        click.echo("\n".join(run_lines(rec, full=full)))
+
+
+@ledger.command("export")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default=None,
+              help="Default: from the output suffix, else jsonl.")
+@click.option("-o", "--output", default=None, metavar="FILE", help="Write here (atomically); default stdout.")
+@ledger_option
+def export(fmt: str | None, output: str | None, ledger_url: str | None) -> None:
+    """Export every run as JSONL or CSV."""
+    from autobench.ledger.export import export_to
+
+    fmt = fmt or ("csv" if output and output.lower().endswith(".csv") else "jsonl")
+    with _open(ledger_url) as book:
+        count = export_to(book, output, fmt)
+    if output:
+        click.echo(f"exported {count} runs to {output} ({fmt})", err=True)
+
+
+@ledger.command("verify")
+@ledger_option
+@json_option
+def verify(ledger_url: str | None, as_json: bool) -> None:
+    """Recompute the hash chain; name the first broken row (exit 4 if broken)."""
+    with _open(ledger_url) as book:
+        result = book.verify()
+    if as_json:
+        _print_json(result.to_json_dict())
+        if not result.ok:
+            raise click.exceptions.Exit(LedgerError.exit_code)
+        return
+    if not result.ok:
+        raise LedgerError(str(result), location=book.where,
+                          hint="the ledger was changed outside autobench; restore it from a copy")
+    click.echo(str(result))
+
+
+# ------------------------------------------------------------------ history / compare
+@click.command("history")
+@click.option("--draft", default=None, metavar="REPO", help="Per revision of this draft repo.")
+@click.option("--model", default=None, metavar="REPO", help="Per revision of this model repo.")
+@click.option("--recipe", default=None, metavar="NAME", help="Per digest of this recipe.")
+@ledger_option
+@json_option
+def history(draft: str | None, model: str | None, recipe: str | None, ledger_url: str | None,
+            as_json: bool) -> None:
+    """Run history grouped per draft revision, model revision or recipe digest."""
+    from autobench.ledger.render import history_table
+
+    if sum(x is not None for x in (draft, model, recipe)) != 1:
+        raise UsageError("give exactly one of --draft, --model or --recipe")
+    with _open(ledger_url) as book:
+        result = book.history(draft=draft, model=model, recipe=recipe)
+        known = book.known(result.kind) if not result.groups else []
+    if as_json:
+        _print_json(result.to_json_dict())
+        return
+    if not result.groups:
+        import difflib
+
+        close = difflib.get_close_matches(result.subject, known, 1, 0.5)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        click.echo(f"no runs with {result.kind} {result.subject}{hint}", err=True)
+        return
+    _print_table(*history_table(result), title=f"{result.kind} {result.subject}: {result.runs} runs")
+
+
+@click.command("compare")
+@click.argument("run_a")
+@click.argument("run_b")
+@ledger_option
+@json_option
+def compare(run_a: str, run_b: str, ledger_url: str | None, as_json: bool) -> None:
+    """RUN_A and RUN_B side by side, with ratios B/A (e.g. the decode speedup)."""
+    from autobench.ledger.render import compare_table
+
+    with _open(ledger_url) as book:
+        result = book.compare(run_a, run_b)
+    if as_json:
+        _print_json(result.to_json_dict())
+        return
+    for warning in result.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    _print_table(*compare_table(result))
+    if result.decode_speedup is not None:
+        click.echo(f"decode speedup (B/A): {result.decode_speedup:.2f}x")

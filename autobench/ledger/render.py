@@ -1,0 +1,107 @@
+"""Ledger results as rows of text cells (the CLI prints them as rich or plain tables)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autobench.ledger.models import BOOT_KEYS, CORE_KEYS, METRIC_KEYS, RunRecord
+from autobench.ledger.queries import Comparison, History
+
+Table = tuple[list[str], list[list[str]]]
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, list):
+        return "/".join(cell(v) for v in value)
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={cell(v)}" for k, v in sorted(value.items()))
+    return str(value)
+
+
+def short(text: str | None, width: int = 60) -> str:
+    if not text:
+        return "-"
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def runs_table(records: list[RunRecord]) -> Table:
+    head = ["run", "started", "recipe", "status", "draft sha", "decode tok/s", "conc", "root cause"]
+    rows = [
+        [
+            r.display_id,
+            cell(r.started_at),
+            r.recipe_name,
+            r.status,
+            (r.draft_sha or "-")[:12] if r.draft_repo else "",
+            cell(r.metrics.get("decode_tok_s")),
+            cell(r.metrics.get("concurrency")),
+            short(r.root_cause, 50),
+        ]
+        for r in records
+    ]
+    return head, rows
+
+
+def run_lines(r: RunRecord, *, full: bool = False) -> list[str]:
+    lines = [f"run {r.display_id}"]
+    for key in CORE_KEYS:
+        value = getattr(r, key)
+        if key in ("recipe_snapshot", "script_snapshot") and value is not None and not full:
+            size = len(value.splitlines()) if isinstance(value, str) else len(value)
+            kind = "lines" if isinstance(value, str) else "keys"
+            lines.append(f"  {key}: ({size} {kind}; --full or --json shows it)")
+            continue
+        if value is None:
+            continue
+        if key == "recipe_snapshot":
+            import json
+
+            value = json.dumps(value, indent=2, sort_keys=True)
+        if isinstance(value, str) and "\n" in value:
+            lines.append(f"  {key}:")
+            lines.extend(f"    {line}" for line in value.splitlines())
+        else:
+            lines.append(f"  {key}: {cell(value)}")
+    for title, keys, values in (("metrics", METRIC_KEYS, r.metrics), ("boot", BOOT_KEYS, r.boot)):
+        known = [(k, values.get(k)) for k in keys if values.get(k) is not None]
+        lines.append(f"  {title}:" + ("" if known else " (none recorded)"))
+        lines.extend(f"    {k}: {cell(v)}" for k, v in known)
+    lines.append(f"  prev_hash: {r.prev_hash}")
+    lines.append(f"  row_hash: {r.row_hash}")
+    return lines
+
+
+def history_table(h: History) -> Table:
+    head = [h.group_label, "runs", "DONE", "BLOCKED", "FAILED", "ABORTED", "first seen", "last seen",
+            "best decode", "root causes"]
+    rows = []
+    for g in h.groups:
+        causes = "; ".join(
+            f"{rc}{f' (x{rc.runs})' if rc.runs > 1 else ''}" for rc in g.root_causes
+        )
+        rows.append([
+            g.key or "(unknown)",
+            str(g.runs),
+            *(str(g.by_status[s]) for s in ("DONE", "BLOCKED", "FAILED", "ABORTED")),
+            cell(g.first_seen),
+            cell(g.last_seen),
+            cell(g.best_decode_tok_s),
+            causes or "-",
+        ])
+    return head, rows
+
+
+def compare_table(c: Comparison) -> Table:
+    head = ["", f"A {c.a.display_id}", f"B {c.b.display_id}", "B/A"]
+    rows = [
+        [row.key, cell(row.a), cell(row.b), "" if row.ratio is None else f"{row.ratio:.2f}x"]
+        for row in c.rows
+    ]
+    return head, rows
