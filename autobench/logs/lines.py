@@ -1,0 +1,116 @@
+"""Normalise one physical log line into logical records.
+
+A vLLM server log as it reaches us has been through several hands: docker adds
+an RFC 3339 timestamp, docker compose a ``service-1  | `` column, journald a
+``Mon DD HH:MM:SS host prog[pid]: `` prefix, CI a ``[2025-03-10T15:07:20Z]``
+stamp; vLLM's multiprocess logger adds ``(EngineCore pid=123)`` /
+``(APIServer pid=1)`` / ``(VllmWorker rank=0 pid=9)`` before its own
+``INFO 06-23 06:27:21 [core.py:1229]`` header; colour codes wrap the process
+prefix (sometimes mangled to U+FFFD when pasted); tqdm rewrites its bar with
+carriage returns; and processes writing to one pipe interleave, so one
+physical line can hold several records.
+
+:func:`split_records` turns one physical line into the :class:`Record` list it
+really contains; nothing here knows about vLLM's facts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# ESC[...m and the same sequence whose ESC was mangled into U+FFFD by a paste.
+_ANSI = re.compile(r"(?:\x1b|\ufffd)\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+# Outer transport prefixes, tried in order, each at most once.
+_TRANSPORT = [
+    # docker logs --timestamps / kubectl --timestamps: 2025-10-15T00:06:46.700988901Z
+    re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? "),
+    # CI systems: [2025-03-10T15:07:20Z]
+    re.compile(r"^\[\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\] ?"),
+    # journald: "Aug 18 14:15:04 host python3[28059]: " (month in any language)
+    re.compile(r"^\S{3,5}\.? {1,2}\d{1,2} \d\d:\d\d:\d\d \S+ [\w.@/-]+\[\d+\]: "),
+    # docker compose: "vllm-1  | "
+    re.compile(r"^[A-Za-z0-9][\w.-]*\s+\| "),
+    # a bare CI column: "  | "
+    re.compile(r"^\s+\| "),
+]
+
+# (EngineCore pid=123) (EngineCore_DP0 pid=9) (VllmWorker rank=0 pid=9)
+# (Worker_TP0_EP0 pid=1) (APIServer pid=1) (RayWorkerWrapper pid=2202490)
+_PROC = re.compile(r"\((?P<proc>[A-Za-z_][\w.-]*(?: [A-Za-z_]+=[\w.:-]+)*? pid=\d+)\) ?")
+# A process prefix that starts a new record in the middle of a physical line.
+_PROC_MID = re.compile(r"\s*(?=\([A-Za-z_][\w.-]*(?: [A-Za-z_]+=[\w.:-]+)*? pid=\d+\))")
+
+# vLLM's own header, both generations:
+#   INFO 04-27 10:11:03 llm_engine.py:70] msg            (V0, <= 0.8)
+#   INFO 03-10 08:07:20 [gpu_model_runner.py:1067] msg  (>= 0.8)
+_HEADER = re.compile(
+    r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) "
+    r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[?(?P<src>[\w./<>-]+:\d+)\] ?"
+)
+
+_TQDM = re.compile(r"\d+%\|.*\|.*(?:it/s|s/it|\?it/s)")
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One logical log record: who wrote it, at what level, and the message."""
+
+    proc: str | None  # "EngineCore pid=123", or None when unprefixed
+    level: str | None  # INFO/WARNING/ERROR/... or None (tracebacks, prints)
+    src: str | None  # "core.py:1229"
+    msg: str  # the message, leading indentation kept (traceback frames)
+
+
+def strip_ansi(text: str) -> str:
+    if "\x1b" not in text and "\ufffd[" not in text:
+        return text
+    return _ANSI.sub("", text)
+
+
+def strip_transport(text: str) -> str:
+    for pattern in _TRANSPORT:
+        m = pattern.match(text)
+        if m:
+            text = text[m.end() :]
+    return text
+
+
+def is_progress(text: str) -> bool:
+    """A tqdm progress bar (the last frame of a \\r-rewritten line)."""
+    return "%|" in text and _TQDM.search(text) is not None
+
+
+def _record(text: str) -> Record:
+    proc = None
+    m = _PROC.match(text)
+    if m:
+        proc = m.group("proc")
+        text = text[m.end() :]
+    level = src = None
+    h = _HEADER.match(text)
+    if h:
+        level = "WARNING" if h.group("level") == "WARN" else h.group("level")
+        src = h.group("src")
+        text = text[h.end() :]
+    return Record(proc, level, src, text)
+
+
+def split_records(line: str) -> list[Record]:
+    """All logical records of one physical line (without its newline)."""
+    line = strip_ansi(line.rstrip("\r\n"))
+    out: list[Record] = []
+    # tqdm redraws with \r; every segment is a frame or a record that followed it.
+    for segment in line.split("\r") if "\r" in line else (line,):
+        segment = strip_transport(segment)
+        if not segment.strip() or is_progress(segment):
+            continue
+        # Interleaved writers: a process prefix after the start begins a new record.
+        if segment.find("pid=", 1) != -1:
+            parts = [p for p in _PROC_MID.split(segment) if p.strip()]
+        else:
+            parts = [segment]
+        for part in parts:
+            out.append(_record(strip_transport(part)))
+    return out
