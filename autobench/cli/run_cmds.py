@@ -32,8 +32,7 @@ def _echo_err(text: str) -> None:
               help="process runtime: seconds between SIGTERM and SIGKILL at teardown.")
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the plan) as JSON on stdout.")
-@click.pass_context
-def run(ctx: click.Context, recipe: str, runtime: str, vllm_exec: str | None, ledger: str | None,
+def run(recipe: str, runtime: str, vllm_exec: str | None, ledger: str | None,
         runs_dir: str, allow_unpinned: bool, ready_timeout: float | None, grace: float, dry_run: bool,
         as_json: bool) -> None:
     """Run a recipe end to end and record the outcome in the ledger.
@@ -58,7 +57,10 @@ def run(ctx: click.Context, recipe: str, runtime: str, vllm_exec: str | None, le
         click.echo("\n# compiled script (stored with the run in the ledger)\n" + (outcome.script or ""))
     else:
         _print_outcome(outcome)
-    ctx.exit(outcome.exit_code)
+    if outcome.exit_code:
+        # SystemExit, not ctx.exit: autobench.cli.main runs click with standalone_mode=False and
+        # would drop the code click returns for ctx.exit.
+        raise SystemExit(outcome.exit_code)
 
 
 def _print_outcome(outcome: Any) -> None:

@@ -1,0 +1,122 @@
+"""A fake `docker` CLI for the docker-runtime tests: no Docker engine exists here.
+
+Installed as `docker` on PATH by the tests.  It records every argv (one JSON line
+in $FAKE_DOCKER_STATE/calls.jsonl) and emulates just what `autobench run` uses:
+
+  docker run [-d] ... --name NAME ... IMAGE MODEL ... --served-model-name N --port P ...
+      starts the REAL synthetic server (python -m autobench.bench.synthetic) on
+      127.0.0.1:P serving N (plus $FAKE_VLLM_ARGS); exit 125 if NAME is taken
+  docker logs -f NAME     follows the container's output until it stops
+  docker inspect -f ... NAME   prints the container's exit code
+  docker rm -f NAME       kills the container's process group, forgets NAME
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+STATE = Path(os.environ["FAKE_DOCKER_STATE"])
+
+
+def _opt(argv: list[str], name: str) -> str | None:
+    for i, a in enumerate(argv):
+        if a == name and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def run(argv: list[str]) -> int:
+    name = _opt(argv, "--name") or "anon"
+    if (STATE / f"{name}.pid").exists():
+        print(f'docker: Error response from daemon: Conflict. The container name "/{name}" is already '
+              "in use by container \"0123abcd\".", file=sys.stderr)
+        return 125
+    cmd = [sys.executable, "-m", "autobench.bench.synthetic", "--host", "127.0.0.1",
+           "--port", _opt(argv, "--port") or "8000", "--model", _opt(argv, "--served-model-name") or "x",
+           *shlex.split(os.environ.get("FAKE_VLLM_ARGS", ""))]
+    if "-d" not in argv and "--detach" not in argv:
+        (STATE / f"{name}.pid").write_text(str(os.getpid()))
+        os.execv(sys.executable, cmd)
+    log = (STATE / f"{name}.log").open("wb")
+    sup = subprocess.Popen([sys.executable, __file__, "_supervise", name, *cmd], stdout=log,
+                           stderr=subprocess.STDOUT, start_new_session=True)
+    (STATE / f"{name}.pid").write_text(str(sup.pid))
+    print(hashlib.sha256(name.encode()).hexdigest())
+    return 0
+
+
+def supervise(name: str, cmd: list[str]) -> int:
+    rc = subprocess.call(cmd)
+    (STATE / f"{name}.rc").write_text(str(rc))
+    return rc
+
+
+def logs(name: str) -> int:
+    path = STATE / f"{name}.log"
+    pid_file = STATE / f"{name}.pid"
+    pos = 0
+    while True:
+        data = path.read_bytes()[pos:] if path.exists() else b""
+        if data:
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+            pos += len(data)
+            continue
+        if not pid_file.exists() or not _alive(int(pid_file.read_text())):
+            return 0
+        time.sleep(0.05)
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    if argv and argv[0] == "_supervise":
+        return supervise(argv[1], argv[2:])
+    with (STATE / "calls.jsonl").open("a") as fh:
+        fh.write(json.dumps(argv) + "\n")
+    verb = argv[0] if argv else ""
+    if verb == "run":
+        return run(argv)
+    if verb == "logs":
+        return logs(argv[-1])
+    if verb == "inspect":
+        rc = STATE / f"{argv[-1]}.rc"
+        print(rc.read_text() if rc.exists() else "137")
+        return 0
+    if verb == "rm":
+        name = argv[-1]
+        pid_file = STATE / f"{name}.pid"
+        if pid_file.exists():
+            try:
+                os.killpg(int(pid_file.read_text()), signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            pid_file.unlink()
+            print(name)
+            return 0
+        print(f"Error response from daemon: No such container: {name}", file=sys.stderr)
+        return 1
+    print(f"fake docker: unsupported command {argv}", file=sys.stderr)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
