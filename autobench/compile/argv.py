@@ -17,6 +17,9 @@ from autobench.recipe.rules import flag_name, parse_port, uses_host_network
 
 Lines = list[list[Word]]
 
+# Sampler keys `autobench bench` accepts (vllm bench serve accepts every Sampler field).
+AUTOBENCH_SAMPLER_KEYS = ("temperature", "top_p", "top_k", "presence_penalty")
+
 
 def num(value: float | int) -> str:
     """900.0 -> "900", 0.85 -> "0.85" (what a person would type)."""
@@ -190,10 +193,8 @@ def bench_lines(recipe: Any) -> Lines:
             lines.append(_w("--dataset-kind", d.kind))
         if d.path:
             lines.append([Word("--dataset"), path_word(d.path)])
-        if d.input_len is not None:
-            lines.append(_w("--input-len", str(d.input_len)))
-        if d.output_len is not None:
-            lines.append(_w("--output-len", str(d.output_len)))
+        if d.kind == "random" and d.input_len is not None:
+            lines.append(_w("--random-input-len", str(d.input_len)))
         lines.append(_w("--num-prompts", str(b.num_prompts)))
         if b.max_seconds is not None:
             lines.append(_w("--max-seconds", num(b.max_seconds)))
@@ -208,17 +209,9 @@ def bench_lines(recipe: Any) -> Lines:
         if b.warmup:
             lines.append(_w("--warmup", str(b.warmup)))
     if s is not None:
-        for flag, value in (
-            ("--temperature", s.temperature),
-            ("--top-p", s.top_p),
-            ("--top-k", s.top_k),
-            ("--min-p", s.min_p),
-            ("--presence-penalty", s.presence_penalty),
-            ("--frequency-penalty", s.frequency_penalty),
-            ("--repetition-penalty", s.repetition_penalty),
-        ):
-            if value is not None:
-                lines.append(_w(flag, num(value)))
+        for key, value in s.model_dump().items():
+            if value is not None and (b.client == "vllm" or key in AUTOBENCH_SAMPLER_KEYS):
+                lines.append(_w("--" + key.replace("_", "-"), num(value)))
     return lines
 
 

@@ -65,6 +65,8 @@ RULES: dict[str, Rule] = {
              "set bench.dataset.input_len and output_len"),
         Rule("AB027", "warning", "bench.max_seconds is not enforced by `vllm bench serve`",
              "use bench.client: autobench for a time cap, or drop max_seconds"),
+        Rule("AB028", "warning", "sampler key not supported by the autobench bench client (ignored)",
+             "drop it, or use bench.client: vllm"),
         Rule("AB030", "error", "a secret value is written in the recipe",
              "delete the value; declare the name under secrets: and export it in your shell"),
         Rule("AB031", "error", "an env variable is also declared as a secret",
@@ -267,6 +269,10 @@ def _engine_vs_bench(c: _Ctx) -> None:
         c.add("AB025", ("bench", "dataset"), f"dataset kind {d.kind} needs a path")
     if d.kind == "random" and (d.input_len is None or d.output_len is None):
         c.add("AB026", ("bench", "dataset"), "random dataset needs input_len and output_len")
+    if b.client == "autobench" and b.sampler is not None:
+        for key in ("min_p", "frequency_penalty", "repetition_penalty"):
+            if getattr(b.sampler, key) is not None:
+                c.add("AB028", ("bench", "sampler", key), f"sampler.{key} is not sent by autobench bench")
     if b.client == "vllm" and b.max_seconds is not None:
         c.add("AB027", ("bench", "max_seconds"), "vllm bench serve has no time cap; max_seconds is ignored")
 
