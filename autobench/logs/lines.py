@@ -38,9 +38,10 @@ _TRANSPORT = [
 
 # (EngineCore pid=123) (EngineCore_DP0 pid=9) (VllmWorker rank=0 pid=9)
 # (Worker_TP0_EP0 pid=1) (APIServer pid=1) (RayWorkerWrapper pid=2202490)
-_PROC = re.compile(r"\((?P<proc>[A-Za-z_][\w.-]*(?: [A-Za-z_]+=[\w.:-]+)*? pid=\d+)\) ?")
+# Ray nests them: (MapWorker(MapBatches(vLLMEngineStageUDF)) pid=1) (Worker pid=2)
+_PROC = re.compile(r"\((?P<proc>[A-Za-z_][\w.()-]*?(?: [A-Za-z_]+=[\w.:-]+)*? pid=\d+)\) ?")
 # A process prefix that starts a new record in the middle of a physical line.
-_PROC_MID = re.compile(r"\s*(?=\([A-Za-z_][\w.-]*(?: [A-Za-z_]+=[\w.:-]+)*? pid=\d+\))")
+_PROC_MID = re.compile(r"\s*(?<!\()(?=\([A-Za-z_][\w.-]*(?: [A-Za-z_]+=[\w.:-]+)*? pid=\d+\))")
 
 # vLLM's own header, both generations:
 #   INFO 04-27 10:11:03 llm_engine.py:70] msg            (V0, <= 0.8)
@@ -85,9 +86,10 @@ def is_progress(text: str) -> bool:
 def _record(text: str) -> Record:
     proc = None
     m = _PROC.match(text)
-    if m:
+    while m:  # keep the innermost prefix: it names the process that wrote the record
         proc = m.group("proc")
         text = text[m.end() :]
+        m = _PROC.match(text)
     level = src = None
     h = _HEADER.match(text)
     if h:
@@ -112,5 +114,7 @@ def split_records(line: str) -> list[Record]:
         else:
             parts = [segment]
         for part in parts:
-            out.append(_record(strip_transport(part)))
+            rec = _record(strip_transport(part))
+            if rec.msg.strip():
+                out.append(rec)
     return out
