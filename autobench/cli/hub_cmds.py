@@ -81,7 +81,9 @@ def outdated(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as
     else:
         _print_outdated(items)
     if exit_code and any(i.status == "moved" for i in items):
-        raise click.exceptions.Exit(1)
+        # SystemExit, not click's Exit: main() runs click with standalone_mode=False, which turns
+        # Exit into a return value that main() does not pass on.
+        raise SystemExit(1)
 
 
 def _print_outdated(items: list[Any]) -> None:

@@ -124,11 +124,19 @@ def frozen_label_at(path: Path, keys: tuple[str, ...]) -> str | None:
 
 # -- editing a recipe in place ------------------------------------------------------------------
 
+def yaml_scalar(sha: str) -> str:
+    """The sha as YAML text that reads back as a string (an all-digit sha would load as a number)."""
+    from ruamel.yaml import YAML
+
+    return sha if isinstance(YAML(typ="rt").load(f"k: {sha}")["k"], str) else f'"{sha}"'
+
+
 def _comment_for(label: str, old_comment: str | None) -> str:
-    comment = f"# frozen: {label}"
-    if old_comment and not FROZEN_RE.match(old_comment.strip()):
-        comment += "; " + old_comment.strip().lstrip("#").strip()
-    return comment
+    """``# frozen: <label>``, keeping any other words of the comment that was there."""
+    rest = (old_comment or "").strip()
+    match = FROZEN_RE.match(rest)
+    rest = rest[match.end():].lstrip("; ").strip() if match else rest.lstrip("#").strip()
+    return f"# frozen: {label}" + (f"; {rest}" if rest else "")
 
 
 def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, label: str) -> bool:
@@ -154,7 +162,7 @@ def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, lab
             rest = body[match.end():]
             old_comment = rest[rest.index("#"):] if "#" in rest else None
             newline = line[len(body):]
-            lines[vline] = f"{body[:vcol]}{sha}  {_comment_for(label, old_comment)}{newline}"
+            lines[vline] = f"{body[:vcol]}{yaml_scalar(sha)}  {_comment_for(label, old_comment)}{newline}"
             new_text = "".join(lines)
     else:
         if repo_key not in parent:
@@ -165,7 +173,7 @@ def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, lab
         newline = "\r\n" if lines[0].endswith("\r\n") else "\n"
         if at > 0 and not lines[at - 1].endswith(("\n", "\r")):
             lines[at - 1] += newline
-        lines.insert(at, f"{' ' * kcol}{name}: {sha}  # frozen: {label}{newline}")
+        lines.insert(at, f"{' ' * kcol}{name}: {yaml_scalar(sha)}  # frozen: {label}{newline}")
         new_text = "".join(lines)
     if new_text == text:
         return False

@@ -36,7 +36,7 @@ DRAFT_REPO = "z-lab/Qwen3.5-122B-A10B-DFlash"
 DRAFT_OLD = "6c7242c934a9870d7c59c05240bdbb2467cc1394"
 DRAFT_NEW = "bce6f76cef2027552bed4a8a1bc9c449def48f05"
 BASE_REPO = "shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC"
-BASE_OLD = "1111111111111111111111111111111111111111"
+BASE_OLD = "9e1d0c3b2a4f5e6d7c8b9a0f1e2d3c4b5a697887"
 BASE_NEW = "a0b1c2d3e4f5a6b7c8d9e0f1a2b3c4d5e6f7a8b9"
 GATED_REPO = "gated-org/Gated-Model"
 NOCONFIG_REPO = "someone/no-config"
@@ -66,6 +66,7 @@ class FakeRepo:
     commits: dict[str, FakeCommit]
     refs: dict[str, str]  # branch/tag name -> sha
     gated: bool | str = False
+    granted: set[str] = field(default_factory=set)  # tokens whose owners accepted a gated repo's terms
     downloads: int = 0
     likes: int = 0
 
@@ -116,7 +117,7 @@ class FakeHub:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self
 
@@ -248,11 +249,13 @@ class _Handler(BaseHTTPRequestHandler):
             body["config"] = {k: cfg[k] for k in ("architectures", "model_type") if k in cfg}
         self._send(200, as_json(body))
 
-    def _file(self, ns: str, name: str, rev: str, path: str, sent: bool, valid: bool, *, redirect: bool) -> None:
+    def _file(self, ns: str, name: str, rev: str, path: str, sent: bool, valid: bool, *,
+              redirect: bool) -> None:
         repo = self._repo(ns, name)
         if repo is None:
             return
-        if repo.gated and not valid:
+        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        if repo.gated and token not in repo.granted:
             status = 403 if sent else 401
             self._error(status, "GatedRepo", f"Access to model {repo.repo_id} is restricted.")
             return
