@@ -435,6 +435,7 @@ class _Runner:
                         if rec.first is None:
                             rec.first = now
                             rec.first_srv = obj.get("t_srv")
+                            rec.arr_srv = obj.get("t_arr")
                         else:
                             gaps.append(now - rec.last)  # type: ignore[operator]
                         rec.last = now

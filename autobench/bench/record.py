@@ -28,7 +28,7 @@ class RequestRecord:
     __slots__ = (
         "index", "prompt_est", "arrival", "start", "first", "last", "gaps", "n_chunks",
         "prompt_tokens", "completion_tokens", "finish_reason", "status", "error_kind",
-        "error_message", "http_status", "usage_fallback", "first_srv", "last_srv", "end",
+        "error_message", "http_status", "usage_fallback", "first_srv", "arr_srv", "last_srv", "end",
     )
 
     def __init__(self, index: int, prompt_est: int, arrival: float | None = None):
@@ -50,6 +50,7 @@ class RequestRecord:
         self.usage_fallback = False
         self.first_srv: float | None = None  # server send time of the first token chunk, if sent
         self.last_srv: float | None = None
+        self.arr_srv: float | None = None  # server arrival time of the request, if sent
         self.end: float | None = None  # end of the stream ([DONE] / EOF / error)
 
     def fail(self, kind: str, message: str) -> None:

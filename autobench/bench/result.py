@@ -89,6 +89,7 @@ def build_result(cfg: Any, ds: Any, records: list[Any], *, t0: float, t_end: flo
         samples.setdefault(r.error_kind, r.error_message or "")
     queue = [r.start - r.arrival for r in records if r.arrival is not None and r.start]
     srv_lag = [r.first - r.first_srv for r in ok if isinstance(r.first_srv, float)]
+    send_path = [r.arr_srv - r.start for r in ok if isinstance(r.arr_srv, float)]
     lags = client.loop_lag_s
     rate = cfg.request_rate
     data: dict[str, Any] = {
@@ -156,6 +157,7 @@ def build_result(cfg: Any, ds: Any, records: list[Any], *, t0: float, t_end: flo
         "loop_lag_ms": {k: v for k, v in M.summarize(lags, 1000.0).items()} | (
             {"max": 1000.0 * max(lags)} if lags else {"max": None}),
         "first_token_recv_minus_send_ms": M.summarize(srv_lag, 1000.0) if srv_lag else None,
+        "send_to_server_arrival_ms": M.summarize(send_path, 1000.0) if send_path else None,
         "served_models": client.served_models,
     }
     lag_p99 = data["client"]["loop_lag_ms"]["p99"]

@@ -21,10 +21,11 @@ class SSEParser:
     def feed(self, chunk: bytes) -> list[bytes]:
         """Add bytes; return the ``data`` payload of every event completed by them."""
         buf = self._buf + chunk if self._buf else chunk
+        hold = b""
         if b"\r" in buf:
+            if buf.endswith(b"\r"):  # maybe the first half of "\r\n": decide on the next read
+                buf, hold = buf[:-1], b"\r"
             buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-            # A lone trailing "\r" may be the first half of "\r\n": already mapped to "\n";
-            # a following "\n" then makes an empty line, which only ends an (empty) event.
         out: list[bytes] = []
         start = 0
         while True:
@@ -35,7 +36,7 @@ class SSEParser:
             if data is not None:
                 out.append(data)
             start = end + 2
-        self._buf = buf[start:]
+        self._buf = buf[start:] + hold
         return out
 
     def finish(self) -> list[bytes]:

@@ -3,7 +3,7 @@
 It streams tokens on an absolute schedule (first token at ``ttft_ms`` after the
 request arrived, then one chunk every ``itl_ms``), so sleep overshoot never
 accumulates, and it embeds its own send time (``t_srv``, ``time.perf_counter()``)
-in every chunk.  Faults are injected deterministically: with rate ``r`` the
+in every chunk (and the request's arrival time ``t_arr`` in the first one).  Faults are injected deterministically: with rate ``r`` the
 request number ``n`` (0-based, counted per server) is hit when
 ``floor((n + 1) * r) > floor(n * r)``, so exactly ``floor(N * r)`` of the first
 ``N`` requests are hit, evenly spread.
@@ -63,7 +63,7 @@ class SyntheticConfig:
     die_after_requests: int | None = None
     log_stats_interval: float = 10.0
     max_model_len: int = 262144
-    timer_compensation_ms: float = 0.5  # wake this much early: asyncio rounds sleeps up to 1 ms
+    timer_compensation: bool = True  # aim early by the measured mean wake-up overshoot
 
     @property
     def steps_draft_tokens(self) -> int:
@@ -160,6 +160,9 @@ class SyntheticServer:
         self._last_stats = (0, 0, 0, 0, 0)
         self.port: int | None = None
         self._finished = 0
+        # Mean wake-up overshoot of a timed sleep (asyncio rounds epoll timeouts up to
+        # the next millisecond, and a busy loop adds lag); chunks are aimed this much early.
+        self.overshoot = 0.0005 if config.timer_compensation else 0.0
         n_pos = config.steps_draft_tokens
         self.counters.per_pos = [[0] * n_pos, [0] * n_pos]
 
@@ -349,21 +352,24 @@ class SyntheticServer:
         fault_at = len(plan) // 2 if fault else -1
         spec = cfg.spec_enabled
         spec_tokens = cfg.steps_draft_tokens
-        comp = cfg.timer_compensation_ms / 1e3
+        adapt = cfg.timer_compensation
         # perf_counter and loop.time() are both CLOCK_MONOTONIC on Linux; convert once anyway.
         offset = loop.time() - time.perf_counter()
         target = t_arrival + cfg.ttft_ms / 1e3
         itl = cfg.itl_ms / 1e3
         emitted = 0
         for idx, size in enumerate(plan):
-            delay = target - comp - time.perf_counter()
-            if delay > 0:
+            aim = target - self.overshoot
+            if aim > time.perf_counter():
                 fut = loop.create_future()
-                h = loop.call_at(target - comp + offset, fut.set_result, None)
+                h = loop.call_at(aim + offset, fut.set_result, None)
                 try:
                     await fut
                 finally:
                     h.cancel()
+                if adapt:
+                    late = time.perf_counter() - aim
+                    self.overshoot += 0.02 * (min(max(late, 0.0), 0.005) - self.overshoot)
             if idx == fault_at:
                 if fault == "drop":
                     # An abrupt close in the middle of a chunked body.
@@ -384,11 +390,11 @@ class SyntheticServer:
             last = emitted >= n_out
             finish = '"length"' if last else "null"
             t_srv = time.perf_counter()
+            stamp = f'"t_srv":{t_srv:.9f}' + (f',"t_arr":{t_arrival:.9f}' if idx == 0 else "")
             if chat:
-                tail = f'"}},"logprobs":null,"finish_reason":{finish}}}],"t_srv":{t_srv:.9f}}}\n\n'
+                tail = f'"}},"logprobs":null,"finish_reason":{finish}}}],{stamp}}}\n\n'
             else:
-                tail = (f'","logprobs":null,"finish_reason":{finish},"stop_reason":null}}],'
-                        f'"t_srv":{t_srv:.9f}}}\n\n')
+                tail = f'","logprobs":null,"finish_reason":{finish},"stop_reason":null}}],{stamp}}}\n\n'
             payload = head + toks.encode() + tail.encode()
             if idx == 0 and chat:
                 role = (f'data: {{"id":"chatcmpl-{n}","object":"chat.completion.chunk","created":{created},'
@@ -513,7 +519,14 @@ def run(config: SyntheticConfig) -> int:
     """Serve until interrupted; return the process exit code."""
     server = SyntheticServer(config)
     try:
-        asyncio.run(server.serve_forever())
+        import uvloop  # type: ignore[import-not-found]
+
+        loop_factory = uvloop.new_event_loop
+    except ImportError:
+        loop_factory = None
+    try:
+        with asyncio.Runner(loop_factory=loop_factory) as runner:
+            runner.run(server.serve_forever())
     except KeyboardInterrupt:
         return 0
     except SystemExit as exc:
