@@ -19,10 +19,13 @@ from autobench.errors import ReportError
               help="Also render index.md and the page of every recipe in the ledger.")
 @click.option("--check", is_flag=True,
               help="Write nothing; exit non-zero when the pages on disk are stale.")
+@click.option("--recipes", "recipes_dir", default="recipes", show_default=True,
+              type=click.Path(file_okay=False),
+              help="Recipe files (<name>.yaml) that fill in what runs did not record.")
 @click.option("--no-plots", is_flag=True, help="Neither link nor draw plots.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written (or found stale) as JSON.")
 def report(recipes: tuple[str, ...], ledger: str | None, out_dir: str, index: bool, check: bool,
-           no_plots: bool, as_json: bool) -> None:
+           recipes_dir: str, no_plots: bool, as_json: bool) -> None:
     """Render the page of each RECIPE (a name or a recipe file) from the ledger.
 
     Every figure on a page names the run it came from; missing figures print "—".
@@ -30,7 +33,7 @@ def report(recipes: tuple[str, ...], ledger: str | None, out_dir: str, index: bo
     from autobench.report import report as render
 
     result = render(list(recipes), ledger=ledger, out_dir=out_dir, index=index, check=check,
-                    plots=not no_plots)
+                    plots=not no_plots, recipes_dir=recipes_dir)
     if as_json:
         click.echo(json.dumps({
             "written": [str(p) for p in result.written],

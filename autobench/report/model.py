@@ -211,7 +211,8 @@ BOOT_ORDER: tuple[tuple[str, str, str], ...] = (
     ("kv_cache_gib", "KV cache", "GiB"),
     ("kv_cache_tokens", "KV cache tokens", "tokens"),
     ("max_concurrency", "max concurrency", "×"),
-    ("max_model_len", "at max model len", "tokens"),
+    ("max_concurrency_tokens", "… at a request length of", "tokens"),
+    ("max_model_len", "max model len", "tokens"),
     ("cuda_graph_gib", "CUDA graph pool", "GiB"),
     ("attention_block_size", "attention block size", "tokens"),
     ("architecture", "resolved architecture", ""),
@@ -316,7 +317,8 @@ class RecipeView:
     runs: list[Run]  # chronological
     latest: Run | None
     latest_done: Run | None
-    stack_run: Run | None  # where the stack facts come from (None: from the recipe file)
+    stack_run: Run | None  # the run whose revisions/image the stack shows (None: no runs)
+    stack_source: str | None  # where the rest of the stack comes from: "run" snapshot | "file" | None
     stack: list[StackItem]
     result: list[Row]
     speedup: Speedup
@@ -354,21 +356,38 @@ def _stack(run: Run | None, recipe: Mapping[str, Any]) -> list[StackItem]:
     spec = get("speculative")
     if run is None and not recipe:
         return []
-    model_rev = run.model_sha if run else get("model", "revision")
-    draft_rev = run.draft_sha if run else get("speculative", "revision")
+
+    def pick(recorded: Any, *keys: str) -> Any:
+        """The run's value; else the recipe's, marked as such (the run did not record it)."""
+        if run is None:
+            return get(*keys)
+        if recorded is not None:
+            return recorded
+        declared = get(*keys)
+        return None if declared is None else f"{declared} (from the recipe; not recorded with the run)"
+
+    def revision(recorded: str | None, *keys: str) -> str:
+        if recorded:
+            return recorded
+        declared = get(*keys)
+        if run is None:
+            return declared or "unknown"
+        return f"unknown (the recipe asks for {declared})" if declared else "unknown"
+
     items = [
-        StackItem("model", (run.model_repo if run else None) or get("model", "repo")),
-        StackItem("model revision", model_rev or "unknown"),
+        StackItem("model", pick(run.model_repo if run else None, "model", "repo")),
+        StackItem("model revision", revision(run.model_sha if run else None, "model", "revision")),
         StackItem("quantization", quant_text),
     ]
     if spec or (run and run.draft_repo):
         items += [
             StackItem("speculative method", get("speculative", "method")),
-            StackItem("draft", (run.draft_repo if run else None) or get("speculative", "model")),
-            StackItem("draft revision", draft_rev or "unknown"),
+            StackItem("draft", pick(run.draft_repo if run else None, "speculative", "model")),
+            StackItem("draft revision",
+                      revision(run.draft_sha if run else None, "speculative", "revision")),
             StackItem("num_speculative_tokens", get("speculative", "num_speculative_tokens")),
         ]
-    items.append(StackItem("image", (run.image if run else None) or get("container", "image")))
+    items.append(StackItem("image", pick(run.image if run else None, "container", "image")))
     if run and run.engine_version:
         items.append(StackItem("engine version", run.engine_version))
     engine = get("engine") or {}
@@ -426,45 +445,56 @@ def _levels(runs: Sequence[Run]) -> list[LevelRow]:
     return rows
 
 
-def recipe_meta(runs: Sequence[Run], recipe: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
-    """The recipe as known: the given file wins, else the latest run's snapshot."""
-    if recipe:
-        return recipe
-    last = latest(runs)
-    return last.snapshot if last else {}
+Recipes = Mapping[str, Mapping[str, Any]]  # recipe files (resolved) by recipe name
+
+
+def recipe_meta(
+    name: str, runs_by_recipe: Mapping[str, Sequence[Run]], recipes: Recipes | None = None
+) -> tuple[Mapping[str, Any], str | None]:
+    """The recipe as known, and from where: the snapshot recorded with the latest DONE run
+    (else the latest run), else the recipe file; ``({}, None)`` when neither exists."""
+    runs = runs_by_recipe.get(name, ())
+    source = latest(runs, DONE) or latest(runs)
+    if source is not None and source.snapshot:
+        return source.snapshot, "run"
+    data = (recipes or {}).get(name)
+    return (data, "file") if data else ({}, None)
 
 
 def supersession_chain(
-    name: str, runs_by_recipe: Mapping[str, Sequence[Run]], recipe: Mapping[str, Any] | None = None
+    name: str, runs_by_recipe: Mapping[str, Sequence[Run]], recipes: Recipes | None = None
 ) -> list[str]:
-    """``meta.superseded_by`` followed through the ledger's recipes, nearest first, cycle-safe."""
+    """``meta.superseded_by`` followed through the known recipes, nearest first, cycle-safe."""
     chain: list[str] = []
     seen = {name}
-    meta = recipe_meta(runs_by_recipe.get(name, ()), recipe)
+    current = name
     while True:
+        meta, _ = recipe_meta(current, runs_by_recipe, recipes)
         nxt = _present((meta.get("meta") or {}).get("superseded_by")) if meta else None
         if not nxt or nxt in seen:
             return chain
         chain.append(str(nxt))
         seen.add(nxt)
-        meta = recipe_meta(runs_by_recipe.get(nxt, ()))
+        current = str(nxt)
 
 
 def build_recipe_view(
     name: str,
     runs_by_recipe: Mapping[str, Sequence[Run]],
-    recipe: Mapping[str, Any] | None = None,
+    recipes: Recipes | None = None,
 ) -> RecipeView:
-    """Everything a recipe page shows.  ``recipe`` is the resolved recipe file, when given."""
+    """Everything a recipe page shows.
+
+    ``recipes`` maps recipe names to resolved recipe files; a file fills in what the runs
+    did not record (stack details, ``meta.baseline``, ``meta.superseded_by``), never a figure.
+    """
     runs = chronological(runs_by_recipe.get(name, ()))
     last = latest(runs)
     done = latest(runs, DONE)
     stack_run = done or last
-    meta = recipe or (stack_run.snapshot if stack_run else {})
+    meta, meta_source = recipe_meta(name, runs_by_recipe, recipes)
     baseline = _present((meta.get("meta") or {}).get("baseline")) if meta else None
     speedup = compute_speedup(done, baseline, runs_by_recipe.get(baseline, ()) if baseline else ())
-    if baseline is None:
-        speedup = Speedup(None, refused=speedup.refused)
 
     result = [Row(label, fig(done, done.metric(key) if done else None), unit, key)
               for key, label, unit in METRIC_ORDER]
@@ -485,19 +515,20 @@ def build_recipe_view(
         runs=runs,
         latest=last,
         latest_done=done,
-        stack_run=None if recipe else stack_run,
-        stack=_stack(None if recipe else stack_run, meta or {}),
+        stack_run=stack_run,
+        stack_source=meta_source,
+        stack=_stack(stack_run, meta),
         result=result,
         speedup=speedup,
         acceptance_length=fig(done, done.metric("spec_acceptance_length") if done else None),
         acceptance_rate=fig(done, done.metric("spec_draft_acceptance_rate") if done else None),
         acceptance_per_position=[fig(done, v) for v in per_position],
-        num_speculative_tokens=(meta.get("speculative") or {}).get("num_speculative_tokens")
+        num_speculative_tokens=_present((meta.get("speculative") or {}).get("num_speculative_tokens"))
         if meta else None,
         boot=boot,
         history=history,
         levels=_levels(runs),
-        superseded_by=supersession_chain(name, runs_by_recipe, recipe),
+        superseded_by=supersession_chain(name, runs_by_recipe, recipes),
     )
 
 
@@ -528,10 +559,13 @@ def group_by_recipe(runs: Iterable[Run]) -> dict[str, list[Run]]:
     return grouped
 
 
-def build_index_view(runs_by_recipe: Mapping[str, Sequence[Run]]) -> IndexView:
+def build_index_view(
+    runs_by_recipe: Mapping[str, Sequence[Run]], recipes: Recipes | None = None
+) -> IndexView:
+    """One row per recipe that has runs (recipe files only supply baselines)."""
     rows = []
     for name in sorted(runs_by_recipe):
-        view = build_recipe_view(name, runs_by_recipe)
+        view = build_recipe_view(name, runs_by_recipe, recipes)
         if view.latest is None:
             continue
         d = view.latest_done

@@ -42,6 +42,50 @@ class Target:
     recipe: Mapping[str, Any] | None = None  # the resolved recipe, when given as a file
 
 
+class RecipeFiles(Mapping[str, Mapping[str, Any]]):
+    """Recipe files of a directory, by recipe name, loaded on first use (``<dir>/<name>.yaml``).
+
+    A file only counts when its recipe name equals its stem (the catalogue's convention).
+    """
+
+    def __init__(self, directory: str | Path | None, given: Mapping[str, Mapping[str, Any]] = ()):
+        self.directory = Path(directory) if directory else None
+        self._cache: dict[str, Mapping[str, Any] | None] = dict(given)
+
+    def _load(self, name: str) -> Mapping[str, Any] | None:
+        if name not in self._cache:
+            self._cache[name] = None
+            if self.directory and _NAME_RE.match(name):
+                for suffix in (".yaml", ".yml"):
+                    path = self.directory / f"{name}{suffix}"
+                    if path.is_file():
+                        from autobench.recipe import load_recipe
+
+                        loaded = load_recipe(path)
+                        if loaded.recipe.name == name:
+                            self._cache[name] = loaded.data
+                        break
+        return self._cache[name]
+
+    def __getitem__(self, name: str) -> Mapping[str, Any]:
+        data = self._load(name)
+        if data is None:
+            raise KeyError(name)
+        return data
+
+    def __iter__(self):
+        names = set(k for k, v in self._cache.items() if v is not None)
+        if self.directory and self.directory.is_dir():
+            names |= {p.stem for p in self.directory.glob("*.y*ml")}
+        return iter(sorted(n for n in names if n in self))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._load(name) is not None
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 @dataclass(frozen=True)
 class Output:
     path: Path
@@ -103,22 +147,48 @@ def plan_outputs(
     *,
     index: bool = False,
     plots: bool = True,
+    recipes: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Output]:
-    """The pages to write.  ``index`` adds docs/index.md and the page of every recipe it lists."""
+    """The pages to write.  ``index`` adds docs/index.md and the page of every recipe it lists.
+
+    ``recipes`` (recipe files by name) fill in what runs did not record; a target given as a
+    file takes precedence over it.
+    """
     wanted: dict[str, Target] = {t.name: t for t in targets}
     if index:
         for name in sorted(runs_by_recipe):
             wanted.setdefault(name, Target(name))
+    given = {t.name: t.recipe for t in targets if t.recipe}
+    files: Mapping[str, Mapping[str, Any]] = (
+        RecipeFiles(None, given) if recipes is None else _Overlay(given, recipes)
+    )
     outputs = []
     for name in sorted(wanted):
-        view = build_recipe_view(name, runs_by_recipe, wanted[name].recipe)
+        view = build_recipe_view(name, runs_by_recipe, files)
         specs = tuple(plot_specs(view)) if plots else ()
         view = replace(view, plots=[(s.title, s.file) for s in specs])
         outputs.append(Output(out_dir / PAGES_DIR / f"{name}.md", render_recipe(view), specs, view))
     if index:
         outputs.append(Output(out_dir / INDEX_FILE,
-                              render_index(build_index_view(runs_by_recipe), pages=PAGES_DIR)))
+                              render_index(build_index_view(runs_by_recipe, files), pages=PAGES_DIR)))
     return outputs
+
+
+class _Overlay(Mapping[str, Mapping[str, Any]]):
+    def __init__(self, first: Mapping[str, Mapping[str, Any]], then: Mapping[str, Mapping[str, Any]]):
+        self.first, self.then = first, then
+
+    def __getitem__(self, name: str) -> Mapping[str, Any]:
+        return self.first[name] if name in self.first else self.then[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.first or name in self.then
+
+    def __iter__(self):
+        return iter(sorted(set(self.first) | set(self.then)))
+
+    def __len__(self) -> int:
+        return len(set(self.first) | set(self.then))
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -184,13 +254,18 @@ def report(
     index: bool = False,
     check: bool = False,
     plots: bool = True,
+    recipes_dir: str | Path | None = "recipes",
 ) -> ReportResult:
-    """Render (or with ``check`` verify) the pages of ``args`` and, with ``index``, the index."""
+    """Render (or with ``check`` verify) the pages of ``args`` and, with ``index``, the index.
+
+    Recipe files in ``recipes_dir`` (``<name>.yaml``) fill in what runs did not record.
+    """
     if not args and not index:
         raise UsageError("nothing to render", hint="name a recipe (or recipe file), or pass --index")
     targets = resolve_targets(args)
     runs_by_recipe = load_runs(ledger)
-    outputs = plan_outputs(runs_by_recipe, targets, Path(out_dir), index=index, plots=plots)
+    outputs = plan_outputs(runs_by_recipe, targets, Path(out_dir), index=index, plots=plots,
+                           recipes=RecipeFiles(recipes_dir))
     result = ReportResult()
     known = sorted(runs_by_recipe)
     for target in targets:
