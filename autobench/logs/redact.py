@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 
 MIN_SECRET_LEN = 4
-HF_TOKEN = re.compile(r"\bhf_[A-Za-z0-9]{30,}")
+HF_TOKEN = re.compile(r"hf_[A-Za-z0-9]{30,}")
 _HF_PARTIAL = re.compile(r"hf_[A-Za-z0-9]*$|hf?$")
 HF_REPLACEMENT = "[REDACTED:hf_token]"
 
