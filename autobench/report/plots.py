@@ -12,6 +12,7 @@ as text), so re-rendering unchanged data with the same matplotlib gives the same
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,7 +101,8 @@ def _draw_concurrency(fig, view: RecipeView) -> None:
 
 
 def write_plots(view: RecipeView, directory: Path, specs: Sequence[PlotSpec]) -> tuple[list[Path], str | None]:
-    """Draw ``specs`` as SVG files in ``directory``.  Returns (files written, note or None)."""
+    """Draw ``specs`` as SVG files in ``directory``.  Returns (files written, note or None);
+    a file whose bytes would not change is left alone and not listed."""
     if not specs:
         return [], None
     if not matplotlib_available():
@@ -119,8 +121,14 @@ def write_plots(view: RecipeView, directory: Path, specs: Sequence[PlotSpec]) ->
                 _draw_concurrency(fig, view)
             fig.tight_layout()
             path = directory / spec.file
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None})
+            data = buffer.getvalue()
             try:
-                fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
+                if path.is_file() and path.read_bytes() == data:
+                    continue  # unchanged: leave the file (and its mtime) alone
+                directory.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(data)
             except OSError as exc:
                 raise ReportError(f"cannot write plot: {exc.strerror}", location=str(path)) from exc
             written.append(path)

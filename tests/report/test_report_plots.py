@@ -66,3 +66,4 @@ def test_svgs_are_written_reproducibly_and_carry_run_ids(tmp_path):
     assert "run 2" in decode and "BLOCKED" in decode  # a blocked run is a labelled gap, not a 0 bar
     assert "<dc:date>" not in decode and "Matplotlib v" not in decode
     assert "run 3" in first[2].read_text()  # the concurrency plot names its runs
+    assert plots.write_plots(view, tmp_path / "a", specs) == ([], None)  # unchanged: not rewritten
