@@ -71,10 +71,22 @@ def strip_ansi(text: str) -> str:
 
 
 def strip_transport(text: str) -> str:
-    for pattern in _TRANSPORT:
+    c = text[:1]
+    if c == "(" or not c:  # a vLLM process prefix: nothing outside it (the common case)
+        return text
+    head = text[:96]
+    if c.isdigit():
+        candidates = _TRANSPORT[:1]
+    elif c == "[":
+        candidates = _TRANSPORT[1:2]
+    elif c.isspace():
+        candidates = _TRANSPORT[4:] if "| " in head else []
+    else:
+        candidates = [p for p, needle in ((_TRANSPORT[2], "]: "), (_TRANSPORT[3], "| ")) if needle in head]
+    for pattern in candidates:
         m = pattern.match(text)
         if m:
-            text = text[m.end() :]
+            return strip_transport(text[m.end() :])
     return text
 
 

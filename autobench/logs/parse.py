@@ -31,19 +31,36 @@ from autobench.logs.rootcause import NEEDLES as CAUSE_NEEDLES
 from autobench.logs.rootcause import RootCause, RootCauseTracker
 
 _FACT_NEEDLES = tuple(p.needle for p in BOOT_PATTERNS)
-# One bytes regex over every needle: the prefilter.  A line none of these occur in
-# can state no fact and no cause (frames of a traceback contain 'File "').
-_PREFILTER = re.compile(
-    b"|".join(
-        re.escape(n.encode())
-        for n in sorted(
-            set(_FACT_NEEDLES + CAUSE_NEEDLES + SPEC_NEEDLES + (STATS_NEEDLE, "assert")),
-            key=len,
-            reverse=True,
-        )
-    )
+
+
+def _trie_regex(words: Iterable[bytes]) -> re.Pattern[bytes]:
+    """One regex matching any of ``words``, factored into a trie (Python's re tries
+    alternatives one by one; sharing prefixes makes the prefilter ~2x faster)."""
+    trie: dict[Any, Any] = {}
+    for word in words:
+        node = trie
+        for byte in word:
+            node = node.setdefault(byte, {})
+        node[None] = True
+
+    def emit(node: dict[Any, Any]) -> bytes:
+        if None in node:  # a shorter needle ends here: matching it is enough
+            return b""
+        alts = [re.escape(bytes([k])) + emit(v) for k, v in sorted(node.items())]
+        return alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")"
+
+    return re.compile(emit(trie))
+
+
+# The prefilter: a line none of these occur in can state no fact and no cause
+# (frames of a traceback contain 'File "').
+_PREFILTER = _trie_regex(
+    n.encode() for n in set(_FACT_NEEDLES + CAUSE_NEEDLES + SPEC_NEEDLES + (STATS_NEEDLE, "assert"))
 )
 _STATS_B = STATS_NEEDLE.encode()
+_STATS_BYTES = re.compile(STATS.pattern.encode())
+_ACCESS_B = b' HTTP/1.1" '
+_DEBUG_B = re.compile(rb"^(?:\S+ )*?(?:\([^)]*pid=\d+\) )?DEBUG \d\d-\d\d ")
 _SNIFF = 8192
 
 
@@ -109,20 +126,19 @@ class _Parser:
         else:
             self._pending_age = 0
         if isinstance(raw, str):
-            if not self.cause._expect_code and not _PREFILTER.search(raw.encode("utf-8", "replace")):
-                return
-            text = raw
-        else:
-            if not self.cause._expect_code and not _PREFILTER.search(raw):
-                return
-            if _STATS_B in raw and b"Traceback" not in raw and b"Error" not in raw:
-                # hot path: periodic stats lines need no normalisation
-                text = raw.decode("utf-8", "replace")
-                for m in STATS.finditer(text):
-                    self.stats.add(m, lineno)
-                if not any(n in text for n in SPEC_NEEDLES):
+            raw = raw.encode("utf-8", "replace")
+        if not pending:
+            # Hot paths first: the lines a serving log is made of while a benchmark runs.
+            if _STATS_B in raw:
+                if b"Traceback" not in raw and b"Error" not in raw and b"metrics" not in raw:
+                    for m in _STATS_BYTES.finditer(raw):
+                        self.stats.add(m, lineno)
                     return
-            text = raw.decode("utf-8", "replace")
+            elif _ACCESS_B in raw or (b"DEBUG " in raw and _DEBUG_B.search(raw)):
+                return  # uvicorn access lines and DEBUG records state no fact and no cause
+            if not _PREFILTER.search(raw):
+                return
+        text = raw.decode("utf-8", "replace")
         report = self.report
         for rec in split_records(text):
             msg = rec.msg
