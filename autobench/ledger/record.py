@@ -71,11 +71,9 @@ def log_root_cause(doc: dict[str, Any]) -> tuple[str | None, str | None]:
     return cause.get("category"), message or None
 
 
-def compiled_script(loaded: Any) -> str | None:
-    try:
-        from autobench.compile import compile_recipe
-    except ImportError:  # compile not installed in this tree yet: snapshot unknown
-        return None
+def compiled_script(loaded: Any) -> str:
+    from autobench.compile import compile_recipe
+
     # check=False: record what was run even if a style rule fails; unsafe findings still refuse.
     return compile_recipe(loaded, check=False)
 

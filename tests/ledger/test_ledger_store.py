@@ -1,0 +1,385 @@
+"""The ledger library against real SQLite files: append/get, validation, append-only
+triggers, the hash chain and tamper detection, refusing non-ledgers, queries, export."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from ledger_helpers import DRAFT, SHA_A, SHA_B, make_run
+
+from autobench.errors import LedgerError
+from autobench.ledger import BOOT_KEYS, METRIC_KEYS, open_ledger
+from autobench.ledger.migrations import LATEST
+from autobench.ledger.models import GENESIS_HASH
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _sql(path: Path, script: str) -> None:
+    """Change the database behind autobench's back: the sqlite3 shell when present."""
+    shell = shutil.which("sqlite3")
+    if shell:
+        subprocess.run([shell, str(path)], input=script, text=True, check=True, capture_output=True)
+    else:  # same effect through the sqlite3 module
+        con = sqlite3.connect(path)
+        con.executescript(script)
+        con.close()
+
+
+DROP_TRIGGERS = "DROP TRIGGER runs_no_update; DROP TRIGGER runs_no_delete;"
+
+
+# ------------------------------------------------------------------ append / get
+def test_append_and_get_round_trip_every_field(ledger):
+    rec = ledger.append(make_run(
+        recipe_digest="sha256:" + "1" * 64,
+        recipe_snapshot={"name": "demo-recipe", "bench": {"concurrency": 8}},
+        script_snapshot="#!/usr/bin/env bash\necho hi\n",
+        model_sha=SHA_A, draft_repo=DRAFT, draft_sha=SHA_B,
+        image="vllm/vllm-openai@sha256:" + "f" * 64, image_digest="sha256:" + "f" * 64,
+        engine_version="0.23.1", host_facts={"gpu": "GB10", "driver": "580.1"},
+        status="blocked", root_cause_category="Assertion", root_cause_message="assert a == b",
+        started_at="2026-06-24T10:00:00+02:00", ended_at="2026-06-24", notes="n",
+        source="run",
+        metrics={"decode_tok_s": 107.43, "completed": 385, "time_cap_hit": True, "duration_s": 915,
+                 "spec_per_position": [0.78, 0.56]},
+        boot={"kv_cache_tokens": 800129, "architecture": "DFlashDraftModel", "max_concurrency": 3.05},
+    ))
+    got = ledger.get(rec.id)
+    assert got == rec
+    assert got.id == 1 and got.prev_hash == GENESIS_HASH and len(got.row_hash) == 64
+    assert got.display_id == f"#1-{got.row_hash[:8]}"
+    assert got.status == "BLOCKED" and got.root_cause_category == "assertion"
+    assert got.started_at == "2026-06-24T08:00:00Z"  # converted to UTC
+    assert got.ended_at == "2026-06-24"  # a date stays a date: no invented time
+    assert got.recipe_snapshot == {"name": "demo-recipe", "bench": {"concurrency": 8}}
+    assert got.host_facts == {"gpu": "GB10", "driver": "580.1"}
+    assert set(got.metrics) == set(METRIC_KEYS) and set(got.boot) == set(BOOT_KEYS)
+    assert got.metrics["duration_s"] == 915.0 and isinstance(got.metrics["duration_s"], float)
+    assert got.metrics["time_cap_hit"] is True
+    assert got.metrics["spec_per_position"] == [0.78, 0.56]
+    assert got.metrics["prefill_tok_s"] is None  # unknown is NULL, never 0
+    assert got.boot["kv_cache_gib"] is None
+    assert got.to_json_dict()["metrics"]["completed"] == 385
+
+
+def test_unknown_values_are_null_in_the_database(ledger, db_path):
+    ledger.append(make_run(metrics={}))
+    con = sqlite3.connect(db_path)
+    row = con.execute("SELECT decode_tok_s, errors, kv_cache_tokens, model_sha FROM runs").fetchone()
+    con.close()
+    assert row == (None, None, None, None)
+
+
+def test_ids_are_monotonic_and_chained(ledger):
+    recs = [ledger.append(make_run(notes=str(i))) for i in range(5)]
+    assert [r.id for r in recs] == [1, 2, 3, 4, 5]
+    for prev, cur in zip(recs, recs[1:], strict=False):
+        assert cur.prev_hash == prev.row_hash
+    result = ledger.verify()
+    assert result.ok and result.runs == 5 and result.head_hash == recs[-1].row_hash
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"status": "SUCCESS"}, "unknown status 'SUCCESS'"),
+        ({"metrics": {"decode_tok": 1.0}}, "did you mean 'decode_tok_s'"),
+        ({"boot": {"kv_tokens": 1}}, "unknown boot key 'kv_tokens'"),
+        ({"metrics": {"completed": 1.5}}, "completed: expected an integer"),
+        ({"metrics": {"decode_tok_s": float("nan")}}, "finite"),
+        ({"metrics": {"decode_tok_s": "fast"}}, "decode_tok_s"),
+        ({"model_sha": "6c7242c"}, "not a full 40-hex commit sha"),
+        ({"draft_sha": SHA_A}, "draft_sha given without draft_repo"),
+        ({"started_at": "yesterday"}, "not an ISO 8601 time"),
+        ({"supersedes": 99}, "no run #99"),
+        ({"notes": "token hf_" + "x" * 34}, "looks like a Hugging Face token"),
+        ({"source": "web"}, "unknown source"),
+    ],
+)
+def test_bad_input_is_refused_and_changes_nothing(ledger, db_path, overrides, message):
+    ledger.append(make_run())
+    before = ledger.verify().head_hash
+    with pytest.raises(LedgerError, match=message):
+        ledger.append(make_run(**overrides))
+    assert ledger.count() == 1 and ledger.verify().head_hash == before
+
+
+def test_get_unknown_run_id(ledger):
+    with pytest.raises(LedgerError, match=r"no run #42"):
+        ledger.get(42)
+
+
+def test_run_references(ledger):
+    a = ledger.append(make_run())
+    b = ledger.append(make_run())
+    assert ledger.resolve("2") == 2 and ledger.resolve("#1") == 1
+    assert ledger.resolve(b.display_id) == 2
+    assert ledger.resolve(a.row_hash[:10]) == 1
+    with pytest.raises(LedgerError, match="not a run reference"):
+        ledger.resolve("latest")
+
+
+def test_corrections_are_new_rows(ledger):
+    old = ledger.append(make_run(status="DONE", metrics={"decode_tok_s": 1.0}))
+    fix = ledger.append(make_run(status="DONE", metrics={"decode_tok_s": 2.0}, corrects=old.id))
+    assert fix.corrects == old.id and ledger.get(old.id).metrics["decode_tok_s"] == 1.0
+
+
+# ------------------------------------------------------------------ append-only
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE runs SET decode_tok_s = 999 WHERE id = 1",
+        "DELETE FROM runs WHERE id = 1",
+        "UPDATE schema_version SET version = 99",
+        "DELETE FROM schema_version",
+    ],
+)
+def test_database_refuses_update_and_delete(ledger, db_path, statement):
+    ledger.append(make_run())
+    con = sqlite3.connect(db_path)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        con.execute(statement)
+    con.close()
+    assert ledger.verify().ok and ledger.count() == 1
+
+
+# ------------------------------------------------------------------ tamper detection
+def _three(ledger):
+    for i in range(3):
+        ledger.append(make_run(notes=f"run {i}", metrics={"decode_tok_s": 100.0 + i}))
+
+
+def test_verify_detects_a_changed_row(ledger, db_path):
+    _three(ledger)
+    _sql(db_path, DROP_TRIGGERS + "UPDATE runs SET decode_tok_s = 120 WHERE id = 2;")
+    result = ledger.verify()
+    assert not result.ok and result.first_bad_id == 2 and result.runs == 1
+    assert "changed after it was appended" in result.problem
+
+
+def test_verify_detects_a_change_that_keeps_the_type(ledger, db_path):
+    _three(ledger)
+    _sql(db_path, DROP_TRIGGERS + "UPDATE runs SET status = 'BLOCKED' WHERE id = 3;")
+    result = ledger.verify()
+    assert not result.ok and result.first_bad_id == 3
+
+
+def test_verify_detects_a_deleted_row(ledger, db_path):
+    _three(ledger)
+    _sql(db_path, DROP_TRIGGERS + "DELETE FROM runs WHERE id = 2;")
+    result = ledger.verify()
+    assert not result.ok and result.first_bad_id == 3 and "#2 is missing" in result.problem
+
+
+def test_verify_detects_a_deleted_row_with_ids_renumbered(ledger, db_path):
+    _three(ledger)
+    _sql(db_path, DROP_TRIGGERS + "DELETE FROM runs WHERE id = 2; UPDATE runs SET id = 2 WHERE id = 3;")
+    result = ledger.verify()
+    assert not result.ok and result.first_bad_id == 2 and "prev_hash" in result.problem
+
+
+def test_verify_detects_a_reordered_chain(ledger, db_path):
+    _three(ledger)
+    _sql(db_path, DROP_TRIGGERS
+         + "UPDATE runs SET id = 100 WHERE id = 2; UPDATE runs SET id = 2 WHERE id = 3;"
+         + " UPDATE runs SET id = 3 WHERE id = 100;")
+    result = ledger.verify()
+    assert not result.ok and result.first_bad_id == 2
+
+
+def test_verify_detects_a_rehashed_row_at_the_next_link(ledger, db_path):
+    """Someone edits row 1 and recomputes its row_hash: row 2's prev_hash no longer matches."""
+    from autobench.ledger.chain import row_hash
+
+    _three(ledger)
+    con = sqlite3.connect(db_path)
+    con.row_factory = sqlite3.Row
+    con.executescript(DROP_TRIGGERS)
+    row = dict(con.execute("SELECT * FROM runs WHERE id = 1").fetchone())
+    row["notes"] = "edited"
+    con.execute("UPDATE runs SET notes = ?, row_hash = ? WHERE id = 1", ("edited", row_hash(row)))
+    con.commit()
+    con.close()
+    result = ledger.verify()
+    assert not result.ok and result.first_bad_id == 2 and "prev_hash" in result.problem
+
+
+# ------------------------------------------------------------------ open: refuse non-ledgers
+def test_text_file_is_not_a_ledger_and_is_left_unchanged(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("just some notes\n")
+    before = (_digest(path), path.stat().st_mtime_ns)
+    with pytest.raises(LedgerError, match="not a ledger database") as info:
+        open_ledger(path)
+    assert "\n" not in str(info.value)
+    assert (_digest(path), path.stat().st_mtime_ns) == before
+    assert not Path(f"{path}-wal").exists()
+
+
+def test_foreign_sqlite_database_is_refused_and_left_unchanged(tmp_path):
+    path = tmp_path / "other.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE things (x)")
+    con.execute("INSERT INTO things VALUES (1)")
+    con.commit()
+    con.close()
+    before = _digest(path)
+    with pytest.raises(LedgerError, match="has tables things but no schema_version"):
+        open_ledger(path)
+    assert _digest(path) == before
+
+
+def test_ledger_from_a_newer_schema_is_refused_and_left_unchanged(db_path):
+    with open_ledger(db_path) as book:
+        book.append(make_run())
+    con = sqlite3.connect(db_path)
+    con.execute("INSERT INTO schema_version VALUES (?, 'from the future', '2030-01-01T00:00:00Z')",
+                (LATEST + 1,))
+    con.commit()
+    con.close()
+    before = _digest(db_path)
+    with pytest.raises(LedgerError, match=f"schema v{LATEST + 1} was written by a newer autobench"):
+        open_ledger(db_path)
+    assert _digest(db_path) == before
+
+
+def test_missing_ledger_without_create(tmp_path):
+    path = tmp_path / "nope.db"
+    with pytest.raises(LedgerError, match="no ledger database here"):
+        open_ledger(path, create=False)
+    assert not path.exists()
+
+
+def test_directory_and_bad_url(tmp_path):
+    with pytest.raises(LedgerError, match="is a directory"):
+        open_ledger(tmp_path)
+    with pytest.raises(LedgerError, match="not a database URL"):
+        open_ledger("://nothing")
+    with pytest.raises(LedgerError, match="cannot open ledger database: Can't load plugin"):
+        open_ledger("nosuchdialect://host/db")
+
+
+def test_location_forms(tmp_path, monkeypatch):
+    url_path = tmp_path / "a.db"
+    with open_ledger(f"sqlite:///{url_path}") as book:
+        book.append(make_run())
+    with open_ledger(url_path) as book:  # the same file as a plain path
+        assert book.count() == 1
+    monkeypatch.setenv("AUTOBENCH_LEDGER", str(tmp_path / "env.db"))
+    with open_ledger() as book:
+        book.append(make_run())
+    assert (tmp_path / "env.db").exists()
+    monkeypatch.delenv("AUTOBENCH_LEDGER")
+    monkeypatch.chdir(tmp_path)
+    with open_ledger() as book:
+        assert book.where == "ledger.db"
+    assert (tmp_path / "ledger.db").exists()
+
+
+def test_schema_versioned_wal_and_migrations_run_once(db_path):
+    with open_ledger(db_path) as book:
+        book.append(make_run())
+    with open_ledger(db_path) as book:
+        book.append(make_run())
+    con = sqlite3.connect(db_path)
+    assert con.execute("SELECT version FROM schema_version").fetchall() == [(LATEST,)]
+    assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    con.close()
+
+
+def test_in_memory_url():
+    with open_ledger("sqlite://") as book:
+        book.append(make_run())
+        assert book.verify().ok
+
+
+# ------------------------------------------------------------------ queries
+def _history_fixture(ledger):
+    ledger.append(make_run(draft_repo=DRAFT, draft_sha=SHA_A, status="BLOCKED", started_at="2026-06-23",
+                           root_cause_category="assertion", root_cause_message="assert x"))
+    ledger.append(make_run(draft_repo=DRAFT, draft_sha=SHA_A, status="BLOCKED", started_at="2026-06-25",
+                           root_cause_category="assertion", root_cause_message="assert x"))
+    ledger.append(make_run(draft_repo=DRAFT, draft_sha=SHA_B, status="DONE", started_at="2026-06-24",
+                           metrics={"decode_tok_s": 107.43, "concurrency": 8}))
+    ledger.append(make_run(draft_repo=DRAFT, status="FAILED", root_cause_category="cuda_oom"))
+    ledger.append(make_run(recipe_name="other", draft_repo="x/other-draft", draft_sha=SHA_A))
+
+
+def test_history_by_draft_groups_per_revision(ledger):
+    _history_fixture(ledger)
+    h = ledger.history(draft=DRAFT)
+    assert h.runs == 4 and [g.key for g in h.groups] == [SHA_A, SHA_B, None]
+    a, b, unknown = h.groups
+    assert a.by_status == {"DONE": 0, "BLOCKED": 2, "FAILED": 0, "ABORTED": 0}
+    assert (a.first_seen, a.last_seen, a.first_run, a.last_run) == ("2026-06-23", "2026-06-25", 1, 2)
+    assert [(rc.category, rc.message, rc.runs) for rc in a.root_causes] == [("assertion", "assert x", 2)]
+    assert b.by_status["DONE"] == 1 and b.best_decode_tok_s == 107.43 and b.root_causes == []
+    assert unknown.runs == 1 and unknown.root_causes[0].category == "cuda_oom"
+    assert json.loads(json.dumps(h.to_json_dict()))["groups"][0]["key"] == SHA_A
+
+
+def test_history_by_model_and_recipe(ledger):
+    _history_fixture(ledger)
+    assert ledger.history(model="org/model").runs == 5
+    h = ledger.history(recipe="other")
+    assert h.runs == 1 and h.groups[0].recipes == ["other"]
+    assert ledger.history(draft="nobody/nothing").groups == []
+    with pytest.raises(LedgerError, match="exactly one"):
+        ledger.history(draft=DRAFT, model="org/model")
+
+
+def test_runs_filters_and_limit(ledger):
+    _history_fixture(ledger)
+    assert [r.id for r in ledger.runs()] == [1, 2, 3, 4, 5]
+    assert [r.id for r in ledger.runs(limit=2)] == [4, 5]  # the most recent two, in order
+    assert [r.id for r in ledger.runs(limit=2, newest_first=True)] == [5, 4]
+    assert [r.id for r in ledger.runs(status="blocked")] == [1, 2]
+    assert [r.id for r in ledger.runs(recipe="other")] == [5]
+    assert [r.id for r in ledger.runs(draft=DRAFT, status="DONE")] == [3]
+    with pytest.raises(LedgerError, match="unknown status"):
+        ledger.runs(status="GOOD")
+
+
+def test_compare_ratios_and_warnings(ledger):
+    ledger.append(make_run(metrics={"decode_tok_s": 85.5, "concurrency": 8}))
+    ledger.append(make_run(metrics={"decode_tok_s": 107.43, "concurrency": 8, "ttft_median_ms": 681}))
+    ledger.append(make_run(status="BLOCKED", metrics={"decode_tok_s": 50.0, "concurrency": 4}))
+    c = ledger.compare(1, 2)
+    assert c.decode_speedup == pytest.approx(1.2565, abs=1e-4) and c.warnings == []
+    row = next(r for r in c.rows if r.key == "ttft_median_ms")
+    assert (row.a, row.b, row.ratio) == (None, 681.0, None)
+    c2 = ledger.compare("1", "#3")
+    assert any("concurrency differs (8 vs 4)" in w for w in c2.warnings)
+    assert any("BLOCKED" in w for w in c2.warnings)
+    with pytest.raises(LedgerError, match="no run #9"):
+        ledger.compare(1, 9)
+
+
+# ------------------------------------------------------------------ export
+def test_export_jsonl_and_csv(ledger):
+    _history_fixture(ledger)
+    out = io.StringIO()
+    assert ledger.export(out, "jsonl") == 5
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert [x["id"] for x in lines] == [1, 2, 3, 4, 5]
+    assert lines[2]["metrics"]["decode_tok_s"] == 107.43 and lines[0]["root_cause_message"] == "assert x"
+    assert lines[4]["row_hash"] == ledger.head()[1]
+    out = io.StringIO()
+    assert ledger.export(out, "csv") == 5
+    rows = list(csv.DictReader(io.StringIO(out.getvalue())))
+    assert len(rows) == 5 and rows[2]["decode_tok_s"] == "107.43" and rows[3]["draft_sha"] == ""
+    assert {"kv_cache_tokens", "row_hash", "prev_hash", "spec_per_position"} <= set(rows[0])
+    with pytest.raises(LedgerError, match="unknown export format"):
+        ledger.export(io.StringIO(), "xml")
