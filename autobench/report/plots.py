@@ -50,7 +50,10 @@ def plot_specs(view: RecipeView) -> list[PlotSpec]:
 def matplotlib_available() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("matplotlib") is not None
+    try:
+        return importlib.util.find_spec("matplotlib") is not None
+    except (ImportError, ValueError):  # a broken or blocked install counts as absent
+        return False
 
 
 def _label(run: Run) -> str:
