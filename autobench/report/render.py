@@ -28,7 +28,11 @@ INDEX_TEMPLATE = "report_index.md.j2"
 
 def templates_dir() -> Path:
     """The repository's ``templates/`` directory (beside the ``autobench`` package)."""
-    return Path(__file__).resolve().parents[2] / "templates"
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent.parent / "templates", here.parent / "templates"):
+        if (candidate / RECIPE_TEMPLATE).is_file():
+            return candidate
+    raise ReportError("report templates not found", hint="reinstall autobench from a full checkout")
 
 
 def _value(x: Any) -> Any:

@@ -141,3 +141,13 @@ def test_snapshot_helper_matches_the_schema():
     from autobench.recipe.schema import Recipe
 
     Recipe.model_validate({k: v for k, v in snapshot(DFLASH, spec=True, baseline=BASE).items()})
+
+
+def test_an_empty_ledger_renders_an_index_that_says_so(tmp_path):
+    from autobench.ledger import open_ledger
+
+    open_ledger(tmp_path / "empty.db").close()
+    out = tmp_path / "docs"
+    result = pages.report([], ledger=str(tmp_path / "empty.db"), out_dir=out, index=True)
+    assert result.written == [out / "index.md"]
+    assert "No runs recorded yet." in (out / "index.md").read_text()
