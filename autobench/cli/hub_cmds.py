@@ -56,6 +56,9 @@ def lock(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_jso
             where = f"  -> {pin.file}" if pin.changed else ""
             click.echo(f"  {pin.spec.kind:<9} {pin.spec.repo}  {pin.sha}  # frozen: {pin.label}"
                        f"{assumed}{was}{where}")
+            if pin.label_now and pin.label_now != pin.sha:
+                click.echo(f"      note: {pin.label} has moved to {pin.label_now[:7]} since this pin; "
+                           f"see `autobench outdated {result.recipe}`")
         click.echo(f"  lock file: {result.lock_file}")
 
 

@@ -203,10 +203,20 @@ class Hub:
 
     def download(self, repo: str, filename: str, sha: str, *, label: str | None = None) -> Path:
         """Fetch one file at a commit into the real HF cache; returns snapshots/<sha>/<filename>."""
-        from huggingface_hub import hf_hub_download
+        import httpx2
+        from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
 
         s = self.settings
         try:
+            # One bounded HEAD first: on a timeout or connection error hf_hub_download would retry
+            # for minutes.  HTTP errors are left to hf_hub_download (it caches .no_exist markers).
+            try:
+                get_hf_file_metadata(hf_hub_url(repo, filename, revision=sha, endpoint=s.endpoint),
+                                     token=self._token(), timeout=s.timeout, endpoint=s.endpoint)
+            except httpx2.TransportError:
+                raise
+            except Exception:  # noqa: S110 - re-raised, translated, by hf_hub_download below
+                pass
             path = with_deadline(
                 lambda: hf_hub_download(repo, filename, revision=sha, cache_dir=str(s.cache_dir),
                                         endpoint=s.endpoint, token=self._token(), etag_timeout=s.timeout),

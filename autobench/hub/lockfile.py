@@ -261,6 +261,7 @@ class Pin:
     previous: str | None  # the revision written before (branch or sha)
     file: Path | None  # the file edited
     changed: bool = False
+    label_now: str | None = None  # where the label points now (None: unknown)
 
 
 @dataclass
@@ -276,7 +277,7 @@ class LockResult:
             "lock_file": str(self.lock_file),
             "edited": [str(p) for p in self.edited],
             "pins": [{"kind": p.spec.kind, "repo": p.spec.repo, "label": p.label, "label_assumed": p.label_assumed,
-                      "sha": p.sha, "previous": p.previous, "key": p.spec.key,
+                      "sha": p.sha, "previous": p.previous, "key": p.spec.key, "label_now": p.label_now,
                       "file": str(p.file) if p.file else None} for p in self.pins],
         }
 
@@ -317,12 +318,22 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver) -> LockResult:
             where = loaded.position(*spec.rev_key) or loaded.position(*spec.repo_key)
             exc.location = exc.location or (str(where) if where else str(recipe_path))
             raise
+        label_now = resolved.sha
+        if is_sha(revision) and not resolver.settings.offline:
+            # A kept pin: note where its label points now (and cache refs/<label>, so that
+            # `outdated --offline` can compare later).  Best effort: the branch may be gone.
+            try:
+                label_now = resolver.sha(spec.repo, label)
+                if label_now != resolved.sha:
+                    resolver.config(spec.repo, label_now, label=label)  # cached for the diff
+            except HubError:
+                label_now = None if label_now == resolved.sha else label_now
         rev_file = defining_file(loaded, spec.rev_key) if spec.revision is not None else None
         repo_file = defining_file(loaded, spec.repo_key) or recipe_path.resolve()
         # The revision is edited where it is written, unless it is inherited from another file than
         # its repo (then the repo's file gets its own revision key, overriding the inherited one).
         target = rev_file if rev_file is not None and rev_file == repo_file else repo_file
-        pin = Pin(spec, label, assumed, resolved.sha, spec.revision, target)
+        pin = Pin(spec, label, assumed, resolved.sha, spec.revision, target, label_now=label_now)
         plan.append((pin, target, spec.repo_key[-1]))
         trust = trust_facts(info=resolved.info, config=resolved.config, files=resolved.files)
         old = lock_entry(previous_lock, spec)

@@ -77,9 +77,15 @@ def check_recipe(recipe_path: str | Path, resolver: Resolver) -> list[Outdated]:
                 item.status = "up-to-date"
             else:
                 item.status = "moved"
-                old = resolver.config(spec.repo, pinned, label=pinned)
-                new = resolver.config(spec.repo, current, label=label)
-                item.changes = diff_configs(old, new)
+                try:
+                    old = resolver.config(spec.repo, pinned, label=pinned)
+                    new = resolver.config(spec.repo, current, label=label)
+                except HubError as exc:
+                    if not resolver.settings.offline:
+                        raise
+                    item.note = f"config diff unavailable offline: {exc}"
+                else:
+                    item.changes = diff_configs(old, new)
         except HubError as exc:
             where = loaded.position(*spec.rev_key) or loaded.position(*spec.repo_key)
             exc.location = exc.location or (str(where) if where else str(recipe_path))

@@ -78,3 +78,22 @@ def test_outdated_defaults_to_recipes_dir(hub_env, recipes, capsys, monkeypatch)
     monkeypatch.chdir(recipes)
     code, _, err = run(capsys, "outdated")
     assert code == 2 and "no recipes given" in err
+
+
+def test_offline_moved_without_the_new_config_cached_says_so(hub_env, recipes, capsys):
+    from autobench.hub.client import HubSettings
+    from autobench.hub.resolve import write_ref
+
+    assert run(capsys, "hub", "info", f"{DRAFT_REPO}@{DRAFT_OLD}")[0] == 0  # caches the old config only
+    write_ref(HubSettings.from_env(), DRAFT_REPO, "main", DRAFT_NEW)
+    hub_env.stop()
+    code, out, _ = run(capsys, "outdated", "--offline", "--json", str(recipes / "dflash.yaml"))
+    assert code == 3  # the base model was never cached: one clear error
+    (recipes / "dflash.yaml").write_text((recipes / "dflash.yaml").read_text().replace("extends: base.yaml\n", "")
+                                         + f"model:\n  repo: {DRAFT_REPO}\n  revision: {DRAFT_OLD}\n"
+                                         "container:\n  image: x\n")
+    code, out, _ = run(capsys, "outdated", "--offline", "--json", str(recipes / "dflash.yaml"))
+    assert code == 0
+    draft = next(i for i in json.loads(out) if i["kind"] == "draft")
+    assert draft["status"] == "moved" and draft["changes"] == []
+    assert draft["note"].startswith("config diff unavailable offline: config.json of " + DRAFT_REPO + "@main")
