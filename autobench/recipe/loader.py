@@ -322,7 +322,7 @@ class _Converter:
             kpos, vpos = self._map_positions(node, key)
             if kpos is not None:
                 self.positions[sub] = self.pos(*kpos)
-            if vpos is not None:
+            if vpos is not None and not isinstance(value, (dict, list)):  # collections: point at the key
                 self.value_positions[sub] = self.pos(*vpos)
             out[skey] = self.convert(value, sub)
         return out

@@ -71,7 +71,7 @@ BAD = [
     ("extends-cycle", {"a.yaml": "extends: b.yaml\n" + MINIMAL, "b.yaml": "extends: a.yaml\n"}, "a.yaml",
      "b.yaml:1:10", ["extends: cycle a.yaml -> b.yaml -> a.yaml"]),
     ("extends-self", {"a.yaml": "extends: a.yaml\n" + MINIMAL}, "a.yaml", "a.yaml:1:10", ["extends: cycle"]),
-    ("extends-not-string", {"a.yaml": "extends: [x]\n" + MINIMAL}, "a.yaml", "a.yaml:1:10",
+    ("extends-not-string", {"a.yaml": "extends: [x]\n" + MINIMAL}, "a.yaml", "a.yaml:1:1",
      ["extends: must be the path"]),
     ("extends-directory", {"a.yaml": "extends: sub\n" + MINIMAL, "sub/x": ""}, "a.yaml", "a.yaml:1:10",
      ["extends: target", "is a directory"]),
