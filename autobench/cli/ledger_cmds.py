@@ -172,13 +172,11 @@ def verify(ledger_url: str | None, as_json: bool) -> None:
         result = book.verify()
     if as_json:
         _print_json(result.to_json_dict())
-        if not result.ok:
-            raise click.exceptions.Exit(LedgerError.exit_code)
-        return
     if not result.ok:
         raise LedgerError(str(result), location=book.where,
                           hint="the ledger was changed outside autobench; restore it from a copy")
-    click.echo(str(result))
+    if not as_json:
+        click.echo(str(result))
 
 
 # ------------------------------------------------------------------ history / compare
