@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -324,12 +325,34 @@ def _bench(loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome
     except AutobenchError as exc:
         return "FAILED", f"bench failed: {exc}"
     outcome.metrics = normalized_metrics(result, plan)
-    code = server.exit_code()
-    if code is not None:
-        return "FAILED", f"server exited with code {code} during the bench"
+    died = _server_gone(server, plan)
+    if died:
+        return "FAILED", died
     if not outcome.metrics.get("completed"):
         return "FAILED", "no request completed"
     return "DONE", None
+
+
+def _server_gone(server: Any, plan: RunPlan, settle_s: float = 3.0) -> str | None:
+    """Why the server is gone after the bench, or None if it still runs and answers.
+
+    A process that died closes its sockets a moment before it can be reaped, so a
+    bench that saw connections refused may finish first: when /health does not
+    answer, wait up to ``settle_s`` for the exit code.
+    """
+    code = server.exit_code()
+    if code is None:
+        try:
+            http_get(plan.health_url, timeout=5)
+            return None
+        except OSError:
+            deadline = time.monotonic() + settle_s
+            while code is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+                code = server.exit_code()
+            if code is None:
+                return "server stopped answering during the bench"
+    return f"server exited with code {code} during the bench"
 
 
 def _scrape(plan: RunPlan) -> None:

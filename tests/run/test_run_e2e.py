@@ -82,7 +82,8 @@ def test_boot_timeout_is_blocked_and_the_server_is_killed(make_recipe, tmp_path:
 def test_server_dying_mid_bench_is_failed(make_recipe, tmp_path: Path):
     recipe = make_recipe(num_prompts=12)
     res = run_cli(recipe, tmp_path, FAKE_VLLM_ARGS=f"{FAST} --die-after-requests 3")
-    assert res.returncode == 6, res.stderr
+    log = (only_run_dir(tmp_path) / "server.log").read_text()
+    assert res.returncode == 6, res.stdout + res.stderr + log
     [row] = ledger_rows(tmp_path)
     assert row.status == "FAILED"
     assert 3 <= row.metrics["completed"] < 12
