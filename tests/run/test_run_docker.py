@@ -1,0 +1,81 @@
+"""The docker runtime through the docker CLI.  There is no Docker engine here, so a fake
+`docker` executable (tests/run/fake_docker.py) is first on PATH: it records its argv and
+runs the REAL synthetic server for `docker run`.  Everything else is real."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+from run_helpers import HERE, ledger_rows, only_run_dir, pid_alive, run_env
+
+from autobench.compile import docker_argv
+from autobench.recipe import load_recipe
+
+
+def _docker_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "docker"
+    shim.write_text(f"#!/bin/sh\nexec {sys.executable} {HERE / 'fake_docker.py'} \"$@\"\n")
+    shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
+    state = tmp_path / "docker-state"
+    state.mkdir()
+    env = run_env(tmp_path, FAKE_DOCKER_STATE=str(state), **extra)
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env['PATH']}"
+    return env
+
+
+def _run(recipe: Path, tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "autobench", "run", str(recipe), "--runtime", "docker",
+         "--ledger", str(tmp_path / "ledger.db"), "--runs-dir", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+
+
+def _calls(tmp_path: Path) -> list[list[str]]:
+    lines = (tmp_path / "docker-state" / "calls.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_docker_runtime_runs_the_compiled_command_and_removes_the_container(make_recipe, tmp_path: Path):
+    recipe = make_recipe()
+    env = _docker_env(tmp_path, FAKE_VLLM_ARGS="--ttft-ms 5 --itl-ms 2", HF_TOKEN="hf_" + "a1" * 20)
+    res = _run(recipe, tmp_path, env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    calls = _calls(tmp_path)
+    assert calls[0] == docker_argv(load_recipe(recipe).recipe)[1:]  # exactly the compiled argv
+    assert ["logs", "-f", "ab-synth-run"] in calls
+    assert calls[-1] == ["rm", "-f", "ab-synth-run"]
+    [row] = ledger_rows(tmp_path)
+    assert row.status == "DONE" and row.metrics["completed"] == 8
+    assert row.image == "vllm/vllm-openai:v0.23.1"
+    log = (only_run_dir(tmp_path) / "server.log").read_text()
+    assert "docker rm -f ab-synth-run -> exit 0" in log
+    assert not (tmp_path / "docker-state" / "ab-synth-run.pid").exists()
+
+
+def test_a_refused_docker_run_is_blocked_and_never_removes_someone_elses_container(make_recipe,
+                                                                                    tmp_path: Path):
+    recipe = make_recipe()
+    env = _docker_env(tmp_path)
+    other = tmp_path / "docker-state" / "ab-synth-run.pid"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        other.write_text(str(sleeper.pid))  # a container of that name already exists
+        res = _run(recipe, tmp_path, env)
+        assert res.returncode == 6, res.stdout + res.stderr
+        assert all(c[0] != "rm" for c in _calls(tmp_path))
+        assert pid_alive(sleeper.pid)
+        [row] = ledger_rows(tmp_path)
+        assert row.status == "BLOCKED"
+        assert "exited with code 125" in (row.root_cause_message or "") + (row.notes or "")
+        log = (only_run_dir(tmp_path) / "server.log").read_text()
+        assert "is already in use" in log
+    finally:
+        sleeper.kill()
+        sleeper.wait()
