@@ -205,4 +205,4 @@ def synthetic_server(**opts: Any) -> None:
         raise UsageError("--accept-profile and --tokens-per-chunk are exclusive (the profile sets chunk sizes)")
     code = run(SyntheticConfig(**opts))
     if code:
-        raise click.exceptions.Exit(code)
+        raise SystemExit(code)  # cli.main() drops click.Exit codes under standalone_mode=False

@@ -1,0 +1,132 @@
+"""The commands as real subprocesses: synthetic server (a vllm serve stand-in) and autobench bench."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from autobench.bench.result import load_result_json
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(*args: str, port: int) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "autobench.bench.synthetic", "--port", str(port),
+                             "--log-stats-interval", "0", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_started(proc: subprocess.Popen[str]) -> None:
+    assert proc.stderr is not None
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if "Application startup complete." in line:
+            return
+        if not line and proc.poll() is not None:
+            raise AssertionError(f"server exited with {proc.returncode}")
+    raise AssertionError("server did not start")
+
+
+@pytest.fixture
+def server() -> Iterator[tuple[subprocess.Popen[str], int]]:
+    port = free_port()
+    proc = start_server("--model", "qwen", "--ttft-ms", "2", "--itl-ms", "0.2", "--boot-delay", "0.2",
+                        "--tokens-per-chunk", "3", port=port)
+    wait_started(proc)
+    yield proc, port
+    proc.terminate()
+    proc.wait(10)
+
+
+def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "autobench", "bench", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+
+
+def sharegpt(cwd: Path, n: int = 40) -> str:
+    (cwd / "benchmark_data").mkdir()
+    entries = [{"id": str(i), "conversations": [
+        {"from": "human", "value": f"Tell me something interesting about the number {i}, please."},
+        {"from": "gpt", "value": "Sure."}]} for i in range(n)]
+    rel = "benchmark_data/ShareGPT_V3_unfiltered_cleaned_split.json"
+    (cwd / rel).write_text(json.dumps(entries))
+    return rel
+
+
+def test_seed_invocation_against_subprocess_server(server: tuple[subprocess.Popen[str], int],
+                                                   tmp_path: Path) -> None:
+    proc, port = server
+    rel = sharegpt(tmp_path)
+    # The seed's bench call, with only the port and the prompt count changed (a test must be quick).
+    r = bench("--base-url", f"http://localhost:{port}", "--model", "qwen", "--dataset", rel,
+              "--num-prompts", "24", "--max-seconds", "900", "--concurrency", "8", "--max-tokens", "256",
+              "--result", "out/result.json", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["completed"] == 24 and d["failed"] == 0 and d["dataset"]["kind"] == "sharegpt"
+    assert d["total_output_tokens"] == 24 * 256
+    assert d["spec_decode_acceptance_length"] == pytest.approx(256 / 86)  # 85 chunks of 3 + one of 1
+    n = load_result_json(tmp_path / "out/result.json")
+    assert n["completed"] == 24 and n["decode_tok_s"] == pytest.approx(d["output_throughput"])
+    # plain summary when stdout is not a terminal
+    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "qwen", "--num-prompts", "4",
+              "--max-tokens", "8", "--endpoint", "chat", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "decode (output) tok/s" in r.stdout and "TPOT median / p90 / p99 (ms)" in r.stdout
+
+
+def test_bad_input_is_one_line_with_exit_code(server: tuple[subprocess.Popen[str], int],
+                                              tmp_path: Path) -> None:
+    _, port = server
+    (tmp_path / "bad.jsonl").write_text('{"prompt": "fine"}\nnot json\n')
+    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "qwen", "--dataset", "bad.jsonl",
+              cwd=tmp_path)
+    assert r.returncode == 5 and r.stdout == ""
+    assert r.stderr.startswith("error: bad.jsonl:2: line is not valid JSON") and r.stderr.count("\n") == 1
+    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "llama", "--num-prompts", "2", cwd=tmp_path)
+    assert r.returncode == 5 and "The model `llama` does not exist." in r.stderr
+
+
+def test_server_dies_mid_bench_and_the_run_still_finishes(tmp_path: Path) -> None:
+    port = free_port()
+    proc = start_server("--model", "m", "--ttft-ms", "5", "--itl-ms", "5", "--die-after-requests", "4",
+                        port=port)
+    wait_started(proc)
+    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "m", "--num-prompts", "12",
+              "--concurrency", "2", "--max-tokens", "20", "--json", cwd=tmp_path)
+    assert proc.wait(10) == 1
+    out, _ = proc.communicate()
+    assert "EngineCore_DP0 died unexpectedly" in out
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["completed"] == 4 - 1 or d["completed"] == 4  # the 4th may be cut before its usage chunk
+    assert d["failed"] == 12 - d["completed"]
+    assert set(d["errors_by_kind"]) <= {"connect", "stream_dropped", "connection_lost"}
+    k = d["errors_by_kind"]
+    assert k.get("connect", 0) + k.get("connection_lost", 0) >= 6  # requests sent after the crash
+
+
+def test_fail_boot_prints_a_vllm_like_traceback_and_never_listens() -> None:
+    port = free_port()
+    proc = start_server("--fail-boot-with", "page size mismatch", port=port)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 1
+    assert "EngineCore failed to start." in out and "AssertionError: page size mismatch" in out
+    assert "Traceback (most recent call last):" in out and "Application startup complete." not in err
+
+
+def test_help_lists_both_commands() -> None:
+    r = subprocess.run([sys.executable, "-m", "autobench", "--help"], capture_output=True, text=True, timeout=30)
+    assert "bench" in r.stdout and "synthetic-server" in r.stdout
