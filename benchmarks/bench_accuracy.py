@@ -109,7 +109,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="prompts per worker (num_prompts = C * rounds)")
     a = ap.parse_args()
     print(f"# synthetic server in its own process; ttft={TTFT_MS} ms, itl={ITL_MS} ms, N={N_TOKENS} tokens, "
-          f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}")
+          f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} "
+          "(figures are only meaningful on an otherwise idle machine)")
     print("# times in ms; cpu/1kt = client CPU ms per 1000 output tokens; cpu1c = client CPU fraction of one "
           "core; lag = event-loop lag; rs = first-token recv - server send; sp = send - server arrival of the request")
     print(HEADER)
@@ -121,6 +122,7 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(10)
+    print(f"# load average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":
