@@ -80,7 +80,7 @@ def compile_(recipe: str, target: str, output: str | None, frozen: bool) -> None
     script = compile_recipe(loaded, target, frozen=frozen)
     for finding in check(loaded):
         if finding.severity == "warning":
-            click.echo(f"warning: {finding.text()}", err=True)
+            click.echo(finding.text(), err=True)
     if output is None:
         click.echo(script, nl=False)
         return
