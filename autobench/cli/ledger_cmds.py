@@ -189,7 +189,7 @@ def verify(ledger_url: str | None, as_json: bool) -> None:
 def history(draft: str | None, model: str | None, recipe: str | None, ledger_url: str | None,
             as_json: bool) -> None:
     """Run history grouped per draft revision, model revision or recipe digest."""
-    from autobench.ledger.render import history_table
+    from autobench.ledger.render import history_causes, history_table
 
     if sum(x is not None for x in (draft, model, recipe)) != 1:
         raise UsageError("give exactly one of --draft, --model or --recipe")
@@ -206,7 +206,12 @@ def history(draft: str | None, model: str | None, recipe: str | None, ledger_url
         hint = f"; did you mean {close[0]}?" if close else ""
         click.echo(f"no runs with {result.kind} {result.subject}{hint}", err=True)
         return
-    _print_table(*history_table(result), title=f"{result.kind} {result.subject}: {result.runs} runs")
+    _print_table(*history_table(result, short_keys=sys.stdout.isatty()),
+                 title=f"{result.kind} {result.subject}: {result.runs} runs")
+    causes = history_causes(result)
+    if causes:
+        click.echo("root causes:")
+        click.echo("\n".join(f"  {line}" for line in causes))
 
 
 @click.command("compare")

@@ -17,7 +17,6 @@ from autobench.errors import LedgerError
 from autobench.ledger.models import RUNS, SchemaVersion
 
 VERSIONS = SchemaVersion.__table__  # type: ignore[attr-defined]
-APPEND_ONLY_TABLES = ("runs", "schema_version")
 APPEND_ONLY_MESSAGE = (
     "ledger rows are append-only: record a correction as a new run "
     "(autobench record --corrects ID / --supersedes ID)"

@@ -78,24 +78,30 @@ def run_lines(r: RunRecord, *, full: bool = False) -> list[str]:
     return lines
 
 
-def history_table(h: History) -> Table:
+def history_table(h: History, *, short_keys: bool = False) -> Table:
     head = [h.group_label, "runs", "DONE", "BLOCKED", "FAILED", "ABORTED", "first seen", "last seen",
-            "best decode", "root causes"]
+            "best decode"]
     rows = []
     for g in h.groups:
-        causes = "; ".join(
-            f"{rc}{f' (x{rc.runs})' if rc.runs > 1 else ''}" for rc in g.root_causes
-        )
         rows.append([
-            g.key or "(unknown)",
+            (g.key[:12] if short_keys and len(g.key) == 40 else g.key) if g.key else "(unknown)",
             str(g.runs),
             *(str(g.by_status[s]) for s in ("DONE", "BLOCKED", "FAILED", "ABORTED")),
             cell(g.first_seen),
             cell(g.last_seen),
             cell(g.best_decode_tok_s),
-            causes or "-",
         ])
     return head, rows
+
+
+def history_causes(h: History) -> list[str]:
+    """One line per (revision, root cause): ``<revision>: <category>: <message> [(xN, last #id)]``."""
+    lines = []
+    for g in h.groups:
+        for rc in g.root_causes:
+            count = f" (x{rc.runs}, last #{rc.last_run})" if rc.runs > 1 else f" (#{rc.last_run})"
+            lines.append(f"{g.key or '(unknown)'}: {rc}{count}")
+    return lines
 
 
 def compare_table(c: Comparison) -> Table:

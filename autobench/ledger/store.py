@@ -270,17 +270,17 @@ class Ledger:
         """Append one run in one transaction; return it as stored (with id and hashes)."""
         values = new_run_values(run)
         for attempt in range(APPEND_ATTEMPTS):
-            try:
-                with self._errors():
-                    try:
-                        return self._append_once(values)
-                    except (IntegrityError, OperationalError) as exc:
-                        transient = isinstance(exc, OperationalError) and "locked" in str(exc.orig)
-                        fork = isinstance(exc, IntegrityError) and "prev_hash" in str(exc.orig)
-                        if not (transient or fork) or attempt == APPEND_ATTEMPTS - 1:
-                            raise
-            except LedgerError:
-                raise
+            with self._errors():
+                try:
+                    return self._append_once(values)
+                except (IntegrityError, OperationalError) as exc:
+                    text = str(exc.orig).lower()
+                    # busy past the timeout, or (non-SQLite) another appender took the same
+                    # chain head first: the UNIQUE id / prev_hash refused the fork -> retry.
+                    transient = isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
+                    fork = isinstance(exc, IntegrityError) and ("unique" in text or "duplicate" in text)
+                    if not (transient or fork) or attempt == APPEND_ATTEMPTS - 1:
+                        raise
             time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 

@@ -198,7 +198,9 @@ def test_history_draft(capsys, seeded):
     bad = next(line for line in out.splitlines() if line.startswith("bce6f76"))
     good = next(line for line in out.splitlines() if line.startswith("6c7242c"))
     assert bad.split()[1:6] == ["1", "0", "1", "0", "0"] and "2026-06-23" in bad
-    assert "assertion: assert page_size_bytes == max_page_size" in bad
+    assert out.split("root causes:\n")[1] == (
+        "  bce6f76cef2027552bed4a8a1bc9c449def48f05: assertion: assert page_size_bytes == max_page_size"
+        " at kv_cache_utils.py:1077 in get_kv_cache_groups (#2)\n")
     assert good.split()[1:6] == ["1", "1", "0", "0", "0"] and "107.43" in good
     code, out, _ = run(capsys, "history", "--draft", DRAFT, "--json", "--ledger", str(seeded))
     doc = json.loads(out)
