@@ -181,3 +181,15 @@ def test_a_sha_that_looks_like_a_number_is_written_quoted(tmp_path):
     assert set_revision(recipe, ("model", "revision"), "repo", digits, "main")
     assert recipe.read_text() == f'model:\n  repo: a/b\n  revision: "{digits}"  # frozen: main; x\n'
     assert not set_revision(recipe, ("model", "revision"), "repo", digits, "main")  # idempotent
+
+
+def test_defining_file_follows_extends_without_loader_positions(recipes):
+    from types import SimpleNamespace
+
+    from autobench.hub.lockfile import defining_file, frozen_label_at
+
+    loaded = SimpleNamespace(path=recipes / "dflash.yaml", positions={})
+    assert defining_file(loaded, ("model", "revision")) == (recipes / "base.yaml").resolve()
+    assert defining_file(loaded, ("speculative", "revision")) == (recipes / "dflash.yaml").resolve()
+    assert defining_file(loaded, ("model", "tokenizer")) is None
+    assert frozen_label_at(recipes / "dflash.yaml", ("speculative", "revision")) is None
