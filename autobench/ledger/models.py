@@ -98,6 +98,11 @@ class SchemaVersion(SQLModel, table=True):
     applied_at: str
 
 
+# Columns the history query groups by / aggregates, after (subject, revision).
+_HIST_TAIL = ("status", "recipe_name", "root_cause_category", "root_cause_message", "started_at",
+              "decode_tok_s")
+
+
 def _text(nullable: bool = True) -> Any:
     return Field(default=None, sa_column=Column(Text, nullable=nullable))
 
@@ -106,10 +111,12 @@ class RunRow(SQLModel, table=True):
     """One run.  Appended once, never updated or deleted (triggers refuse it)."""
 
     __tablename__ = "runs"
+    # Schema v2 indexes.  The three history indexes *cover* the history query (index-only
+    # scan in GROUP BY order) and also serve plain lookups by recipe / draft / model.
     __table_args__ = (
-        Index("ix_runs_recipe_name", "recipe_name"),
-        Index("ix_runs_draft", "draft_repo", "draft_sha"),
-        Index("ix_runs_model", "model_repo", "model_sha"),
+        Index("ix_runs_hist_recipe", "recipe_name", "recipe_digest", *_HIST_TAIL),
+        Index("ix_runs_hist_draft", "draft_repo", "draft_sha", *_HIST_TAIL),
+        Index("ix_runs_hist_model", "model_repo", "model_sha", *_HIST_TAIL),
         Index("ix_runs_status", "status"),
         Index("ix_runs_started_at", "started_at"),
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, func, select
+from sqlalchemy import Connection, func, select
 
 from autobench.errors import LedgerError
 from autobench.ledger.models import BOOT_KEYS, METRIC_KEYS, RUNS, STATUSES, RunRecord
@@ -85,70 +85,70 @@ class History:
 
 
 def history(conn: Connection, kind: str, subject: str) -> History:
+    """One pass: an index-only scan of the covering history index, in GROUP BY order;
+    the per-revision groups are folded here from the (few) distinct combinations."""
     if kind not in HISTORY_KINDS:
         raise LedgerError(f"unknown history kind {kind!r}", hint="use draft, model or recipe")
     where_col, group_col, label = HISTORY_KINDS[kind]
-    where = RUNS.c[where_col] == subject
     key = RUNS.c[group_col]
-    status_counts = [
-        func.sum(case((RUNS.c.status == s, 1), else_=0)).label(s) for s in STATUSES
-    ]
+    parts = (key, RUNS.c.status, RUNS.c.recipe_name, RUNS.c.root_cause_category,
+             RUNS.c.root_cause_message)
     rows = conn.execute(
         select(
-            key.label("key"),
-            func.count().label("runs"),
-            *status_counts,
+            *parts,
+            func.count().label("n"),
             func.min(RUNS.c.started_at).label("first_seen"),
             func.max(RUNS.c.started_at).label("last_seen"),
             func.min(RUNS.c.id).label("first_run"),
             func.max(RUNS.c.id).label("last_run"),
             func.max(RUNS.c.decode_tok_s).label("best_decode"),
         )
-        .where(where)
-        .group_by(key)
-        .order_by(func.min(RUNS.c.id))
+        .where(RUNS.c[where_col] == subject)
+        .group_by(*parts)
     ).all()
     groups: dict[str | None, HistoryGroup] = {}
+    causes: dict[str | None, dict[tuple[str | None, str | None], RootCause]] = {}
     for r in rows:
-        groups[r.key] = HistoryGroup(
-            key=r.key,
-            runs=r.runs,
-            by_status={s: int(getattr(r, s) or 0) for s in STATUSES},
-            first_seen=r.first_seen,
-            last_seen=r.last_seen,
-            first_run=r.first_run,
-            last_run=r.last_run,
-            best_decode_tok_s=r.best_decode,
-            recipes=[],
-        )
-    if not groups:
-        return History(kind, subject, label, [])
-    recipes = conn.execute(
-        select(key, RUNS.c.recipe_name).where(where).group_by(key, RUNS.c.recipe_name)
-    ).all()
-    for k, name in recipes:
-        groups[k].recipes.append(name)
-    causes = conn.execute(
-        select(
-            key,
-            RUNS.c.root_cause_category,
-            RUNS.c.root_cause_message,
-            func.count().label("n"),
-            func.max(RUNS.c.id).label("last"),
-        )
-        .where(
-            and_(
-                where,
-                (RUNS.c.root_cause_category.is_not(None)) | (RUNS.c.root_cause_message.is_not(None)),
+        k = r[0]
+        g = groups.get(k)
+        if g is None:
+            g = groups[k] = HistoryGroup(
+                key=k, runs=0, by_status=dict.fromkeys(STATUSES, 0), first_seen=None,
+                last_seen=None, first_run=r.first_run, last_run=r.last_run,
+                best_decode_tok_s=None, recipes=[],
             )
-        )
-        .group_by(key, RUNS.c.root_cause_category, RUNS.c.root_cause_message)
-    ).all()
-    for k, category, message, n, last in sorted(causes, key=lambda c: (-c.n, -c.last)):
-        group = groups[k]
-        if len(group.root_causes) < ROOT_CAUSES_PER_GROUP:
-            group.root_causes.append(RootCause(category, message, n, last))
-    return History(kind, subject, label, list(groups.values()))
+            causes[k] = {}
+        g.runs += r.n
+        g.by_status[r.status] = g.by_status.get(r.status, 0) + r.n
+        g.first_seen = _pick(min, g.first_seen, r.first_seen)
+        g.last_seen = _pick(max, g.last_seen, r.last_seen)
+        g.first_run = min(g.first_run, r.first_run)
+        g.last_run = max(g.last_run, r.last_run)
+        g.best_decode_tok_s = _pick(max, g.best_decode_tok_s, r.best_decode)
+        if r.recipe_name not in g.recipes:
+            g.recipes.append(r.recipe_name)
+        category, message = r.root_cause_category, r.root_cause_message
+        if category is not None or message is not None:
+            rc = causes[k].get((category, message))
+            if rc is None:
+                causes[k][(category, message)] = RootCause(category, message, r.n, r.last_run)
+            else:
+                rc.runs += r.n
+                rc.last_run = max(rc.last_run, r.last_run)
+    for k, g in groups.items():
+        ranked = sorted(causes[k].values(), key=lambda c: (-c.runs, -c.last_run))
+        g.root_causes = ranked[:ROOT_CAUSES_PER_GROUP]
+        g.recipes.sort()
+    ordered = sorted(groups.values(), key=lambda g: g.first_run)
+    return History(kind, subject, label, ordered)
+
+
+def _pick(choose: Any, a: Any, b: Any) -> Any:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return choose(a, b)
 
 
 def known_subjects(conn: Connection, kind: str) -> list[str]:

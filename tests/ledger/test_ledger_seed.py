@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from autobench.ledger import open_ledger
+from autobench.ledger.migrations import LATEST
 from autobench.ledger.seed import DRAFT, DRAFT_BAD, DRAFT_GOOD, build
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,6 +31,10 @@ def test_committed_ledger_equals_the_seed_build(tmp_path):
     assert len(_rows(built)) == 3
     with open_ledger(COMMITTED, create=False) as book:
         assert book.verify().ok
+    con = sqlite3.connect(f"file:{COMMITTED}?mode=ro", uri=True)
+    version = con.execute("SELECT max(version) FROM schema_version").fetchone()[0]
+    con.close()
+    assert version == LATEST, "rebuild it: python -m autobench.ledger.seed ledger.db --force"
 
 
 def test_seed_states_what_the_page_states():

@@ -294,9 +294,39 @@ def test_schema_versioned_wal_and_migrations_run_once(db_path):
     with open_ledger(db_path) as book:
         book.append(make_run())
     con = sqlite3.connect(db_path)
-    assert con.execute("SELECT version FROM schema_version").fetchall() == [(LATEST,)]
+    versions = con.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
+    assert versions == [(v,) for v in range(1, LATEST + 1)]
     assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     con.close()
+
+
+def test_v1_ledger_is_migrated_and_indexes_match_the_model(tmp_path):
+    from sqlalchemy import create_engine, insert
+    from sqlalchemy.schema import CreateTable
+
+    from autobench.ledger import migrations
+    from autobench.ledger.models import RUNS
+
+    path = tmp_path / "v1.db"
+    engine = create_engine(f"sqlite:///{path}")
+    with engine.begin() as conn:  # a ledger as schema v1 left it
+        conn.execute(CreateTable(migrations.VERSIONS))
+        migrations._v1_runs_table(conn)
+        conn.execute(insert(migrations.VERSIONS).values(version=1, description="v1", applied_at="x"))
+    engine.dispose()
+    with open_ledger(path) as book:
+        book.append(make_run(status="BLOCKED", root_cause_category="assertion"))
+        assert book.history(recipe="demo-recipe").groups[0].root_causes[0].category == "assertion"
+    con = sqlite3.connect(path)
+    indexes = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'ix_%'")}
+    plan = " ".join(str(r) for r in con.execute(
+        "EXPLAIN QUERY PLAN SELECT draft_sha, status, recipe_name, root_cause_category, root_cause_message,"
+        " count(*), min(started_at), max(started_at), min(id), max(id), max(decode_tok_s) FROM runs"
+        " WHERE draft_repo = 'x' GROUP BY draft_sha, status, recipe_name, root_cause_category,"
+        " root_cause_message"))
+    con.close()
+    assert indexes == {index.name for index in RUNS.indexes}
+    assert "COVERING INDEX ix_runs_hist_draft" in plan and "TEMP B-TREE" not in plan
 
 
 def test_in_memory_url():
