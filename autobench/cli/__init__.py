@@ -75,7 +75,9 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turn every expected error into one line."""
     try:
-        cli.main(args=argv, prog_name="autobench", standalone_mode=False)
+        # Without standalone mode click returns ctx.exit(code)'s code (or the command's
+        # return value) instead of calling sys.exit: pass an integer through.
+        rv = cli.main(args=argv, prog_name="autobench", standalone_mode=False)
     except AutobenchError as exc:
         click.echo(f"error: {exc}", err=True)
         return exc.exit_code
@@ -101,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
             err=True,
         )
         return 70
-    return 0
+    return rv if isinstance(rv, int) else 0
 
 
 if __name__ == "__main__":  # pragma: no cover
