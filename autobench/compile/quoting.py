@@ -50,7 +50,7 @@ def shell_word(word: Word | str) -> str:
 def comment_text(value: object) -> str:
     """A value for a ``#`` comment line: plain if harmless, else JSON-escaped (one ASCII line)."""
     text = str(value)
-    if _PLAIN.match(text):
+    if _PLAIN.fullmatch(text):
         return text
     return json.dumps(text, ensure_ascii=True)
 

@@ -309,13 +309,13 @@ def _secrets(c: _Ctx) -> None:
             c.add("AB055", path, "contains a NUL character")
     seen: set[str] = set()
     for i, name in enumerate(secrets):
-        if not SHELL_NAME.match(name):
+        if not SHELL_NAME.fullmatch(name):
             c.add("AB034", ("secrets", i), f"secret name {name!r} is not a valid shell name")
         if name in seen:
             c.add("AB035", ("secrets", i), f"secret {name} is declared twice")
         seen.add(name)
     for key in c.r.env:
-        if not SHELL_NAME.match(key):
+        if not SHELL_NAME.fullmatch(key):
             c.add("AB033", ("env", key), f"env name {key!r} is not a valid shell name")
         if key in secrets:
             c.add("AB031", ("env", key), f"{key} is declared under secrets: and also given a value in env")
@@ -360,11 +360,11 @@ def _container(c: _Ctx) -> None:
     if "@sha256:" not in image:
         last = image.rsplit("/", 1)[-1]
         tag = last.split(":", 1)[1] if ":" in last else "latest"
-        if FLOATING_TAGS.match(tag):
+        if FLOATING_TAGS.fullmatch(tag):
             c.add("AB050", ("container", "image"), f"image tag {tag!r} moves over time")
         else:
             c.add("AB051", ("container", "image"), f"image tag {tag!r} is not a digest")
-    if ctr.name is not None and not DOCKER_NAME.match(ctr.name):
+    if ctr.name is not None and not DOCKER_NAME.fullmatch(ctr.name):
         c.add("AB052", ("container", "name"), f"container name {ctr.name!r} is not a valid docker name")
     offline = str(c.r.env.get("HF_HUB_OFFLINE", "")).lower() in ("1", "true", "yes", "on")
     if offline and not any("huggingface" in v or "/hf" in v.lower() for v in ctr.volumes):

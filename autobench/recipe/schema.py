@@ -22,7 +22,7 @@ Scalar = str | int | float | bool
 
 def is_full_sha(revision: str | None) -> bool:
     """True when ``revision`` is a full 40-hex lower-case commit sha."""
-    return bool(revision) and SHA_RE.match(revision) is not None
+    return bool(revision) and SHA_RE.fullmatch(revision) is not None
 
 
 class StrictModel(BaseModel):

@@ -24,7 +24,7 @@ from autobench.recipe.schema import Recipe
 
 NASTY = [
     "", " ", "'", '"', "''", "\\", "\\'", "$(touch pwned)", "`touch pwned`", "$HOME", "${HOME}", "~",
-    "~/x", "-rf", "--help", "a\nb", "\n", "\r\n", "*", "?", "[a]", "!", "!!", ";", "&&", "|", ">x",
+    "~/x", "-rf", "--help", "a\nb", "\n", "ab\n", "\r\n", "*", "?", "[a]", "!", "!!", ";", "&&", "|", ">x",
     "#", "a # b", "é", "日本語", "\u2028", "\u0085", "\t", "$'\\n'", "{a,b}", "%s", "x=y", "-", "--",
 ]
 CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")

@@ -154,3 +154,14 @@ def test_every_emitted_code_is_documented():
     src = (REPO / "autobench" / "recipe" / "rules.py").read_text(encoding="utf-8")
     for code in set(re.findall(r'c\.add\("(AB\d{3})"', src)):
         assert code in RULES
+
+
+def test_trailing_newline_is_not_a_valid_name_or_sha(tmp_path):
+    from autobench.recipe.schema import is_full_sha
+
+    assert is_full_sha(SHA) and not is_full_sha(SHA + "\n") and not is_full_sha(SHA.upper())
+    (tmp_path / "base.yaml").write_text(CLEAN, encoding="utf-8")
+    child = tmp_path / "c.yaml"
+    child.write_text('extends: base.yaml\nsecrets: ["TOKEN_A\\n"]\nenv:\n  "B\\n": x\n')
+    codes = {f.code for f in check(load_recipe(child))}
+    assert {"AB033", "AB034"} <= codes
