@@ -9,6 +9,7 @@ from typing import Any
 
 from autobench.compile.argv import base_url, bench_lines, container_name, docker_lines
 from autobench.compile.quoting import command_text, comment_text, shell_word
+from autobench.templates_dir import templates_dir as _templates_dir
 from autobench.errors import RecipeError
 from autobench.recipe.loader import LoadedRecipe
 from autobench.recipe.schema import is_full_sha
@@ -19,11 +20,7 @@ UNSAFE_CODES = {"AB030", "AB031", "AB032", "AB033", "AB034", "AB055"}
 
 
 def templates_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent.parent / "templates", here.parent / "templates"):
-        if (candidate / "script.sh.j2").is_file():
-            return candidate
-    raise RecipeError("compile templates not found", hint="reinstall autobench from a full checkout")
+    return _templates_dir("script.sh.j2", RecipeError)
 
 
 @lru_cache(maxsize=1)

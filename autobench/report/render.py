@@ -18,6 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from autobench.templates_dir import templates_dir as _templates_dir
 from autobench.errors import ReportError
 from autobench.report.model import Fig, IndexView, RecipeView
 
@@ -27,12 +28,7 @@ INDEX_TEMPLATE = "report_index.md.j2"
 
 
 def templates_dir() -> Path:
-    """The repository's ``templates/`` directory (beside the ``autobench`` package)."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent.parent / "templates", here.parent / "templates"):
-        if (candidate / RECIPE_TEMPLATE).is_file():
-            return candidate
-    raise ReportError("report templates not found", hint="reinstall autobench from a full checkout")
+    return _templates_dir(RECIPE_TEMPLATE, ReportError)
 
 
 def _value(x: Any) -> Any:
