@@ -47,7 +47,8 @@ def synthetic_run(i: int, rng: random.Random) -> NewRun:
         recipe_name=f"recipe-{i % 40:02d}",
         recipe_digest=f"sha256:{rng.getrandbits(256):064x}" if i % 40 == 0 else None,
         model_repo=model,
-        model_sha=f"{rng.getrandbits(160):040x}" if rng.random() < 0.5 else None,
+        # ~10 pinned revisions per model; half the runs on an unpinned (unknown) revision
+        model_sha=f"{(i % 10) * 100 + rng.randrange(10):040x}" if rng.random() < 0.5 else None,
         draft_repo=f"drafts/draft-{draft_n}" if has_draft else None,
         draft_sha=f"{(draft_n * 1000 + rng.randrange(20)):040x}" if has_draft else None,
         image="vllm/vllm-openai:nightly",

@@ -52,7 +52,7 @@ def _v1_runs_table(conn: Connection) -> None:
     _append_only_triggers(conn, "runs")
 
 
-_HIST_TAIL = "status, recipe_name, root_cause_category, root_cause_message, started_at, decode_tok_s"
+_HIST_TAIL = "status, root_cause_category, root_cause_message, recipe_name, started_at, decode_tok_s"
 
 
 def _v2_covering_history_indexes(conn: Connection) -> None:

@@ -91,11 +91,15 @@ def history(conn: Connection, kind: str, subject: str) -> History:
         raise LedgerError(f"unknown history kind {kind!r}", hint="use draft, model or recipe")
     where_col, group_col, label = HISTORY_KINDS[kind]
     key = RUNS.c[group_col]
-    parts = (key, RUNS.c.status, RUNS.c.recipe_name, RUNS.c.root_cause_category,
-             RUNS.c.root_cause_message)
+    where = RUNS.c[where_col] == subject
+    parts = (key, RUNS.c.status, RUNS.c.root_cause_category, RUNS.c.root_cause_message)
+    sqlite = conn.dialect.name == "sqlite"
+    # recipe names match [a-z0-9._-]+, so a comma-joined list is unambiguous
+    recipes = func.group_concat(RUNS.c.recipe_name.distinct()) if sqlite else func.min(RUNS.c.recipe_name)
     rows = conn.execute(
         select(
             *parts,
+            recipes.label("recipes"),
             func.count().label("n"),
             func.min(RUNS.c.started_at).label("first_seen"),
             func.max(RUNS.c.started_at).label("last_seen"),
@@ -103,9 +107,13 @@ def history(conn: Connection, kind: str, subject: str) -> History:
             func.max(RUNS.c.id).label("last_run"),
             func.max(RUNS.c.decode_tok_s).label("best_decode"),
         )
-        .where(RUNS.c[where_col] == subject)
+        .where(where)
         .group_by(*parts)
     ).all()
+    if not sqlite:  # portable fallback: the recipes of each revision in a second query
+        names: dict[Any, set[str]] = {}
+        for k, name in conn.execute(select(key, RUNS.c.recipe_name).where(where).distinct()):
+            names.setdefault(k, set()).add(name)
     groups: dict[str | None, HistoryGroup] = {}
     causes: dict[str | None, dict[tuple[str | None, str | None], RootCause]] = {}
     for r in rows:
@@ -125,8 +133,10 @@ def history(conn: Connection, kind: str, subject: str) -> History:
         g.first_run = min(g.first_run, r.first_run)
         g.last_run = max(g.last_run, r.last_run)
         g.best_decode_tok_s = _pick(max, g.best_decode_tok_s, r.best_decode)
-        if r.recipe_name not in g.recipes:
-            g.recipes.append(r.recipe_name)
+        found = (r.recipes or "").split(",") if sqlite else names.get(k, ())
+        for name in found:
+            if name and name not in g.recipes:
+                g.recipes.append(name)
         category, message = r.root_cause_category, r.root_cause_message
         if category is not None or message is not None:
             rc = causes[k].get((category, message))
