@@ -124,7 +124,20 @@ def _spawn(argv: Sequence[str], env: dict[str, str] | None) -> subprocess.Popen[
 
 
 def _group_alive(pgid: int) -> bool:
-    try:
+    """Whether any live (non-zombie) process remains in process group ``pgid``."""
+    proc = Path("/proc")
+    if proc.is_dir():
+        for entry in proc.iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+                return True
+        return False
+    try:  # no /proc: a group of zombies still counts as alive here
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
@@ -133,21 +146,28 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+def _wait_group(proc: subprocess.Popen[bytes], pgid: int, timeout: float) -> bool:
+    """Wait until the leader is reaped and the group is empty; True if it is."""
+    deadline = time.monotonic() + timeout
+    while True:
+        proc.poll()
+        if proc.returncode is not None and not _group_alive(pgid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
 def terminate_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     """SIGTERM the process group of ``proc``, SIGKILL whatever is left after ``grace_s``."""
     pgid = proc.pid  # start_new_session: the child leads its own group
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        proc.poll()
-        if proc.returncode is not None and not _group_alive(pgid):
-            break
-        time.sleep(0.05)
+    if _wait_group(proc, pgid, grace_s):
+        return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=10)
+    _wait_group(proc, pgid, 10.0)
 
 
 class ProcessServer:

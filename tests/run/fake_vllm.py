@@ -8,7 +8,8 @@ port), ignores every other vLLM flag, and execs the REAL synthetic server
 FAKE_VLLM_ARGS (shell words).  It first prints one vLLM-like line that echoes
 HF_TOKEN when FAKE_VLLM_ECHO_TOKEN is set, so redaction of the stored log is tested
 against a server that really leaks a secret to its output.  With FAKE_VLLM_ARGV it
-records the argv it was given (JSON) for assertions.
+records the argv it was given (JSON) for assertions.  With FAKE_VLLM_IGNORE_SIGTERM the
+server ignores SIGTERM, so teardown has to escalate to SIGKILL.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import sys
 
 
@@ -30,8 +32,11 @@ def main() -> None:
     for i, arg in enumerate(argv):
         if arg in opts and i + 1 < len(argv):
             opts[arg] = argv[i + 1]
+    print(f"INFO [fake_vllm] pid {os.getpid()}", flush=True)  # the server keeps this pid (exec)
     if os.environ.get("FAKE_VLLM_ECHO_TOKEN"):
         print(f"INFO [fake_vllm] environment: HF_TOKEN={os.environ.get('HF_TOKEN')}", flush=True)
+    if os.environ.get("FAKE_VLLM_IGNORE_SIGTERM"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # inherited across exec: a wedged server
     cmd = [sys.executable, "-m", "autobench.bench.synthetic", "--host", opts["--host"],
            "--port", opts["--port"], "--model", opts["--served-model-name"],
            *shlex.split(os.environ.get("FAKE_VLLM_ARGS", ""))]

@@ -94,7 +94,7 @@ def test_server_dying_mid_bench_is_failed(make_recipe, tmp_path: Path):
 
 def _interrupt_during_bench(make_recipe, tmp_path: Path, signum: int):
     recipe = make_recipe(num_prompts=40)
-    env = run_env(tmp_path, FAKE_VLLM_ARGS="--ttft-ms 5 --itl-ms 150")
+    env = run_env(tmp_path, FAKE_VLLM_ARGS="--ttft-ms 5 --itl-ms 150", PYTHONFAULTHANDLER="1")
     proc = subprocess.Popen(run_args(recipe, tmp_path, "--json"), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
     try:
@@ -112,7 +112,12 @@ def _interrupt_during_bench(make_recipe, tmp_path: Path, signum: int):
             raise AssertionError("the server never became ready")
         time.sleep(0.6)  # inside the bench: 40 requests of ~1.2 s at concurrency 2
         proc.send_signal(signum)
-        out, err = proc.communicate(timeout=30)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: dump every thread's stack
+            out, err = proc.communicate(timeout=10)
+            raise AssertionError(f"autobench run did not stop after the signal:\n{err}") from None
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -174,3 +179,38 @@ def test_allow_unpinned_runs_and_notes_it(make_recipe, tmp_path: Path):
     [row] = ledger_rows(tmp_path)
     assert row.status == "DONE" and row.model_sha is None
     assert "unpinned: model.revision (acme/tiny-model@main)" in row.notes
+
+
+def test_sigint_during_boot_and_again_during_teardown_still_tears_down_and_records(make_recipe,
+                                                                                   tmp_path: Path):
+    recipe = make_recipe()
+    env = run_env(tmp_path, FAKE_VLLM_ARGS="--boot-delay 60", FAKE_VLLM_IGNORE_SIGTERM="1")
+    proc = subprocess.Popen(run_args(recipe, tmp_path, "--grace", "1.5"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            runs = tmp_path / "runs"
+            logs = list(runs.glob("*/server.log")) if runs.exists() else []
+            if logs and "Started server process" not in logs[0].read_text() \
+                    and "synthetic boot delay" in logs[0].read_text():
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the server never started booting")
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)  # teardown is now waiting out the grace period (the server ignores SIGTERM)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out + err
+    [row] = ledger_rows(tmp_path)
+    assert row.status == "ABORTED"
+    assert "interrupted by SIGINT during boot" in row.notes
+    log = logs[0].read_text()
+    assert "[autobench] server torn down" in log
+    m = re.search(r"\[fake_vllm\] pid (\d+)", log)
+    assert m and not pid_alive(int(m.group(1)))  # it ignored SIGTERM, so it was SIGKILLed

@@ -12,17 +12,17 @@ from run_helpers import pid_alive
 
 from autobench.run.runtimes import LogFile, ProcessServer
 
-STUBBORN = textwrap.dedent("""
+STUBBORN = textwrap.dedent(r"""
     import os, signal, sys, time
     # a worker in the same process group that ignores SIGTERM (like a wedged EngineCore)
     pid = os.fork()
     if pid == 0:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        print(f"worker {os.getpid()} token=" + os.environ["MY_SECRET"], flush=True)
+        os.write(1, f"worker {os.getpid()} token={os.environ['MY_SECRET']}\n".encode())  # one write
         while True:
             time.sleep(0.1)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    print(f"leader {os.getpid()}", flush=True)
+    os.write(1, f"leader {os.getpid()}\n".encode())
     while True:
         time.sleep(0.1)
 """)
