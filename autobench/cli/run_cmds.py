@@ -32,7 +32,8 @@ def _echo_err(text: str) -> None:
               help="process runtime: seconds between SIGTERM and SIGKILL at teardown.")
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the plan) as JSON on stdout.")
-def run(recipe: str, runtime: str, vllm_exec: str | None, ledger: str | None,
+@click.pass_context
+def run(ctx: click.Context, recipe: str, runtime: str, vllm_exec: str | None, ledger: str | None,
         runs_dir: str, allow_unpinned: bool, ready_timeout: float | None, grace: float, dry_run: bool,
         as_json: bool) -> None:
     """Run a recipe end to end and record the outcome in the ledger.
@@ -57,10 +58,7 @@ def run(recipe: str, runtime: str, vllm_exec: str | None, ledger: str | None,
         click.echo("\n# compiled script (stored with the run in the ledger)\n" + (outcome.script or ""))
     else:
         _print_outcome(outcome)
-    if outcome.exit_code:
-        # SystemExit, not ctx.exit: autobench.cli.main runs click with standalone_mode=False and
-        # would drop the code click returns for ctx.exit.
-        raise SystemExit(outcome.exit_code)
+    ctx.exit(outcome.exit_code)
 
 
 def _print_outcome(outcome: Any) -> None:
