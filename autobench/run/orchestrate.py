@@ -148,7 +148,7 @@ def prepare(path: str | Path, options: RunOptions, echo: Echo = lambda s: None,
 
     loaded = load_recipe(path)
     check_recipe(loaded, echo)
-    require_pinned(loaded, options.allow_unpinned)
+    require_pinned(loaded, options.allow_unpinned or options.dry_run)  # a dry run shows them
     script = compile_recipe(loaded, target="full")
     plan = build_plan(loaded, runtime=options.runtime, runs_dir=options.runs_dir,
                       vllm_exec=options.vllm_exec, ready_timeout_s=options.ready_timeout_s,

@@ -128,7 +128,8 @@ class RunPlan:
             f"record     ledger row DONE / BLOCKED / FAILED / ABORTED; files in {self.run_dir}",
         ]
         if self.unpinned:
-            lines.append("UNPINNED   " + ", ".join(self.unpinned))
+            lines.append("UNPINNED   " + ", ".join(self.unpinned)
+                         + " (a run refuses these without --allow-unpinned; `autobench lock` pins them)")
         return "\n".join(lines)
 
 

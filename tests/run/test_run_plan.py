@@ -129,3 +129,22 @@ def test_dry_run_json_for_docker(tmp_path: Path):
     assert doc["readiness"]["served_model"] == "tiny" and doc["bench"]["model"] == "tiny"
     assert doc["script"].startswith("#!")
     assert not (tmp_path / "runs").exists()
+
+
+def test_dry_run_of_the_seed_recipe_shows_the_seed_command_and_its_unpinned_base(tmp_path: Path, repo_root):
+    recipe = repo_root / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround-dflash.yaml"
+    res = subprocess.run([sys.executable, "-m", "autobench", "run", str(recipe), "--dry-run", "--json"],
+                         capture_output=True, text=True, timeout=60, env=run_env(tmp_path), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    argv = doc["server_argv"]
+    assert argv[:5] == ["docker", "run", "-d", "--name", "vllm-qwen35-122b"]
+    assert "--env" in argv and "HF_TOKEN" in argv  # by name, never a value
+    i = argv.index("--speculative-config")
+    assert json.loads(argv[i + 1])["revision"] == "6c7242c934a9870d7c59c05240bdbb2467cc1394"
+    assert doc["teardown"] == "docker rm -f vllm-qwen35-122b"
+    assert doc["readiness"]["health_url"] == "http://127.0.0.1:8000/health"
+    assert doc["readiness"]["served_model"] == "qwen"
+    assert doc["bench"]["max_seconds"] == 900 and doc["bench"]["concurrency"] == 8
+    assert doc["unpinned"] == ["model.revision (shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC@main)"]
+    assert not (tmp_path / "runs").exists()
