@@ -15,27 +15,69 @@ def _echo_err(text: str) -> None:
 
 @click.command("run")
 @click.argument("recipe", type=click.Path(dir_okay=False))
-@click.option("--runtime", type=click.Choice(["docker", "process"]), default="docker", show_default=True,
-              help="docker: the compiled `docker run` command; process: `vllm serve ...` as a child process.")
-@click.option("--vllm-exec", default=None, metavar="CMD",
-              help="process runtime: the command that replaces `vllm` (shell words), "
-                   'e.g. "/opt/vllm/bin/vllm".')
-@click.option("--ledger", envvar="AUTOBENCH_LEDGER", default=None,
-              help="Ledger file or URL (default: AUTOBENCH_LEDGER, else ./ledger.db).")
-@click.option("--runs-dir", default="runs", show_default=True, type=click.Path(file_okay=False),
-              help="Run folders go here: <runs-dir>/<UTC timestamp>-<recipe>/.")
-@click.option("--allow-unpinned", is_flag=True,
-              help="Run even if Hub revisions are not pinned to a commit sha (noted in the ledger).")
-@click.option("--ready-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Boot timeout in seconds (default: the recipe's bench.ready_timeout_s).")
-@click.option("--grace", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="process runtime: seconds between SIGTERM and SIGKILL at teardown.")
+@click.option(
+    "--runtime",
+    type=click.Choice(["docker", "process"]),
+    default="docker",
+    show_default=True,
+    help="docker: the compiled `docker run` command; process: `vllm serve ...` as a child process.",
+)
+@click.option(
+    "--vllm-exec",
+    default=None,
+    metavar="CMD",
+    help="process runtime: the command that replaces `vllm` (shell words), "
+    'e.g. "/opt/vllm/bin/vllm".',
+)
+@click.option(
+    "--ledger",
+    envvar="AUTOBENCH_LEDGER",
+    default=None,
+    help="Ledger file or URL (default: AUTOBENCH_LEDGER, else ./ledger.db).",
+)
+@click.option(
+    "--runs-dir",
+    default="runs",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Run folders go here: <runs-dir>/<UTC timestamp>-<recipe>/.",
+)
+@click.option(
+    "--allow-unpinned",
+    is_flag=True,
+    help="Run even if Hub revisions are not pinned to a commit sha (noted in the ledger).",
+)
+@click.option(
+    "--ready-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Boot timeout in seconds (default: the recipe's bench.ready_timeout_s).",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    help="process runtime: seconds between SIGTERM and SIGKILL at teardown.",
+)
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the plan) as JSON on stdout.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the outcome (or the plan) as JSON on stdout."
+)
 @click.pass_context
-def run(ctx: click.Context, recipe: str, runtime: str, vllm_exec: str | None, ledger: str | None,
-        runs_dir: str, allow_unpinned: bool, ready_timeout: float | None, grace: float, dry_run: bool,
-        as_json: bool) -> None:
+def run(
+    ctx: click.Context,
+    recipe: str,
+    runtime: str,
+    vllm_exec: str | None,
+    ledger: str | None,
+    runs_dir: str,
+    allow_unpinned: bool,
+    ready_timeout: float | None,
+    grace: float,
+    dry_run: bool,
+    as_json: bool,
+) -> None:
     """Run a recipe end to end and record the outcome in the ledger.
 
     validate -> require pinned revisions -> compile -> start the server -> wait
@@ -45,8 +87,16 @@ def run(ctx: click.Context, recipe: str, runtime: str, vllm_exec: str | None, le
     """
     from autobench.run import RunOptions, run_recipe
 
-    options = RunOptions(runtime=runtime, runs_dir=runs_dir, ledger=ledger, allow_unpinned=allow_unpinned,
-                         vllm_exec=vllm_exec, ready_timeout_s=ready_timeout, grace_s=grace, dry_run=dry_run)
+    options = RunOptions(
+        runtime=runtime,
+        runs_dir=runs_dir,
+        ledger=ledger,
+        allow_unpinned=allow_unpinned,
+        vllm_exec=vllm_exec,
+        ready_timeout_s=ready_timeout,
+        grace_s=grace,
+        dry_run=dry_run,
+    )
     outcome = run_recipe(recipe, options, echo=_echo_err)
     if as_json:
         doc: dict[str, Any] = outcome.plan.to_json_dict() if dry_run else outcome.to_json_dict()
@@ -55,7 +105,9 @@ def run(ctx: click.Context, recipe: str, runtime: str, vllm_exec: str | None, le
         click.echo(json.dumps(doc, indent=2, default=str))
     elif dry_run:
         click.echo(outcome.plan.render_text())
-        click.echo("\n# compiled script (stored with the run in the ledger)\n" + (outcome.script or ""))
+        click.echo(
+            "\n# compiled script (stored with the run in the ledger)\n" + (outcome.script or "")
+        )
     else:
         _print_outcome(outcome)
     ctx.exit(outcome.exit_code)
@@ -70,9 +122,19 @@ def _print_outcome(outcome: Any) -> None:
         click.echo(f"  root cause: {outcome.root_cause_category}: {outcome.root_cause_message}")
     m = outcome.metrics
     if m:
-        parts = [f"{k}={m[k]:.2f}" if isinstance(m[k], float) else f"{k}={m[k]}"
-                 for k in ("prefill_tok_s", "decode_tok_s", "completed", "errors", "ttft_median_ms",
-                           "tpot_median_ms", "spec_acceptance_length") if m.get(k) is not None]
+        parts = [
+            f"{k}={m[k]:.2f}" if isinstance(m[k], float) else f"{k}={m[k]}"
+            for k in (
+                "prefill_tok_s",
+                "decode_tok_s",
+                "completed",
+                "errors",
+                "ttft_median_ms",
+                "tpot_median_ms",
+                "spec_acceptance_length",
+            )
+            if m.get(k) is not None
+        ]
         click.echo("  " + " ".join(parts))
     for note in outcome.notes:
         click.echo(f"  note: {note}")

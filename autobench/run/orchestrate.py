@@ -41,8 +41,9 @@ from autobench.run.signals import RunInterrupted, SignalGuard
 Echo = Callable[[str], None]
 
 #: Environment variables whose values are always treated as secrets (besides recipe.secrets).
-SECRET_NAME_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)",
-                            re.IGNORECASE)
+SECRET_NAME_RE = re.compile(
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)", re.IGNORECASE
+)
 MIN_SECRET_LEN = 6
 PIN_CODES = frozenset({"AB010", "AB011", "AB012"})
 
@@ -86,8 +87,11 @@ class RunOutcome:
             "display_id": self.display_id,
             "recipe": self.plan.recipe_name,
             "run_dir": str(self.plan.run_dir),
-            "root_cause": ({"category": self.root_cause_category, "message": self.root_cause_message}
-                           if self.root_cause_category or self.root_cause_message else None),
+            "root_cause": (
+                {"category": self.root_cause_category, "message": self.root_cause_message}
+                if self.root_cause_category or self.root_cause_message
+                else None
+            ),
             "metrics": self.metrics,
             "boot": self.boot,
             "notes": self.notes,
@@ -99,11 +103,18 @@ class RunOutcome:
 
 
 # ---------------------------------------------------------------- secrets
-def secret_values(recipe_secrets: list[str] | tuple[str, ...], env: Mapping[str, str]) -> dict[str, str]:
+def secret_values(
+    recipe_secrets: list[str] | tuple[str, ...], env: Mapping[str, str]
+) -> dict[str, str]:
     """Secrets to redact (name -> value): every declared secret, and any env var named like one."""
     out = {n: env[n] for n in recipe_secrets if env.get(n)}
     for name, value in env.items():
-        if name not in out and SECRET_NAME_RE.search(name) and value and len(value) >= MIN_SECRET_LEN:
+        if (
+            name not in out
+            and SECRET_NAME_RE.search(name)
+            and value
+            and len(value) >= MIN_SECRET_LEN
+        ):
             out[name] = value
     return out
 
@@ -126,8 +137,11 @@ def check_recipe(loaded: LoadedRecipe, echo: Echo) -> None:
         first = errors[0]
         more = f" (+{len(errors) - 1} more; see `autobench validate`)" if len(errors) > 1 else ""
         key = f"{first.key}: " if first.key else ""
-        raise RecipeError(f"{first.code} {key}{first.message}{more}", hint=first.hint,
-                          location=str(first.location or loaded.path))
+        raise RecipeError(
+            f"{first.code} {key}{first.message}{more}",
+            hint=first.hint,
+            location=str(first.location or loaded.path),
+        )
 
 
 def require_pinned(loaded: LoadedRecipe, allow_unpinned: bool) -> list[str]:
@@ -141,8 +155,11 @@ def require_pinned(loaded: LoadedRecipe, allow_unpinned: bool) -> list[str]:
     return refs
 
 
-def prepare(path: str | Path, options: RunOptions, echo: Echo = lambda s: None,
-            ) -> tuple[LoadedRecipe, RunPlan, str]:
+def prepare(
+    path: str | Path,
+    options: RunOptions,
+    echo: Echo = lambda s: None,
+) -> tuple[LoadedRecipe, RunPlan, str]:
     """Everything before anything runs: load, validate, pin check, compile, plan."""
     from autobench.compile import compile_recipe
 
@@ -150,9 +167,14 @@ def prepare(path: str | Path, options: RunOptions, echo: Echo = lambda s: None,
     check_recipe(loaded, echo)
     require_pinned(loaded, options.allow_unpinned or options.dry_run)  # a dry run shows them
     script = compile_recipe(loaded, target="full")
-    plan = build_plan(loaded, runtime=options.runtime, runs_dir=options.runs_dir,
-                      vllm_exec=options.vllm_exec, ready_timeout_s=options.ready_timeout_s,
-                      grace_s=options.grace_s)
+    plan = build_plan(
+        loaded,
+        runtime=options.runtime,
+        runs_dir=options.runs_dir,
+        vllm_exec=options.vllm_exec,
+        ready_timeout_s=options.ready_timeout_s,
+        grace_s=options.grace_s,
+    )
     return loaded, plan, script
 
 
@@ -200,7 +222,9 @@ def normalized_metrics(result: Any, plan: RunPlan) -> dict[str, Any]:
     from autobench.ledger.models import METRIC_KEYS
 
     path = plan.path(P.BENCH_JSON)
-    path.write_text(json.dumps(result.to_json_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    path.write_text(
+        json.dumps(result.to_json_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
     norm = load_result_json(path)
     norm = norm if isinstance(norm, dict) else getattr(norm, "metrics", {}) or {}
     return {k: norm[k] for k in METRIC_KEYS if norm.get(k) is not None}
@@ -212,16 +236,26 @@ def _now() -> datetime:
 
 
 def _host_facts(plan: RunPlan) -> dict[str, Any]:
-    return {"runtime": plan.runtime, "platform": platform.platform(), "machine": platform.machine(),
-            "cpu_count": os.cpu_count(), "python": platform.python_version()}
+    return {
+        "runtime": plan.runtime,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+    }
 
 
 def _image_digest(image: str) -> str | None:
     return image.split("@", 1)[1] if "@sha256:" in image else None
 
 
-def run_recipe(path: str | Path, options: RunOptions | None = None, *, echo: Echo = print,
-               env: Mapping[str, str] | None = None) -> RunOutcome:
+def run_recipe(
+    path: str | Path,
+    options: RunOptions | None = None,
+    *,
+    echo: Echo = print,
+    env: Mapping[str, str] | None = None,
+) -> RunOutcome:
     """Run a recipe end to end and record it (or, with ``dry_run``, only plan it)."""
     options = options or RunOptions()
     loaded, plan, script = prepare(path, options, echo)
@@ -271,10 +305,17 @@ def run_recipe(path: str | Path, options: RunOptions | None = None, *, echo: Ech
                 echo(f"run {plan.recipe_name}: {plan.runtime} runtime, folder {run_dir}")
                 echo(f"start: {redact(' '.join(plan.server_argv))}")
                 with guard.deferred():
-                    server = start_server(plan.runtime, plan.server_argv, child_env, log, plan.grace_s)
+                    server = start_server(
+                        plan.runtime, plan.server_argv, child_env, log, plan.grace_s
+                    )
                 phase = "boot"
-                readiness = wait_ready(plan.health_url, plan.models_url, plan.served_model,
-                                       timeout_s=plan.ready_timeout_s, exited=server.exit_code)
+                readiness = wait_ready(
+                    plan.health_url,
+                    plan.models_url,
+                    plan.served_model,
+                    timeout_s=plan.ready_timeout_s,
+                    exited=server.exit_code,
+                )
                 log.note(f"readiness: {readiness.describe()}")
                 echo(readiness.describe())
                 if readiness.ready:
@@ -313,13 +354,16 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _bench(loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome,
-           echo: Echo) -> tuple[str, str | None]:
+def _bench(
+    loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome, echo: Echo
+) -> tuple[str, str | None]:
     from autobench.bench.client import run_bench
 
     cfg = bench_config(loaded, plan)
-    echo(f"bench: {plan.bench_model} @ {plan.base_url}, {cfg.num_prompts} prompts, concurrency "
-         f"{cfg.concurrency}, max_tokens {cfg.max_tokens}")
+    echo(
+        f"bench: {plan.bench_model} @ {plan.base_url}, {cfg.num_prompts} prompts, concurrency "
+        f"{cfg.concurrency}, max_tokens {cfg.max_tokens}"
+    )
     try:
         result = run_bench(cfg)
     except AutobenchError as exc:
@@ -365,8 +409,14 @@ def _scrape(plan: RunPlan) -> None:
         plan.path(P.METRICS_TXT).write_bytes(body)
 
 
-def _finish(loaded: LoadedRecipe, plan: RunPlan, outcome: RunOutcome, readiness: Readiness | None,
-            bench_error: str | None, guard: SignalGuard) -> None:
+def _finish(
+    loaded: LoadedRecipe,
+    plan: RunPlan,
+    outcome: RunOutcome,
+    readiness: Readiness | None,
+    bench_error: str | None,
+    guard: SignalGuard,
+) -> None:
     """Parse the stored log; fill boot facts and the root cause."""
     from autobench.ledger.models import BOOT_KEYS
     from autobench.logs import parse_log
@@ -423,8 +473,14 @@ def _boot_facts(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
-def _record(ledger: Any, loaded: LoadedRecipe, plan: RunPlan, outcome: RunOutcome, script: str,
-            redact: Callable[[str], str]) -> None:
+def _record(
+    ledger: Any,
+    loaded: LoadedRecipe,
+    plan: RunPlan,
+    outcome: RunOutcome,
+    script: str,
+    redact: Callable[[str], str],
+) -> None:
     from autobench.ledger import NewRun
 
     r = loaded.recipe
@@ -445,7 +501,9 @@ def _record(ledger: Any, loaded: LoadedRecipe, plan: RunPlan, outcome: RunOutcom
         engine_version=outcome.boot.get("vllm_version"),
         host_facts=_host_facts(plan),
         root_cause_category=outcome.root_cause_category,
-        root_cause_message=redact(outcome.root_cause_message) if outcome.root_cause_message else None,
+        root_cause_message=redact(outcome.root_cause_message)
+        if outcome.root_cause_message
+        else None,
         started_at=outcome.started_at,
         ended_at=outcome.ended_at,
         notes=redact(notes),

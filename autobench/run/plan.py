@@ -107,17 +107,31 @@ class RunPlan:
     def render_text(self) -> str:
         """The plan for people (``--dry-run``)."""
         b = self.bench
-        bench_bits = [f"{k}={b[k]}" for k in ("endpoint", "num_prompts", "concurrency", "max_tokens",
-                                               "max_seconds", "request_rate") if b.get(k) is not None]
+        bench_bits = [
+            f"{k}={b[k]}"
+            for k in (
+                "endpoint",
+                "num_prompts",
+                "concurrency",
+                "max_tokens",
+                "max_seconds",
+                "request_rate",
+            )
+            if b.get(k) is not None
+        ]
         lines = [
             f"recipe     {self.recipe_name} ({self.recipe_path}, {self.digest})",
             f"runtime    {self.runtime}",
             f"start      {shlex.join(self.server_argv)}",
         ]
         if self.env:
-            lines.append("env        " + " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items()))
+            lines.append(
+                "env        " + " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+            )
         if self.secret_names:
-            lines.append("secrets    " + ", ".join(self.secret_names) + " (by name, redacted from logs)")
+            lines.append(
+                "secrets    " + ", ".join(self.secret_names) + " (by name, redacted from logs)"
+            )
         lines += [
             f"log        {self.path(SERVER_LOG)}",
             f"ready      GET {self.health_url} and {self.models_url} lists {self.served_model!r}"
@@ -128,8 +142,11 @@ class RunPlan:
             f"record     ledger row DONE / BLOCKED / FAILED / ABORTED; files in {self.run_dir}",
         ]
         if self.unpinned:
-            lines.append("UNPINNED   " + ", ".join(self.unpinned)
-                         + " (a run refuses these without --allow-unpinned; `autobench lock` pins them)")
+            lines.append(
+                "UNPINNED   "
+                + ", ".join(self.unpinned)
+                + " (a run refuses these without --allow-unpinned; `autobench lock` pins them)"
+            )
         return "\n".join(lines)
 
 
@@ -140,7 +157,9 @@ def unpinned_refs(loaded: LoadedRecipe) -> list[str]:
     if not is_full_sha(r.model.revision):
         out.append(f"model.revision ({r.model.repo}@{r.model.revision})")
     if r.model.tokenizer and not is_full_sha(r.model.tokenizer_revision):
-        out.append(f"model.tokenizer_revision ({r.model.tokenizer}@{r.model.tokenizer_revision or 'main'})")
+        out.append(
+            f"model.tokenizer_revision ({r.model.tokenizer}@{r.model.tokenizer_revision or 'main'})"
+        )
     spec = r.speculative
     if spec is not None and spec.model and not is_full_sha(spec.revision):
         out.append(f"speculative.revision ({spec.model}@{spec.revision or 'main'})")
@@ -156,7 +175,9 @@ def client_host(host: str) -> str:
     return host
 
 
-_PORT_RE = re.compile(r"^(?:(?P<ip>\[[^\]]+\]|[^:]+):)?(?P<host>\d*):(?P<ctr>\d+)(?:/(?P<proto>tcp|udp))?$")
+_PORT_RE = re.compile(
+    r"^(?:(?P<ip>\[[^\]]+\]|[^:]+):)?(?P<host>\d*):(?P<ctr>\d+)(?:/(?P<proto>tcp|udp))?$"
+)
 
 
 def published_port(ports: list[str], container_port: int) -> tuple[str, int] | None:
@@ -203,7 +224,9 @@ def build_plan(
     from autobench.compile import docker_argv, serve_argv
 
     if runtime not in RUNTIMES:
-        raise UsageError(f"unknown runtime {runtime!r}", hint="use --runtime docker or --runtime process")
+        raise UsageError(
+            f"unknown runtime {runtime!r}", hint="use --runtime docker or --runtime process"
+        )
     recipe = loaded.recipe
     engine = recipe.engine
     if recipe.bench.client != "autobench":
@@ -218,7 +241,9 @@ def build_plan(
         if vllm_exec:
             exe = shlex.split(vllm_exec)
             if not exe:
-                raise UsageError("--vllm-exec is empty", hint='e.g. --vllm-exec "/opt/vllm/bin/vllm"')
+                raise UsageError(
+                    "--vllm-exec is empty", hint='e.g. --vllm-exec "/opt/vllm/bin/vllm"'
+                )
             argv = exe + argv[1:]
         base = f"http://{client_host(engine.host)}:{engine.port}"
         teardown = f"SIGTERM to the server's process group, SIGKILL after {grace_s:g} s"
@@ -229,8 +254,11 @@ def build_plan(
         argv = list(docker_argv(recipe))
         container_name = _option_value(argv, "--name")
         if not container_name:
-            raise RunError("the compiled docker command has no --name, so it cannot be torn down",
-                           hint="set container.name in the recipe", location=str(loaded.path))
+            raise RunError(
+                "the compiled docker command has no --name, so it cannot be torn down",
+                hint="set container.name in the recipe",
+                location=str(loaded.path),
+            )
         if _uses_host_network(recipe.container.extra_args):
             base = f"http://{client_host(engine.host)}:{engine.port}"
         else:
@@ -258,7 +286,9 @@ def build_plan(
         base_url=base,
         served_model=recipe.served_name,
         bench_model=recipe.bench_model,
-        ready_timeout_s=float(ready_timeout_s if ready_timeout_s is not None else recipe.bench.ready_timeout_s),
+        ready_timeout_s=float(
+            ready_timeout_s if ready_timeout_s is not None else recipe.bench.ready_timeout_s
+        ),
         grace_s=grace_s,
         bench=bench,
         run_dir=run_dir_for(Path(runs_dir), recipe.name, now or datetime.now(UTC)),

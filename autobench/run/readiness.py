@@ -32,7 +32,8 @@ class Readiness:
         if self.ready:
             return f"ready after {self.elapsed_s:.1f} s"
         if self.reason == "exited":
-            return f"server exited with code {self.exit_code} before it became ready ({self.elapsed_s:.1f} s)"
+            code, took = self.exit_code, self.elapsed_s
+            return f"server exited with code {code} before it became ready ({took:.1f} s)"
         detail = f"; last answer: {self.last_error}" if self.last_error else ""
         return f"server not ready after {self.elapsed_s:.0f} s (boot timeout){detail}"
 
@@ -54,7 +55,9 @@ def model_ids(body: bytes) -> list[str]:
         return []
 
 
-def probe(health_url: str, models_url: str, served_model: str) -> tuple[bool, str | None, list[str]]:
+def probe(
+    health_url: str, models_url: str, served_model: str
+) -> tuple[bool, str | None, list[str]]:
     """One readiness probe: (ready, what was wrong, model ids seen)."""
     try:
         status, _ = http_get(health_url)
@@ -92,7 +95,9 @@ def wait_ready(
     while True:
         code = exited()
         if code is not None:
-            return Readiness(False, "exited", clock() - start, exit_code=code, last_error=last_error)
+            return Readiness(
+                False, "exited", clock() - start, exit_code=code, last_error=last_error
+            )
         ok, last_error, models = probe(health_url, models_url, served_model)
         if ok:
             return Readiness(True, "ready", clock() - start, models=tuple(models))

@@ -117,8 +117,10 @@ def _spawn(argv: Sequence[str], env: dict[str, str] | None) -> subprocess.Popen[
             env=env,
         )
     except FileNotFoundError as exc:
-        raise RunError(f"cannot start the server: {argv[0]!r} not found",
-                       hint="install it or point --vllm-exec at it") from exc
+        raise RunError(
+            f"cannot start the server: {argv[0]!r} not found",
+            hint="install it or point --vllm-exec at it",
+        ) from exc
     except PermissionError as exc:
         raise RunError(f"cannot start the server: {argv[0]!r} is not executable") from exc
 
@@ -213,8 +215,14 @@ def _is_detached(argv: Sequence[str]) -> bool:
 
 
 class DockerServer:
-    def __init__(self, argv: Sequence[str], env: dict[str, str], log: LogFile, grace_s: float,
-                 docker: str = "docker"):
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: dict[str, str],
+        log: LogFile,
+        grace_s: float,
+        docker: str = "docker",
+    ):
         self.argv = list(argv)
         self.name = _docker_name(self.argv)
         self.docker = self.argv[0] if self.argv else docker
@@ -255,7 +263,10 @@ class DockerServer:
         try:
             out = subprocess.run(
                 [self.docker, "inspect", "-f", "{{.State.ExitCode}}", self.name],
-                capture_output=True, text=True, timeout=30, env=self._env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                env=self._env,
             )
             return int(out.stdout.strip())
         except (OSError, ValueError, subprocess.TimeoutExpired):
@@ -283,8 +294,13 @@ class DockerServer:
             self._created = False
         if self._created:
             try:
-                rm = subprocess.run([self.docker, "rm", "-f", self.name], capture_output=True, text=True,
-                                    timeout=120, env=self._env)
+                rm = subprocess.run(
+                    [self.docker, "rm", "-f", self.name],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                    env=self._env,
+                )
                 self._log.note(f"docker rm -f {self.name} -> exit {rm.returncode}")
             except (OSError, subprocess.TimeoutExpired) as exc:
                 self._log.note(f"docker rm -f {self.name} failed: {exc}")
@@ -295,8 +311,9 @@ class DockerServer:
             pump.join(timeout=5)
 
 
-def start_server(runtime: str, argv: Sequence[str], env: dict[str, str], log: LogFile,
-                 grace_s: float) -> ProcessServer | DockerServer:
+def start_server(
+    runtime: str, argv: Sequence[str], env: dict[str, str], log: LogFile, grace_s: float
+) -> ProcessServer | DockerServer:
     if runtime == "process":
         return ProcessServer(argv, env, log, grace_s)
     if runtime == "docker":

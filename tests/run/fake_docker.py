@@ -13,6 +13,7 @@ in $FAKE_DOCKER_STATE/calls.jsonl) and emulates just what `autobench run` uses:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -47,18 +48,34 @@ def _alive(pid: int) -> bool:
 def run(argv: list[str]) -> int:
     name = _opt(argv, "--name") or "anon"
     if (STATE / f"{name}.pid").exists():
-        print(f'docker: Error response from daemon: Conflict. The container name "/{name}" is already '
-              "in use by container \"0123abcd\".", file=sys.stderr)
+        print(
+            "docker: Error response from daemon: Conflict. The container name "
+            f'"/{name}" is already in use by container "0123abcd".',
+            file=sys.stderr,
+        )
         return 125
-    cmd = [sys.executable, "-m", "autobench.bench.synthetic", "--host", "127.0.0.1",
-           "--port", _opt(argv, "--port") or "8000", "--model", _opt(argv, "--served-model-name") or "x",
-           *shlex.split(os.environ.get("FAKE_VLLM_ARGS", ""))]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autobench.bench.synthetic",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        _opt(argv, "--port") or "8000",
+        "--model",
+        _opt(argv, "--served-model-name") or "x",
+        *shlex.split(os.environ.get("FAKE_VLLM_ARGS", "")),
+    ]
     if "-d" not in argv and "--detach" not in argv:
         (STATE / f"{name}.pid").write_text(str(os.getpid()))
         os.execv(sys.executable, cmd)
     log = (STATE / f"{name}.log").open("wb")
-    sup = subprocess.Popen([sys.executable, __file__, "_supervise", name, *cmd], stdout=log,
-                           stderr=subprocess.STDOUT, start_new_session=True)
+    sup = subprocess.Popen(
+        [sys.executable, __file__, "_supervise", name, *cmd],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     (STATE / f"{name}.pid").write_text(str(sup.pid))
     print(hashlib.sha256(name.encode()).hexdigest())
     return 0
@@ -105,10 +122,8 @@ def main() -> int:
         name = argv[-1]
         pid_file = STATE / f"{name}.pid"
         if pid_file.exists():
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(int(pid_file.read_text()), signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             pid_file.unlink()
             print(name)
             return 0

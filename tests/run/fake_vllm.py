@@ -37,9 +37,18 @@ def main() -> None:
         print(f"INFO [fake_vllm] environment: HF_TOKEN={os.environ.get('HF_TOKEN')}", flush=True)
     if os.environ.get("FAKE_VLLM_IGNORE_SIGTERM"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # inherited across exec: a wedged server
-    cmd = [sys.executable, "-m", "autobench.bench.synthetic", "--host", opts["--host"],
-           "--port", opts["--port"], "--model", opts["--served-model-name"],
-           *shlex.split(os.environ.get("FAKE_VLLM_ARGS", ""))]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autobench.bench.synthetic",
+        "--host",
+        opts["--host"],
+        "--port",
+        opts["--port"],
+        "--model",
+        opts["--served-model-name"],
+        *shlex.split(os.environ.get("FAKE_VLLM_ARGS", "")),
+    ]
     os.execv(sys.executable, cmd)
 
 

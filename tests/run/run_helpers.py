@@ -21,9 +21,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def recipe_text(port: int, *, name: str = "synth-run", revision: str = SHA, secrets: str = "[HF_TOKEN]",
-                num_prompts: int = 8, concurrency: int = 2, max_tokens: int = 8, ready_timeout: float = 20,
-                extra: str = "") -> str:
+def recipe_text(
+    port: int,
+    *,
+    name: str = "synth-run",
+    revision: str = SHA,
+    secrets: str = "[HF_TOKEN]",
+    num_prompts: int = 8,
+    concurrency: int = 2,
+    max_tokens: int = 8,
+    ready_timeout: float = 20,
+    extra: str = "",
+) -> str:
     return f"""\
 name: {name}
 model:
@@ -57,15 +66,37 @@ def run_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 def run_args(recipe: Path, tmp_path: Path, *more: str) -> list[str]:
-    return [sys.executable, "-m", "autobench", "run", str(recipe), "--runtime", "process",
-            "--vllm-exec", f"{sys.executable} {FAKE_VLLM}", "--ledger", str(tmp_path / "ledger.db"),
-            "--runs-dir", str(tmp_path / "runs"), "--grace", "3", *more]
+    return [
+        sys.executable,
+        "-m",
+        "autobench",
+        "run",
+        str(recipe),
+        "--runtime",
+        "process",
+        "--vllm-exec",
+        f"{sys.executable} {FAKE_VLLM}",
+        "--ledger",
+        str(tmp_path / "ledger.db"),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--grace",
+        "3",
+        *more,
+    ]
 
 
-def run_cli(recipe: Path, tmp_path: Path, *more: str, timeout: float = 60, **env: str
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(run_args(recipe, tmp_path, *more), capture_output=True, text=True,
-                          timeout=timeout, env=run_env(tmp_path, **env), cwd=tmp_path)
+def run_cli(
+    recipe: Path, tmp_path: Path, *more: str, timeout: float = 60, **env: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        run_args(recipe, tmp_path, *more),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=run_env(tmp_path, **env),
+        cwd=tmp_path,
+    )
 
 
 def only_run_dir(tmp_path: Path) -> Path:

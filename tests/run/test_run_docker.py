@@ -21,7 +21,7 @@ def _docker_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     shim = bin_dir / "docker"
-    shim.write_text(f"#!/bin/sh\nexec {sys.executable} {HERE / 'fake_docker.py'} \"$@\"\n")
+    shim.write_text(f'#!/bin/sh\nexec {sys.executable} {HERE / "fake_docker.py"} "$@"\n')
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     state = tmp_path / "docker-state"
     state.mkdir()
@@ -32,9 +32,25 @@ def _docker_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 def _run(recipe: Path, tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "autobench", "run", str(recipe), "--runtime", "docker",
-         "--ledger", str(tmp_path / "ledger.db"), "--runs-dir", str(tmp_path / "runs")],
-        capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "autobench",
+            "run",
+            str(recipe),
+            "--runtime",
+            "docker",
+            "--ledger",
+            str(tmp_path / "ledger.db"),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+    )
 
 
 def _calls(tmp_path: Path) -> list[list[str]]:
@@ -42,7 +58,9 @@ def _calls(tmp_path: Path) -> list[list[str]]:
     return [json.loads(line) for line in lines]
 
 
-def test_docker_runtime_runs_the_compiled_command_and_removes_the_container(make_recipe, tmp_path: Path):
+def test_docker_runtime_runs_the_compiled_command_and_removes_the_container(
+    make_recipe, tmp_path: Path
+):
     recipe = make_recipe()
     env = _docker_env(tmp_path, FAKE_VLLM_ARGS="--ttft-ms 5 --itl-ms 2", HF_TOKEN="hf_" + "a1" * 20)
     res = _run(recipe, tmp_path, env)
@@ -59,12 +77,15 @@ def test_docker_runtime_runs_the_compiled_command_and_removes_the_container(make
     assert not (tmp_path / "docker-state" / "ab-synth-run.pid").exists()
 
 
-def test_a_refused_docker_run_is_blocked_and_never_removes_someone_elses_container(make_recipe,
-                                                                                    tmp_path: Path):
+def test_a_refused_docker_run_is_blocked_and_never_removes_someone_elses_container(
+    make_recipe, tmp_path: Path
+):
     recipe = make_recipe()
     env = _docker_env(tmp_path)
     other = tmp_path / "docker-state" / "ab-synth-run.pid"
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
+    )
     try:
         other.write_text(str(sleeper.pid))  # a container of that name already exists
         res = _run(recipe, tmp_path, env)

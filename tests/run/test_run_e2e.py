@@ -42,8 +42,16 @@ def test_done_row_with_metrics(make_recipe, tmp_path: Path):
     assert row.started_at <= row.ended_at
     run_dir = only_run_dir(tmp_path)
     assert outcome["run_dir"] == str(run_dir) and outcome["run_id"] == row.id
-    for name in ("server.log", "plan.json", "script.sh", "recipe.json", "bench.json", "metrics.prom",
-                 "log.json", "outcome.json"):
+    for name in (
+        "server.log",
+        "plan.json",
+        "script.sh",
+        "recipe.json",
+        "bench.json",
+        "metrics.prom",
+        "log.json",
+        "outcome.json",
+    ):
         assert (run_dir / name).is_file(), name
     log = (run_dir / "server.log").read_text()
     assert "[autobench] readiness: ready after" in log and "[autobench] server torn down" in log
@@ -52,7 +60,9 @@ def test_done_row_with_metrics(make_recipe, tmp_path: Path):
     assert "vllm:" in (run_dir / "metrics.prom").read_text()
 
 
-def test_server_that_never_becomes_ready_is_blocked_with_the_log_root_cause(make_recipe, tmp_path: Path):
+def test_server_that_never_becomes_ready_is_blocked_with_the_log_root_cause(
+    make_recipe, tmp_path: Path
+):
     recipe = make_recipe()
     args = '--fail-boot-with "new_spec.page_size_bytes == max_page_size"'
     res = run_cli(recipe, tmp_path, FAKE_VLLM_ARGS=args)
@@ -90,14 +100,22 @@ def test_server_dying_mid_bench_is_failed(make_recipe, tmp_path: Path):
     assert 3 <= row.metrics["completed"] < 12
     assert row.metrics["errors"] > 0
     assert "died unexpectedly" in (only_run_dir(tmp_path) / "server.log").read_text()
-    assert "server exited with code 1 during the bench" in (row.notes + (row.root_cause_message or ""))
+    assert "server exited with code 1 during the bench" in (
+        row.notes + (row.root_cause_message or "")
+    )
 
 
 def _interrupt_during_bench(make_recipe, tmp_path: Path, signum: int):
     recipe = make_recipe(num_prompts=40)
     env = run_env(tmp_path, FAKE_VLLM_ARGS="--ttft-ms 5 --itl-ms 150", PYTHONFAULTHANDLER="1")
-    proc = subprocess.Popen(run_args(recipe, tmp_path, "--json"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(
+        run_args(recipe, tmp_path, "--json"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         deadline = time.monotonic() + 30
         log_path = None
@@ -182,19 +200,29 @@ def test_allow_unpinned_runs_and_notes_it(make_recipe, tmp_path: Path):
     assert "unpinned: model.revision (acme/tiny-model@main)" in row.notes
 
 
-def test_sigint_during_boot_and_again_during_teardown_still_tears_down_and_records(make_recipe,
-                                                                                   tmp_path: Path):
+def test_sigint_during_boot_and_again_during_teardown_still_tears_down_and_records(
+    make_recipe, tmp_path: Path
+):
     recipe = make_recipe()
     env = run_env(tmp_path, FAKE_VLLM_ARGS="--boot-delay 60", FAKE_VLLM_IGNORE_SIGTERM="1")
-    proc = subprocess.Popen(run_args(recipe, tmp_path, "--grace", "1.5"), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(
+        run_args(recipe, tmp_path, "--grace", "1.5"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             runs = tmp_path / "runs"
             logs = list(runs.glob("*/server.log")) if runs.exists() else []
-            if logs and "Started server process" not in logs[0].read_text() \
-                    and "synthetic boot delay" in logs[0].read_text():
+            if (
+                logs
+                and "Started server process" not in logs[0].read_text()
+                and "synthetic boot delay" in logs[0].read_text()
+            ):
                 break
             time.sleep(0.05)
         else:

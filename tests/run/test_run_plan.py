@@ -27,11 +27,21 @@ def _loaded(tmp_path: Path, text: str):
 
 def test_process_plan_uses_serve_argv_with_the_executable_replaced(tmp_path: Path):
     loaded = _loaded(tmp_path, recipe_text(18123))
-    plan = build_plan(loaded, runtime="process", runs_dir=tmp_path / "runs",
-                      vllm_exec="/opt/venv/bin/python -m vllm.entrypoints.cli.main", now=NOW)
+    plan = build_plan(
+        loaded,
+        runtime="process",
+        runs_dir=tmp_path / "runs",
+        vllm_exec="/opt/venv/bin/python -m vllm.entrypoints.cli.main",
+        now=NOW,
+    )
     argv = serve_argv(loaded.recipe)
     assert argv[:3] == ["vllm", "serve", "acme/tiny-model"]
-    assert list(plan.server_argv) == ["/opt/venv/bin/python", "-m", "vllm.entrypoints.cli.main", *argv[1:]]
+    assert list(plan.server_argv) == [
+        "/opt/venv/bin/python",
+        "-m",
+        "vllm.entrypoints.cli.main",
+        *argv[1:],
+    ]
     assert plan.base_url == "http://127.0.0.1:18123"
     assert plan.health_url == "http://127.0.0.1:18123/health"
     assert plan.models_url == "http://127.0.0.1:18123/v1/models"
@@ -69,14 +79,17 @@ def test_vllm_exec_is_for_the_process_runtime_only(tmp_path: Path):
         build_plan(loaded, runtime="podman")
 
 
-@pytest.mark.parametrize(("spec", "port", "expected"), [
-    (["8000:8000"], 8000, ("0.0.0.0", 8000)),
-    (["9000:8000/tcp"], 8000, ("0.0.0.0", 9000)),
-    (["127.0.0.1:9000:8000"], 8000, ("127.0.0.1", 9000)),
-    (["[::1]:9000:8000"], 8000, ("::1", 9000)),
-    (["9000:8000/udp"], 8000, None),
-    (["9000:8001"], 8000, None),
-])
+@pytest.mark.parametrize(
+    ("spec", "port", "expected"),
+    [
+        (["8000:8000"], 8000, ("0.0.0.0", 8000)),
+        (["9000:8000/tcp"], 8000, ("0.0.0.0", 9000)),
+        (["127.0.0.1:9000:8000"], 8000, ("127.0.0.1", 9000)),
+        (["[::1]:9000:8000"], 8000, ("::1", 9000)),
+        (["9000:8000/udp"], 8000, None),
+        (["9000:8001"], 8000, None),
+    ],
+)
 def test_published_port(spec, port, expected):
     assert published_port(spec, port) == expected
 
@@ -91,11 +104,15 @@ def test_client_host():
 def test_unpinned_refs_cover_model_tokenizer_and_draft(tmp_path: Path):
     text = recipe_text(18123, revision="main") + (
         "speculative:\n  method: dflash\n  model: z-lab/Draft\n  revision: bce6f76\n"
-        "  num_speculative_tokens: 5\n")
+        "  num_speculative_tokens: 5\n"
+    )
     text = text.replace("  served_name: tiny\n", "  served_name: tiny\n  tokenizer: acme/tok\n")
     refs = unpinned_refs(_loaded(tmp_path, text))
-    assert refs == ["model.revision (acme/tiny-model@main)", "model.tokenizer_revision (acme/tok@main)",
-                    "speculative.revision (z-lab/Draft@bce6f76)"]
+    assert refs == [
+        "model.revision (acme/tiny-model@main)",
+        "model.tokenizer_revision (acme/tok@main)",
+        "speculative.revision (z-lab/Draft@bce6f76)",
+    ]
     assert unpinned_refs(_loaded(tmp_path, recipe_text(18123, revision=SHA))) == []
 
 
@@ -103,9 +120,25 @@ def _dry_run(tmp_path: Path, *more: str) -> subprocess.CompletedProcess[str]:
     recipe = tmp_path / "r.yaml"
     recipe.write_text(recipe_text(18123), encoding="utf-8")
     return subprocess.run(
-        [sys.executable, "-m", "autobench", "run", str(recipe), "--dry-run", "--ledger",
-         str(tmp_path / "ledger.db"), "--runs-dir", str(tmp_path / "runs"), *more],
-        capture_output=True, text=True, timeout=60, env=run_env(tmp_path), cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "autobench",
+            "run",
+            str(recipe),
+            "--dry-run",
+            "--ledger",
+            str(tmp_path / "ledger.db"),
+            "--runs-dir",
+            str(tmp_path / "runs"),
+            *more,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=run_env(tmp_path),
+        cwd=tmp_path,
+    )
 
 
 def test_dry_run_shows_the_plan_and_runs_nothing(tmp_path: Path):
@@ -113,7 +146,9 @@ def test_dry_run_shows_the_plan_and_runs_nothing(tmp_path: Path):
     assert res.returncode == 0, res.stderr
     out = res.stdout
     assert f"start      {sys.executable} {FAKE_VLLM} serve acme/tiny-model --revision {SHA}" in out
-    assert "ready      GET http://127.0.0.1:18123/health and http://127.0.0.1:18123/v1/models" in out
+    assert (
+        "ready      GET http://127.0.0.1:18123/health and http://127.0.0.1:18123/v1/models" in out
+    )
     assert "teardown   SIGTERM to the server's process group" in out
     assert "secrets    HF_TOKEN (by name, redacted from logs)" in out
     assert "# compiled script" in out and "docker run" in out
@@ -131,10 +166,18 @@ def test_dry_run_json_for_docker(tmp_path: Path):
     assert not (tmp_path / "runs").exists()
 
 
-def test_dry_run_of_the_seed_recipe_shows_the_seed_command_and_its_unpinned_base(tmp_path: Path, repo_root):
+def test_dry_run_of_the_seed_recipe_shows_the_seed_command_and_its_unpinned_base(
+    tmp_path: Path, repo_root
+):
     recipe = repo_root / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround-dflash.yaml"
-    res = subprocess.run([sys.executable, "-m", "autobench", "run", str(recipe), "--dry-run", "--json"],
-                         capture_output=True, text=True, timeout=60, env=run_env(tmp_path), cwd=tmp_path)
+    res = subprocess.run(
+        [sys.executable, "-m", "autobench", "run", str(recipe), "--dry-run", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=run_env(tmp_path),
+        cwd=tmp_path,
+    )
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     argv = doc["server_argv"]
@@ -146,5 +189,7 @@ def test_dry_run_of_the_seed_recipe_shows_the_seed_command_and_its_unpinned_base
     assert doc["readiness"]["health_url"] == "http://127.0.0.1:8000/health"
     assert doc["readiness"]["served_model"] == "qwen"
     assert doc["bench"]["max_seconds"] == 900 and doc["bench"]["concurrency"] == 8
-    assert doc["unpinned"] == ["model.revision (shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC@main)"]
+    assert doc["unpinned"] == [
+        "model.revision (shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC@main)"
+    ]
     assert not (tmp_path / "runs").exists()

@@ -42,10 +42,16 @@ def test_process_group_is_killed_after_the_grace_period_and_log_is_redacted(tmp_
     log = LogFile(tmp_path / "server.log", {"MY_SECRET": secret})
     env = {**os.environ, "MY_SECRET": secret}
     server = ProcessServer([sys.executable, "-c", STUBBORN], env, log, grace_s=0.5)
-    assert _wait_for(lambda: "worker" in (tmp_path / "server.log").read_text()
-                     and "leader" in (tmp_path / "server.log").read_text())
+    assert _wait_for(
+        lambda: (
+            "worker" in (tmp_path / "server.log").read_text()
+            and "leader" in (tmp_path / "server.log").read_text()
+        )
+    )
     text = (tmp_path / "server.log").read_text()
-    pids = [int(line.split()[1]) for line in text.splitlines() if line.startswith(("worker", "leader"))]
+    pids = [
+        int(line.split()[1]) for line in text.splitlines() if line.startswith(("worker", "leader"))
+    ]
     assert server.exit_code() is None
     t0 = time.monotonic()
     server.stop()
@@ -61,8 +67,12 @@ def test_process_group_is_killed_after_the_grace_period_and_log_is_redacted(tmp_
 
 def test_a_well_behaved_server_stops_on_sigterm_quickly(tmp_path: Path):
     log = LogFile(tmp_path / "server.log", {})
-    server = ProcessServer([sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
-                           dict(os.environ), log, grace_s=10)
+    server = ProcessServer(
+        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+        dict(os.environ),
+        log,
+        grace_s=10,
+    )
     assert _wait_for(lambda: "up" in (tmp_path / "server.log").read_text())
     t0 = time.monotonic()
     server.stop()
@@ -72,8 +82,12 @@ def test_a_well_behaved_server_stops_on_sigterm_quickly(tmp_path: Path):
 
 def test_exit_code_reports_an_early_exit(tmp_path: Path):
     log = LogFile(tmp_path / "server.log", {})
-    server = ProcessServer([sys.executable, "-c", "import sys; print('bye'); sys.exit(7)"],
-                           dict(os.environ), log, grace_s=1)
+    server = ProcessServer(
+        [sys.executable, "-c", "import sys; print('bye'); sys.exit(7)"],
+        dict(os.environ),
+        log,
+        grace_s=1,
+    )
     assert _wait_for(lambda: server.exit_code() is not None)
     assert server.exit_code() == 7
     server.stop()
