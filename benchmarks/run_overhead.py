@@ -121,15 +121,14 @@ def main() -> None:
     for boot in (0.5, 2.0, 5.0):
         lat = [readiness_latency(boot) for _ in range(3)]
         print(
-            f"readiness detection after a {boot:g} s boot: median {statistics.median(lat) * 1e3:.0f} ms, "
-            f"max {max(lat) * 1e3:.0f} ms (3 runs)"
+            f"readiness detection after a {boot:g} s boot: "
+            f"median {statistics.median(lat) * 1e3:.0f} ms, max {max(lat) * 1e3:.0f} ms (3 runs)"
         )
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         print(f"teardown, server exits on SIGTERM: {teardown_time(False, 10, tmp) * 1e3:.0f} ms")
-        print(
-            f"teardown, server ignores SIGTERM (grace 2 s): {teardown_time(True, 2, tmp) * 1e3:.0f} ms"
-        )
+        took = teardown_time(True, 2, tmp)
+        print(f"teardown, server ignores SIGTERM (grace 2 s): {took * 1e3:.0f} ms")
         wall, bench_s, status = whole_run(tmp)
         print(
             f"autobench run (64 prompts, conc 8, 32 tokens): {status}, wall {wall:.2f} s, "
