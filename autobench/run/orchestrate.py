@@ -368,6 +368,8 @@ def _bench(
         result = run_bench(cfg)
     except AutobenchError as exc:
         return "FAILED", f"bench failed: {exc}"
+    except Exception as exc:  # a bug in the client must not lose the run: record it as FAILED
+        return "FAILED", f"bench crashed (a bug in autobench): {type(exc).__name__}: {exc}"
     outcome.metrics = normalized_metrics(result, plan)
     died = _server_gone(server, plan)
     if died:
