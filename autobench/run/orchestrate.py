@@ -24,6 +24,7 @@ import json
 import os
 import platform
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -336,6 +337,8 @@ def run_recipe(
                     echo(f"teardown: {plan.teardown}")
                     server.stop()
                     log.note("server torn down")
+                while _BENCH_THREADS:  # an interrupted bench ends once its server is gone
+                    _BENCH_THREADS.pop().join(timeout=10)
                 log.close()
             _finish(loaded, plan, outcome, readiness, bench_error, guard)
             outcome.ended_at = _now().isoformat()
@@ -354,6 +357,40 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+class BenchThread:
+    """The bench on its own thread (and its own event loop).
+
+    The main thread only waits, so SIGINT/SIGTERM interrupt the wait -- never code
+    inside the bench's event loop, where an exception raised at an arbitrary point
+    could leave asyncio's shutdown waiting on a task forever.  After an interrupt the
+    server is torn down, the bench's requests fail, and the thread ends by itself.
+    """
+
+    def __init__(self, fn: Callable[..., Any], *args: Any):
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, args=(fn, *args), name="autobench-bench", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., Any], *args: Any) -> None:
+        try:
+            self.result = fn(*args)
+        except BaseException as exc:  # handed to the main thread
+            self.error = exc
+
+    def wait(self) -> None:
+        while self._thread.is_alive():
+            self._thread.join(0.2)
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)
+
+
+_BENCH_THREADS: list[BenchThread] = []
+
+
 def _bench(
     loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome, echo: Echo
 ) -> tuple[str, str | None]:
@@ -364,12 +401,15 @@ def _bench(
         f"bench: {plan.bench_model} @ {plan.base_url}, {cfg.num_prompts} prompts, concurrency "
         f"{cfg.concurrency}, max_tokens {cfg.max_tokens}"
     )
-    try:
-        result = run_bench(cfg)
-    except AutobenchError as exc:
-        return "FAILED", f"bench failed: {exc}"
-    except Exception as exc:  # a bug in the client must not lose the run: record it as FAILED
+    worker = BenchThread(run_bench, cfg)
+    _BENCH_THREADS.append(worker)
+    worker.wait()  # a signal interrupts this wait, never the bench's event loop
+    if isinstance(worker.error, AutobenchError):
+        return "FAILED", f"bench failed: {worker.error}"
+    if worker.error is not None:  # a bug in the client must not lose the run: record it as FAILED
+        exc = worker.error
         return "FAILED", f"bench crashed (a bug in autobench): {type(exc).__name__}: {exc}"
+    result = worker.result
     outcome.metrics = normalized_metrics(result, plan)
     died = _server_gone(server, plan)
     if died:
