@@ -10,8 +10,10 @@ except unit conversions documented in docs/logs.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import add, itemgetter
 from typing import Any
 
 _NUM = r"(\d+(?:\.\d+)?)"
@@ -35,10 +37,19 @@ class FactPattern:
     needle: str  # cheap substring that must be present before the regex runs
     regex: re.Pattern[str]
     facts: Setter
+    keys: tuple[str, ...]  # every fact a match can set: once all are known the pattern is done
+
+
+class _EveryGroup:
+    """Stands in for a match in which every group matched "1": ``facts`` then returns
+    every key it can ever set (optional groups only ever add keys)."""
+
+    def __getitem__(self, group: int) -> str:
+        return "1"
 
 
 def _p(needle: str, regex: str, facts: Setter) -> FactPattern:
-    return FactPattern(needle, re.compile(regex), facts)
+    return FactPattern(needle, re.compile(regex), facts, tuple(facts(_EveryGroup())))  # type: ignore[arg-type]
 
 
 BOOT_PATTERNS: list[FactPattern] = [
@@ -136,6 +147,9 @@ STATS = re.compile(
     r"(?:, GPU KV cache usage: " + _NUM + r"%)?(?:, CPU KV cache usage: " + _NUM + r"%)?"
     r"(?:, Prefix cache hit rate: " + _NUM + r"%)?"
 )
+# The same over raw bytes; no part of it can match a newline, so findall over many
+# joined lines finds exactly the matches of each line, in order.
+STATS_BYTES = re.compile(STATS.pattern.encode())
 
 
 @dataclass
@@ -177,6 +191,41 @@ class StatsSummary:
         if self.first_line is None:
             self.first_line = line
         self.last_line = line
+
+    def add_rows(self, rows: Sequence[tuple[bytes, ...]], first_line: int, last_line: int) -> None:
+        """The same as :meth:`add` for each row of ``STATS_BYTES.findall`` in order (the
+        rows came from lines ``first_line`` .. ``last_line``), without a Python step per
+        row: columns are converted with map() and folded with C-level max/reduce.  Sums
+        are folded left to right exactly as :meth:`add` does, so the two agree bit for bit
+        (an idle sample adds 0.0, which leaves a sum unchanged)."""
+        if not rows:
+            return
+        prompt = list(map(float, map(itemgetter(0), rows)))
+        gen = list(map(float, map(itemgetter(1), rows)))
+        self.samples += len(rows)
+        self.active_samples += len(rows) - list(map(add, prompt, gen)).count(0.0)  # values are >= 0
+        self.prompt_tps_sum = reduce(add, prompt, self.prompt_tps_sum)
+        self.gen_tps_sum = reduce(add, gen, self.gen_tps_sum)
+        self.prompt_tps_max = max(self.prompt_tps_max, max(prompt))
+        self.gen_tps_max = max(self.gen_tps_max, max(gen))
+        self.running_max = max(self.running_max, max(map(int, map(itemgetter(2), rows))))
+        # findall gives b"" for a group that did not match
+        swapped = [v for v in map(itemgetter(3), rows) if v]
+        if swapped:
+            self.swapped_max = max(self.swapped_max or 0, max(map(int, swapped)))
+        self.waiting_max = max(self.waiting_max, max(map(int, map(itemgetter(4), rows))))
+        kv = [v for v in map(itemgetter(5), rows) if v]
+        if kv:
+            top = max(map(float, kv))
+            prev = self.kv_usage_pct_max
+            self.kv_usage_pct_max = top if prev is None else max(prev, top)
+        for row in reversed(rows):
+            if row[7]:
+                self.prefix_cache_hit_rate_pct_last = float(row[7])
+                break
+        if self.first_line is None:
+            self.first_line = first_line
+        self.last_line = last_line
 
     def to_dict(self) -> dict[str, Any] | None:
         if not self.samples:

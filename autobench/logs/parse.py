@@ -1,18 +1,36 @@
-"""Streaming parser: one pass over a vLLM server log, constant memory.
+"""Streaming parser: one pass over a vLLM server log, bounded memory.
 
-``parse_log(path_or_lines)`` reads the file in binary, line by line, and skips
-every line that contains none of a small set of byte substrings (the prefilter)
-before any decoding or regex work.  Lines that pass are decoded, normalised into
-records (:mod:`autobench.logs.lines`) and offered to the fact patterns, the
-engine-stats and spec-decode summaries, and the root-cause tracker.
+``parse_log(path_or_lines)`` reads a file in binary blocks of :data:`BLOCK_SIZE`
+bytes, splits each block into lines in bulk and classifies every line with a few
+byte-substring tests, no decoding and no regex:
+
+* **engine-stats lines** (``Avg prompt throughput``; the bulk of a long log) are
+  joined per run and read with ONE ``findall`` of the stats regex; the summary is
+  folded column-wise (:meth:`StatsSummary.add_rows`);
+* **uvicorn access lines** and **DEBUG records** state nothing and are dropped;
+* every other line must contain a *live* trigger (a fact, cause or spec-decode
+  substring, one trie-factored regex) to be read at all.  A trigger dies when what
+  it can state is known (facts are first-statement-wins; the root cause is final
+  once found), so a long log that already stated its boot facts pays almost
+  nothing per line.
+
+Lines that survive go to :meth:`_Parser.feed`, the one-line reference path: decode,
+normalise into records (:mod:`autobench.logs.lines`), fact patterns, spec-decode
+summary and root-cause tracker.  The block path makes exactly the decisions
+:meth:`_Parser.feed` would make line by line (``tests/logs/test_logs_blocks.py``
+checks it against that path on mixed logs, tiny blocks and odd line endings).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
-from collections.abc import Iterable, Iterator
+from bisect import bisect_left
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,6 +40,7 @@ from autobench.logs.facts import (
     BOOT_PATTERNS,
     SPEC_NEEDLES,
     STATS,
+    STATS_BYTES,
     STATS_NEEDLE,
     SpecSummary,
     StatsSummary,
@@ -30,7 +49,9 @@ from autobench.logs.lines import split_records
 from autobench.logs.rootcause import NEEDLES as CAUSE_NEEDLES
 from autobench.logs.rootcause import RootCause, RootCauseTracker
 
-_FACT_NEEDLES = tuple(p.needle for p in BOOT_PATTERNS)
+BLOCK_SIZE = 8 << 20  # bytes per read (see docs/logs.md "Speed" for the measurements)
+MAX_LINE = 4 * BLOCK_SIZE  # a longer line is cut there (memory stays bounded)
+_BATCH = 8192  # lines per feed_lines() call for an iterable of lines
 
 
 def _trie_regex(words: Iterable[bytes]) -> re.Pattern[bytes]:
@@ -52,14 +73,20 @@ def _trie_regex(words: Iterable[bytes]) -> re.Pattern[bytes]:
     return re.compile(emit(trie))
 
 
-# The prefilter: a line none of these occur in can state no fact and no cause
-# (frames of a traceback contain 'File "').
-_PREFILTER = _trie_regex(
-    n.encode() for n in set(_FACT_NEEDLES + CAUSE_NEEDLES + SPEC_NEEDLES + (STATS_NEEDLE, "assert"))
-)
+@lru_cache(maxsize=64)
+def _trigger(needles: frozenset[str]) -> re.Pattern[bytes]:
+    """The prefilter for one set of live needles: a line none of them occur in can
+    state no fact and no cause that is still unknown (traceback frames contain
+    'File "')."""
+    return _trie_regex(sorted(n.encode() for n in needles))
+
+
 _STATS_B = STATS_NEEDLE.encode()
-_STATS_BYTES = re.compile(STATS.pattern.encode())
+# A stats line that also holds one of these may be interleaved with another record:
+# it takes the full per-record path.
+_MIXED = (b"Traceback", b"Error", b"metrics")
 _ACCESS_B = b' HTTP/1.1" '
+_DEBUG_NEEDLE = b"DEBUG "
 _DEBUG_B = re.compile(rb"^(?:\S+ )*?(?:\([^)]*pid=\d+\) )?DEBUG \d\d-\d\d ")
 _SNIFF = 8192
 
@@ -115,9 +142,27 @@ class _Parser:
         self.spec = SpecSummary()
         self.cause = RootCauseTracker()
         self._pending_age = 0
+        self._refresh()
+
+    def _refresh(self) -> None:
+        """Recompute the live trigger after a line changed what is known."""
+        known = self.report.lines
+        self._facts_known = len(known)
+        self._cause_done = self.cause.done
+        needles = set(SPEC_NEEDLES)
+        needles.update(p.needle for p in BOOT_PATTERNS if not all(k in known for k in p.keys))
+        if not self._cause_done:
+            needles.update(CAUSE_NEEDLES)
+            needles.add("assert")
+        self._trigger = _trigger(frozenset(needles))
+
+    def _pending(self) -> bool:
+        """A traceback frame was just seen: the next lines are read whatever they hold."""
+        return not self._cause_done and bool(self.cause._expect_code)
 
     def feed(self, raw: bytes | str, lineno: int) -> None:
-        pending = self.cause._expect_code
+        """The reference path: one physical line (with or without its newline)."""
+        pending = None if self._cause_done else self.cause._expect_code
         if pending:
             # a traceback frame was just seen: its source line carries no needle
             self._pending_age += 1
@@ -131,15 +176,20 @@ class _Parser:
             # Hot paths first: the lines a serving log is made of while a benchmark runs.
             if _STATS_B in raw:
                 if b"Traceback" not in raw and b"Error" not in raw and b"metrics" not in raw:
-                    for m in _STATS_BYTES.finditer(raw):
+                    for m in STATS_BYTES.finditer(raw):
                         self.stats.add(m, lineno)
                     return
-            elif _ACCESS_B in raw or (b"DEBUG " in raw and _DEBUG_B.search(raw)):
+            elif _ACCESS_B in raw or (_DEBUG_NEEDLE in raw and _DEBUG_B.search(raw)):
                 return  # uvicorn access lines and DEBUG records state no fact and no cause
-            if not _PREFILTER.search(raw):
+            elif not self._trigger.search(raw):
                 return
+        self._records(raw, lineno)
+
+    def _records(self, raw: bytes, lineno: int) -> None:
         text = raw.decode("utf-8", "replace")
         report = self.report
+        cause = self.cause
+        feed_cause = not self._cause_done
         for rec in split_records(text):
             msg = rec.msg
             if STATS_NEEDLE in msg:
@@ -159,12 +209,91 @@ class _Parser:
                             setattr(report, key, value)
                             report.lines[key] = lineno
                     if report.ready:
-                        self.cause.ready = True
-            if self.cause._expect_code or (
+                        cause.ready = True
+            if feed_cause and (cause._expect_code or (
                 rec.level not in ("INFO", "DEBUG")
                 and (any(n in msg for n in CAUSE_NEEDLES) or "assert" in msg)
-            ):
-                self.cause.feed(rec, lineno)
+            )):
+                cause.feed(rec, lineno)
+        if len(report.lines) != self._facts_known or (feed_cause and cause.done):
+            self._refresh()
+
+    def feed_lines(self, lines: list[bytes], base: int) -> None:
+        """``feed(lines[k], base + k + 1)`` for every k, in bulk: the same decisions,
+        with the per-line work done only where :meth:`feed` would do more than skip."""
+        n = len(lines)
+        i = 0
+        feed = self.feed
+        while i < n and self._pending():  # a frame at the end of the previous block
+            feed(lines[i], base + i + 1)
+            i += 1
+        stats, marked, joined = self._classify(lines, i)
+        if not marked:  # the steady state of a serving log: stats, access and DEBUG lines
+            if stats:
+                self._stats_run(lines, stats, base, joined)
+            return
+        for j in marked:
+            if j < i:  # already fed while a traceback frame was pending
+                continue
+            self._stats_run(lines, stats[bisect_left(stats, i):bisect_left(stats, j)], base)
+            feed(lines[j], base + j + 1)
+            i = j + 1
+            while i < n and self._pending():
+                feed(lines[i], base + i + 1)
+                i += 1
+        self._stats_run(lines, stats[bisect_left(stats, i):], base)
+
+    def _classify(self, lines: list[bytes], start: int
+                  ) -> tuple[list[int], list[int], bytes | None]:
+        """Indices of the pure stats lines and of the lines :meth:`feed` must see
+        (both ascending), and the stats lines joined when they are all pure."""
+        stats: list[int] = []
+        marked: list[int] = []
+        add_stats = stats.append
+        mark = marked.append
+        trigger = self._trigger.search
+        debug = _DEBUG_B.search
+        s_b, a_b, d_b = _STATS_B, _ACCESS_B, _DEBUG_NEEDLE
+        for k, line in enumerate(islice(lines, start, None) if start else lines, start):
+            if s_b in line:
+                add_stats(k)
+            elif a_b in line or (d_b in line and debug(line)):
+                continue
+            elif trigger(line):
+                mark(k)
+        if not stats:
+            return stats, marked, None
+        joined = b"\n".join([lines[k] for k in stats])
+        mixed: set[int] = set()  # positions in ``stats`` of lines that hold a _MIXED word
+        for word in _MIXED:
+            at, row, seen = joined.find(word), 0, 0
+            while at != -1:
+                row += joined.count(b"\n", seen, at)
+                mixed.add(row)
+                seen = joined.find(b"\n", at)
+                at = -1 if seen == -1 else joined.find(word, seen)
+        if mixed:  # rare: they take the full path
+            marked = sorted(marked + [stats[r] for r in mixed])
+            stats = [k for r, k in enumerate(stats) if r not in mixed]
+            joined = None
+        return stats, marked, joined
+
+    def _stats_run(self, lines: list[bytes], run: list[int], base: int,
+                   joined: bytes | None = None) -> None:
+        """Add the samples of the pure stats lines ``run`` (indices into ``lines``)."""
+        if not run:
+            return
+        if joined is None:
+            joined = b"\n".join([lines[k] for k in run])
+        rows = STATS_BYTES.findall(joined)
+        if not rows:
+            return
+        search = STATS_BYTES.search
+        last = next(k for k in reversed(run) if search(lines[k]))
+        first = last
+        if self.stats.first_line is None:
+            first = next(k for k in run if search(lines[k]))
+        self.stats.add_rows(rows, base + first + 1, base + last + 1)
 
     def finish(self, lines_read: int) -> LogReport:
         report = self.report
@@ -202,28 +331,73 @@ def _open(path: str | os.PathLike[str]) -> IO[bytes]:
     return f
 
 
-def iter_lines(source: str | os.PathLike[str] | Iterable[str] | Iterable[bytes]
-               ) -> Iterator[bytes | str]:
-    if isinstance(source, (str, os.PathLike)):
-        f = _open(source)
+def _feed_reader(parser: _Parser, f: IO[bytes], name: str, block_size: int = BLOCK_SIZE,
+                 max_line: int = MAX_LINE) -> int:
+    """Feed a binary stream block by block; returns the number of lines.  Lines are
+    split on b"\\n" exactly like iterating the file would; a line longer than
+    ``max_line`` (>= ``block_size``) is cut there, so memory never exceeds a block
+    plus ``max_line``."""
+    n = 0
+    parts: list[bytes] = []  # a line begun in an earlier block
+    size = 0
+    while True:
         try:
-            yield from f
+            data = f.read(block_size)
         except OSError as exc:
-            raise LogError(f"{source}: read failed: {exc.strerror or exc}") from exc
-        finally:
-            f.close()
-    else:
-        yield from source
+            raise LogError(f"{name}: read failed: {exc.strerror or exc}") from exc
+        if not data:
+            break
+        lines = data.split(b"\n")
+        tail = lines.pop()  # what follows the last newline (b"" when the block ends with one)
+        if parts:
+            piece = lines[0] if lines else tail
+            if size < max_line:
+                parts.append(piece)
+                size += len(piece)
+            if not lines:
+                continue
+            lines[0] = b"".join(parts)[:max_line]
+            parts, size = [], 0
+        if tail:
+            parts, size = [tail], len(tail)
+        if lines:
+            parser.feed_lines(lines, n)
+            n += len(lines)
+    if parts:  # a last line without a newline
+        parser.feed_lines([b"".join(parts)[:max_line]], n)
+        n += 1
+    return n
 
 
-def parse_log(path_or_lines: str | os.PathLike[str] | Iterable[str] | Iterable[bytes]) -> LogReport:
-    """Parse a vLLM server log: a path, or any iterable of lines (str or bytes, e.g. a file).
+def _feed_iterable(parser: _Parser, source: Iterable[str] | Iterable[bytes]) -> int:
+    n = 0
+    batch: list[bytes] = []
+    for raw in source:
+        batch.append(raw.encode("utf-8", "replace") if isinstance(raw, str) else raw)
+        if len(batch) == _BATCH:
+            parser.feed_lines(batch, n)
+            n += len(batch)
+            batch = []
+    if batch:
+        parser.feed_lines(batch, n)
+        n += len(batch)
+    return n
+
+
+def parse_log(path_or_lines: str | os.PathLike[str] | IO[bytes] | Iterable[str] | Iterable[bytes]
+              ) -> LogReport:
+    """Parse a vLLM server log: a path, a binary file object, or any iterable of lines
+    (str or bytes, e.g. a text file).
 
     A str is a path (use ``text.splitlines()`` to parse text).  Raises LogError for a
     missing, unreadable or binary file.
     """
     parser = _Parser()
-    n = 0
-    for n, raw in enumerate(iter_lines(path_or_lines), 1):
-        parser.feed(raw, n)
+    if isinstance(path_or_lines, (str, os.PathLike)):
+        with _open(path_or_lines) as f:
+            n = _feed_reader(parser, f, str(path_or_lines))
+    elif isinstance(path_or_lines, (io.RawIOBase, io.BufferedIOBase)):
+        n = _feed_reader(parser, path_or_lines, getattr(path_or_lines, "name", "log stream"))
+    else:
+        n = _feed_iterable(parser, path_or_lines)
     return parser.finish(n)

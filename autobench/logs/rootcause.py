@@ -138,6 +138,12 @@ class RootCauseTracker:
         self._code: dict[str | None, str] = {}
         self._detail_for: str | None | bool = False  # proc awaiting a pydantic detail line
 
+    @property
+    def done(self) -> bool:
+        """True once nothing fed from now on can change :meth:`result`: the cause is
+        known and no pydantic detail line is awaited.  The parser stops feeding then."""
+        return self.cause is not None and self._detail_for is False
+
     def feed(self, rec: Record, line: int) -> None:
         proc, msg = rec.proc, rec.msg
         if rec.level in ("INFO", "DEBUG", "WARNING"):
