@@ -32,7 +32,7 @@ def test_the_seed_dflash_page_states_the_seed(outputs):
     for fact in ("prefill 115.66 tok/s", "decode 107.43 tok/s", "385 completed", "0 errors",
                  "hit the time cap at 915 s", "TTFT median 681 ms", "TPOT median 67.5 ms",
                  f"**1.26× decode** vs `{BASE}`: 85.5 → 107.43 tok/s at concurrency 8",
-                 "(baseline [run 1](#run-1), this recipe [run 3](#run-3))",
+                 "(baseline [run 1](qwen3-5-122b-a10b-vllm-int4-autoround.md#run-1), this recipe [run 3](#run-3))",
                  "| 0.78 | 0.56 | 0.39 | 0.29 | 0.21 |", "| KV cache tokens | 800,129 tokens |",
                  "| model weights | 63.71 GiB |", "| attention block size | 2,144 tokens |"):
         assert fact in flat, fact

@@ -61,7 +61,7 @@ def test_seed_dflash_page_states_the_seed_figures():
                  "hit the time cap at 915 s", "TTFT median 681 ms", "TPOT median 67.5 ms"):
         assert fact in " ".join(result.split()), fact
     assert "**1.26× decode** vs `qwen3-5-122b-a10b-vllm-int4-autoround`: 85.5 → 107.43 tok/s at concurrency 8" in page
-    assert "(baseline [run 1](#run-1), this recipe [run 3](#run-3))" in page
+    assert "(baseline [run 1](qwen3-5-122b-a10b-vllm-int4-autoround.md#run-1), this recipe [run 3](#run-3))" in page
     # acceptance profile, memory and boot facts
     assert "Mean acceptance length 3.25 of num_speculative_tokens=5" in page
     assert "draft acceptance rate 44%" in page
