@@ -26,11 +26,11 @@ from __future__ import annotations
 import io
 import os
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import islice
+from itertools import accumulate, islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -265,13 +265,15 @@ class _Parser:
             return stats, marked, None
         joined = b"\n".join([lines[k] for k in stats])
         mixed: set[int] = set()  # positions in ``stats`` of lines that hold a _MIXED word
+        ends: list[int] = []  # ends[r]: where row r + 1 starts in ``joined``
         for word in _MIXED:
-            at, row, seen = joined.find(word), 0, 0
+            at = joined.find(word)
             while at != -1:
-                row += joined.count(b"\n", seen, at)
+                if not ends:
+                    ends = list(accumulate(len(lines[k]) + 1 for k in stats))
+                row = bisect_right(ends, at)
                 mixed.add(row)
-                seen = joined.find(b"\n", at)
-                at = -1 if seen == -1 else joined.find(word, seen)
+                at = joined.find(word, ends[row])
         if mixed:  # rare: they take the full path
             marked = sorted(marked + [stats[r] for r in mixed])
             stats = [k for r, k in enumerate(stats) if r not in mixed]
@@ -369,12 +371,14 @@ def _feed_reader(parser: _Parser, f: IO[bytes], name: str, block_size: int = BLO
     return n
 
 
-def _feed_iterable(parser: _Parser, source: Iterable[str] | Iterable[bytes]) -> int:
+def _feed_iterable(parser: _Parser, source: Iterable[str] | Iterable[bytes], batch_size: int = _BATCH
+                   ) -> int:
+    """Feed an iterable of lines (each one physical line, newline or not) in batches."""
     n = 0
     batch: list[bytes] = []
     for raw in source:
         batch.append(raw.encode("utf-8", "replace") if isinstance(raw, str) else raw)
-        if len(batch) == _BATCH:
+        if len(batch) == batch_size:
             parser.feed_lines(batch, n)
             n += len(batch)
             batch = []
