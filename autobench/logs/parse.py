@@ -30,7 +30,8 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
-from itertools import accumulate, islice
+from itertools import accumulate, islice, repeat
+from operator import add
 from pathlib import Path
 from typing import IO, Any
 
@@ -257,20 +258,21 @@ class _Parser:
         for k, line in enumerate(islice(lines, start, None) if start else lines, start):
             if s_b in line:
                 add_stats(k)
-            elif a_b in line or (d_b in line and debug(line)):
+            elif (b'"' in line and a_b in line) or (d_b in line and debug(line)):
                 continue
             elif trigger(line):
                 mark(k)
         if not stats:
             return stats, marked, None
-        joined = b"\n".join([lines[k] for k in stats])
+        rows = [lines[k] for k in stats]
+        joined = b"\n".join(rows)
         mixed: set[int] = set()  # positions in ``stats`` of lines that hold a _MIXED word
         ends: list[int] = []  # ends[r]: where row r + 1 starts in ``joined``
         for word in _MIXED:
             at = joined.find(word)
             while at != -1:
                 if not ends:
-                    ends = list(accumulate(len(lines[k]) + 1 for k in stats))
+                    ends = list(accumulate(map(add, map(len, rows), repeat(1))))
                 row = bisect_right(ends, at)
                 mixed.add(row)
                 at = joined.find(word, ends[row])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -296,3 +297,37 @@ def test_known_facts_and_a_settled_cause_stop_triggering() -> None:
                    b"ERROR 01-01 00:00:00 [x.py:1] torch.OutOfMemoryError: CUDA out of memory.",
                    b"ERROR 01-01 00:00:00 [x.py:1] ValueError: No available memory for the cache blocks."])
     assert r.root_cause is not None and (r.root_cause.category, r.root_cause.line) == ("cuda_oom", 2)
+
+
+_GREEDY_NUM = r"(\d+(?:\.\d+)?)"
+_GREEDY_STATS = re.compile(
+    r"Avg prompt throughput: " + _GREEDY_NUM + r" tokens/s, Avg generation throughput: " + _GREEDY_NUM
+    + r" tokens/s, Running: (\d+) reqs?, (?:Swapped: (\d+) reqs?, )?(?:Pending|Waiting): (\d+) reqs?"
+    r"(?:, GPU KV cache usage: " + _GREEDY_NUM + r"%)?(?:, CPU KV cache usage: " + _GREEDY_NUM + r"%)?"
+    r"(?:, Prefix cache hit rate: " + _GREEDY_NUM + r"%)?"
+)
+_NUMS = st.sampled_from(["0", "12", "3.5", "7.", ".5", "1.2.3", "4a", ""])
+_REQS = st.sampled_from([" reqs", " req", " reqss", "reqs", ""])
+
+
+@st.composite
+def _stats_like(draw) -> str:
+    """Stats lines with every field right, wrong or missing."""
+    n = lambda: draw(_NUMS)  # noqa: E731
+    text = f"Avg prompt throughput: {n()} tokens/s, Avg generation throughput: {n()} tokens/s, "
+    text += f"Running: {n()}{draw(_REQS)}, "
+    if draw(st.booleans()):
+        text += f"Swapped: {n()}{draw(_REQS)}, "
+    text += f"{draw(st.sampled_from(['Pending', 'Waiting', 'Queued']))}: {n()}{draw(_REQS)}"
+    for name in ("GPU KV cache usage", "CPU KV cache usage", "Prefix cache hit rate"):
+        if draw(st.booleans()):
+            text += f"{draw(st.sampled_from([', ', ',', '']))}{name}: {n()}{draw(st.sampled_from(['%', '', '%.']))}"
+    return text + draw(st.sampled_from(["", ".", "\n", "%"]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_stats_like(), min_size=1, max_size=4))
+def test_the_possessive_stats_regex_matches_what_the_greedy_one_did(lines) -> None:
+    text = "".join(lines)
+    assert STATS.findall(text) == _GREEDY_STATS.findall(text)
+    assert [m.span() for m in STATS.finditer(text)] == [m.span() for m in _GREEDY_STATS.finditer(text)]
