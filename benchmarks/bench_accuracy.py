@@ -1,28 +1,45 @@
 """Accuracy and cost of the benchmark client against the synthetic server (prints figures).
 
 The synthetic server runs in its own process (``python -m autobench.bench.synthetic``);
-the client runs here.  For each concurrency level it reports measured vs injected
-TTFT and TPOT (error in ms and %), achieved vs ideal output throughput, client CPU
-time per 1,000 output tokens, event-loop lag, and the first-token recv - send
-time (client + transport share, from the server's ``t_srv`` stamp).  Then the same
-with several tokens per chunk, where TPOT must stay at (ceil(N/k) - 1) * itl / (N - 1)
-and not collapse to the chunk gap.
+the client runs here.  Two workloads, reported apart:
+
+* **lockstep** (the worst case): every request asks for the same N tokens, so the C
+  streams of a closed loop finish together and the next C requests are all sent in
+  the same instant, every round: the client and the server handle bursts of C.
+* **realistic**: output lengths drawn per request (seeded, uniform in
+  [N/4, 7N/4], mean N), so the streams desynchronize after the first round, as
+  they do against a real server.  (The first round is still a burst of C.)
+
+Per level: measured vs injected TTFT and TPOT (error in ms and %), the TTFT the
+server observed itself (arrival -> first chunk sent, from its ``t_arr``/``t_srv``
+stamps), the client's own TTFT error (client TTFT - server TTFT = send path +
+receive path, apart from the server's timer and queueing), achieved vs ideal output
+throughput, client CPU per 1,000 tokens, event-loop lag, and the send / receive path.
+
+Ideal throughput: lockstep closed loop ``C * N / (ttft + (ceil(N/k) - 1) * itl)``;
+realistic: total tokens / the makespan of an exact simulation of the closed loop
+(the next prompt goes to the first free worker, service time ttft + (chunks - 1) * itl).
 
     .venv/bin/python benchmarks/bench_accuracy.py [--levels 1,8,64,256,512] [--rounds 2]
-
-Ideal throughput for a closed loop: C * N / (ttft + (ceil(N/k) - 1) * itl).
+        [--realistic-rounds 4] [--loop uvloop|asyncio]
 """
 
 from __future__ import annotations
 
 import argparse
+import heapq
+import json
 import math
 import os
+import random
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from pathlib import Path
+from typing import Any
 
 from autobench.bench.client import BenchConfig, run_bench
 
@@ -54,75 +71,163 @@ def start_server(k: int) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit("synthetic server did not start")
 
 
-def level(url: str, conc: int, k: int, rounds: int) -> dict[str, float | None]:
-    cfg = BenchConfig(base_url=url, model="m", num_prompts=conc * rounds, concurrency=conc,
-                      max_tokens=N_TOKENS, ignore_eos=True, random_input_len=32, warmup=min(conc, 8),
-                      seed=1)
+def service_s(n: int, k: int) -> float:
+    return (TTFT_MS + (math.ceil(n / k) - 1) * ITL_MS) / 1e3
+
+
+def simulated_makespan(lengths: list[int], conc: int, k: int) -> float:
+    """Closed loop with exact service times: each prompt in order goes to the first free worker."""
+    free = [0.0] * min(conc, len(lengths))
+    heapq.heapify(free)
+    end = 0.0
+    for n in lengths:
+        t = heapq.heappop(free) + service_s(n, k)
+        end = max(end, t)
+        heapq.heappush(free, t)
+    return end
+
+
+def tpot_expected(n: int, k: int) -> float:
+    return (math.ceil(n / k) - 1) * ITL_MS / (n - 1)
+
+
+def median(xs: list[float]) -> float:
+    s = sorted(xs)
+    m = len(s) // 2
+    return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2
+
+
+def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, tmp: Path) -> dict[str, Any]:
+    n_prompts = conc * rounds
+    kw: dict[str, Any] = {}
+    if lengths is not None:
+        # Realistic: a JSONL dataset whose prompts carry their own max_tokens.
+        path = tmp / f"varied_{conc}_{k}.jsonl"
+        rng = random.Random(7)
+        words = "the quick brown fox jumps over the lazy dog".split()
+        with path.open("w") as f:
+            for i, n in enumerate(lengths[:n_prompts] + lengths[:min(conc, 8)]):
+                f.write(json.dumps({"prompt": " ".join(rng.choice(words) for _ in range(32)) + f" #{i}",
+                                    "max_tokens": n}) + "\n")
+        kw = {"dataset": str(path), "dataset_kind": "jsonl"}
+    cfg = BenchConfig(base_url=url, model="m", num_prompts=n_prompts, concurrency=conc, max_tokens=N_TOKENS,
+                      ignore_eos=True, random_input_len=32, warmup=min(conc, 8), seed=1, **kw)
     d = run_bench(cfg).to_json_dict()
-    chunks = math.ceil(N_TOKENS / k)
-    req_s = (TTFT_MS + (chunks - 1) * ITL_MS) / 1e3
-    ideal = conc * N_TOKENS / req_s
-    tpot_exp = (chunks - 1) * ITL_MS / (N_TOKENS - 1)
+    if lengths is None:
+        ideal = conc * N_TOKENS / service_s(N_TOKENS, k)
+        tpot_exp = tpot_expected(N_TOKENS, k)
+    else:
+        # The JSONL loader shuffles with the seed: the measured order is not the file order, but the
+        # multiset is; simulate with the order the client actually used (its dataset is deterministic).
+        from autobench.bench.datasets import load_dataset
+
+        ds = load_dataset(kind="jsonl", path=kw["dataset"], num_prompts=n_prompts, warmup=min(conc, 8),
+                          max_tokens=N_TOKENS, seed=1, min_prompt_tokens=4, max_prompt_tokens=1024,
+                          random_input_len=32, random_range_ratio=0.0)
+        used = [p.max_tokens for p in ds.prompts]
+        ideal = sum(used) / simulated_makespan(used, conc, k)
+        tpot_exp = median([tpot_expected(n, k) for n in used if n >= 2])
     c = d["client"]
-    rs = c["first_token_recv_minus_send_ms"] or {}
-    sp = c["send_to_server_arrival_ms"] or {}
+    empty: dict[str, Any] = {}
     return {
         "C": conc, "k": k, "completed": d["completed"], "failed": d["failed"],
         "ttft_med": d["median_ttft_ms"], "ttft_p99": d["p99_ttft_ms"],
-        "ttft_err": d["median_ttft_ms"] - TTFT_MS if d["median_ttft_ms"] else None,
+        "srv_ttft": (c["server_ttft_ms"] or empty).get("median"),
+        "cli_med": (c["ttft_client_error_ms"] or empty).get("median"),
+        "cli_p99": (c["ttft_client_error_ms"] or empty).get("p99"),
         "tpot_med": d["median_tpot_ms"], "tpot_exp": tpot_exp,
-        "tpot_err": d["median_tpot_ms"] - tpot_exp if d["median_tpot_ms"] else None,
-        "itl_med": d["median_itl_ms"],
-        "tput": d["output_throughput"], "ideal": ideal,
+        "itl_med": d["median_itl_ms"], "tput": d["output_throughput"], "ideal": ideal,
         "cpu_ms_1k": c["cpu_ms_per_1k_tokens"], "cpu_frac": c["cpu_fraction_of_one_core"],
         "lag_p50": c["loop_lag_ms"]["median"], "lag_p99": c["loop_lag_ms"]["p99"],
-        "rs_med": rs.get("median"), "rs_p99": rs.get("p99"),
-        "sp_med": sp.get("median"), "sp_p99": sp.get("p99"),
-        "acc_len": d.get("spec_decode_acceptance_length"),
+        "rs_med": (c["first_token_recv_minus_send_ms"] or empty).get("median"),
+        "rs_p99": (c["first_token_recv_minus_send_ms"] or empty).get("p99"),
+        "sp_med": (c["send_to_server_arrival_ms"] or empty).get("median"),
+        "sp_p99": (c["send_to_server_arrival_ms"] or empty).get("p99"),
+        "pw_med": (c["dispatch_to_write_ms"] or empty).get("median"),
+        "pw_p99": (c["dispatch_to_write_ms"] or empty).get("p99"),
+        "acc_len": d.get("spec_decode_acceptance_length"), "loop": d.get("event_loop"),
     }
 
 
-def fmt_row(r: dict[str, float | None]) -> str:
-    def f(v: float | None, nd: int = 2) -> str:
-        return "-" if v is None else f"{v:.{nd}f}"
-
-    ttft_pct = 100 * r["ttft_err"] / TTFT_MS if r["ttft_err"] is not None else None  # type: ignore[operator]
-    tpot_pct = 100 * r["tpot_err"] / r["tpot_exp"] if r["tpot_err"] is not None else None  # type: ignore[operator]
-    tput_pct = 100 * (r["tput"] / r["ideal"] - 1) if r["tput"] else None  # type: ignore[operator]
-    return (f"{int(r['C']):>4} {int(r['k']):>2} {int(r['completed']):>5}/{int(r['failed']):<3} "  # type: ignore[arg-type]
-            f"{f(r['ttft_med']):>8} {f(r['ttft_err']):>6} ({f(ttft_pct, 1):>5}%) {f(r['ttft_p99']):>8} "
-            f"{f(r['tpot_med'], 3):>7} {f(r['tpot_exp'], 3):>6} {f(r['tpot_err'], 3):>6} ({f(tpot_pct, 2):>6}%) "
-            f"{f(r['itl_med']):>6} {f(r['tput'], 0):>7} {f(r['ideal'], 0):>7} ({f(tput_pct, 1):>5}%) "
-            f"{f(r['cpu_ms_1k'], 1):>7} {f(r['cpu_frac'], 2):>5} {f(r['lag_p50']):>6} {f(r['lag_p99']):>6} "
-            f"{f(r['rs_med']):>6} {f(r['rs_p99']):>6} {f(r['sp_med']):>6} {f(r['sp_p99']):>6} "
-            f"{f(r['acc_len']):>5}")
+def f(v: Any, nd: int = 2) -> str:
+    return "-" if v is None else f"{v:.{nd}f}"
 
 
-HEADER = ("   C  k  ok/err  TTFTmed   err  (  err%) TTFTp99 TPOTmed   exp    err  (  err%)  "
-          "ITLmd  out/s   ideal (  dev%) cpu/1kt  cpu1c lag50  lag99  rs_md  rs_99  sp_md  sp_99   acc")
+def fmt_acc(r: dict[str, Any]) -> str:
+    ttft_err = r["ttft_med"] - TTFT_MS if r["ttft_med"] is not None else None
+    srv_err = r["srv_ttft"] - TTFT_MS if r["srv_ttft"] is not None else None
+    tpot_err = r["tpot_med"] - r["tpot_exp"] if r["tpot_med"] is not None else None
+    ttft_pct = 100 * ttft_err / TTFT_MS if ttft_err is not None else None
+    tpot_pct = 100 * tpot_err / r["tpot_exp"] if tpot_err is not None else None
+    tput_pct = 100 * (r["tput"] / r["ideal"] - 1) if r["tput"] else None
+    return (f"{r['C']:>4} {r['k']:>2} {r['completed']:>5}/{r['failed']:<3} "
+            f"{f(r['ttft_med']):>7} {f(ttft_err):>6} ({f(ttft_pct, 1):>5}%) {f(r['ttft_p99']):>7} "
+            f"{f(srv_err):>6} {f(r['cli_med']):>6} {f(r['cli_p99']):>6}  "
+            f"{f(r['tpot_med'], 3):>7} {f(r['tpot_exp'], 3):>6} {f(tpot_err, 3):>6} ({f(tpot_pct, 2):>6}%) "
+            f"{f(r['tput'], 0):>7} {f(r['ideal'], 0):>7} ({f(tput_pct, 2):>6}%)")
+
+
+def fmt_cost(r: dict[str, Any]) -> str:
+    return (f"{r['C']:>4} {r['k']:>2} {f(r['cpu_ms_1k'], 1):>7} {f(r['cpu_frac'], 2):>5} "
+            f"{f(r['lag_p50']):>6} {f(r['lag_p99']):>6} {f(r['sp_med']):>6} {f(r['sp_p99']):>6} "
+            f"{f(r['rs_med']):>6} {f(r['rs_p99']):>6} {f(r['pw_med']):>6} {f(r['pw_p99']):>6} "
+            f"{f(r['itl_med']):>6} {f(r['acc_len']):>5}")
+
+
+ACC_HEADER = ("   C  k  ok/err TTFTmed    err  ( err%) TTFTp99 srvErr cliErr cli_99  "
+              "TPOTmed    exp    err  (  err%)   out/s   ideal (  dev% )")
+COST_HEADER = ("   C  k cpu/1kt cpu1c  lag50  lag99  sp_md  sp_99  rs_md  rs_99  pw_md  pw_99  ITLmd   acc")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--levels", default="1,8,64,256,512")
-    ap.add_argument("--k-levels", default="8,64")
-    ap.add_argument("--rounds", type=int, default=2, help="prompts per worker (num_prompts = C * rounds)")
+    ap.add_argument("--k-levels", default="8,64", help="levels run with 4 tokens per chunk (lockstep)")
+    ap.add_argument("--rounds", type=int, default=2, help="lockstep: prompts per worker (num_prompts = C * rounds)")
+    ap.add_argument("--realistic-rounds", type=int, default=4, help="realistic: prompts per worker")
+    ap.add_argument("--loop", choices=["uvloop", "asyncio"], default=None,
+                    help="event loop for client and server (default: uvloop when installed)")
+    ap.add_argument("--only", choices=["lockstep", "realistic"], default=None)
     a = ap.parse_args()
+    if a.loop:
+        os.environ["AUTOBENCH_EVENT_LOOP"] = a.loop  # inherited by the server process
     print(f"# synthetic server in its own process; ttft={TTFT_MS} ms, itl={ITL_MS} ms, N={N_TOKENS} tokens, "
           f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} "
           "(figures are only meaningful on an otherwise idle machine)")
-    print("# times in ms; cpu/1kt = client CPU ms per 1000 output tokens; cpu1c = client CPU fraction of one "
-          "core; lag = event-loop lag; rs = first-token recv - server send; sp = send - server arrival of the request")
-    print(HEADER)
-    for k, levels in ((1, a.levels), (4, a.k_levels)):
-        proc, url = start_server(k)
-        try:
-            for conc in (int(x) for x in levels.split(",")):
-                print(fmt_row(level(url, conc, k, a.rounds)), flush=True)
-        finally:
-            proc.terminate()
-            proc.wait(10)
-    print(f"# load average at the end: {os.getloadavg()[0]:.2f}")
+    print("# times in ms. srvErr = server-observed TTFT (its arrival -> first chunk sent) - injected; "
+          "cliErr = client TTFT - server-observed TTFT (the client's own error: send + receive path)")
+    print("# cost: cpu/1kt = client CPU ms per 1000 output tokens; cpu1c = client CPU fraction of one core; "
+          "lag = event-loop lag; sp = client write -> server arrival; rs = server first-chunk send -> client "
+          "recv; pw = client dispatch -> socket write (excluded from TTFT)")
+    rng = random.Random(11)
+    max_c = max(int(x) for x in a.levels.split(","))
+    varied = [rng.randint(N_TOKENS // 4, 7 * N_TOKENS // 4) for _ in range(max_c * a.realistic_rounds + 8)]
+    cases: list[tuple[str, int, str, int, list[int] | None]] = []
+    if a.only in (None, "lockstep"):
+        cases += [("lockstep (identical requests: bursts of C every round)", 1, a.levels, a.rounds, None),
+                  ("lockstep, 4 tokens per chunk", 4, a.k_levels, a.rounds, None)]
+    if a.only in (None, "realistic"):
+        cases.append((f"realistic (output lengths uniform in [{N_TOKENS // 4}, {7 * N_TOKENS // 4}], "
+                      "streams desynchronize)", 1, a.levels, a.realistic_rounds, varied))
+    with tempfile.TemporaryDirectory() as td:
+        for title, k, levels, rounds, lengths in cases:
+            proc, url = start_server(k)
+            rows = []
+            try:
+                print(f"\n## {title}; {rounds} prompts per worker")
+                print(ACC_HEADER)
+                for conc in (int(x) for x in levels.split(",")):
+                    r = level(url, conc, k, rounds, lengths, Path(td))
+                    rows.append(r)
+                    print(fmt_acc(r), flush=True)
+            finally:
+                proc.terminate()
+                proc.wait(10)
+            print(f"# client cost ({rows[0]['loop'] if rows else '?'})")
+            print(COST_HEADER)
+            for r in rows:
+                print(fmt_cost(r))
+    print(f"\n# load average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

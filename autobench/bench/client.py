@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from aiohttp.payload import BytesPayload
 
 from autobench.bench.datasets import Dataset, Prompt, load_dataset
 from autobench.bench.promscrape import SpecCounters, spec_counters, spec_delta
+from autobench.bench.loop import loop_factory
 from autobench.bench.record import ERROR, INCOMPLETE, INFLIGHT, OK, RequestRecord
 from autobench.bench.result import BenchResult, ClientStats, build_result
 from autobench.bench.sse import SSEParser
@@ -105,15 +107,8 @@ def run_bench(config: BenchConfig, *, progress: ProgressFn | None = None,
             random_input_len=config.random_input_len, random_range_ratio=config.random_range_ratio,
         )
     runner = _Runner(config, dataset, progress)
-    loop_name = "asyncio"
-    try:
-        import uvloop  # type: ignore[import-not-found]
-
-        loop_factory = uvloop.new_event_loop
-        loop_name = "uvloop"
-    except ImportError:
-        loop_factory = None
-    with asyncio.Runner(loop_factory=loop_factory) as r:
+    factory, loop_name = loop_factory()
+    with asyncio.Runner(loop_factory=factory) as r:
         result = r.run(runner.run())
     result.data["event_loop"] = loop_name
     return result
@@ -162,7 +157,8 @@ class _Runner:
         self.stop_event = asyncio.Event()
         connector = aiohttp.TCPConnector(limit=max(2 * c.concurrency, 16), limit_per_host=0,
                                          keepalive_timeout=75, ttl_dns_cache=300, force_close=False)
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=c.connect_timeout, sock_read=c.read_timeout)
+        # No sock_read: the read timeout is our own per-request watchdog (_idle_check).
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=c.connect_timeout, sock_read=None)
         bodies = [self.body(p) for p in self.ds.prompts]
         warm_bodies = [self.body(p) for p in self.ds.warmup]
         async with aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=2**22,
@@ -368,9 +364,12 @@ class _Runner:
         assert self.session is not None
         pc = time.perf_counter
         got_headers = False
+        task = asyncio.current_task()
+        assert task is not None
+        rec.dispatch = rec.start = rec.io = pc()  # start is re-stamped at the socket write
+        rec.watchdog = asyncio.get_running_loop().call_later(self.cfg.read_timeout, self._idle_check, rec, task)
         try:
-            rec.start = pc()
-            async with self.session.post(self.url, data=body, headers=self._headers) as resp:
+            async with self.session.post(self.url, data=_StampedBody(body, rec), headers=self._headers) as resp:
                 got_headers = True
                 rec.http_status = resp.status
                 if resp.status != 200:
@@ -381,7 +380,11 @@ class _Runner:
                     return
                 await self._read_stream(rec, resp)
         except asyncio.CancelledError:
-            raise
+            # Our own read-timeout watchdog cancelled the request (and nothing else did).
+            if rec.timed_out and task.uncancel() == 0:
+                rec.fail("timeout", f"no data for {self.cfg.read_timeout:g} s")
+            else:
+                raise
         except (aiohttp.ConnectionTimeoutError, aiohttp.ClientConnectorError) as exc:
             rec.fail("connect", f"{type(exc).__name__}: {exc}")
         except (aiohttp.SocketTimeoutError, asyncio.TimeoutError) as exc:
@@ -391,62 +394,72 @@ class _Runner:
             rec.fail(kind, f"{type(exc).__name__}: {exc}")
         except aiohttp.ClientError as exc:
             rec.fail("client_error", f"{type(exc).__name__}: {exc}")
+        finally:
+            if rec.watchdog is not None:
+                rec.watchdog.cancel()
+                rec.watchdog = None
         if rec.end is None:
             rec.end = pc()
 
+    def _idle_check(self, rec: RequestRecord, task: asyncio.Task[Any]) -> None:
+        """The read timeout: one timer per request, re-armed lazily (reads only store ``rec.io``).
+
+        aiohttp's ``sock_read`` timeout re-arms a timer on every socket read; this one
+        costs nothing per chunk.  After ``read_timeout`` seconds without a byte the
+        request's task is cancelled and the request counted as a ``timeout``.
+        """
+        idle = time.perf_counter() - rec.io
+        left = self.cfg.read_timeout - idle
+        if left > 1e-3:
+            rec.watchdog = asyncio.get_running_loop().call_later(left, self._idle_check, rec, task)
+            return
+        rec.watchdog = None
+        rec.timed_out = True
+        task.cancel()
+
     async def _read_stream(self, rec: RequestRecord, resp: aiohttp.ClientResponse) -> None:
+        """Read the SSE body: one clock read per socket read, JSON parsed only when needed.
+
+        After the first token chunk, an event is taken as one more token chunk without
+        parsing it when its bytes show a plain streaming chunk: ``"finish_reason":null``,
+        a non-empty ``"text":"`` (completions) or ``"delta":{"content":"`` (chat) and
+        no ``"usage"`` (other than ``null``) or ``"error"`` key.  Everything else (the first chunk with the
+        server stamps, finish, usage, errors, empty or unusual chunks, other spacing)
+        goes through ``json.loads``.  Inside a JSON string a quote is escaped, so these
+        byte patterns cannot come from generated text.
+        """
         pc = time.perf_counter
         parser = SSEParser()
-        loads = json.loads
+        feed = parser.feed
+        read = resp.content.readany
         done = False
         usage: dict[str, Any] | None = None
         gaps = rec.gaps
-        events: list[bytes]
-        async for buf in resp.content.iter_any():
-            now = pc()
-            events = parser.feed(buf)
-            for ev in events:
+        if self.cfg.endpoint == "chat":
+            tok_pat, empty_pat = b'"delta":{"content":"', b'"delta":{"content":""'
+        else:
+            tok_pat, empty_pat = b'"text":"', b'"text":""'
+        null_pat = b'"finish_reason":null'
+        while True:
+            buf = await read()
+            if not buf:
+                break
+            now = rec.io = pc()
+            for ev in feed(buf):
+                if (rec.first is not None and null_pat in ev and tok_pat in ev and empty_pat not in ev
+                        and (b'"usage"' not in ev or b'"usage":null' in ev) and b'"error"' not in ev):
+                    gaps.append(now - rec.last)  # type: ignore[operator]
+                    rec.last = now
+                    rec.n_chunks += 1
+                    continue
                 if ev == b"[DONE]":
                     done = True
                     continue
-                try:
-                    obj = loads(ev)
-                except ValueError:
-                    rec.fail("non_json", f"event is not JSON: {ev[:80]!r}")
+                res = self._slow_event(rec, ev, now)
+                if res is False:
                     return
-                if not isinstance(obj, dict):
-                    rec.fail("non_json", f"event is not a JSON object: {ev[:80]!r}")
-                    return
-                if "error" in obj or obj.get("object") == "error":
-                    err = obj.get("error", obj)
-                    msg = err.get("message") if isinstance(err, dict) else err
-                    rec.fail("in_stream_error", f"error in stream after {rec.n_chunks} chunks: {msg}")
-                    return
-                choices = obj.get("choices")
-                if choices:
-                    ch = choices[0]
-                    tok = ch.get("text")
-                    if tok is None:
-                        d = ch.get("delta")
-                        if d:
-                            tok = (d.get("content") or d.get("reasoning_content") or d.get("reasoning")
-                                   or d.get("tool_calls"))
-                    if tok:
-                        if rec.first is None:
-                            rec.first = now
-                            rec.first_srv = obj.get("t_srv")
-                            rec.arr_srv = obj.get("t_arr")
-                        else:
-                            gaps.append(now - rec.last)  # type: ignore[operator]
-                        rec.last = now
-                        rec.last_srv = obj.get("t_srv")
-                        rec.n_chunks += 1
-                    fr = ch.get("finish_reason")
-                    if fr:
-                        rec.finish_reason = fr
-                u = obj.get("usage")
-                if u:
-                    usage = u
+                if res is not None:
+                    usage = res
         rec.end = pc()
         for ev in parser.finish():
             if ev == b"[DONE]":
@@ -470,6 +483,71 @@ class _Runner:
                                  "ignored?); see --allow-missing-usage")
             return
         rec.status = OK
+
+    @staticmethod
+    def _slow_event(rec: RequestRecord, ev: bytes, now: float) -> dict[str, Any] | bool | None:
+        """Parse one event; returns its usage dict, False when the request failed, else None."""
+        try:
+            obj = json.loads(ev)
+        except ValueError:
+            rec.fail("non_json", f"event is not JSON: {ev[:80]!r}")
+            return False
+        if not isinstance(obj, dict):
+            rec.fail("non_json", f"event is not a JSON object: {ev[:80]!r}")
+            return False
+        if "error" in obj or obj.get("object") == "error":
+            err = obj.get("error", obj)
+            msg = err.get("message") if isinstance(err, dict) else err
+            rec.fail("in_stream_error", f"error in stream after {rec.n_chunks} chunks: {msg}")
+            return False
+        choices = obj.get("choices")
+        if choices and isinstance(choices, list) and isinstance(choices[0], dict):
+            ch = choices[0]
+            tok = ch.get("text")
+            if tok is None:
+                d = ch.get("delta")
+                if isinstance(d, dict):
+                    tok = d.get("content") or d.get("reasoning_content") or d.get("reasoning") or d.get("tool_calls")
+            if tok:
+                if rec.first is None:
+                    rec.first = now
+                    srv = obj.get("t_srv")
+                    rec.first_srv = srv if isinstance(srv, float) else None
+                    arr = obj.get("t_arr")
+                    rec.arr_srv = arr if isinstance(arr, float) else None
+                else:
+                    rec.gaps.append(now - rec.last)  # type: ignore[operator]
+                rec.last = now
+                rec.n_chunks += 1
+            fr = ch.get("finish_reason")
+            if fr:
+                rec.finish_reason = fr
+        u = obj.get("usage")
+        return u if isinstance(u, dict) and u else None
+
+
+class _StampedBody(BytesPayload):
+    """A pre-serialized body that stamps ``rec.start`` right before aiohttp writes it.
+
+    aiohttp buffers the request headers and writes them together with the body, from
+    the body-writer task, one event-loop step or more after ``session.post`` was
+    called; in a burst of C requests that step comes after the other requests have
+    been built.  Stamping here puts ``st`` at the socket write (the request reaches
+    the kernel right after), so the client's own queueing before the write is not
+    counted as server latency; it is reported apart (``client.dispatch_to_write_ms``).
+    """
+
+    def __init__(self, value: bytes, rec: RequestRecord):
+        super().__init__(value, content_type="application/json")
+        self._rec = rec
+
+    async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+        self._rec.start = time.perf_counter()
+        await writer.write(self._value if content_length is None else self._value[:content_length])
+
+    async def write(self, writer: Any) -> None:  # aiohttp < 3.12 calls this one
+        self._rec.start = time.perf_counter()
+        await writer.write(self._value)
 
 
 def _error_message(text: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 # Status values
 OK = "ok"
 ERROR = "error"
@@ -29,13 +31,15 @@ class RequestRecord:
         "index", "prompt_est", "arrival", "start", "first", "last", "gaps", "n_chunks",
         "prompt_tokens", "completion_tokens", "finish_reason", "status", "error_kind",
         "error_message", "http_status", "usage_fallback", "first_srv", "arr_srv", "last_srv", "end",
+        "dispatch", "io", "timed_out", "watchdog",
     )
 
     def __init__(self, index: int, prompt_est: int, arrival: float | None = None):
         self.index = index
         self.prompt_est = prompt_est
         self.arrival = arrival  # intended send time (rate mode) or None
-        self.start = 0.0  # st, perf_counter just before the request is sent
+        self.dispatch = 0.0  # perf_counter when the client called post (before building the request)
+        self.start = 0.0  # st, perf_counter right before the request is written to the socket
         self.first: float | None = None
         self.last: float | None = None
         self.gaps: list[float] = []
@@ -52,6 +56,10 @@ class RequestRecord:
         self.last_srv: float | None = None
         self.arr_srv: float | None = None  # server arrival time of the request, if sent
         self.end: float | None = None  # end of the stream ([DONE] / EOF / error)
+        # client internals: last socket activity, the read-timeout timer and whether it fired
+        self.io = 0.0
+        self.timed_out = False
+        self.watchdog: Any = None  # asyncio.TimerHandle
 
     def fail(self, kind: str, message: str) -> None:
         if self.status == ERROR:  # keep the first error

@@ -90,6 +90,13 @@ def build_result(cfg: Any, ds: Any, records: list[Any], *, t0: float, t_end: flo
     queue = [r.start - r.arrival for r in records if r.arrival is not None and r.start]
     srv_lag = [r.first - r.first_srv for r in ok if isinstance(r.first_srv, float)]
     send_path = [r.arr_srv - r.start for r in ok if isinstance(r.arr_srv, float)]
+    # Against the synthetic server: the TTFT it observed itself (arrival -> first chunk sent), and
+    # the client's own share of the measured TTFT (send path + receive path), free of server timing.
+    srv_ttft = [r.first_srv - r.arr_srv for r in ok
+                if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)]
+    ttft_client = [(r.first - r.start) - (r.first_srv - r.arr_srv) for r in ok
+                   if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)]
+    pre_write = [r.start - r.dispatch for r in records if r.dispatch and r.start >= r.dispatch]
     lags = client.loop_lag_s
     rate = cfg.request_rate
     data: dict[str, Any] = {
@@ -158,6 +165,9 @@ def build_result(cfg: Any, ds: Any, records: list[Any], *, t0: float, t_end: flo
             {"max": 1000.0 * max(lags)} if lags else {"max": None}),
         "first_token_recv_minus_send_ms": M.summarize(srv_lag, 1000.0) if srv_lag else None,
         "send_to_server_arrival_ms": M.summarize(send_path, 1000.0) if send_path else None,
+        "server_ttft_ms": M.summarize(srv_ttft, 1000.0) if srv_ttft else None,
+        "ttft_client_error_ms": M.summarize(ttft_client, 1000.0) if ttft_client else None,
+        "dispatch_to_write_ms": M.summarize(pre_write, 1000.0) if pre_write else None,
         "served_models": client.served_models,
     }
     lag_p99 = data["client"]["loop_lag_ms"]["p99"]

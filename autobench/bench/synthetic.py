@@ -3,7 +3,9 @@
 It streams tokens on an absolute schedule (first token at ``ttft_ms`` after the
 request arrived, then one chunk every ``itl_ms``), so sleep overshoot never
 accumulates, and it embeds its own send time (``t_srv``, ``time.perf_counter()``)
-in every chunk (and the request's arrival time ``t_arr`` in the first one).  Faults are injected deterministically: with rate ``r`` the
+in every chunk (and the request's arrival time ``t_arr`` in the first one).
+
+Faults are injected deterministically: with rate ``r`` the
 request number ``n`` (0-based, counted per server) is hit when
 ``floor((n + 1) * r) > floor(n * r)``, so exactly ``floor(N * r)`` of the first
 ``N`` requests are hit, evenly spread.
@@ -16,12 +18,18 @@ counters are exposed on ``GET /metrics`` under the vLLM V1 names, split over two
 math can be checked exactly.  ``chunk_plan`` is the pure function that decides
 the chunk sizes; tests use it to compute the expected counters.
 
+The HTTP layer is a lean ``asyncio.Protocol`` (``synthetic_http``) and chunks are
+emitted by ``loop.call_at``-style timer callbacks, writes batched, so the server
+costs little per request and per chunk and stays out of the way of the client
+being measured.  uvloop is used when it is installed.
+
 Run it with ``autobench synthetic-server ...`` or ``python -m autobench.bench.synthetic ...``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import math
 import os
@@ -32,9 +40,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from autobench.bench.loop import loop_factory
+from autobench.bench.synthetic_http import HttpConn, json_bytes
 
 GOLDEN = 0.6180339887498949
+TIMER_STEP = 5e-6  # seconds: the timer-error median tracker moves this much per timer
+FIRST_EARLY = 0.0015  # the first chunk's timer is armed this early, then the loop spins to the time
+SPIN_SLACK = 1e-5  # a spinning chunk goes out this close to its time
 VLLM_VERSION = "0.23.1"
 
 
@@ -63,7 +75,7 @@ class SyntheticConfig:
     die_after_requests: int | None = None
     log_stats_interval: float = 10.0
     max_model_len: int = 262144
-    timer_compensation: bool = True  # aim early by the measured mean wake-up overshoot
+    timer_compensation: bool = True  # aim timers by the tracked median timer error
 
     @property
     def steps_draft_tokens(self) -> int:
@@ -101,6 +113,11 @@ def chunk_plan(n_tokens: int, tokens_per_chunk: int = 1, accept_profile: tuple[f
         left -= size
         step += 1
     return plan
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_plan(n_tokens: int, tokens_per_chunk: int, accept_profile: tuple[float, ...]) -> tuple[int, ...]:
+    return tuple(chunk_plan(n_tokens, tokens_per_chunk, accept_profile))
 
 
 def fault_hit(rate: float, n: int) -> bool:
@@ -151,7 +168,12 @@ class Counters:
 
 
 class SyntheticServer:
-    """The aiohttp application plus its state; start it with ``run`` or ``start_in_thread``."""
+    """The request handlers plus their state, on a lean HTTP/1.1 protocol (``synthetic_http``).
+
+    Start it with ``run`` (its own process) or ``ThreadedServer`` (a thread).  Token
+    chunks are emitted by ``loop.call_at`` callbacks on an absolute schedule counted
+    from the request's arrival: no task, coroutine or future per chunk.
+    """
 
     def __init__(self, config: SyntheticConfig):
         self.config = config
@@ -160,46 +182,54 @@ class SyntheticServer:
         self._last_stats = (0, 0, 0, 0, 0)
         self.port: int | None = None
         self._finished = 0
-        # Mean wake-up overshoot of a timed sleep (asyncio rounds epoll timeouts up to
-        # the next millisecond, and a busy loop adds lag); chunks are aimed this much early.
-        self.overshoot = 0.0005 if config.timer_compensation else 0.0
+        # Median error of a timer (epoll and libuv count timeouts in whole milliseconds,
+        # and a busy loop adds lag); chunks are aimed this much early.
+        # The first chunk of a stream is timed exactly (early timer + spin, see _Stream).
+        self.overshoot = 0.0002 if config.timer_compensation else 0.0
+        self._timer_fires = 0
         n_pos = config.steps_draft_tokens
         self.counters.per_pos = [[0] * n_pos, [0] * n_pos]
+        self.conns: set[HttpConn] = set()
+        self._streams: set[_Stream] = set()
+        self._models_body = b""
 
-    # ---- application -------------------------------------------------
-    def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_get("/health", self.health)
-        app.router.add_get("/v1/models", self.models)
-        app.router.add_get("/metrics", self.metrics)
-        app.router.add_post("/v1/completions", self.completions)
-        app.router.add_post("/v1/chat/completions", self.chat)
-        return app
+    def protocol(self) -> HttpConn:
+        return HttpConn(self.dispatch, self.conns)
 
-    async def health(self, request: web.Request) -> web.Response:
-        return web.Response(status=200)
+    def close_all(self) -> None:
+        for s in list(self._streams):
+            s.cancel()
+        for c in list(self.conns):
+            c.abort()
 
-    async def models(self, request: web.Request) -> web.Response:
-        m = self.config.model
-        body = {
-            "object": "list",
-            "data": [
-                {
-                    "id": m,
-                    "object": "model",
-                    "created": int(self.created),
-                    "owned_by": "vllm",
-                    "root": m,
-                    "parent": None,
-                    "max_model_len": self.config.max_model_len,
-                    "permission": [],
-                }
-            ],
-        }
-        return web.json_response(body)
+    # ---- routing -----------------------------------------------------------
+    def dispatch(self, conn: HttpConn, method: str, path: str, body: bytes, t_arrival: float) -> None:
+        if path in ("/v1/completions", "/v1/chat/completions"):
+            if method != "POST":
+                conn.respond(405, b'{"detail":"Method Not Allowed"}')
+                return
+            self._generate(conn, body, t_arrival, chat=path == "/v1/chat/completions")
+            return
+        if method != "GET":
+            conn.respond(405 if path in ("/health", "/v1/models", "/metrics") else 404,
+                         b'{"detail":"Method Not Allowed"}')
+            return
+        if path == "/health":
+            conn.respond(200, b"", "text/plain; charset=utf-8")
+        elif path == "/v1/models":
+            conn.respond(200, self.models_body())
+        elif path == "/metrics":
+            conn.respond(200, self.prometheus_text().encode(), "text/plain; version=0.0.4; charset=utf-8")
+        else:
+            conn.respond(404, b'{"detail":"Not Found"}')
 
-    async def metrics(self, request: web.Request) -> web.Response:
-        return web.Response(text=self.prometheus_text(), content_type="text/plain")
+    def models_body(self) -> bytes:
+        if not self._models_body:
+            m = self.config.model
+            self._models_body = json_bytes({"object": "list", "data": [{
+                "id": m, "object": "model", "created": int(self.created), "owned_by": "vllm", "root": m,
+                "parent": None, "max_model_len": self.config.max_model_len, "permission": []}]})
+        return self._models_body
 
     def prometheus_text(self) -> str:
         c = self.counters
@@ -240,184 +270,69 @@ class SyntheticServer:
                     "Accepted tokens per draft position.", pos_values)
         return "\n".join(out) + "\n"
 
-    # ---- completions -------------------------------------------------
-    async def completions(self, request: web.Request) -> web.StreamResponse:
-        return await self._generate(request, chat=False)
+    # ---- completions -------------------------------------------------------
+    @staticmethod
+    def _error(conn: HttpConn, status: int, message: str, type_: str, param: str | None = None) -> None:
+        conn.respond(status, json_bytes({"error": {"message": message, "type": type_, "param": param,
+                                                   "code": status}}))
 
-    async def chat(self, request: web.Request) -> web.StreamResponse:
-        return await self._generate(request, chat=True)
-
-    def _error(self, status: int, message: str, type_: str, param: str | None = None) -> web.Response:
-        body = {"error": {"message": message, "type": type_, "param": param, "code": status}}
-        return web.json_response(body, status=status)
-
-    async def _generate(self, request: web.Request, *, chat: bool) -> web.StreamResponse:
-        t_arrival = time.perf_counter()
+    def _generate(self, conn: HttpConn, body: bytes, t_arrival: float, *, chat: bool) -> None:
         cfg = self.config
         try:
-            req = json.loads(await request.read())
+            req = json.loads(body)
             if not isinstance(req, dict):
                 raise ValueError("body must be a JSON object")
         except ValueError as exc:
-            return self._error(400, f"Invalid request body: {exc}", "BadRequestError")
+            self._error(conn, 400, f"Invalid request body: {exc}", "BadRequestError")
+            return
         if req.get("model") != cfg.model:
-            return self._error(404, f"The model `{req.get('model')}` does not exist.", "NotFoundError",
-                               "model")
+            self._error(conn, 404, f"The model `{req.get('model')}` does not exist.", "NotFoundError", "model")
+            return
         if chat:
             msgs = req.get("messages")
             if not isinstance(msgs, list) or not msgs:
-                return self._error(400, "messages must be a non-empty list", "BadRequestError", "messages")
+                self._error(conn, 400, "messages must be a non-empty list", "BadRequestError", "messages")
+                return
             prompt = " ".join(str(m.get("content", "")) for m in msgs if isinstance(m, dict))
             max_tokens = req.get("max_completion_tokens", req.get("max_tokens"))
         else:
             prompt = req.get("prompt")
             if not isinstance(prompt, str):
-                return self._error(400, "prompt must be a string", "BadRequestError", "prompt")
+                self._error(conn, 400, "prompt must be a string", "BadRequestError", "prompt")
+                return
             max_tokens = req.get("max_tokens")
         if max_tokens is None:
             max_tokens = cfg.default_max_tokens
-        n_out = int(cfg.output_tokens if cfg.output_tokens is not None else max_tokens)
-        n_out = max(n_out, 1)
+        try:
+            n_out = max(int(cfg.output_tokens if cfg.output_tokens is not None else max_tokens), 1)
+        except (TypeError, ValueError):
+            self._error(conn, 400, "max_tokens must be an integer", "BadRequestError", "max_tokens")
+            return
         prompt_tokens = max(1, len(prompt.split()))
         stream = bool(req.get("stream", False))
         include_usage = bool((req.get("stream_options") or {}).get("include_usage")) and not cfg.no_usage
 
         n = self.counters.requests
         self.counters.requests += 1
-        engine = n % 2
         if fault_hit(cfg.error_rate, n):
-            return self._error(cfg.error_status, "synthetic injected error",
-                               "InternalServerError" if cfg.error_status >= 500 else "BadRequestError")
+            self._error(conn, cfg.error_status, "synthetic injected error",
+                        "InternalServerError" if cfg.error_status >= 500 else "BadRequestError")
+            return
         fault = None
         for kind, rate in (("drop", cfg.drop_rate), ("midstream", cfg.midstream_error_rate),
                            ("non_json", cfg.non_json_rate), ("stall", cfg.stall_rate)):
             if fault_hit(rate, n):
                 fault = kind
                 break
+        s = _Stream(self, conn, chat=chat, n=n, n_out=n_out, prompt_tokens=prompt_tokens,
+                    include_usage=include_usage, fault=fault, t_arrival=t_arrival, stream=stream)
         if fault == "stall":
-            await asyncio.sleep(cfg.stall_seconds)
-
-        if not stream:
-            return await self._non_stream(chat, n, n_out, prompt_tokens, t_arrival)
-
-        resp = web.StreamResponse(status=200, headers={"Content-Type": "text/event-stream",
-                                                       "Cache-Control": "no-cache"})
-        await resp.prepare(request)
-        self.counters.running += 1
-        self.counters.prompt_tokens += prompt_tokens
-        try:
-            await self._stream(request, resp, chat=chat, n=n, engine=engine, n_out=n_out,
-                               prompt_tokens=prompt_tokens, include_usage=include_usage,
-                               fault=fault, t_arrival=t_arrival)
-        finally:
-            self.counters.running -= 1
-            self._request_done()
-        return resp
-
-    async def _non_stream(self, chat: bool, n: int, n_out: int, prompt_tokens: int,
-                          t_arrival: float) -> web.Response:
-        cfg = self.config
-        plan = chunk_plan(n_out, cfg.tokens_per_chunk, cfg.accept_profile)
-        delay = cfg.ttft_ms / 1e3 + (len(plan) - 1) * cfg.itl_ms / 1e3
-        await asyncio.sleep(max(0.0, t_arrival + delay - time.perf_counter()))
-        text = "".join(f" t{i}" for i in range(n_out))
-        usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + n_out,
-                 "completion_tokens": n_out}
-        self.counters.generation_tokens += n_out
-        self.counters.success += 1
-        self._request_done()
-        if chat:
-            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
-                                      "finish_reason": "length"}
-            obj = "chat.completion"
+            s.shift(cfg.stall_seconds)
+            s.handle = asyncio.get_running_loop().call_later(cfg.stall_seconds, s.begin)
+            self._streams.add(s)
+            conn.on_close = s.cancel
         else:
-            choice = {"index": 0, "text": text, "finish_reason": "length"}
-            obj = "text_completion"
-        return web.json_response({"id": f"cmpl-{n}", "object": obj, "created": int(time.time()),
-                                  "model": cfg.model, "choices": [choice], "usage": usage})
-
-    async def _stream(self, request: web.Request, resp: web.StreamResponse, *, chat: bool, n: int,
-                      engine: int, n_out: int, prompt_tokens: int, include_usage: bool,
-                      fault: str | None, t_arrival: float) -> None:
-        cfg = self.config
-        loop = asyncio.get_running_loop()
-        created = int(time.time())
-        if chat:
-            head = (f'data: {{"id":"chatcmpl-{n}","object":"chat.completion.chunk","created":{created},'
-                    f'"model":"{cfg.model}","choices":[{{"index":0,"delta":{{"content":"').encode()
-        else:
-            head = (f'data: {{"id":"cmpl-{n}","object":"text_completion","created":{created},'
-                    f'"model":"{cfg.model}","choices":[{{"index":0,"text":"').encode()
-        plan = chunk_plan(n_out, cfg.tokens_per_chunk, cfg.accept_profile)
-        fault_at = len(plan) // 2 if fault else -1
-        spec = cfg.spec_enabled
-        spec_tokens = cfg.steps_draft_tokens
-        adapt = cfg.timer_compensation
-        # perf_counter and loop.time() are both CLOCK_MONOTONIC on Linux; convert once anyway.
-        offset = loop.time() - time.perf_counter()
-        target = t_arrival + cfg.ttft_ms / 1e3
-        itl = cfg.itl_ms / 1e3
-        emitted = 0
-        for idx, size in enumerate(plan):
-            aim = target - self.overshoot
-            if aim > time.perf_counter():
-                fut = loop.create_future()
-                h = loop.call_at(aim + offset, fut.set_result, None)
-                try:
-                    await fut
-                finally:
-                    h.cancel()
-                if adapt:
-                    late = time.perf_counter() - aim
-                    self.overshoot += 0.02 * (min(max(late, 0.0), 0.005) - self.overshoot)
-            if idx == fault_at:
-                if fault == "drop":
-                    # An abrupt close in the middle of a chunked body.
-                    if request.transport is not None:
-                        request.transport.abort()
-                    return
-                if fault == "midstream":
-                    err = {"error": {"message": "synthetic mid-stream error", "type": "InternalServerError",
-                                     "param": None, "code": 500}}
-                    await resp.write(b"data: " + json.dumps(err).encode() + b"\n\ndata: [DONE]\n\n")
-                    return
-                if fault == "non_json":
-                    await resp.write(b"data: this is not json {\n\n")
-                    await resp.write(b"data: [DONE]\n\n")
-                    return
-            toks = "".join(f" t{emitted + i}" for i in range(size))
-            emitted += size
-            last = emitted >= n_out
-            finish = '"length"' if last else "null"
-            t_srv = time.perf_counter()
-            stamp = f'"t_srv":{t_srv:.9f}' + (f',"t_arr":{t_arrival:.9f}' if idx == 0 else "")
-            if chat:
-                tail = f'"}},"logprobs":null,"finish_reason":{finish}}}],{stamp}}}\n\n'
-            else:
-                tail = f'","logprobs":null,"finish_reason":{finish},"stop_reason":null}}],{stamp}}}\n\n'
-            payload = head + toks.encode() + tail.encode()
-            if idx == 0 and chat:
-                role = (f'data: {{"id":"chatcmpl-{n}","object":"chat.completion.chunk","created":{created},'
-                        f'"model":"{cfg.model}","choices":[{{"index":0,"delta":{{"role":"assistant",'
-                        f'"content":""}},"logprobs":null,"finish_reason":null}}]}}\n\n').encode()
-                payload = role + payload
-            if spec:
-                self.counters.step(engine, size, spec_tokens)
-            self.counters.generation_tokens += size
-            await resp.write(payload)
-            target += itl
-        tail_parts = []
-        if include_usage:
-            obj = "chat.completion.chunk" if chat else "text_completion"
-            usage = {"prompt_tokens": prompt_tokens, "total_tokens": prompt_tokens + n_out,
-                     "completion_tokens": n_out}
-            tail_parts.append(b"data: " + json.dumps(
-                {"id": f"cmpl-{n}", "object": obj, "created": created, "model": cfg.model,
-                 "choices": [], "usage": usage}, separators=(",", ":")).encode() + b"\n\n")
-        tail_parts.append(b"data: [DONE]\n\n")
-        await resp.write(b"".join(tail_parts))
-        self.counters.success += 1
-        await resp.write_eof()
+            s.begin()
 
     def _request_done(self) -> None:
         self._finished += 1
@@ -495,11 +410,9 @@ class SyntheticServer:
         if cfg.fail_boot_with is not None:
             self._fail_boot(cfg.fail_boot_with)
             raise SystemExit(1)
-        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
-        await runner.setup()
-        site = web.TCPSite(runner, cfg.host, cfg.port, reuse_address=True)
-        await site.start()
-        sock = site._server.sockets[0] if site._server and site._server.sockets else None  # type: ignore[union-attr]
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(self.protocol, cfg.host, cfg.port, reuse_address=True, backlog=4096)
+        sock = server.sockets[0] if server.sockets else None
         self.port = sock.getsockname()[1] if sock is not None else cfg.port
         vlog("INFO", "api_server.py:1971",
              f"Starting vLLM API server 0 on http://{cfg.host}:{self.port}")
@@ -512,20 +425,236 @@ class SyntheticServer:
         finally:
             if stats is not None:
                 stats.cancel()
-            await runner.cleanup()
+            server.close()
+            self.close_all()
+
+
+class _Stream:
+    """One completion request: its chunk schedule, driven by timer callbacks."""
+
+    __slots__ = ("srv", "conn", "chat", "n", "engine", "n_out", "prompt_tokens", "include_usage", "fault",
+                 "t_arr", "stream", "plan", "fault_at", "idx", "emitted", "target", "aim", "handle",
+                 "created", "head", "running")
+
+    def __init__(self, srv: SyntheticServer, conn: HttpConn, *, chat: bool, n: int, n_out: int,
+                 prompt_tokens: int, include_usage: bool, fault: str | None, t_arrival: float, stream: bool):
+        cfg = srv.config
+        self.srv = srv
+        self.conn = conn
+        self.chat = chat
+        self.n = n
+        self.engine = n % 2
+        self.n_out = n_out
+        self.prompt_tokens = prompt_tokens
+        self.include_usage = include_usage
+        self.fault = fault
+        self.t_arr = t_arrival
+        self.stream = stream
+        self.plan = _cached_plan(n_out, cfg.tokens_per_chunk, cfg.accept_profile)
+        self.fault_at = len(self.plan) // 2 if fault else -1
+        self.idx = 0
+        self.emitted = 0
+        self.target = t_arrival + cfg.ttft_ms / 1e3  # absolute perf_counter time of the next chunk
+        self.aim = self.target
+        self.handle: asyncio.TimerHandle | None = None
+        self.created = int(time.time())
+        self.head = b""
+        self.running = False
+
+    def shift(self, seconds: float) -> None:
+        self.target += seconds
+
+    def cancel(self) -> None:
+        """The connection went away (or the server stops): stop emitting."""
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+        self._finish()
+
+    def _finish(self) -> None:
+        srv = self.srv
+        if self in srv._streams:
+            srv._streams.discard(self)
+            if self.running:
+                self.running = False
+                srv.counters.running -= 1
+                srv._request_done()
+
+    def _schedule(self) -> None:
+        srv = self.srv
+        loop = asyncio.get_running_loop()
+        now = time.perf_counter()
+        if self.idx == 0 and srv.config.timer_compensation:
+            # The first chunk decides TTFT: arm the timer FIRST_EARLY ahead, then spin
+            # (call_soon, the loop keeps serving I/O) to the exact time.  uvloop's timers
+            # count in whole milliseconds from a cached clock and scatter by +-1 ms.
+            self.aim = self.target - FIRST_EARLY
+            self.handle = loop.call_later(max(0.0, self.aim - now), self._spin)
+            return
+        self.aim = self.target - srv.overshoot
+        # call_later from "now" (not call_at): uvloop's loop.time() is a cached millisecond clock.
+        self.handle = loop.call_later(max(0.0, self.aim - now), self._fire)
+
+    def _spin(self) -> None:
+        if time.perf_counter() < self.target - SPIN_SLACK:
+            self.handle = asyncio.get_running_loop().call_soon(self._spin)  # type: ignore[assignment]
+            return
+        self.handle = None
+        if self.stream:
+            self._emit(due=True)
+        else:
+            self._answer_whole()
+
+    def _fire(self) -> None:
+        self.handle = None
+        srv = self.srv
+        if srv.config.timer_compensation:
+            # Track the median timer error (a stochastic median: robust to the long tail of a
+            # busy loop), coarse steps for the first 32 timers; aim that much early.
+            err = time.perf_counter() - self.aim
+            n = srv._timer_fires = srv._timer_fires + 1
+            step = TIMER_STEP * (8 if n <= 32 else 1)
+            srv.overshoot = min(max(srv.overshoot + (step if err > srv.overshoot else -step), -0.002), 0.005)
+        if self.stream:
+            self._emit(due=True)
+        else:
+            self._answer_whole()
+
+    def begin(self) -> None:
+        """Start answering (at arrival, or after an injected stall)."""
+        self.handle = None
+        srv, conn, cfg = self.srv, self.conn, self.srv.config
+        if conn.closed:
+            srv._streams.discard(self)
+            return
+        srv._streams.add(self)
+        conn.on_close = self.cancel
+        if not self.stream:
+            self.target += (len(self.plan) - 1) * cfg.itl_ms / 1e3
+            self._schedule()
+            return
+        conn.start_stream()
+        self.running = True
+        srv.counters.running += 1
+        srv.counters.prompt_tokens += self.prompt_tokens
+        n, m, created = self.n, cfg.model, self.created
+        if self.chat:
+            self.head = (f'data: {{"id":"chatcmpl-{n}","object":"chat.completion.chunk","created":{created},'
+                         f'"model":"{m}","choices":[{{"index":0,"delta":{{"content":"').encode()
+        else:
+            self.head = (f'data: {{"id":"cmpl-{n}","object":"text_completion","created":{created},'
+                         f'"model":"{m}","choices":[{{"index":0,"text":"').encode()
+        self._emit()
+
+    def _emit(self, due: bool = False) -> None:
+        """Send every chunk that is due (in one write), then schedule the next one.
+
+        ``due``: the timer aimed at the next chunk fired, so it is sent now even if
+        the clock is a little short of the aim (an early timer is not re-armed).
+        """
+        srv, conn, cfg = self.srv, self.conn, self.srv.config
+        if conn.closed:
+            self._finish()
+            return
+        plan = self.plan
+        itl = cfg.itl_ms / 1e3
+        parts: list[bytes] = []
+        pc = time.perf_counter
+        counters = srv.counters
+        spec = cfg.spec_enabled
+        early = srv.overshoot
+        while self.idx < len(plan) and (due or self.target - early <= pc()):
+            due = False
+            idx = self.idx
+            if idx == self.fault_at:
+                self._fault(parts)
+                return
+            size = plan[idx]
+            e = self.emitted
+            toks = "".join([f" t{e + i}" for i in range(size)])
+            self.emitted = e + size
+            finish = '"length"' if self.emitted >= self.n_out else "null"
+            stamp = f'"t_srv":{pc():.9f}' + (f',"t_arr":{self.t_arr:.9f}' if idx == 0 else "")
+            if self.chat:
+                tail = f'"}},"logprobs":null,"finish_reason":{finish}}}],{stamp}}}\n\n'
+            else:
+                tail = f'","logprobs":null,"finish_reason":{finish},"stop_reason":null}}],{stamp}}}\n\n'
+            if idx == 0 and self.chat:
+                parts.append(self._role_chunk())
+            parts.append(self.head + toks.encode() + tail.encode())
+            if spec:
+                counters.step(self.engine, size, cfg.steps_draft_tokens)
+            counters.generation_tokens += size
+            self.idx = idx + 1
+            self.target += itl
+        if self.idx < len(plan):
+            if parts:
+                conn.write_chunk(b"".join(parts))
+            self._schedule()
+            return
+        if self.include_usage:
+            obj = "chat.completion.chunk" if self.chat else "text_completion"
+            pt, n_out = self.prompt_tokens, self.n_out
+            parts.append(b"data: " + json_bytes(
+                {"id": f"cmpl-{self.n}", "object": obj, "created": self.created, "model": cfg.model,
+                 "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + n_out,
+                                          "completion_tokens": n_out}}) + b"\n\n")
+        parts.append(b"data: [DONE]\n\n")
+        counters.success += 1
+        conn.end_stream(b"".join(parts))
+        self._finish()
+
+    def _role_chunk(self) -> bytes:
+        return (f'data: {{"id":"chatcmpl-{self.n}","object":"chat.completion.chunk","created":{self.created},'
+                f'"model":"{self.srv.config.model}","choices":[{{"index":0,"delta":{{"role":"assistant",'
+                f'"content":""}},"logprobs":null,"finish_reason":null}}]}}\n\n').encode()
+
+    def _fault(self, parts: list[bytes]) -> None:
+        conn = self.conn
+        if self.fault == "drop":  # an abrupt close in the middle of a chunked body
+            if parts:
+                conn.write_chunk(b"".join(parts))
+            self._finish()
+            conn.abort()
+            return
+        if self.fault == "midstream":
+            parts.append(b"data: " + json_bytes({"error": {
+                "message": "synthetic mid-stream error", "type": "InternalServerError", "param": None,
+                "code": 500}}) + b"\n\ndata: [DONE]\n\n")
+        else:  # non_json
+            parts.append(b"data: this is not json {\n\ndata: [DONE]\n\n")
+        conn.end_stream(b"".join(parts))
+        self._finish()
+
+    def _answer_whole(self) -> None:
+        """A non-streaming answer, sent when the last chunk would have been."""
+        srv, cfg = self.srv, self.srv.config
+        srv._streams.discard(self)
+        if self.conn.closed:
+            return
+        n_out, pt = self.n_out, self.prompt_tokens
+        text = "".join(f" t{i}" for i in range(n_out))
+        usage = {"prompt_tokens": pt, "total_tokens": pt + n_out, "completion_tokens": n_out}
+        srv.counters.generation_tokens += n_out
+        srv.counters.success += 1
+        srv._request_done()
+        if self.chat:
+            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
+                                      "finish_reason": "length"}
+            obj = "chat.completion"
+        else:
+            choice = {"index": 0, "text": text, "finish_reason": "length"}
+            obj = "text_completion"
+        self.conn.respond(200, json_bytes({"id": f"cmpl-{self.n}", "object": obj, "created": int(time.time()),
+                                           "model": cfg.model, "choices": [choice], "usage": usage}))
 
 
 def run(config: SyntheticConfig) -> int:
     """Serve until interrupted; return the process exit code."""
     server = SyntheticServer(config)
+    factory, _ = loop_factory()
     try:
-        import uvloop  # type: ignore[import-not-found]
-
-        loop_factory = uvloop.new_event_loop
-    except ImportError:
-        loop_factory = None
-    try:
-        with asyncio.Runner(loop_factory=loop_factory) as runner:
+        with asyncio.Runner(loop_factory=factory) as runner:
             runner.run(server.serve_forever())
     except KeyboardInterrupt:
         return 0
@@ -547,8 +676,9 @@ class ThreadedServer:
     def __init__(self, config: SyntheticConfig):
         self.config = config
         self.server = SyntheticServer(config)
-        self.loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
+        factory, self.event_loop = loop_factory()
+        self.loop = factory() if factory is not None else asyncio.new_event_loop()
+        self._srv: asyncio.AbstractServer | None = None
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.port = 0
 
@@ -564,22 +694,26 @@ class ThreadedServer:
 
     async def _start(self) -> int:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.config.host, self.config.port))
-        self._runner = web.AppRunner(self.server.app(), access_log=None, handle_signals=False)
-        await self._runner.setup()
-        site = web.SockSite(self._runner, sock)
-        await site.start()
+        self._srv = await asyncio.get_running_loop().create_server(self.server.protocol, sock=sock,
+                                                                   backlog=4096)
         return int(sock.getsockname()[1])
 
+    async def _stop(self) -> None:
+        if self._srv is not None:
+            self._srv.close()
+        self.server.close_all()
+
     def stop(self) -> None:
-        if self._runner is not None:
-            fut = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self.loop)
+        if self._thread.is_alive():
+            fut = asyncio.run_coroutine_threadsafe(self._stop(), self.loop)
             try:
                 fut.result(timeout=10)
             except Exception:  # noqa: BLE001 - best effort teardown
                 pass
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=10)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
 
     def __enter__(self) -> ThreadedServer:
         return self.start()

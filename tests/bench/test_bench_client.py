@@ -55,6 +55,16 @@ def test_accuracy_at_small_scale(subprocess_server: str) -> None:
     assert d["output_throughput"] == pytest.approx(4 * 20 / 0.240, rel=0.08)
     assert d["input_throughput"] == pytest.approx(d["total_input_tokens"] / d["duration"])
     assert d["spec_decode_available"] is False and "spec_decode_acceptance_length" not in d
+    c = d["client"]
+    # The server's own view of TTFT (its arrival -> first chunk sent) is exact: first chunks are spun to time.
+    assert c["server_ttft_ms"]["median"] == pytest.approx(50.0, abs=0.5)
+    # The client's own error (client TTFT - server TTFT) is the send + receive path: positive, small.
+    assert 0.0 < c["ttft_client_error_ms"]["median"] < 3.0
+    assert d["median_ttft_ms"] == pytest.approx(c["server_ttft_ms"]["median"] + c["ttft_client_error_ms"]["median"],
+                                                abs=1.0)
+    # st is stamped at the socket write: the server sees the request after it, not before.
+    assert c["send_to_server_arrival_ms"]["median"] > 0
+    assert c["dispatch_to_write_ms"]["median"] >= 0
 
 
 def test_multi_token_chunks_keep_tpot_right_and_spec_counters_exact(synth: Any) -> None:

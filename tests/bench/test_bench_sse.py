@@ -39,3 +39,12 @@ def test_trailing_event_without_blank_line() -> None:
 
 def test_crlf_split_inside_a_multiline_event_stays_one_event() -> None:
     assert feed_all([b"data: a\r", b"\ndata: b\r\n\r\n"]) == [b"a\nb"]
+
+
+def test_one_event_per_read_fast_path_matches_the_general_parser() -> None:
+    p = SSEParser()
+    assert p.feed(b'data: {"a":1}\n\n') == [b'{"a":1}']
+    assert p.feed(b"data:{\"b\":2}\n\n") == [b'{"b":2}']  # no space: general path
+    assert p.feed(b"data: x\r\n\n") == [b"x"]  # CR: general path, no stray \r in the data
+    assert p.feed(b"data: y\n\ndata: z\n\n") == [b"y", b"z"]
+    assert p.feed(b"data: par") == [] and p.feed(b"tial\n\n") == [b"partial"]

@@ -1,0 +1,215 @@
+"""A lean HTTP/1.1 server connection for the synthetic server (an ``asyncio.Protocol``).
+
+Just enough HTTP for a benchmark stand-in, so the server costs a few microseconds
+per request and per chunk instead of a web framework's tens: request line,
+``Content-Length`` or chunked bodies, keep-alive (HTTP/1.1 default,
+``Connection: close`` honoured, HTTP/1.0 closes unless ``keep-alive``), one
+request at a time per connection (pipelined requests wait in the buffer), fixed
+responses with ``Content-Length`` and streamed responses with chunked
+transfer encoding.  The arrival time of a request is ``time.perf_counter()`` at
+the ``data_received`` call that completed it, the earliest moment Python sees it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any
+
+MAX_HEAD = 65536
+MAX_BODY = 64 * 2**20
+
+_REASONS = {s.value: s.phrase for s in HTTPStatus}
+
+# dispatch(conn, method, path, body, t_arrival) -> None; the handler answers through conn.
+Dispatch = Callable[["HttpConn", str, str, bytes, float], None]
+
+
+class HttpConn(asyncio.Protocol):
+    """One client connection.  The handler answers with ``respond`` or ``start_stream`` /
+    ``write_chunk`` / ``end_stream`` (or ``abort``); then the next request is parsed."""
+
+    __slots__ = ("dispatch", "conns", "transport", "buf", "busy", "keep_alive", "closed", "on_close", "head")
+
+    def __init__(self, dispatch: Dispatch, conns: set[HttpConn] | None = None):
+        self.dispatch = dispatch
+        self.conns = conns
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.busy = False
+        self.keep_alive = True
+        self.closed = False
+        self.on_close: Callable[[], None] | None = None  # the active stream's cleanup
+        self.head = b""  # stream headers not written yet
+
+    # ---- asyncio.Protocol ------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        if self.conns is not None:
+            self.conns.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.conns is not None:
+            self.conns.discard(self)
+        cb, self.on_close = self.on_close, None
+        if cb is not None:
+            cb()
+
+    def data_received(self, data: bytes) -> None:
+        t = time.perf_counter()
+        self.buf += data
+        if not self.busy:
+            self._next(t)
+
+    # ---- parsing -----------------------------------------------------------
+    def _next(self, t: float) -> None:
+        buf = self.buf
+        while not self.busy and not self.closed and buf:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                if len(buf) > MAX_HEAD:
+                    self._bad(431, "request header too large")
+                return
+            try:
+                lines = bytes(buf[:end]).decode("latin-1").split("\r\n")
+                method, target, version = lines[0].split(" ", 2)
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    k, _, v = line.partition(":")
+                    headers[k.strip().lower()] = v.strip()
+            except ValueError:
+                self._bad(400, "malformed request line")
+                return
+            start = end + 4
+            if "chunked" in headers.get("transfer-encoding", "").lower():
+                got = _dechunk(buf, start)
+                if got is None:
+                    return
+                if got == -1:
+                    self._bad(400, "malformed chunked body")
+                    return
+                body, consumed = got  # type: ignore[misc]
+            else:
+                try:
+                    length = int(headers.get("content-length", "0"))
+                except ValueError:
+                    self._bad(400, "bad Content-Length")
+                    return
+                if length < 0 or length > MAX_BODY:
+                    self._bad(413, "body too large")
+                    return
+                if len(buf) < start + length:
+                    return
+                body, consumed = bytes(buf[start:start + length]), start + length
+            del buf[:consumed]
+            conn_hdr = headers.get("connection", "").lower()
+            if version == "HTTP/1.0":
+                self.keep_alive = "keep-alive" in conn_hdr
+            else:
+                self.keep_alive = "close" not in conn_hdr
+            self.busy = True
+            path = target.split("?", 1)[0]
+            self.dispatch(self, method, path, body, t)
+
+    def _bad(self, status: int, message: str) -> None:
+        self.keep_alive = False
+        self.busy = True
+        self.respond(status, message.encode(), "text/plain; charset=utf-8")
+
+    # ---- answering ---------------------------------------------------------
+    def _head(self, status: int, fields: str) -> bytes:
+        conn = "keep-alive" if self.keep_alive else "close"
+        return (f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n{fields}"
+                f"Connection: {conn}\r\nServer: autobench-synthetic\r\n\r\n").encode("latin-1")
+
+    def respond(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        """A complete response with ``Content-Length``; ends the request."""
+        if self.closed or self.transport is None:
+            return
+        self.transport.write(self._head(status, f"Content-Type: {content_type}\r\n"
+                                                f"Content-Length: {len(body)}\r\n") + body)
+        self._done()
+
+    def start_stream(self, content_type: str = "text/event-stream") -> None:
+        """Send the stream's headers, right after the requests that arrived with this one.
+
+        The write is deferred with ``call_soon`` so that, when a burst of requests
+        arrives in one poll, every one of them is read (and its arrival stamped) before
+        the server spends a ``send()`` on any header; a chunk written before that
+        carries the headers with it.
+        """
+        if self.closed or self.transport is None:
+            return
+        self.head = self._head(200, f"Content-Type: {content_type}\r\nCache-Control: no-cache\r\n"
+                                    "Transfer-Encoding: chunked\r\n")
+        asyncio.get_running_loop().call_soon(self._flush_head)
+
+    def _flush_head(self) -> None:
+        if self.head and not self.closed:
+            self.transport.write(self.head)  # type: ignore[union-attr]
+        self.head = b""
+
+    def write_chunk(self, payload: bytes) -> None:
+        """One write (one send()) carrying ``payload`` as one chunk of the chunked body."""
+        if not self.closed and payload:
+            self.transport.write(self.head + b"%x\r\n%b\r\n" % (len(payload), payload))  # type: ignore[union-attr]
+            self.head = b""
+
+    def end_stream(self, payload: bytes = b"") -> None:
+        """The last payload and the chunked terminator in one write; ends the request."""
+        if self.closed:
+            return
+        tail = b"%x\r\n%b\r\n0\r\n\r\n" % (len(payload), payload) if payload else b"0\r\n\r\n"
+        self.transport.write(self.head + tail)  # type: ignore[union-attr]
+        self.head = b""
+        self._done()
+
+    def abort(self) -> None:
+        """Cut the connection (an abrupt close in the middle of a body)."""
+        self.on_close = None
+        if self.transport is not None:
+            self.transport.abort()
+        self.closed = True
+
+    def _done(self) -> None:
+        self.on_close = None
+        self.busy = False
+        if not self.keep_alive:
+            self.transport.close()  # type: ignore[union-attr]
+            self.closed = True
+            return
+        if self.buf:
+            self._next(time.perf_counter())
+
+
+def _dechunk(buf: bytearray, pos: int) -> tuple[bytes, int] | int | None:
+    """Decode a chunked body starting at ``pos``: (body, end offset), None if incomplete, -1 if bad."""
+    out = bytearray()
+    while True:
+        eol = buf.find(b"\r\n", pos)
+        if eol < 0:
+            return None
+        try:
+            size = int(bytes(buf[pos:eol]).split(b";", 1)[0], 16)
+        except ValueError:
+            return -1
+        pos = eol + 2
+        if size == 0:
+            end = buf.find(b"\r\n\r\n", pos - 2)  # skip trailers
+            if end < 0:
+                return None
+            return bytes(out), end + 4
+        if len(buf) < pos + size + 2:
+            return None
+        out += buf[pos:pos + size]
+        pos += size + 2
+        if len(out) > MAX_BODY:
+            return -1
+
+
+def json_bytes(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
