@@ -20,7 +20,7 @@ Ideal throughput: lockstep closed loop ``C * N / (ttft + (ceil(N/k) - 1) * itl)`
 realistic: total tokens / the makespan of an exact simulation of the closed loop
 (the next prompt goes to the first free worker, service time ttft + (chunks - 1) * itl).
 
-    .venv/bin/python benchmarks/bench_accuracy.py [--levels 1,8,64,256,512] [--rounds 2]
+    .venv/bin/python benchmarks/bench_accuracy.py [--levels 1,8,64,256,512] [--rounds 4]
         [--realistic-rounds 4] [--loop uvloop|asyncio]
 """
 
@@ -183,7 +183,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--levels", default="1,8,64,256,512")
     ap.add_argument("--k-levels", default="8,64", help="levels run with 4 tokens per chunk (lockstep)")
-    ap.add_argument("--rounds", type=int, default=2, help="lockstep: prompts per worker (num_prompts = C * rounds)")
+    ap.add_argument("--rounds", type=int, default=4, help="lockstep: prompts per worker (num_prompts = C * rounds)")
     ap.add_argument("--realistic-rounds", type=int, default=4, help="realistic: prompts per worker")
     ap.add_argument("--loop", choices=["uvloop", "asyncio"], default=None,
                     help="event loop for client and server (default: uvloop when installed)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import random
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
+from aiohttp.client_proto import ResponseHandler
 from aiohttp.payload import BytesPayload
 
 from autobench.bench.datasets import Dataset, Prompt, load_dataset
@@ -157,12 +159,15 @@ class _Runner:
         self.stop_event = asyncio.Event()
         connector = aiohttp.TCPConnector(limit=max(2 * c.concurrency, 16), limit_per_host=0,
                                          keepalive_timeout=75, ttl_dns_cache=300, force_close=False)
+        if callable(getattr(connector, "_factory", None)):  # aiohttp's protocol factory (3.x)
+            connector._factory = functools.partial(_StampingHandler, loop=asyncio.get_running_loop())
         # No sock_read: the read timeout is our own per-request watchdog (_idle_check).
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=c.connect_timeout, sock_read=None)
         bodies = [self.body(p) for p in self.ds.prompts]
         warm_bodies = [self.body(p) for p in self.ds.warmup]
         async with aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=2**22,
-                                         auto_decompress=False, skip_auto_headers=("User-Agent",)) as s:
+                                         auto_decompress=False, skip_auto_headers=("User-Agent",),
+                                         cookie_jar=aiohttp.DummyCookieJar()) as s:
             self.session = s
             served = await self._preflight()
             await self._open_connections()
@@ -432,6 +437,8 @@ class _Runner:
         parser = SSEParser()
         feed = parser.feed
         read = resp.content.readany
+        proto = resp.connection.protocol if resp.connection is not None else None
+        stamped = isinstance(proto, _StampingHandler)
         done = False
         usage: dict[str, Any] | None = None
         gaps = rec.gaps
@@ -444,7 +451,9 @@ class _Runner:
             buf = await read()
             if not buf:
                 break
-            now = rec.io = pc()
+            # The time of the socket read that brought these bytes (not of this task's wake-up,
+            # which comes after every other stream's reads in the same poll).
+            now = rec.io = proto.t_recv if stamped else pc()  # type: ignore[union-attr]
             for ev in feed(buf):
                 if (rec.first is not None and null_pat in ev and tok_pat in ev and empty_pat not in ev
                         and (b'"usage"' not in ev or b'"usage":null' in ev) and b'"error"' not in ev):
@@ -524,6 +533,22 @@ class _Runner:
                 rec.finish_reason = fr
         u = obj.get("usage")
         return u if isinstance(u, dict) and u else None
+
+
+class _StampingHandler(ResponseHandler):
+    """aiohttp's response protocol, plus the ``perf_counter()`` of the last socket read.
+
+    The event loop calls ``data_received`` as soon as it reads a socket; the task
+    reading the stream runs later, after the reads of every other ready socket.  The
+    stream reader takes its timestamps from here.
+    """
+
+    t_recv = 0.0
+
+    def data_received(self, data: bytes) -> None:
+        if data:
+            self.t_recv = time.perf_counter()
+        super().data_received(data)
 
 
 class _StampedBody(BytesPayload):

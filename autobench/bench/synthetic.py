@@ -45,7 +45,7 @@ from autobench.bench.synthetic_http import HttpConn, json_bytes
 
 GOLDEN = 0.6180339887498949
 TIMER_STEP = 5e-6  # seconds: the timer-error median tracker moves this much per timer
-FIRST_EARLY = 0.0015  # the first chunk's timer is armed this early, then the loop spins to the time
+FIRST_EARLY = 0.0012  # the first chunk's timer is armed this early, then the loop spins to the time
 SPIN_SLACK = 1e-5  # a spinning chunk goes out this close to its time
 VLLM_VERSION = "0.23.1"
 

@@ -7,7 +7,8 @@ per request and per chunk instead of a web framework's tens: request line,
 request at a time per connection (pipelined requests wait in the buffer), fixed
 responses with ``Content-Length`` and streamed responses with chunked
 transfer encoding.  The arrival time of a request is ``time.perf_counter()`` at
-the ``data_received`` call that completed it, the earliest moment Python sees it.
+the ``data_received`` call that brought its first unparsed bytes (the earliest
+moment Python sees it); parsing runs right after, from ``call_soon``.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ class HttpConn(asyncio.Protocol):
     """One client connection.  The handler answers with ``respond`` or ``start_stream`` /
     ``write_chunk`` / ``end_stream`` (or ``abort``); then the next request is parsed."""
 
-    __slots__ = ("dispatch", "conns", "transport", "buf", "busy", "keep_alive", "closed", "on_close", "head")
+    __slots__ = ("dispatch", "conns", "transport", "buf", "busy", "keep_alive", "closed", "on_close", "head",
+                 "t_read")
 
     def __init__(self, dispatch: Dispatch, conns: set[HttpConn] | None = None):
         self.dispatch = dispatch
@@ -44,6 +46,7 @@ class HttpConn(asyncio.Protocol):
         self.closed = False
         self.on_close: Callable[[], None] | None = None  # the active stream's cleanup
         self.head = b""  # stream headers not written yet
+        self.t_read = 0.0  # arrival of unparsed bytes, when a parse is scheduled
 
     # ---- asyncio.Protocol ------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -60,8 +63,19 @@ class HttpConn(asyncio.Protocol):
             cb()
 
     def data_received(self, data: bytes) -> None:
-        t = time.perf_counter()
+        """Stamp and buffer; parse in a ``call_soon`` callback.
+
+        When a burst of requests arrives in one poll, the loop then reads (and stamps)
+        every socket of the burst before it parses any request, so a request's arrival
+        time does not include the handling of the requests read before it.
+        """
+        if not self.t_read:
+            self.t_read = time.perf_counter()
+            asyncio.get_running_loop().call_soon(self._parse_pending)
         self.buf += data
+
+    def _parse_pending(self) -> None:
+        t, self.t_read = self.t_read, 0.0
         if not self.busy:
             self._next(t)
 
