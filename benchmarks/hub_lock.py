@@ -11,6 +11,7 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,11 +52,15 @@ def main() -> None:
         online = Resolver(HubSettings(hub.url, cache, False, 10.0, None))
         offline = Resolver(HubSettings(hub.url, cache, True, 10.0, None))
         recipe = fresh(tmp)
-        figures.setdefault("lock, cold cache (ms)", []).append(timed(lambda: lock_recipe(recipe, online)))
-        figures.setdefault("lock, warm cache (ms)", []).append(timed(lambda: lock_recipe(recipe, online)))
-        figures.setdefault("outdated, online (ms)", []).append(timed(lambda: check_recipe(recipe, online)))
-        figures.setdefault("lock --offline (ms)", []).append(timed(lambda: lock_recipe(recipe, offline)))
-        figures.setdefault("outdated --offline (ms)", []).append(timed(lambda: check_recipe(recipe, offline)))
+        steps = [
+            ("lock, cold cache (ms)", lock_recipe, online),
+            ("lock, warm cache (ms)", lock_recipe, online),
+            ("outdated, online (ms)", check_recipe, online),
+            ("lock --offline (ms)", lock_recipe, offline),
+            ("outdated --offline (ms)", check_recipe, offline),
+        ]
+        for label, step, resolver in steps:
+            figures.setdefault(label, []).append(timed(partial(step, recipe, resolver)))
     requests = len(hub.requests)
     hub.stop()
 

@@ -9,10 +9,10 @@ from typing import Any
 
 from autobench.compile.argv import base_url, bench_lines, container_name, docker_lines
 from autobench.compile.quoting import command_text, comment_text, shell_word
-from autobench.templates_dir import templates_dir as _templates_dir
 from autobench.errors import RecipeError
 from autobench.recipe.loader import LoadedRecipe
 from autobench.recipe.schema import is_full_sha
+from autobench.templates_dir import templates_dir as _templates_dir
 
 TARGETS = ("full", "serve", "bench")
 # Rule findings that make a script unsafe or wrong; compile refuses them even with check=False.

@@ -18,9 +18,10 @@ from __future__ import annotations
 import os
 import queue
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from autobench.errors import HubError
 

@@ -237,7 +237,9 @@ def read_lock(recipe_path: Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise HubError(f"{path}: unreadable lock file ({exc})", hint="delete it and run `autobench lock` again") from exc
+        raise HubError(
+            f"{path}: unreadable lock file ({exc})", hint="delete it and run `autobench lock` again"
+        ) from exc
     if not isinstance(data, dict) or not isinstance(data.get("references"), dict):
         raise HubError(f"{path}: not an autobench lock file", hint="delete it and run `autobench lock` again")
     return data

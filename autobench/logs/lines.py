@@ -121,10 +121,8 @@ def split_records(line: str) -> list[Record]:
         if not segment.strip() or is_progress(segment):
             continue
         # Interleaved writers: a process prefix after the start begins a new record.
-        if segment.find("pid=", 1) != -1:
-            parts = [p for p in _PROC_MID.split(segment) if p.strip()]
-        else:
-            parts = [segment]
+        interleaved = segment.find("pid=", 1) != -1
+        parts = [p for p in _PROC_MID.split(segment) if p.strip()] if interleaved else [segment]
         for part in parts:
             rec = _record(strip_transport(part))
             if rec.msg.strip():

@@ -516,10 +516,9 @@ def _clean_loc(loc: tuple[Any, ...], data: Any) -> KeyPath:
     out: list[Any] = []
     node = data
     for i, part in enumerate(loc):
-        if isinstance(node, dict) and part in node:
-            out.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        in_map = isinstance(node, dict) and part in node
+        in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+        if in_map or in_list:
             out.append(part)
             node = node[part]
         elif i == len(loc) - 1 and isinstance(node, dict):
@@ -553,7 +552,10 @@ def _describe(err: dict[str, Any], path: KeyPath, data: Any, extra_hint: str | N
     if kind == "string_pattern_mismatch":
         pattern = err.get("ctx", {}).get("pattern", "")
         if "/" in pattern:
-            return f"{label}: {json.dumps(err.get('input'))} is not a Hub repo id", "write owner/name, e.g. z-lab/Qwen3.5-122B-A10B-DFlash"
+            return (
+                f"{label}: {json.dumps(err.get('input'))} is not a Hub repo id",
+                "write owner/name, e.g. z-lab/Qwen3.5-122B-A10B-DFlash",
+            )
         hint = "lower-case letters, digits, '.', '_' and '-'"
         if path == ("name",):
             hint += "; name defaults to the file stem: set `name:` explicitly or rename the file"

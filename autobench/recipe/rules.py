@@ -91,7 +91,8 @@ RULES: dict[str, Rule] = {
              "use letters, digits, '_', '.' and '-', starting with a letter or digit"),
         Rule("AB053", "warning", "HF_HUB_OFFLINE=1 but no Hugging Face cache is mounted",
              "mount the cache, e.g. ~/.cache/huggingface:/root/.cache/huggingface"),
-        Rule("AB054", "warning", "meta.baseline names the recipe itself", "name the recipe this one is measured against"),
+        Rule("AB054", "warning", "meta.baseline names the recipe itself",
+             "name the recipe this one is measured against"),
         Rule("AB055", "error", "a value contains a NUL character", "remove the \\0 escape"),
     ]
 }
@@ -242,10 +243,10 @@ def _pins(c: _Ctx) -> None:
         if m.trust_remote_code:
             c.add("AB013", ("model", "trust_remote_code"),
                   f"trust_remote_code with model revision {m.revision!r}")
-    if m.tokenizer or m.tokenizer_revision:
-        if not is_full_sha(m.tokenizer_revision):
-            c.add("AB011", ("model", "tokenizer_revision") if m.tokenizer_revision else ("model", "tokenizer"),
-                  f"tokenizer revision {m.tokenizer_revision or '(none, i.e. main)'!r} is not a full commit sha")
+    if (m.tokenizer or m.tokenizer_revision) and not is_full_sha(m.tokenizer_revision):
+        key = ("model", "tokenizer_revision") if m.tokenizer_revision else ("model", "tokenizer")
+        c.add("AB011", key,
+              f"tokenizer revision {m.tokenizer_revision or '(none, i.e. main)'!r} is not a full commit sha")
     spec = c.r.speculative
     if spec is not None and spec.model and not is_full_sha(spec.revision):
         keys = ("speculative", "revision") if spec.revision else ("speculative", "model")

@@ -18,9 +18,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from autobench.templates_dir import templates_dir as _templates_dir
 from autobench.errors import ReportError
 from autobench.report.model import Fig, IndexView, RecipeView
+from autobench.templates_dir import templates_dir as _templates_dir
 
 MISSING = "—"
 RECIPE_TEMPLATE = "report_recipe.md.j2"

@@ -177,7 +177,7 @@ def test_frozen_refuses_unpinned_revisions(tmp_path):
     assert "--revision aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" in script
     assert "UNPINNED" not in script
     draft = tmp_path / "draft.yaml"
-    draft.write_text(f"extends: pinned.yaml\nspeculative:\n  revision: main\n")
+    draft.write_text("extends: pinned.yaml\nspeculative:\n  revision: main\n")
     with pytest.raises(RecipeError, match=r"draft.yaml:3:13: speculative.revision: draft revision 'main'"):
         compile_recipe(load_recipe(draft), frozen=True)
 

@@ -23,10 +23,11 @@ import hashlib
 import json
 import socket
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 VALID_TOKEN = "hf_fakehubvalidtoken0123456789abcdef"

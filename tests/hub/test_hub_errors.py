@@ -10,8 +10,16 @@ import time
 from pathlib import Path
 
 import pytest
-from fakehub import (BASE_REPO, DRAFT_OLD, DRAFT_REPO, GATED_REPO, NOCONFIG_REPO, VALID_TOKEN,
-                     closed_port_url, silent_server)
+from fakehub import (
+    BASE_REPO,
+    DRAFT_OLD,
+    DRAFT_REPO,
+    GATED_REPO,
+    NOCONFIG_REPO,
+    VALID_TOKEN,
+    closed_port_url,
+    silent_server,
+)
 from test_hub_lock import run
 
 
@@ -106,9 +114,9 @@ def test_slow_network_fails_within_a_bound(monkeypatch, tmp_path, capsys):
 
 def test_slow_file_download_is_bounded_by_the_deadline(hub_env, monkeypatch, tmp_path, capsys):
     """model_info answers but the config download hangs: the download worker's deadline fires."""
+    from autobench.errors import HubError
     from autobench.hub.client import HubSettings
     from autobench.hub.resolve import Resolver
-    from autobench.errors import HubError
 
     with silent_server() as url:
         settings = HubSettings.from_env(timeout=0.5)

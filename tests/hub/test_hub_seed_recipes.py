@@ -45,7 +45,7 @@ def test_lock_on_the_seed_dflash_recipe_pins_model_and_draft(hub_env, seed, caps
     assert loaded.recipe.speculative.revision == DRAFT_OLD
     after = (seed / BASE).read_text()
     # one line changed in the parent, every comment kept
-    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
+    changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b]
     assert changed == [("  revision: main", f"  revision: {BASE_NEW}  # frozen: main")]
     assert len(before.splitlines()) == len(after.splitlines())
     assert "main has moved to bce6f76" in out  # the kept draft pin's label moved upstream

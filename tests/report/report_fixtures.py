@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
-
 
 BASE = "qwen3-5-122b-a10b-vllm-int4-autoround"
 DFLASH = "qwen3-5-122b-a10b-vllm-int4-autoround-dflash"
@@ -17,7 +16,7 @@ ROOT_CAUSE = (
 
 
 def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=timezone.utc)
+    return datetime(*args, tzinfo=UTC)
 
 
 def snapshot(name: str, *, spec: bool, baseline: str | None = None,
