@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autobench.bench.loop import loop_factory
-from autobench.bench.synthetic_http import HttpConn, json_bytes
+from autobench.bench.synthetic_http import HttpConn, Pacer, json_bytes
 
 GOLDEN = 0.6180339887498949
 TIMER_STEP = 5e-6  # seconds: the timer-error median tracker moves this much per timer
@@ -190,11 +190,12 @@ class SyntheticServer:
         n_pos = config.steps_draft_tokens
         self.counters.per_pos = [[0] * n_pos, [0] * n_pos]
         self.conns: set[HttpConn] = set()
+        self.pacer = Pacer()  # parsing and chunk emission in slices, so arrivals are read promptly
         self._streams: set[_Stream] = set()
         self._models_body = b""
 
     def protocol(self) -> HttpConn:
-        return HttpConn(self.dispatch, self.conns)
+        return HttpConn(self.dispatch, self.conns, self.pacer)
 
     def close_all(self) -> None:
         for s in list(self._streams):
@@ -500,6 +501,9 @@ class _Stream:
             self.handle = asyncio.get_running_loop().call_soon(self._spin)  # type: ignore[assignment]
             return
         self.handle = None
+        self.srv.pacer.run(self._due)
+
+    def _due(self) -> None:
         if self.stream:
             self._emit(due=True)
         else:
@@ -515,10 +519,7 @@ class _Stream:
             n = srv._timer_fires = srv._timer_fires + 1
             step = TIMER_STEP * (8 if n <= 32 else 1)
             srv.overshoot = min(max(srv.overshoot + (step if err > srv.overshoot else -step), -0.002), 0.005)
-        if self.stream:
-            self._emit(due=True)
-        else:
-            self._answer_whole()
+        srv.pacer.run(self._due)
 
     def begin(self) -> None:
         """Start answering (at arrival, or after an injected stall)."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import deque
 from collections.abc import Callable
 from http import HTTPStatus
 from typing import Any
@@ -29,16 +30,69 @@ _REASONS = {s.value: s.phrase for s in HTTPStatus}
 Dispatch = Callable[["HttpConn", str, str, bytes, float], None]
 
 
+class Pacer:
+    """Runs units of work in slices of at most ``budget`` seconds, letting the loop poll between.
+
+    A burst (C requests arriving together, C chunks due in the same millisecond) would
+    otherwise run as one long stretch of callbacks during which no socket is read, so
+    requests arriving meanwhile would be stamped late.  A unit that finds the current
+    slice over budget is queued (in order, behind any queued unit) and run from
+    ``call_soon`` after the next poll.  A slice starts afresh when the previous unit
+    ended more than ``gap`` seconds ago (the loop was idle or polling in between).
+    """
+
+    __slots__ = ("budget", "gap", "start", "last", "queue", "scheduled")
+
+    def __init__(self, budget: float = 3e-4, gap: float = 5e-5):
+        self.budget = budget
+        self.gap = gap
+        self.start = 0.0
+        self.last = 0.0
+        self.queue: deque[Callable[[], None]] = deque()
+        self.scheduled = False
+
+    def run(self, fn: Callable[[], None]) -> None:
+        if self.queue:
+            self.queue.append(fn)
+            return
+        now = time.perf_counter()
+        if now - self.last > self.gap:
+            self.start = now
+        elif now - self.start > self.budget:
+            self.queue.append(fn)
+            self._schedule()
+            return
+        fn()
+        self.last = time.perf_counter()
+
+    def _schedule(self) -> None:
+        if not self.scheduled:
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self._resume)
+
+    def _resume(self) -> None:
+        self.scheduled = False
+        q = self.queue
+        self.start = time.perf_counter()
+        while q:
+            q.popleft()()
+            self.last = time.perf_counter()
+            if q and self.last - self.start > self.budget:
+                self._schedule()
+                return
+
+
 class HttpConn(asyncio.Protocol):
     """One client connection.  The handler answers with ``respond`` or ``start_stream`` /
     ``write_chunk`` / ``end_stream`` (or ``abort``); then the next request is parsed."""
 
-    __slots__ = ("dispatch", "conns", "transport", "buf", "busy", "keep_alive", "closed", "on_close", "head",
-                 "t_read")
+    __slots__ = ("dispatch", "conns", "pacer", "transport", "buf", "busy", "keep_alive", "closed", "on_close",
+                 "head", "t_read")
 
-    def __init__(self, dispatch: Dispatch, conns: set[HttpConn] | None = None):
+    def __init__(self, dispatch: Dispatch, conns: set[HttpConn] | None = None, pacer: Pacer | None = None):
         self.dispatch = dispatch
         self.conns = conns
+        self.pacer = pacer
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
         self.busy = False
@@ -67,7 +121,8 @@ class HttpConn(asyncio.Protocol):
 
         When a burst of requests arrives in one poll, the loop then reads (and stamps)
         every socket of the burst before it parses any request, so a request's arrival
-        time does not include the handling of the requests read before it.
+        time does not include the handling of the requests read before it; with a
+        ``Pacer`` the parsing itself is sliced so that later arrivals are read promptly.
         """
         if not self.t_read:
             self.t_read = time.perf_counter()
@@ -75,6 +130,12 @@ class HttpConn(asyncio.Protocol):
         self.buf += data
 
     def _parse_pending(self) -> None:
+        if self.pacer is not None:
+            self.pacer.run(self._parse_now)
+        else:
+            self._parse_now()
+
+    def _parse_now(self) -> None:
         t, self.t_read = self.t_read, 0.0
         if not self.busy:
             self._next(t)
