@@ -540,15 +540,39 @@ class _StampingHandler(ResponseHandler):
 
     The event loop calls ``data_received`` as soon as it reads a socket; the task
     reading the stream runs later, after the reads of every other ready socket.  The
-    stream reader takes its timestamps from here.
+    stream reader takes its timestamps from here.  The bytes are handed to aiohttp's
+    parser from ``call_soon`` (in order; flushed before EOF or connection loss), so
+    when C chunks arrive in one poll every socket is stamped before any is parsed.
     """
 
     t_recv = 0.0
+    _pending: list[bytes] | None = None
 
     def data_received(self, data: bytes) -> None:
-        if data:
-            self.t_recv = time.perf_counter()
-        super().data_received(data)
+        if not data:  # aiohttp resuming its own parser
+            self._flush()
+            super().data_received(data)
+            return
+        self.t_recv = time.perf_counter()
+        if self._pending is None:
+            self._pending = [data]
+            self._loop.call_soon(self._flush)
+        else:
+            self._pending.append(data)
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending:
+            for data in pending:
+                super().data_received(data)
+
+    def eof_received(self) -> None:
+        self._flush()
+        return super().eof_received()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._flush()
+        super().connection_lost(exc)
 
 
 class _StampedBody(BytesPayload):
