@@ -104,7 +104,7 @@ def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, t
         # Realistic: a JSONL dataset whose prompts carry their own max_tokens.
         path = tmp / f"varied_{conc}_{k}.jsonl"
         rng = random.Random(7)
-        words = "the quick brown fox jumps over the lazy dog".split()
+        words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"]
         with path.open("w") as f:
             for i, n in enumerate(lengths[:n_prompts] + lengths[:min(conc, 8)]):
                 f.write(json.dumps({"prompt": " ".join(rng.choice(words) for _ in range(32)) + f" #{i}",

@@ -29,8 +29,8 @@ from aiohttp.client_proto import ResponseHandler
 from aiohttp.payload import BytesPayload
 
 from autobench.bench.datasets import Dataset, Prompt, load_dataset
-from autobench.bench.promscrape import SpecCounters, spec_counters, spec_delta
 from autobench.bench.loop import loop_factory
+from autobench.bench.promscrape import SpecCounters, spec_counters, spec_delta
 from autobench.bench.record import ERROR, INCOMPLETE, INFLIGHT, OK, RequestRecord
 from autobench.bench.result import BenchResult, ClientStats, build_result
 from autobench.bench.sse import SSEParser
@@ -198,7 +198,7 @@ class _Runner:
                 if r.status != 200:
                     return None
                 data = await r.json(content_type=None)
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError):
+        except (TimeoutError, aiohttp.ClientError, ValueError):
             return None  # the run itself counts connection errors
         models = data.get("data") if isinstance(data, dict) else None
         if not isinstance(models, list):
@@ -214,7 +214,7 @@ class _Runner:
                 text = await r.text(errors="replace")
                 if r.status == 200:
                     return served
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+        except (TimeoutError, aiohttp.ClientError):
             return served
         raise BenchError(f"model {self.cfg.model!r} rejected by {self.base}: HTTP {r.status}: "
                          f"{_error_message(text)}",
@@ -240,7 +240,7 @@ class _Runner:
                 if r.status != 200:
                     return None
                 return spec_counters(await r.text(errors="replace"))
-        except (aiohttp.ClientError, asyncio.TimeoutError):
+        except (TimeoutError, aiohttp.ClientError):
             return None
 
     async def _measure(self, bodies: list[bytes]) -> tuple[float, float, bool, float, list[float]]:
@@ -262,14 +262,14 @@ class _Runner:
             else:
                 try:
                     await asyncio.wait_for(asyncio.shield(main), timeout=c.max_seconds)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     cap_hit = not main.done()
                 if not main.done():
                     self.stop = True
                     self.stop_event.set()
                     try:
                         await asyncio.wait_for(asyncio.shield(main), timeout=c.grace_seconds)
-                    except asyncio.TimeoutError:
+                    except TimeoutError:
                         main.cancel()
                         with contextlib.suppress(asyncio.CancelledError):
                             await main
@@ -392,7 +392,7 @@ class _Runner:
                 raise
         except (aiohttp.ConnectionTimeoutError, aiohttp.ClientConnectorError) as exc:
             rec.fail("connect", f"{type(exc).__name__}: {exc}")
-        except (aiohttp.SocketTimeoutError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.SocketTimeoutError) as exc:
             rec.fail("timeout", f"no data for {self.cfg.read_timeout:g} s ({type(exc).__name__})")
         except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
             kind = "stream_dropped" if got_headers else "connection_lost"

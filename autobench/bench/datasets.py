@@ -201,11 +201,13 @@ def _jsonl(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: int) 
     return out
 
 
-_WORDS = (
-    "the of and to in is for on that with as it by at from this be are or an was which you not have "
-    "but can all more one new will use time data model we their has been other if when they these two "
-    "may some there would like also first any system over into only such about then its most"
-).split()
+_WORDS = [
+    "the", "of", "and", "to", "in", "is", "for", "on", "that", "with", "as", "it", "by", "at", "from",
+    "this", "be", "are", "or", "an", "was", "which", "you", "not", "have", "but", "can", "all", "more",
+    "one", "new", "will", "use", "time", "data", "model", "we", "their", "has", "been", "other", "if",
+    "when", "they", "these", "two", "may", "some", "there", "would", "like", "also", "first", "any",
+    "system", "over", "into", "only", "such", "about", "then", "its", "most",
+]
 
 
 def _random_prompts(n: int, rng: random.Random, input_len: int, ratio: float, max_tokens: int) -> list[Prompt]:

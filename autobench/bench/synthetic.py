@@ -29,6 +29,7 @@ Run it with ``autobench synthetic-server ...`` or ``python -m autobench.bench.sy
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import math
@@ -381,7 +382,7 @@ class SyntheticServer:
         vlog("INFO", "api_server.py:1880", f"vLLM API server version {VLLM_VERSION} (synthetic)")
         vlog("INFO", "utils.py:328", f"non-default args: {{'model': '{cfg.model}', 'host': '{cfg.host}', "
              f"'port': {cfg.port}}}")
-        vlog("INFO", "model.py:547", f"Resolved architecture: SyntheticForCausalLM")
+        vlog("INFO", "model.py:547", "Resolved architecture: SyntheticForCausalLM")
         vlog("INFO", "model.py:1510", f"Using max model len {cfg.max_model_len}")
 
     def _fail_boot(self, text: str) -> None:
@@ -709,10 +710,8 @@ class ThreadedServer:
     def stop(self) -> None:
         if self._thread.is_alive():
             fut = asyncio.run_coroutine_threadsafe(self._stop(), self.loop)
-            try:
+            with contextlib.suppress(Exception):  # best-effort teardown
                 fut.result(timeout=10)
-            except Exception:  # noqa: BLE001 - best effort teardown
-                pass
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(timeout=10)
 

@@ -18,7 +18,7 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
         vals = tuple(float(x) for x in value.split(","))
     except ValueError as exc:
         raise click.BadParameter("expected comma-separated numbers, e.g. 0.78,0.56,0.39") from exc
-    if any(not 0 <= v <= 1 for v in vals) or any(b > a for a, b in zip(vals, vals[1:])):
+    if any(not 0 <= v <= 1 for v in vals) or any(b > a for a, b in zip(vals, vals[1:], strict=False)):
         raise click.BadParameter("rates must be in [0, 1] and non-increasing")
     return vals
 
