@@ -6,6 +6,13 @@ and ``prev_hash`` (the previous row's ``row_hash``, or 64 zeros for run #1).  Th
 canonical JSON has sorted keys, no whitespace, UTF-8, each value coerced to its
 column's kind (int, float, bool, text; NULL stays null), so the same row hashes the
 same on every backend.
+
+Columns added by a later migration (``models.ADDED_IN``, e.g. the v3 boot facts) enter
+the content only when they are not NULL.  A row written before such a column existed
+has it NULL after the migration, so its content -- and its hash -- is exactly what the
+older code computed; a value later written into it (or a value removed from a newer
+row) changes the content and breaks the chain.  Columns of the v1 table always enter,
+NULL as ``null``.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import Boolean, Float, Integer
 
-from autobench.ledger.models import CONTENT_KEYS, GENESIS_HASH, RUNS
+from autobench.ledger.models import ADDED_IN, CONTENT_KEYS, GENESIS_HASH, RUNS
 
 
 def _kind(column: Any) -> str:
@@ -70,8 +77,19 @@ def coerce(key: str, value: Any) -> Any:
     return value
 
 
+def canonical_content(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The hashed content of ``row``: every v1 column, plus each later column that is not NULL."""
+    content = {}
+    for key in CONTENT_KEYS:
+        value = coerce(key, row.get(key))
+        if value is None and key in ADDED_IN:
+            continue
+        content[key] = value
+    return content
+
+
 def canonical_json(row: Mapping[str, Any]) -> str:
-    content = {key: coerce(key, row.get(key)) for key in CONTENT_KEYS}
+    content = canonical_content(row)
     return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import Connection, Float, Integer, MetaData, Table, insert, select
 from sqlalchemy.schema import CreateTable
+from sqlalchemy.types import TypeEngine
 
 from autobench.errors import LedgerError
-from autobench.ledger.models import RUNS, SchemaVersion
+from autobench.ledger.models import ADDED_IN, RUNS, SchemaVersion
 
 VERSIONS = SchemaVersion.__table__  # type: ignore[attr-defined]
 APPEND_ONLY_MESSAGE = (
@@ -37,10 +38,16 @@ def _append_only_triggers(conn: Connection, *tables: str) -> None:
             )
 
 
+def _v1_table() -> Table:
+    """The runs table as v1 created it: the model's columns minus those a later migration
+    added (``models.ADDED_IN``).  v1's columns are never edited in the model, so this is
+    frozen; tests/ledger checks a fresh ledger against one the v2 code wrote."""
+    columns = [c._copy() for c in RUNS.columns if c.name not in ADDED_IN]
+    return Table(RUNS.name, MetaData(), *columns)
+
+
 def _v1_runs_table(conn: Connection) -> None:
-    # CreateTable from the model: valid while no migration changes the columns.  The
-    # first migration that does must freeze this DDL into literal SQL.
-    conn.execute(CreateTable(RUNS))
+    conn.execute(CreateTable(_v1_table()))
     for name, columns in (
         ("ix_runs_recipe_name", "recipe_name"),
         ("ix_runs_draft", "draft_repo, draft_sha"),
@@ -66,10 +73,35 @@ def _v2_covering_history_indexes(conn: Connection) -> None:
         conn.exec_driver_sql(f"CREATE INDEX {name} ON runs ({lead}, {_HIST_TAIL})")
 
 
+# v3: the boot facts the log parser states beyond v2's twelve (autobench/logs/facts.py
+# names).  Frozen here: a later change to the model never alters what v3 added.
+V3_COLUMNS: tuple[tuple[str, type[TypeEngine[object]]], ...] = (
+    ("max_model_len", Integer),
+    ("weights_load_s", Float),
+    ("torch_compile_s", Float),
+    ("num_gpu_blocks", Integer),
+    ("num_cpu_blocks", Integer),
+    ("mamba_padding_pct", Float),
+    ("cuda_graph_s", Float),
+    ("cuda_graph_gib", Float),
+    ("engine_init_s", Float),
+)
+
+
+def _v3_more_boot_facts(conn: Connection) -> None:
+    # Nullable columns, so every existing row reads NULL (unknown) for them; the hash chain
+    # leaves a NULL added column out of a row's content, so old rows still verify.
+    for name, kind in V3_COLUMNS:
+        ddl = kind().compile(dialect=conn.dialect)
+        conn.exec_driver_sql(f"ALTER TABLE runs ADD COLUMN {name} {ddl}")
+
+
 # (version, description, apply).  Append new migrations; never edit an applied one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "runs table with metrics and boot facts, indexes, append-only triggers", _v1_runs_table),
     (2, "covering indexes for history by recipe, draft and model", _v2_covering_history_indexes),
+    (3, "boot facts: max_model_len, weights/torch.compile/CUDA graph/engine init times, GPU/CPU blocks, "
+        "mamba padding, CUDA graph pool", _v3_more_boot_facts),
 ]
 LATEST = MIGRATIONS[-1][0]
 

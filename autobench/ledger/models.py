@@ -45,6 +45,19 @@ METRIC_KEYS: tuple[str, ...] = (
     "spec_draft_acceptance_rate",
 )
 
+#: Boot-fact columns added by schema v3 (the log parser's names: autobench/logs/facts.py).
+V3_BOOT_KEYS: tuple[str, ...] = (
+    "max_model_len",
+    "weights_load_s",
+    "torch_compile_s",
+    "num_gpu_blocks",
+    "num_cpu_blocks",
+    "mamba_padding_pct",
+    "cuda_graph_s",
+    "cuda_graph_gib",
+    "engine_init_s",
+)
+
 #: Boot-fact columns (normalized key names, shared with autobench.logs).
 BOOT_KEYS: tuple[str, ...] = (
     "kv_cache_tokens",
@@ -59,7 +72,14 @@ BOOT_KEYS: tuple[str, ...] = (
     "linear_kernel",
     "moe_backend",
     "vllm_version",
+    *V3_BOOT_KEYS,
 )
+
+#: Columns added to ``runs`` by a migration after v1 -> the schema version that added them.
+#: The hash chain's rule for them (autobench.ledger.chain): such a column enters a row's
+#: canonical content only when it is not NULL, so rows written before it existed hash
+#: exactly as they did.  Add every new column here with its migration's number.
+ADDED_IN: dict[str, int] = {key: 3 for key in V3_BOOT_KEYS}
 
 #: Run columns other than metrics, boot facts and the chain.
 CORE_KEYS: tuple[str, ...] = (
@@ -180,6 +200,17 @@ class RunRow(SQLModel, table=True):
     linear_kernel: str | None = None
     moe_backend: str | None = None
     vllm_version: str | None = None
+    # -- boot facts added by schema v3 (ALTER TABLE ADD COLUMN: in the database they come
+    #    after row_hash; the order of columns is not part of the hash)
+    max_model_len: int | None = None
+    weights_load_s: float | None = None
+    torch_compile_s: float | None = None
+    num_gpu_blocks: int | None = None
+    num_cpu_blocks: int | None = None
+    mamba_padding_pct: float | None = None
+    cuda_graph_s: float | None = None
+    cuda_graph_gib: float | None = None
+    engine_init_s: float | None = None
     # -- hash chain
     prev_hash: str = Field(nullable=False, unique=True)
     row_hash: str = Field(nullable=False, unique=True)
@@ -190,6 +221,7 @@ RUNS = RunRow.__table__  # type: ignore[attr-defined]
 CONTENT_KEYS: tuple[str, ...] = tuple(c.name for c in RUNS.columns if c.name != "row_hash")
 
 assert set(CONTENT_KEYS) == {"id", "prev_hash", *CORE_KEYS, *METRIC_KEYS, *BOOT_KEYS}
+assert set(ADDED_IN) <= set(CONTENT_KEYS)
 
 
 @dataclass
