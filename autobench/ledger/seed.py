@@ -80,6 +80,7 @@ def seed_runs() -> list[NewRun]:
         ),
         boot={
             "attention_block_size": 2192,
+            "mamba_padding_pct": 0.55,  # "Padding mamba page size by 0.55%" (vLLM 0.23.1 try)
             "attention_backend": "FLASH_ATTN",
             "linear_kernel": "MarlinLinearKernel",
             "moe_backend": "MARLIN WNA16",
@@ -139,6 +140,7 @@ def seed_runs() -> list[NewRun]:
             "linear_kernel": "MarlinLinearKernel",
             "moe_backend": "MARLIN WNA16",
             "vllm_version": "0.23.1",
+            "cuda_graph_gib": 0.3,  # "CUDA-graph pool 0.3 GiB" (capture time not stated)
         },
         notes=(
             "Unblocked by pinning the DFlash draft to the known-good revision 6c7242c (num_kv_heads "

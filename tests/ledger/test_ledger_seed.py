@@ -11,6 +11,7 @@ from pathlib import Path
 
 from autobench.ledger import open_ledger
 from autobench.ledger.migrations import LATEST
+from autobench.ledger.models import V3_BOOT_KEYS
 from autobench.ledger.seed import DRAFT, DRAFT_BAD, DRAFT_GOOD, build
 
 REPO = Path(__file__).resolve().parents[2]
@@ -50,6 +51,7 @@ def test_seed_states_what_the_page_states():
     assert blocked.started_at == "2026-06-23" and blocked.root_cause_category == "assertion"
     assert blocked.root_cause_message == (
         "assert page_size_bytes == max_page_size at kv_cache_utils.py:1077 in get_kv_cache_groups")
+    assert (blocked.boot["attention_block_size"], blocked.boot["mamba_padding_pct"]) == (2192, 0.55)
 
     assert (done.status, done.draft_sha, done.started_at, done.supersedes) == ("DONE", DRAFT_GOOD, "2026-06-24", 2)
     m, b = done.metrics, done.boot
@@ -64,6 +66,13 @@ def test_seed_states_what_the_page_states():
         "DFlashDraftModel", "FLASH_ATTN", "MarlinLinearKernel", "MARLIN WNA16")
     assert b["vllm_version"] == "0.23.1" and done.image == "vllm/vllm-openai:nightly-aarch64"
     assert done.model_sha is None and "HF_TOKEN=***" in done.script_snapshot
+    assert b["cuda_graph_gib"] == 0.3 and b["mamba_padding_pct"] is None
+    # The v3 boot facts the page does not state stay unknown on every run.
+    stated = {(2, "mamba_padding_pct"), (3, "cuda_graph_gib")}
+    for run in (base, blocked, done):
+        for key in V3_BOOT_KEYS:
+            if (run.id, key) not in stated:
+                assert run.boot[key] is None, (run.id, key)
 
 
 def test_seed_script_refuses_to_overwrite(tmp_path):
