@@ -68,8 +68,19 @@ def synthetic_run(i: int, rng: random.Random) -> NewRun:
             "ttft_median_ms": round(rng.uniform(100, 2000), 1),
             "tpot_median_ms": round(rng.uniform(10, 100), 2),
         } if status == "DONE" else {},
-        boot={"kv_cache_tokens": rng.randrange(10_000, 1_000_000), "vllm_version": "0.23.1"},
+        boot=_boot(status, rng),
     )
+
+
+def _boot(status: str, rng: random.Random) -> dict[str, object]:
+    """What a boot log states: a blocked boot stops early; a served one states the v3 facts too."""
+    boot: dict[str, object] = {"kv_cache_tokens": rng.randrange(10_000, 1_000_000), "vllm_version": "0.23.1"}
+    if status != "BLOCKED":
+        boot.update(max_model_len=262144, weights_load_s=round(rng.uniform(30, 500), 2),
+                    model_load_s=round(rng.uniform(30, 500), 2), model_load_gib=63.71,
+                    cuda_graph_s=float(rng.randrange(5, 60)), cuda_graph_gib=round(rng.uniform(0.1, 2), 2),
+                    torch_compile_s=round(rng.uniform(10, 90), 2), engine_init_s=round(rng.uniform(40, 200), 2))
+    return boot
 
 
 def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
