@@ -63,6 +63,22 @@ def _rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _redacted(obj: Any, secrets: dict[str, str] | None = None) -> Any:
+    """``obj`` with every secret value of this environment (and every hf_ token) redacted:
+    a log read from disk may hold what the server echoed, and nothing we print may."""
+    from autobench.logs.redact import environment_secrets, redact
+
+    if secrets is None:
+        secrets = environment_secrets()
+    if isinstance(obj, str):
+        return redact(obj, secrets)
+    if isinstance(obj, dict):
+        return {k: _redacted(v, secrets) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_redacted(v, secrets) for v in obj]
+    return obj
+
+
 @click.group()
 def logs() -> None:
     """Read vLLM server logs: boot facts, runtime stats, root causes."""
@@ -75,7 +91,7 @@ def parse(file: str, as_json: bool) -> None:
     """Parse a vLLM server log FILE and print what it states."""
     from autobench.logs import parse_log
 
-    data = parse_log(file).to_json_dict()
+    data = _redacted(parse_log(file).to_json_dict())
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return

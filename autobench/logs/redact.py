@@ -17,10 +17,17 @@ before it reaches a run folder, the ledger or a report.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 MIN_SECRET_LEN = 4
+#: Environment variables whose values are always treated as secrets (besides declared ones).
+SECRET_NAME_RE = re.compile(
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)", re.IGNORECASE
+)
+#: An environment variable named like a secret counts from this many characters on.
+MIN_ENV_SECRET_LEN = 6
 HF_TOKEN = re.compile(r"hf_[A-Za-z0-9]{30,}")
 _HF_PARTIAL = re.compile(r"hf_[A-Za-z0-9]*$|hf?$")
 HF_REPLACEMENT = "[REDACTED:hf_token]"
@@ -43,6 +50,20 @@ def _compile(pairs: list[tuple[str, str]]) -> tuple[re.Pattern[str] | None, dict
         return None, {}
     names = {value: f"[REDACTED:{name}]" for value, name in pairs}
     return re.compile("|".join(re.escape(v) for v, _ in pairs)), names
+
+
+def environment_secrets(
+    names: Iterable[str] = (), env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Secrets to redact (name -> value): every variable in ``names`` that is set, and any
+    environment variable named like a secret (``SECRET_NAME_RE``) with a value of at least
+    ``MIN_ENV_SECRET_LEN`` characters.  ``env`` defaults to ``os.environ``."""
+    env = os.environ if env is None else env
+    out = {n: env[n] for n in names if env.get(n)}
+    for name, value in env.items():
+        if name not in out and value and len(value) >= MIN_ENV_SECRET_LEN and SECRET_NAME_RE.search(name):
+            out[name] = value
+    return out
 
 
 def redact(text: str, secrets: Mapping[str, str] | None = None) -> str:

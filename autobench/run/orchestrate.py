@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from autobench.errors import AutobenchError, RecipeError, RunError
+from autobench.logs.redact import environment_secrets
 from autobench.recipe import LoadedRecipe, is_full_sha, load_recipe
 from autobench.run import plan as P
 from autobench.run.plan import RunPlan, build_plan, unpinned_refs
@@ -41,11 +41,6 @@ from autobench.run.signals import RunInterrupted, SignalGuard
 
 Echo = Callable[[str], None]
 
-#: Environment variables whose values are always treated as secrets (besides recipe.secrets).
-SECRET_NAME_RE = re.compile(
-    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)", re.IGNORECASE
-)
-MIN_SECRET_LEN = 6
 PIN_CODES = frozenset({"AB010", "AB011", "AB012"})
 
 
@@ -108,16 +103,7 @@ def secret_values(
     recipe_secrets: list[str] | tuple[str, ...], env: Mapping[str, str]
 ) -> dict[str, str]:
     """Secrets to redact (name -> value): every declared secret, and any env var named like one."""
-    out = {n: env[n] for n in recipe_secrets if env.get(n)}
-    for name, value in env.items():
-        if (
-            name not in out
-            and SECRET_NAME_RE.search(name)
-            and value
-            and len(value) >= MIN_SECRET_LEN
-        ):
-            out[name] = value
-    return out
+    return environment_secrets(recipe_secrets, env)
 
 
 # ---------------------------------------------------------------- checks
