@@ -40,6 +40,10 @@ ProgressFn = Callable[[int, int, float, int], None]  # (finished, total, elapsed
 
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
+#: Every prompt and its request body are built in memory before the clock starts, so the
+#: sample (measured + warm-up prompts) is bounded; a bigger number is a typo, not a plan.
+MAX_PROMPTS = 1_000_000
+
 
 @dataclass
 class BenchConfig:
@@ -77,6 +81,11 @@ class BenchConfig:
             raise BenchError(f"unknown endpoint {self.endpoint!r}", hint="use completions or chat")
         if self.concurrency < 1:
             raise BenchError("--concurrency must be at least 1")
+        if self.num_prompts + self.warmup > MAX_PROMPTS:
+            raise BenchError(f"--num-prompts + --warmup = {self.num_prompts + self.warmup:,} is more than "
+                             f"{MAX_PROMPTS:,} prompts",
+                             hint="every prompt is built in memory before the clock starts; use fewer "
+                                  "(--max-seconds caps the duration)")
         if self.max_tokens < 1:
             raise BenchError("--max-tokens must be at least 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
@@ -230,7 +239,8 @@ class _Runner:
                                             timeout=aiohttp.ClientTimeout(total=self.cfg.connect_timeout)) as r:
                     await r.read()
 
-        await asyncio.gather(*(one() for _ in range(self.cfg.concurrency)))
+        # Never more than can be in flight at once: min(concurrency, prompts).
+        await asyncio.gather(*(one() for _ in range(min(self.cfg.concurrency, len(self.ds.prompts)))))
 
     async def _scrape(self) -> SpecCounters | None:
         assert self.session is not None
