@@ -19,6 +19,8 @@ import functools
 import gc
 import json
 import random
+import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -120,7 +122,12 @@ def run_bench(config: BenchConfig, *, progress: ProgressFn | None = None,
     runner = _Runner(config, dataset, progress)
     factory, loop_name = loop_factory()
     with asyncio.Runner(loop_factory=factory) as r:
-        result = r.run(runner.run())
+        try:
+            result = r.run(runner.run_interruptible())
+        except asyncio.CancelledError:
+            if runner.interrupted:  # Ctrl-C before the measured run started, or a second Ctrl-C
+                raise KeyboardInterrupt from None
+            raise
     result.data["event_loop"] = loop_name
     return result
 
@@ -139,6 +146,9 @@ class _Runner:
         self.errors = 0
         self.lags: list[float] = []
         self.session: aiohttp.ClientSession | None = None
+        self.interrupted = False
+        self._main: asyncio.Future[None] | None = None
+        self._top: asyncio.Task[Any] | None = None
         self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
 
     # ---- request bodies ---------------------------------------------------
@@ -163,6 +173,38 @@ class _Runner:
         return json.dumps(b, separators=(",", ":")).encode()
 
     # ---- main flow --------------------------------------------------------
+    async def run_interruptible(self) -> BenchResult:
+        """``run()``; on the main thread, Ctrl-C (SIGINT) during the measured run stops it
+        like a time cap without grace: nothing new is sent, requests in flight are cancelled
+        (incomplete), and the partial result says ``interrupted``."""
+        loop = asyncio.get_running_loop()
+        self._top = asyncio.current_task()
+        installed = False
+        if threading.current_thread() is threading.main_thread():
+            try:
+                loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+                installed = True
+            except (NotImplementedError, RuntimeError, ValueError):  # no signal support here
+                pass
+        try:
+            return await self.run()
+        finally:
+            if installed:
+                loop.remove_signal_handler(signal.SIGINT)
+
+    def _on_sigint(self) -> None:
+        if self.interrupted or self._main is None:  # a second Ctrl-C, or not measuring yet: stop now
+            self.interrupted = True
+            if self._top is not None:
+                self._top.cancel()
+            return
+        self.interrupted = True
+        self.stop = True
+        if self.stop_event is not None:
+            self.stop_event.set()
+        if not self._main.done():
+            self._main.cancel()
+
     async def run(self) -> BenchResult:
         c = self.cfg
         self.stop_event = asyncio.Event()
@@ -189,14 +231,16 @@ class _Runner:
                 t0, t_end, cap_hit, cpu, lag = await self._measure(bodies)
             finally:
                 gc.unfreeze()
-            after = await self._scrape() if c.scrape_metrics else None
+            after = await self._scrape() if c.scrape_metrics and not self.interrupted else None
         spec = spec_delta(before, after) if before is not None and after is not None else None
         for r in self.records:
             if r.status == INFLIGHT:
                 r.status = INCOMPLETE
         stats = ClientStats(cpu_seconds=cpu, loop_lag_s=self.lags, served_models=served)
-        return build_result(self.cfg, self.ds, self.records, t0=t0, t_end=t_end, time_cap_hit=cap_hit,
-                            spec=spec, client=stats, base_url=self.base)
+        result = build_result(self.cfg, self.ds, self.records, t0=t0, t_end=t_end, time_cap_hit=cap_hit,
+                              spec=spec, client=stats, base_url=self.base)
+        result.data["interrupted"] = self.interrupted
+        return result
 
     async def _preflight(self) -> list[str] | None:
         """Check the model name against GET /v1/models; fail fast with the server's own message."""
@@ -266,23 +310,29 @@ class _Runner:
         else:
             main = asyncio.ensure_future(self._rate_loop(bodies, t0))
         cap_hit = False
+        self._main = main
         try:
-            if c.max_seconds is None:
-                await main
-            else:
-                try:
-                    await asyncio.wait_for(asyncio.shield(main), timeout=c.max_seconds)
-                except TimeoutError:
-                    cap_hit = not main.done()
-                if not main.done():
-                    self.stop = True
-                    self.stop_event.set()
+            try:
+                if c.max_seconds is None:
+                    await main
+                else:
                     try:
-                        await asyncio.wait_for(asyncio.shield(main), timeout=c.grace_seconds)
+                        await asyncio.wait_for(asyncio.shield(main), timeout=c.max_seconds)
                     except TimeoutError:
-                        main.cancel()
-                        with contextlib.suppress(asyncio.CancelledError):
-                            await main
+                        cap_hit = not main.done()
+                    if not main.done():
+                        self.stop = True
+                        self.stop_event.set()
+                        try:
+                            await asyncio.wait_for(asyncio.shield(main), timeout=c.grace_seconds)
+                        except TimeoutError:
+                            main.cancel()
+                            with contextlib.suppress(asyncio.CancelledError):
+                                await main
+            except asyncio.CancelledError:
+                if not (self.interrupted and main.cancelled()):
+                    raise
+                # Ctrl-C (_on_sigint) cancelled the measured run: what finished counts.
             t_end = time.perf_counter()
             cpu = time.process_time() - cpu0
         finally:

@@ -74,6 +74,12 @@ def bench(dataset_path: str | None, result_path: str | None, as_json: bool, **op
         click.echo(json.dumps(result.to_json_dict(), indent=2))
     else:
         _print_summary(result.to_json_dict())
+    d = result.to_json_dict()
+    if d.get("interrupted"):
+        where = f"; written to {result_path}" if result_path else ""
+        click.echo(f"interrupted: partial result ({d['completed']} completed, {d['incomplete']} cancelled in "
+                   f"flight, {d['not_dispatched']} not sent){where}", err=True)
+        raise SystemExit(130)  # cli.main() drops click.Exit codes under standalone_mode=False
 
 
 class _Progress:
@@ -120,6 +126,7 @@ def _summary_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
         ("incomplete (cancelled at cap)", _fmt(d["incomplete"])),
         ("not dispatched", _fmt(d["not_dispatched"])),
         ("time cap hit", "yes" if d["time_cap_hit"] else "no"),
+        *([("interrupted (Ctrl-C)", "yes")] if d.get("interrupted") else []),
         ("duration (s)", _fmt(d["duration"])),
         ("prefill (input) tok/s", _fmt(d["input_throughput"])),
         ("decode (output) tok/s", _fmt(d["output_throughput"])),
