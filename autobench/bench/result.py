@@ -172,9 +172,16 @@ def build_result(cfg: Any, ds: Any, records: list[Any], *, t0: float, t_end: flo
     }
     lag_p99 = data["client"]["loop_lag_ms"]["p99"]
     cpu_frac = data["client"]["cpu_fraction_of_one_core"]
+    # A CPU fraction needs a window to mean anything: over a run of a few ms (every request
+    # refused, say) start-up work alone reads as a busy core.
+    cpu_judged = duration >= MIN_CPU_WINDOW_S
     data["client_bound_warning"] = bool((lag_p99 is not None and lag_p99 > 5.0)
-                                        or (cpu_frac is not None and cpu_frac > 0.75))
+                                        or (cpu_judged and cpu_frac is not None and cpu_frac > 0.75))
     return BenchResult(_finite(data))
+
+
+#: Shortest measured run whose client CPU fraction feeds ``client_bound_warning``.
+MIN_CPU_WINDOW_S = 1.0
 
 
 def _finite(obj: Any) -> Any:

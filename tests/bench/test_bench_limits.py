@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -35,3 +36,13 @@ def test_cli_huge_num_prompts_is_one_line_exit_5() -> None:
                         "--model", "m", "--num-prompts", str(10**20)], capture_output=True, text=True, timeout=20)
     assert r.returncode == 5 and r.stdout == ""
     assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+
+
+def test_no_busy_client_warning_from_a_run_too_short_to_measure() -> None:
+    # All requests refused in ~2 ms: a CPU fraction over such a window is noise (it read ~95 %).
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: connections are refused
+    d = run_bench(BenchConfig(base_url=f"http://127.0.0.1:{port}", model="m", num_prompts=5)).to_json_dict()
+    assert d["failed"] == 5 and d["errors_by_kind"] == {"connect": 5}
+    assert d["client_bound_warning"] is False
