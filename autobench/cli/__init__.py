@@ -72,6 +72,10 @@ def cli() -> None:
     """
 
 
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turn every expected error into one line."""
     try:
@@ -84,8 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
+    except click.UsageError as exc:  # bad command line: one line, like every other bad input
+        command = exc.ctx.command_path if exc.ctx is not None else "autobench"
+        click.echo(f"error: {_one_line(exc.format_message())} (hint: see `{command} --help`)", err=True)
+        return exc.exit_code
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"error: {_one_line(exc.format_message())}", err=True)
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code
