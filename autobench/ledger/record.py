@@ -52,10 +52,24 @@ def read_metrics(path: str) -> dict[str, Any]:
     return {k: normalized[k] for k in METRIC_KEYS if normalized.get(k) is not None}
 
 
-def read_log(path: str) -> dict[str, Any]:
+def read_log(path: str, secret_names: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
+    """The log's facts, with secret values (the recipe's secrets, secret-like environment
+    variables, any ``hf_`` token) redacted from every string it quotes."""
     from autobench.logs import parse_log
+    from autobench.logs.redact import environment_secrets, redact
 
-    return parse_log(Path(path)).to_json_dict()
+    secrets = environment_secrets(secret_names)
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return redact(value, secrets)
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return clean(parse_log(Path(path)).to_json_dict())
 
 
 def log_root_cause(doc: dict[str, Any]) -> tuple[str | None, str | None]:
@@ -109,7 +123,7 @@ def build_new_run(spec: RecordInput) -> NewRun:
     boot: dict[str, Any] = {}
     engine_version = None
     if spec.log_file:
-        doc = read_log(spec.log_file)
+        doc = read_log(spec.log_file, recipe.secrets)
         boot = {k: doc[k] for k in BOOT_KEYS if doc.get(k) is not None}
         engine_version = boot.get("vllm_version")
         if not (category or message):

@@ -90,6 +90,25 @@ def test_record_with_log_takes_boot_facts_and_root_cause(capsys, db_path, tmp_pa
     assert rec.engine_version == "0.23.1"
 
 
+def test_record_with_log_redacts_secret_values_it_quotes(capsys, db_path, tmp_path, monkeypatch):
+    # A server that failed on a bad token often quotes it; the ledger must keep the cause, not the token.
+    monkeypatch.setenv("HF_TOKEN", "s3cret-value-from-env")
+    log = tmp_path / "server.log"
+    log.write_text(
+        "ERROR 06-23 10:00:07 [core.py:586] EngineCore failed to start.\n"
+        "ERROR 06-23 10:00:07 [core.py:586] huggingface_hub.errors.HfHubHTTPError: 401 Client Error: "
+        "Unauthorized for token s3cret-value-from-env and hf_abcdefghijklmnopqrstuvwxyz0123456789\n")
+    code, _, err = run(capsys, "record", str(DFLASH), "--status", "BLOCKED", "--log", str(log),
+                       "--ledger", str(db_path))
+    assert code == 0, err
+    rec = open_ledger(db_path).get(1)
+    assert rec.root_cause_category == "hub_auth"
+    assert "401" in rec.root_cause_message
+    raw = db_path.read_bytes()
+    for secret in (b"s3cret-value-from-env", b"hf_abcdefghijklmnopqrstuvwxyz0123456789"):
+        assert secret not in rec.root_cause_message.encode() and secret not in raw
+
+
 def test_record_root_cause_forms_and_corrections(capsys, db_path):
     assert run(capsys, "record", str(BASE), "--status", "FAILED", "--root-cause", "cuda_oom:CUDA out of memory",
                "--ledger", str(db_path))[0] == 0
