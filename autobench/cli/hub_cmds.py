@@ -152,8 +152,8 @@ def info(ref: str, offline: bool, timeout: float | None, as_json: bool) -> None:
         ("config.json", yn(t["has_config"])),
         ("quantization", yn(t["has_quantization_config"])),
         ("chat template", template),
-        ("weights", f"{human_bytes(t['weight_bytes'])} in {t['weight_files']} files"
-         if t["weight_files"] is not None else "?"),
+        ("weights", "?" if t["weight_files"] is None else
+         f"{human_bytes(t['weight_bytes'])} in {t['weight_files']} file{'' if t['weight_files'] == 1 else 's'}"),
         ("last modified", t["last_modified"] or "?"),
     ]
     for key, value in rows:

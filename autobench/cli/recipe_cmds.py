@@ -41,7 +41,9 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
     from autobench.recipe.validate import validate_paths
 
     results = validate_paths(recipe_files(paths), strict=strict)
-    findings = [f for _, fs in results for f in fs]
+    # A finding in a parent recipe shows up again through every recipe that extends it:
+    # print and count it once.
+    findings = list({f.text(): f for _, fs in results for f in fs}.values())
     errors = sum(f.severity == "error" for f in findings)
     warnings = sum(f.severity == "warning" for f in findings)
     if fmt == "json":

@@ -119,7 +119,7 @@ def check_recipe(loaded: LoadedRecipe, echo: Echo) -> None:
     errors = [f for f in findings if f.severity == "error"]
     for f in findings:
         if f.severity == "warning":
-            echo(f"warning: {f.text()}")
+            echo(f.text())  # "file:line:col: CODE warning: ..."
     if errors:
         first = errors[0]
         more = f" (+{len(errors) - 1} more; see `autobench validate`)" if len(errors) > 1 else ""
