@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -290,7 +291,7 @@ def run_recipe(
         with guard:
             try:
                 echo(f"run {plan.recipe_name}: {plan.runtime} runtime, folder {run_dir}")
-                echo(f"start: {redact(' '.join(plan.server_argv))}")
+                echo(f"start: {redact(shlex.join(plan.server_argv))}")
                 with guard.deferred():
                     server = start_server(
                         plan.runtime, plan.server_argv, child_env, log, plan.grace_s

@@ -7,8 +7,9 @@
 ``docker``   exactly the compiled ``docker run`` argv through the docker CLI.  A
              detached run (``-d``) is followed with ``docker logs -f NAME``; a
              foreground run streams its own output.  Teardown: ``docker rm -f NAME``
-             -- unless ``docker run`` itself was refused (exit 125, e.g. the name is
-             taken), so a container this run did not create is never removed.
+             -- unless ``docker run`` itself was refused (exit 125: no engine, the
+             name is taken, a bad flag): then no container ran, the run is not
+             recorded (a RunError says why), and nothing is removed.
 
 Every line passes through a :class:`autobench.logs.Redactor` before it is written.
 """
@@ -239,9 +240,20 @@ class DockerServer:
             out, _ = proc.communicate(timeout=600)
             text = out.decode("utf-8", errors="replace")
             if proc.returncode != 0:
-                self._created = proc.returncode != DOCKER_REFUSED
                 for line in text.splitlines():
                     log.note(f"docker run: {line}")
+                if proc.returncode == DOCKER_REFUSED:
+                    # Docker itself refused (no engine, name taken, bad flag): no container
+                    # ran, so there is no run to record -- and nothing of ours to remove.
+                    self._created = False
+                    self._stopped = True
+                    said = [ln.strip() for ln in text.splitlines() if ln.strip()]
+                    reason = log.redact(said[-1]) if said else "no message"
+                    raise RunError(
+                        f"docker refused to start the container (exit 125): {reason}",
+                        hint="start the Docker engine, or remove/rename the container it names; "
+                        "nothing ran and nothing was recorded",
+                    )
                 self._early_exit: int | None = proc.returncode
                 return
             self._early_exit = None
