@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from run_helpers import pid_alive
 
 from autobench.run.runtimes import LogFile, ProcessServer
+
+_STARTED: list[ProcessServer] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_process_groups():
+    """A failing assertion must not leave a SIGTERM-ignoring process group running."""
+    yield
+    while _STARTED:
+        server = _STARTED.pop()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(server._proc.pid, signal.SIGKILL)  # its own session: pgid == pid
+
+
+def started(server: ProcessServer) -> ProcessServer:
+    _STARTED.append(server)
+    return server
 
 STUBBORN = textwrap.dedent(r"""
     import os, signal, sys, time
@@ -41,7 +61,7 @@ def test_process_group_is_killed_after_the_grace_period_and_log_is_redacted(tmp_
     secret = "s3cr3t-value-0042"
     log = LogFile(tmp_path / "server.log", {"MY_SECRET": secret})
     env = {**os.environ, "MY_SECRET": secret}
-    server = ProcessServer([sys.executable, "-c", STUBBORN], env, log, grace_s=0.5)
+    server = started(ProcessServer([sys.executable, "-c", STUBBORN], env, log, grace_s=0.5))
     assert _wait_for(
         lambda: (
             "worker" in (tmp_path / "server.log").read_text()
@@ -67,12 +87,12 @@ def test_process_group_is_killed_after_the_grace_period_and_log_is_redacted(tmp_
 
 def test_a_well_behaved_server_stops_on_sigterm_quickly(tmp_path: Path):
     log = LogFile(tmp_path / "server.log", {})
-    server = ProcessServer(
+    server = started(ProcessServer(
         [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
         dict(os.environ),
         log,
         grace_s=10,
-    )
+    ))
     assert _wait_for(lambda: "up" in (tmp_path / "server.log").read_text())
     t0 = time.monotonic()
     server.stop()
@@ -82,12 +102,12 @@ def test_a_well_behaved_server_stops_on_sigterm_quickly(tmp_path: Path):
 
 def test_exit_code_reports_an_early_exit(tmp_path: Path):
     log = LogFile(tmp_path / "server.log", {})
-    server = ProcessServer(
+    server = started(ProcessServer(
         [sys.executable, "-c", "import sys; print('bye'); sys.exit(7)"],
         dict(os.environ),
         log,
         grace_s=1,
-    )
+    ))
     assert _wait_for(lambda: server.exit_code() is not None)
     assert server.exit_code() == 7
     server.stop()
