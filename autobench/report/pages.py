@@ -273,11 +273,21 @@ def report(
             close = difflib.get_close_matches(target.name, known, 1, 0.8)
             hint = f" (did you mean {close[0]}?)" if close else ""
             result.notes.append(f"no runs of {target.name} in the ledger: its page says so{hint}")
+    # With --index the outputs are every page the ledger backs: any other page is an orphan.
+    orphans = _orphan_pages(Path(out_dir), outputs) if index else []
     if check:
         result.checked = [o.path for o in outputs]
-        result.stale = check_outputs(outputs)
+        result.stale = check_outputs(outputs) + [f"{p}: no runs of this recipe in the ledger" for p in orphans]
         return result
     written = write_outputs(outputs, draw_plots=plots)
     result.written, result.unchanged, result.plots = written.written, written.unchanged, written.plots
     result.notes += written.notes
+    result.notes += [f"{p}: no runs of this recipe in the ledger; delete the page if it is obsolete"
+                     for p in orphans]
     return result
+
+
+def _orphan_pages(out_dir: Path, outputs: Sequence[Output]) -> list[Path]:
+    rendered = {o.path.resolve() for o in outputs}
+    pages = out_dir / "recipes"
+    return sorted(p for p in pages.glob("*.md") if p.resolve() not in rendered) if pages.is_dir() else []

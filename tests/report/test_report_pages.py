@@ -56,6 +56,21 @@ def test_check_passes_when_fresh_and_fails_when_stale(seed_ledger, tmp_path, cap
     assert not (out / "index.md").exists()  # --check writes nothing
 
 
+def test_index_check_flags_the_page_of_a_recipe_no_longer_in_the_ledger(seed_ledger, tmp_path, capsys):
+    out = tmp_path / "docs"
+    args = ["report", "--index", "--ledger", str(seed_ledger), "-o", str(out), "--no-plots",
+            "--recipes", str(tmp_path / "none")]
+    assert _run(capsys, *args)[0] == 0
+    orphan = out / "recipes" / "renamed-recipe.md"
+    orphan.write_text("# renamed-recipe\n")
+    code, stdout, _ = _run(capsys, *args, "--check")
+    assert code == 8
+    assert f"stale: {orphan}: no runs of this recipe in the ledger" in stdout
+    code, _, stderr = _run(capsys, *args)  # rendering never deletes a page; it says so
+    assert code == 0 and orphan.exists()
+    assert f"note: {orphan}: no runs of this recipe in the ledger; delete the page if it is obsolete" in stderr
+
+
 def test_check_reports_a_linked_plot_that_is_missing(seed_ledger, tmp_path, monkeypatch):
     monkeypatch.setattr("autobench.report.plots.matplotlib_available", lambda: False)
     out = tmp_path / "docs"
