@@ -210,3 +210,30 @@ def test_result_json_is_strict_json(synth: Any, tmp_path: Path) -> None:
     res = run_bench(cfg(srv.base_url, num_prompts=2))
     res.write(tmp_path / "r.json")
     json.loads((tmp_path / "r.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-strict {c}"))
+
+
+def test_gc_settings_of_the_measured_run_are_restored(synth: Any) -> None:
+    """The run raises the young-generation GC threshold and freezes the heap while measuring;
+    both are undone afterwards."""
+    import gc
+
+    from autobench.bench import client as client_mod
+
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    seen: list[tuple[int, ...]] = []
+    orig = client_mod._Runner._measure
+
+    async def spy(self: Any, bodies: list[bytes]) -> Any:
+        seen.append(gc.get_threshold())
+        return await orig(self, bodies)
+
+    srv = synth(ttft_ms=1, itl_ms=1)
+    client_mod._Runner._measure = spy  # type: ignore[method-assign]
+    try:
+        d = run_bench(cfg(srv.base_url, num_prompts=4)).to_json_dict()
+    finally:
+        client_mod._Runner._measure = orig  # type: ignore[method-assign]
+    assert d["completed"] == 4
+    assert seen and seen[0][0] == max(before[0], client_mod.YOUNG_GC_THRESHOLD)
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == frozen
