@@ -54,12 +54,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(k: int) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(k: int, pin: bool = False) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     cmd = [sys.executable, "-m", "autobench.bench.synthetic", "--port", str(port), "--model", "m",
            "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--tokens-per-chunk", str(k),
            "--log-stats-interval", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    cpus = sorted(os.sched_getaffinity(0))
+    # --pin: the server on the last CPU, this client on the first, so neither preempts the other.
+    pre = (lambda: os.sched_setaffinity(0, {cpus[-1]})) if pin else None
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pre)
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
@@ -188,11 +191,19 @@ def main() -> None:
     ap.add_argument("--loop", choices=["uvloop", "asyncio"], default=None,
                     help="event loop for client and server (default: uvloop when installed)")
     ap.add_argument("--only", choices=["lockstep", "realistic"], default=None)
+    ap.add_argument("--pin", action="store_true",
+                    help="pin the server to the last CPU and the client to the first (needs 2 CPUs)")
     a = ap.parse_args()
+    if a.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise SystemExit("--pin needs at least 2 CPUs")
+        os.sched_setaffinity(0, {cpus[0]})
     if a.loop:
         os.environ["AUTOBENCH_EVENT_LOOP"] = a.loop  # inherited by the server process
+    pinned = " (server and client pinned to one CPU each)" if a.pin else ""
     print(f"# synthetic server in its own process; ttft={TTFT_MS} ms, itl={ITL_MS} ms, N={N_TOKENS} tokens, "
-          f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} "
+          f"{os.cpu_count()} CPUs{pinned}, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} "
           "(figures are only meaningful on an otherwise idle machine)")
     print("# times in ms. srvErr = server-observed TTFT (its arrival -> first chunk sent) - injected; "
           "cliErr = client TTFT - server-observed TTFT (the client's own error: send + receive path)")
@@ -211,7 +222,7 @@ def main() -> None:
                       "streams desynchronize)", 1, a.levels, a.realistic_rounds, varied))
     with tempfile.TemporaryDirectory() as td:
         for title, k, levels, rounds, lengths in cases:
-            proc, url = start_server(k)
+            proc, url = start_server(k, a.pin)
             rows = []
             try:
                 print(f"\n## {title}; {rounds} prompts per worker")

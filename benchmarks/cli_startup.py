@@ -19,7 +19,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = REPO / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround-dflash.yaml"
-HEAVY = ("pydantic", "ruamel.yaml", "jinja2", "huggingface_hub", "sqlalchemy", "sqlmodel", "aiohttp", "rich",
+HEAVY = ("pydantic", "ruamel.yaml", "jinja2", "huggingface_hub", "sqlalchemy", "sqlmodel", "httptools", "rich",
          "httpx", "numpy", "matplotlib")
 
 CASES = {

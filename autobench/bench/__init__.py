@@ -1,6 +1,6 @@
 """The benchmark client, its datasets, metrics, result JSON and the synthetic server.
 
-Public API (imports are lazy so ``autobench.bench.result`` stays free of aiohttp)::
+Public API (imports are lazy so ``autobench.bench.result`` stays free of the HTTP client)::
 
     from autobench.bench import BenchConfig, run_bench, load_result_json
     result = run_bench(BenchConfig(base_url="http://127.0.0.1:8000", model="qwen", num_prompts=10))

@@ -1,4 +1,4 @@
-"""The asynchronous benchmark client (aiohttp, one session, one event loop).
+"""The asynchronous benchmark client (one event loop, keep-alive connections of its own).
 
 Closed loop: ``concurrency`` workers each take the next prompt, send it, read the
 stream to the end, and take the next one.  Rate mode (``request_rate``): arrival
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import gc
 import json
 import random
@@ -26,16 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-from aiohttp.client_proto import ResponseHandler
-from aiohttp.payload import BytesPayload
-
 from autobench.bench.datasets import Dataset, Prompt, load_dataset
 from autobench.bench.loop import loop_factory
 from autobench.bench.promscrape import SpecCounters, spec_counters, spec_delta
-from autobench.bench.record import ERROR, INCOMPLETE, INFLIGHT, OK, RequestRecord
+from autobench.bench.record import ERROR, INCOMPLETE, INFLIGHT, RequestRecord
 from autobench.bench.result import BenchResult, ClientStats, build_result
-from autobench.bench.sse import SSEParser
+from autobench.bench.stream import StreamSink, error_message
+from autobench.bench.transport import ConnectFailed, Pool
 from autobench.errors import BenchError
 
 ProgressFn = Callable[[int, int, float, int], None]  # (finished, total, elapsed_s, errors)
@@ -47,10 +43,10 @@ ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 MAX_PROMPTS = 1_000_000
 
 #: The young-generation threshold of the garbage collector during the measured run (CPython's
-#: default is 700).  A burst of C requests allocates C times aiohttp's per-request objects at
+#: default is 700).  A burst of C requests allocates C times the per-request objects at
 #: once; at 700 that triggers a collection every few requests, each walking every young
-#: in-flight object (30 ms of pauses, up to 8 ms each, in a 1,024-request run at C=256,
-#: landing on the dispatch path).  The happy path creates no reference cycles (refcounting
+#: in-flight object (with aiohttp as the transport: 30 ms of pauses, up to 8 ms each, in a
+#: 1,024-request run at C=256, landing on the dispatch path).  The happy path creates no reference cycles (refcounting
 #: frees everything), so collecting less often only delays reclaiming the cycles of error
 #: paths, by at most this many objects.
 YOUNG_GC_THRESHOLD = 10_000
@@ -154,11 +150,12 @@ class _Runner:
         self.finished = 0
         self.errors = 0
         self.lags: list[float] = []
-        self.session: aiohttp.ClientSession | None = None
+        self.pool: Pool | None = None
         self.interrupted = False
         self._main: asyncio.Future[None] | None = None
         self._top: asyncio.Task[Any] | None = None
-        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        self.path = ENDPOINTS[config.endpoint]
+        self.chat = config.endpoint == "chat"
 
     # ---- request bodies ---------------------------------------------------
     def body(self, p: Prompt) -> bytes:
@@ -217,18 +214,12 @@ class _Runner:
     async def run(self) -> BenchResult:
         c = self.cfg
         self.stop_event = asyncio.Event()
-        connector = aiohttp.TCPConnector(limit=max(2 * c.concurrency, 16), limit_per_host=0,
-                                         keepalive_timeout=75, ttl_dns_cache=300, force_close=False)
-        if callable(getattr(connector, "_factory", None)):  # aiohttp's protocol factory (3.x)
-            connector._factory = functools.partial(_StampingHandler, loop=asyncio.get_running_loop())
-        # No sock_read: the read timeout is our own per-request watchdog (_idle_check).
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=c.connect_timeout, sock_read=None)
-        bodies = [self.body(p) for p in self.ds.prompts]
-        warm_bodies = [self.body(p) for p in self.ds.warmup]
-        async with aiohttp.ClientSession(connector=connector, timeout=timeout, read_bufsize=2**22,
-                                         auto_decompress=False, skip_auto_headers=("User-Agent",),
-                                         cookie_jar=aiohttp.DummyCookieJar()) as s:
-            self.session = s
+        pool = self.pool = Pool(self.base, c.connect_timeout)
+        bodies = [pool.request_bytes("POST", self.path, self.body(p), accept="text/event-stream")
+                  for p in self.ds.prompts]
+        warm_bodies = [pool.request_bytes("POST", self.path, self.body(p), accept="text/event-stream")
+                       for p in self.ds.warmup]
+        try:
             served = await self._preflight()
             await self._open_connections()
             if warm_bodies:
@@ -244,6 +235,8 @@ class _Runner:
                 gc.set_threshold(*thresholds)
                 gc.unfreeze()
             after = await self._scrape() if c.scrape_metrics and not self.interrupted else None
+        finally:
+            pool.close()
         spec = spec_delta(before, after) if before is not None and after is not None else None
         for r in self.records:
             if r.status == INFLIGHT:
@@ -254,17 +247,27 @@ class _Runner:
         result.data["interrupted"] = self.interrupted
         return result
 
+    async def _get(self, path: str, body: bytes | None = None) -> tuple[int, str] | None:
+        """(status, text) of one small request, or None when it could not be made."""
+        assert self.pool is not None
+        try:
+            r = await self.pool.fetch("POST" if body is not None else "GET", path, body,
+                                      timeout=self.cfg.connect_timeout)
+        except (ConnectFailed, TimeoutError):
+            return None
+        if r.error is not None:
+            return None
+        return r.status, r.body.decode("utf-8", "replace")
+
     async def _preflight(self) -> list[str] | None:
         """Check the model name against GET /v1/models; fail fast with the server's own message."""
-        assert self.session is not None
-        try:
-            async with self.session.get(self.base + "/v1/models",
-                                        timeout=aiohttp.ClientTimeout(total=self.cfg.connect_timeout)) as r:
-                if r.status != 200:
-                    return None
-                data = await r.json(content_type=None)
-        except (TimeoutError, aiohttp.ClientError, ValueError):
+        got = await self._get("/v1/models")
+        if got is None or got[0] != 200:
             return None  # the run itself counts connection errors
+        try:
+            data = json.loads(got[1])
+        except ValueError:
+            return None
         models = data.get("data") if isinstance(data, dict) else None
         if not isinstance(models, list):
             return None
@@ -273,41 +276,24 @@ class _Runner:
         if self.cfg.model in served:
             return served
         # Ask the server itself, so the user sees its message (and aliases still work).
-        probe = self.body(Prompt("Hello", 1, 1))
-        try:
-            async with self.session.post(self.url, data=probe, headers=self._headers) as r:
-                text = await r.text(errors="replace")
-                if r.status == 200:
-                    return served
-        except (TimeoutError, aiohttp.ClientError):
+        probe = await self._get(self.path, self.body(Prompt("Hello", 1, 1)))
+        if probe is None or probe[0] == 200:
             return served
-        raise BenchError(f"model {self.cfg.model!r} rejected by {self.base}: HTTP {r.status}: "
-                         f"{_error_message(text)}",
+        raise BenchError(f"model {self.cfg.model!r} rejected by {self.base}: HTTP {probe[0]}: "
+                         f"{error_message(probe[1])}",
                          hint=f"served models: {', '.join(served) or 'none'}; fix --model")
 
     async def _open_connections(self) -> None:
-        """Fill the keep-alive pool so TCP handshakes stay out of TTFT (GET /health, errors ignored)."""
-        assert self.session is not None
-
-        async def one() -> None:
-            with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
-                async with self.session.get(self.base + "/health",  # type: ignore[union-attr]
-                                            timeout=aiohttp.ClientTimeout(total=self.cfg.connect_timeout)) as r:
-                    await r.read()
-
+        """Open the keep-alive connections first, so TCP handshakes stay out of TTFT."""
+        assert self.pool is not None
         # Never more than can be in flight at once: min(concurrency, prompts).
-        await asyncio.gather(*(one() for _ in range(min(self.cfg.concurrency, len(self.ds.prompts)))))
+        await self.pool.prefill(min(self.cfg.concurrency, len(self.ds.prompts)))
 
     async def _scrape(self) -> SpecCounters | None:
-        assert self.session is not None
-        try:
-            async with self.session.get(self.base + "/metrics",
-                                        timeout=aiohttp.ClientTimeout(total=self.cfg.connect_timeout)) as r:
-                if r.status != 200:
-                    return None
-                return spec_counters(await r.text(errors="replace"))
-        except (TimeoutError, aiohttp.ClientError):
+        got = await self._get("/metrics")
+        if got is None or got[0] != 200:
             return None
+        return spec_counters(got[1])
 
     async def _measure(self, bodies: list[bytes]) -> tuple[float, float, bool, float, list[float]]:
         c = self.cfg
@@ -437,52 +423,44 @@ class _Runner:
             self.progress(self.finished, total, time.perf_counter() - self.t0, self.errors)
 
     # ---- one request ------------------------------------------------------
-    async def _send(self, rec: RequestRecord, body: bytes) -> None:
-        assert self.session is not None
+    async def _send(self, rec: RequestRecord, data: bytes) -> None:
+        pool = self.pool
+        assert pool is not None
         pc = time.perf_counter
-        got_headers = False
+        rec.dispatch = rec.start = rec.io = pc()
+        try:
+            conn = await pool.acquire()
+        except ConnectFailed as exc:
+            rec.fail("connect", str(exc))
+            rec.end = pc()
+            return
         task = asyncio.current_task()
         assert task is not None
-        rec.dispatch = rec.start = rec.io = pc()  # start is re-stamped at the socket write
+        sink = StreamSink(rec, chat=self.chat, allow_missing_usage=self.cfg.allow_missing_usage)
         rec.watchdog = asyncio.get_running_loop().call_later(self.cfg.read_timeout, self._idle_check, rec, task)
         try:
-            async with self.session.post(self.url, data=_StampedBody(body, rec), headers=self._headers) as resp:
-                got_headers = True
-                rec.http_status = resp.status
-                if resp.status != 200:
-                    text = (await resp.content.read(4096)).decode("utf-8", "replace")
-                    kind = "http_5xx" if resp.status >= 500 else "http_4xx"
-                    rec.fail(kind, f"HTTP {resp.status}: {_error_message(text)}")
-                    rec.end = pc()
-                    return
-                await self._read_stream(rec, resp)
+            rec.start = rec.io = pc()  # the request reaches the kernel right after
+            await conn.send(data, sink)
         except asyncio.CancelledError:
+            conn.abort()
             # Our own read-timeout watchdog cancelled the request (and nothing else did).
             if rec.timed_out and task.uncancel() == 0:
                 rec.fail("timeout", f"no data for {self.cfg.read_timeout:g} s")
             else:
                 raise
-        except (aiohttp.ConnectionTimeoutError, aiohttp.ClientConnectorError) as exc:
-            rec.fail("connect", f"{type(exc).__name__}: {exc}")
-        except (TimeoutError, aiohttp.SocketTimeoutError) as exc:
-            rec.fail("timeout", f"no data for {self.cfg.read_timeout:g} s ({type(exc).__name__})")
-        except (aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-            kind = "stream_dropped" if got_headers else "connection_lost"
-            rec.fail(kind, f"{type(exc).__name__}: {exc}")
-        except aiohttp.ClientError as exc:
-            rec.fail("client_error", f"{type(exc).__name__}: {exc}")
         finally:
             if rec.watchdog is not None:
                 rec.watchdog.cancel()
                 rec.watchdog = None
+            pool.release(conn)
         if rec.end is None:
             rec.end = pc()
 
     def _idle_check(self, rec: RequestRecord, task: asyncio.Task[Any]) -> None:
         """The read timeout: one timer per request, re-armed lazily (reads only store ``rec.io``).
 
-        aiohttp's ``sock_read`` timeout re-arms a timer on every socket read; this one
-        costs nothing per chunk.  After ``read_timeout`` seconds without a byte the
+        A timer re-armed on every socket read would cost a heap operation per chunk; this
+        one costs nothing per chunk.  After ``read_timeout`` seconds without a byte the
         request's task is cancelled and the request counted as a ``timeout``.
         """
         idle = time.perf_counter() - rec.io
@@ -493,196 +471,3 @@ class _Runner:
         rec.watchdog = None
         rec.timed_out = True
         task.cancel()
-
-    async def _read_stream(self, rec: RequestRecord, resp: aiohttp.ClientResponse) -> None:
-        """Read the SSE body: one clock read per socket read, JSON parsed only when needed.
-
-        After the first token chunk, an event is taken as one more token chunk without
-        parsing it when its bytes show a plain streaming chunk: ``"finish_reason":null``,
-        a non-empty ``"text":"`` (completions) or ``"delta":{"content":"`` (chat) and
-        no ``"usage"`` (other than ``null``) or ``"error"`` key.  Everything else (the first chunk with the
-        server stamps, finish, usage, errors, empty or unusual chunks, other spacing)
-        goes through ``json.loads``.  Inside a JSON string a quote is escaped, so these
-        byte patterns cannot come from generated text.
-        """
-        pc = time.perf_counter
-        parser = SSEParser()
-        feed = parser.feed
-        read = resp.content.readany
-        proto = resp.connection.protocol if resp.connection is not None else None
-        stamped = isinstance(proto, _StampingHandler)
-        done = False
-        usage: dict[str, Any] | None = None
-        gaps = rec.gaps
-        if self.cfg.endpoint == "chat":
-            tok_pat, empty_pat = b'"delta":{"content":"', b'"delta":{"content":""'
-        else:
-            tok_pat, empty_pat = b'"text":"', b'"text":""'
-        null_pat = b'"finish_reason":null'
-        while True:
-            buf = await read()
-            if not buf:
-                break
-            # The time of the socket read that brought these bytes (not of this task's wake-up,
-            # which comes after every other stream's reads in the same poll).
-            now = rec.io = proto.t_recv if stamped else pc()  # type: ignore[union-attr]
-            for ev in feed(buf):
-                if (rec.first is not None and null_pat in ev and tok_pat in ev and empty_pat not in ev
-                        and (b'"usage"' not in ev or b'"usage":null' in ev) and b'"error"' not in ev):
-                    gaps.append(now - rec.last)  # type: ignore[operator]
-                    rec.last = now
-                    rec.n_chunks += 1
-                    continue
-                if ev == b"[DONE]":
-                    done = True
-                    continue
-                res = self._slow_event(rec, ev, now)
-                if res is False:
-                    return
-                if res is not None:
-                    usage = res
-        rec.end = pc()
-        for ev in parser.finish():
-            if ev == b"[DONE]":
-                done = True
-        if not done and rec.finish_reason is None:
-            rec.fail("stream_dropped", f"stream ended without [DONE] after {rec.n_chunks} chunks")
-            return
-        if rec.first is None:
-            rec.fail("no_tokens", "the stream finished without any token")
-            return
-        if usage is not None and isinstance(usage.get("completion_tokens"), int):
-            rec.completion_tokens = usage["completion_tokens"]
-            pt = usage.get("prompt_tokens")
-            rec.prompt_tokens = pt if isinstance(pt, int) else rec.prompt_est
-        elif self.cfg.allow_missing_usage:
-            rec.usage_fallback = True
-            rec.completion_tokens = rec.n_chunks
-            rec.prompt_tokens = rec.prompt_est
-        else:
-            rec.fail("no_usage", "the stream carried no usage report (stream_options.include_usage "
-                                 "ignored?); see --allow-missing-usage")
-            return
-        rec.status = OK
-
-    @staticmethod
-    def _slow_event(rec: RequestRecord, ev: bytes, now: float) -> dict[str, Any] | bool | None:
-        """Parse one event; returns its usage dict, False when the request failed, else None."""
-        try:
-            obj = json.loads(ev)
-        except ValueError:
-            rec.fail("non_json", f"event is not JSON: {ev[:80]!r}")
-            return False
-        if not isinstance(obj, dict):
-            rec.fail("non_json", f"event is not a JSON object: {ev[:80]!r}")
-            return False
-        if "error" in obj or obj.get("object") == "error":
-            err = obj.get("error", obj)
-            msg = err.get("message") if isinstance(err, dict) else err
-            rec.fail("in_stream_error", f"error in stream after {rec.n_chunks} chunks: {msg}")
-            return False
-        choices = obj.get("choices")
-        if choices and isinstance(choices, list) and isinstance(choices[0], dict):
-            ch = choices[0]
-            tok = ch.get("text")
-            if tok is None:
-                d = ch.get("delta")
-                if isinstance(d, dict):
-                    tok = d.get("content") or d.get("reasoning_content") or d.get("reasoning") or d.get("tool_calls")
-            if tok:
-                if rec.first is None:
-                    rec.first = now
-                    srv = obj.get("t_srv")
-                    rec.first_srv = srv if isinstance(srv, float) else None
-                    arr = obj.get("t_arr")
-                    rec.arr_srv = arr if isinstance(arr, float) else None
-                else:
-                    rec.gaps.append(now - rec.last)  # type: ignore[operator]
-                rec.last = now
-                rec.n_chunks += 1
-            fr = ch.get("finish_reason")
-            if fr:
-                rec.finish_reason = fr
-        u = obj.get("usage")
-        return u if isinstance(u, dict) and u else None
-
-
-class _StampingHandler(ResponseHandler):
-    """aiohttp's response protocol, plus the ``perf_counter()`` of the last socket read.
-
-    The event loop calls ``data_received`` as soon as it reads a socket; the task
-    reading the stream runs later, after the reads of every other ready socket.  The
-    stream reader takes its timestamps from here.  The bytes are handed to aiohttp's
-    parser from ``call_soon`` (in order; flushed before EOF or connection loss), so
-    when C chunks arrive in one poll every socket is stamped before any is parsed.
-    """
-
-    t_recv = 0.0
-    _pending: list[bytes] | None = None
-
-    def data_received(self, data: bytes) -> None:
-        if not data:  # aiohttp resuming its own parser
-            self._flush()
-            super().data_received(data)
-            return
-        self.t_recv = time.perf_counter()
-        if self._pending is None:
-            self._pending = [data]
-            self._loop.call_soon(self._flush)
-        else:
-            self._pending.append(data)
-
-    def _flush(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending:
-            for data in pending:
-                super().data_received(data)
-
-    def eof_received(self) -> None:
-        self._flush()
-        return super().eof_received()
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        self._flush()
-        super().connection_lost(exc)
-
-
-class _StampedBody(BytesPayload):
-    """A pre-serialized body that stamps ``rec.start`` right before aiohttp writes it.
-
-    aiohttp buffers the request headers and writes them together with the body, from
-    the body-writer task, one event-loop step or more after ``session.post`` was
-    called; in a burst of C requests that step comes after the other requests have
-    been built.  Stamping here puts ``st`` at the socket write (the request reaches
-    the kernel right after), so the client's own queueing before the write is not
-    counted as server latency; it is reported apart (``client.dispatch_to_write_ms``).
-    """
-
-    def __init__(self, value: bytes, rec: RequestRecord):
-        super().__init__(value, content_type="application/json")
-        self._rec = rec
-
-    async def write_with_length(self, writer: Any, content_length: int | None) -> None:
-        self._rec.start = time.perf_counter()
-        await writer.write(self._value if content_length is None else self._value[:content_length])
-
-    async def write(self, writer: Any) -> None:  # aiohttp < 3.12 calls this one
-        self._rec.start = time.perf_counter()
-        await writer.write(self._value)
-
-
-def _error_message(text: str) -> str:
-    """The message of an OpenAI/vLLM error body, else the (truncated) body itself."""
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return " ".join(text.split())[:200] or "(empty body)"
-    if isinstance(obj, dict):
-        err = obj.get("error", obj)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
-        if isinstance(obj.get("message"), str):
-            return obj["message"]
-        if isinstance(err, str):
-            return err
-    return " ".join(text.split())[:200]

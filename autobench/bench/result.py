@@ -8,7 +8,7 @@ Field names follow ``vllm bench serve`` wherever the meaning is the same
 ``client``, ``dataset`` ...).  ``result_format`` = ``autobench.bench/1`` marks ours.
 
 This module imports nothing heavy: ``autobench record --metrics`` uses
-``load_result_json`` without pulling in aiohttp.
+``load_result_json`` without pulling in the HTTP client.
 """
 
 from __future__ import annotations

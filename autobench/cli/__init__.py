@@ -2,7 +2,7 @@
 
 Each command lives in its own module under ``autobench.cli`` and is imported only
 when it runs, so ``autobench --help`` and ``compile`` never pay for huggingface_hub,
-SQLAlchemy or aiohttp.  ``COMMANDS`` maps a command name to ``module:attribute``
+SQLAlchemy or the bench client.  ``COMMANDS`` maps a command name to ``module:attribute``
 and the one-line summary shown by ``--help`` (kept here so help needs no imports).
 """
 

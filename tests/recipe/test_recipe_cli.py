@@ -128,7 +128,7 @@ def test_recipes_carry_the_schema_modeline():
 
 def test_help_does_not_import_pydantic():
     code = ("import sys; from autobench.cli import main; rc = main(['--help']); "
-            "heavy = [m for m in ('pydantic', 'ruamel.yaml', 'jinja2', 'huggingface_hub', 'sqlalchemy', 'aiohttp', 'rich') "
+            "heavy = [m for m in ('pydantic', 'ruamel.yaml', 'jinja2', 'huggingface_hub', 'sqlalchemy', 'httptools', 'rich') "
             "if m in sys.modules]; print(heavy)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
@@ -136,7 +136,7 @@ def test_help_does_not_import_pydantic():
 
 def test_compile_imports_only_what_it_needs(tmp_path):
     code = ("import sys; from autobench.cli import main; rc = main(['compile', sys.argv[1], '-o', sys.argv[2]]); "
-            "heavy = [m for m in ('huggingface_hub', 'sqlalchemy', 'sqlmodel', 'aiohttp', 'rich', 'httpx') "
+            "heavy = [m for m in ('huggingface_hub', 'sqlalchemy', 'sqlmodel', 'httptools', 'rich', 'httpx') "
             "if m in sys.modules]; print(rc, heavy)")
     proc = subprocess.run([sys.executable, "-c", code, str(DFLASH), str(tmp_path / "x.sh")],
                           capture_output=True, text=True, cwd=REPO)

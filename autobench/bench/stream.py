@@ -1,0 +1,181 @@
+"""Reading one streamed completion into its :class:`RequestRecord` (synchronous, no I/O).
+
+A :class:`StreamSink` is fed the response body from inside the event loop's socket
+callback (``autobench.bench.transport``), with the time of the socket read that
+brought the bytes, so every chunk is stamped when Python first sees it.
+
+After the first token chunk, an event is taken as one more token chunk without
+parsing it when its bytes show a plain streaming chunk: ``"finish_reason":null``,
+a non-empty ``"text":"`` (completions) or ``"delta":{"content":"`` (chat) and no
+``"usage"`` (other than ``null``) or ``"error"`` key.  Everything else (the first
+chunk with the server stamps, finish, usage, errors, empty or unusual chunks, other
+spacing) goes through ``json.loads``.  Inside a JSON string a quote is escaped, so
+these byte patterns cannot come from generated text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from autobench.bench.record import OK, RequestRecord
+from autobench.bench.sse import SSEParser
+
+#: How much of an error response's body is kept for its message.
+ERROR_BODY_LIMIT = 4096
+
+_NULL_PAT = b'"finish_reason":null'
+
+
+class StreamSink:
+    """Fills ``rec`` from an OpenAI-compatible SSE response (completions or chat)."""
+
+    __slots__ = ("rec", "parser", "usage", "done", "tok_pat", "empty_pat", "allow_missing_usage", "status",
+                 "err_body")
+
+    def __init__(self, rec: RequestRecord, *, chat: bool, allow_missing_usage: bool):
+        self.rec = rec
+        self.parser = SSEParser()
+        self.usage: dict[str, Any] | None = None
+        self.done = False
+        if chat:
+            self.tok_pat, self.empty_pat = b'"delta":{"content":"', b'"delta":{"content":""'
+        else:
+            self.tok_pat, self.empty_pat = b'"text":"', b'"text":""'
+        self.allow_missing_usage = allow_missing_usage
+        self.status = 0
+        self.err_body: bytearray | None = None
+
+    def on_head(self, status: int) -> None:
+        self.status = self.rec.http_status = status
+        if status != 200:
+            self.err_body = bytearray()
+
+    def on_body(self, data: bytes, now: float) -> bool:
+        rec = self.rec
+        rec.io = now
+        if self.err_body is not None:
+            self.err_body += data
+            if len(self.err_body) >= ERROR_BODY_LIMIT:
+                self._http_error(now)
+                return False
+            return True
+        tok_pat, empty_pat = self.tok_pat, self.empty_pat
+        for ev in self.parser.feed(data):
+            if (rec.first is not None and _NULL_PAT in ev and tok_pat in ev and empty_pat not in ev
+                    and (b'"usage"' not in ev or b'"usage":null' in ev) and b'"error"' not in ev):
+                rec.gaps.append(now - rec.last)  # type: ignore[operator]
+                rec.last = now
+                rec.n_chunks += 1
+                continue
+            if ev == b"[DONE]":
+                self.done = True
+                continue
+            if not self._slow_event(ev, now):
+                rec.end = now
+                return False
+        return True
+
+    def on_end(self, now: float) -> None:
+        rec = self.rec
+        rec.end = now
+        if self.err_body is not None:
+            self._http_error(now)
+            return
+        for ev in self.parser.finish():
+            if ev == b"[DONE]":
+                self.done = True
+        if not self.done and rec.finish_reason is None:
+            rec.fail("stream_dropped", f"stream ended without [DONE] after {rec.n_chunks} chunks")
+            return
+        if rec.first is None:
+            rec.fail("no_tokens", "the stream finished without any token")
+            return
+        usage = self.usage
+        if usage is not None and isinstance(usage.get("completion_tokens"), int):
+            rec.completion_tokens = usage["completion_tokens"]
+            pt = usage.get("prompt_tokens")
+            rec.prompt_tokens = pt if isinstance(pt, int) else rec.prompt_est
+        elif self.allow_missing_usage:
+            rec.usage_fallback = True
+            rec.completion_tokens = rec.n_chunks
+            rec.prompt_tokens = rec.prompt_est
+        else:
+            rec.fail("no_usage", "the stream carried no usage report (stream_options.include_usage "
+                                 "ignored?); see --allow-missing-usage")
+            return
+        rec.status = OK
+
+    def on_lost(self, exc: BaseException | None, got_head: bool) -> None:
+        why = f"{type(exc).__name__}: {exc}" if exc is not None else "the server closed the connection"
+        if got_head:
+            self.rec.fail("stream_dropped", f"{why} after {self.rec.n_chunks} chunks")
+        else:
+            self.rec.fail("connection_lost", f"{why} before a response arrived")
+
+    def _http_error(self, now: float) -> None:
+        assert self.err_body is not None
+        self.rec.end = now
+        kind = "http_5xx" if self.status >= 500 else "http_4xx"
+        text = bytes(self.err_body[:ERROR_BODY_LIMIT]).decode("utf-8", "replace")
+        self.rec.fail(kind, f"HTTP {self.status}: {error_message(text)}")
+
+    def _slow_event(self, ev: bytes, now: float) -> bool:
+        """Parse one event; False when it failed the request."""
+        rec = self.rec
+        try:
+            obj = json.loads(ev)
+        except ValueError:
+            rec.fail("non_json", f"event is not JSON: {ev[:80]!r}")
+            return False
+        if not isinstance(obj, dict):
+            rec.fail("non_json", f"event is not a JSON object: {ev[:80]!r}")
+            return False
+        if "error" in obj or obj.get("object") == "error":
+            err = obj.get("error", obj)
+            msg = err.get("message") if isinstance(err, dict) else err
+            rec.fail("in_stream_error", f"error in stream after {rec.n_chunks} chunks: {msg}")
+            return False
+        choices = obj.get("choices")
+        if choices and isinstance(choices, list) and isinstance(choices[0], dict):
+            ch = choices[0]
+            tok = ch.get("text")
+            if tok is None:
+                d = ch.get("delta")
+                if isinstance(d, dict):
+                    tok = d.get("content") or d.get("reasoning_content") or d.get("reasoning") or d.get("tool_calls")
+            if tok:
+                if rec.first is None:
+                    rec.first = now
+                    srv = obj.get("t_srv")
+                    rec.first_srv = srv if isinstance(srv, float) else None
+                    arr = obj.get("t_arr")
+                    rec.arr_srv = arr if isinstance(arr, float) else None
+                else:
+                    rec.gaps.append(now - rec.last)  # type: ignore[operator]
+                rec.last = now
+                rec.n_chunks += 1
+            fr = ch.get("finish_reason")
+            if fr:
+                rec.finish_reason = fr
+        u = obj.get("usage")
+        if isinstance(u, dict) and u:
+            self.usage = u
+        return True
+
+
+def error_message(text: str) -> str:
+    """The message of an OpenAI/vLLM error body, else the (truncated) body itself."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return " ".join(text.split())[:200] or "(empty body)"
+    if isinstance(obj, dict):
+        err = obj.get("error", obj)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"]
+        if isinstance(obj.get("message"), str):
+            return obj["message"]
+        if isinstance(err, str):
+            return err
+    return " ".join(text.split())[:200]
