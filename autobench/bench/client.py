@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import random
 import signal
 import threading
@@ -81,6 +82,10 @@ class BenchConfig:
     random_range_ratio: float = 0.0
     scrape_metrics: bool = True
     label: str | None = None
+    #: The environment variable holding the server's API key (sent as ``Authorization: Bearer``).
+    #: The default is used only when set; a name given explicitly must be set.  Never the value.
+    api_key_env: str = "OPENAI_API_KEY"
+    api_key_required: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
@@ -103,6 +108,17 @@ class BenchConfig:
             raise BenchError("--grace-seconds and --warmup must not be negative")
         if not self.base_url.startswith(("http://", "https://")):
             raise BenchError(f"--base-url must start with http:// or https://, got {self.base_url!r}")
+        if self.api_key_required and not os.environ.get(self.api_key_env):
+            raise BenchError(f"--api-key-env {self.api_key_env}: the variable is not set",
+                             hint=f"export {self.api_key_env}=... (the key itself never goes on the command line)")
+
+    def auth_headers(self) -> dict[str, str]:
+        key = os.environ.get(self.api_key_env, "").strip()
+        if not key:
+            return {}
+        if any(ch in key for ch in "\r\n"):
+            raise BenchError(f"${self.api_key_env} contains a line break", hint="store the key on one line")
+        return {"Authorization": f"Bearer {key}"}
 
 
 def normalize_base_url(url: str) -> str:
@@ -214,7 +230,8 @@ class _Runner:
     async def run(self) -> BenchResult:
         c = self.cfg
         self.stop_event = asyncio.Event()
-        pool = self.pool = Pool(self.base, c.connect_timeout)
+        auth = c.auth_headers()
+        pool = self.pool = Pool(self.base, c.connect_timeout, headers=auth)
         bodies = [pool.request_bytes("POST", self.path, self.body(p), accept="text/event-stream")
                   for p in self.ds.prompts]
         warm_bodies = [pool.request_bytes("POST", self.path, self.body(p), accept="text/event-stream")
@@ -245,6 +262,7 @@ class _Runner:
         result = build_result(self.cfg, self.ds, self.records, t0=t0, t_end=t_end, time_cap_hit=cap_hit,
                               spec=spec, client=stats, base_url=self.base)
         result.data["interrupted"] = self.interrupted
+        result.data["api_key_env"] = c.api_key_env if auth else None  # the name only, never the key
         return result
 
     async def _get(self, path: str, body: bytes | None = None) -> tuple[int, str] | None:

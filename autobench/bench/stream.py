@@ -20,6 +20,7 @@ from typing import Any
 
 from autobench.bench.record import OK, RequestRecord
 from autobench.bench.sse import SSEParser
+from autobench.bench.transport import BadResponse
 
 #: How much of an error response's body is kept for its message.
 ERROR_BODY_LIMIT = 4096
@@ -107,6 +108,9 @@ class StreamSink:
         rec.status = OK
 
     def on_lost(self, exc: BaseException | None, got_head: bool) -> None:
+        if isinstance(exc, BadResponse):
+            self.rec.fail("client_error", str(exc))
+            return
         why = f"{type(exc).__name__}: {exc}" if exc is not None else "the server closed the connection"
         if got_head:
             self.rec.fail("stream_dropped", f"{why} after {self.rec.n_chunks} chunks")

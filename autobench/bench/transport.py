@@ -35,6 +35,10 @@ class ConnectFailed(Exception):
     """The connection could not be opened (refused, unreachable, DNS, TLS, connect timeout)."""
 
 
+class BadResponse(Exception):
+    """The bytes the server sent are not an HTTP/1.1 response."""
+
+
 class Sink(Protocol):
     """What one response is delivered to, from inside the event loop's socket callbacks."""
 
@@ -136,10 +140,10 @@ class Conn(asyncio.Protocol):
         try:
             parser.feed_data(data)
         except httptools.HttpParserUpgrade:
-            self._finish_lost(ValueError("unexpected protocol upgrade"))
+            self._finish_lost(BadResponse("malformed HTTP response: unexpected protocol upgrade"))
         except httptools.HttpParserError as exc:
             if not self._stopped:
-                self._finish_lost(ValueError(f"malformed HTTP response: {exc}"))
+                self._finish_lost(BadResponse(f"malformed HTTP response: {exc}"))
 
     def eof_received(self) -> bool:
         return False  # close the transport; connection_lost follows

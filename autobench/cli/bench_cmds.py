@@ -59,12 +59,19 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--random-range-ratio", type=click.FloatRange(0, 1, max_open=True), default=0.0,
               show_default=True)
 @click.option("--label", default=None, help="Free-text label stored in the result.")
+@click.option("--api-key-env", "api_key_env", default=None, metavar="NAME",
+              help="Environment variable holding the server's API key (sent as a Bearer token; must be set). "
+                   "Default: OPENAI_API_KEY when set.")
 @click.option("--result", "result_path", default=None, help="Write the result JSON to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON on stdout.")
 def bench(dataset_path: str | None, result_path: str | None, as_json: bool, **opts: Any) -> None:
     """Benchmark an OpenAI-compatible streaming server (closed loop or Poisson arrivals)."""
     from autobench.bench.client import BenchConfig, run_bench
 
+    if opts["api_key_env"] is None:
+        del opts["api_key_env"]
+    else:
+        opts["api_key_required"] = True
     cfg = BenchConfig(dataset=dataset_path, **opts)
     with _Progress(enabled=not as_json and sys.stderr.isatty()) as prog:
         result = run_bench(cfg, progress=prog.update)
