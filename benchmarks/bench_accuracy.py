@@ -21,7 +21,7 @@ realistic: total tokens / the makespan of an exact simulation of the closed loop
 (the next prompt goes to the first free worker, service time ttft + (chunks - 1) * itl).
 
     .venv/bin/python benchmarks/bench_accuracy.py [--levels 1,8,64,256,512] [--rounds 4]
-        [--realistic-rounds 4] [--loop uvloop|asyncio]
+        [--realistic-rounds 4] [--loop uvloop|asyncio] [--server-workers 2]
 """
 
 from __future__ import annotations
@@ -54,15 +54,12 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(k: int, pin: bool = False) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(k: int, workers: int = 1) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     cmd = [sys.executable, "-m", "autobench.bench.synthetic", "--port", str(port), "--model", "m",
            "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--tokens-per-chunk", str(k),
-           "--log-stats-interval", "0"]
-    cpus = sorted(os.sched_getaffinity(0))
-    # --pin: the server on the last CPU, this client on the first, so neither preempts the other.
-    pre = (lambda: os.sched_setaffinity(0, {cpus[-1]})) if pin else None
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=pre)
+           "--log-stats-interval", "0", "--workers", str(workers)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     for _ in range(200):
         try:
@@ -100,7 +97,8 @@ def median(xs: list[float]) -> float:
     return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2
 
 
-def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, tmp: Path) -> dict[str, Any]:
+def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, tmp: Path,
+          scrape: bool = True) -> dict[str, Any]:
     n_prompts = conc * rounds
     kw: dict[str, Any] = {}
     if lengths is not None:
@@ -114,7 +112,8 @@ def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, t
                                     "max_tokens": n}) + "\n")
         kw = {"dataset": str(path), "dataset_kind": "jsonl"}
     cfg = BenchConfig(base_url=url, model="m", num_prompts=n_prompts, concurrency=conc, max_tokens=N_TOKENS,
-                      ignore_eos=True, random_input_len=32, warmup=min(conc, 8), seed=1, **kw)
+                      ignore_eos=True, random_input_len=32, warmup=min(conc, 8), seed=1, scrape_metrics=scrape,
+                      **kw)
     d = run_bench(cfg).to_json_dict()
     if lengths is None:
         ideal = conc * N_TOKENS / service_s(N_TOKENS, k)
@@ -191,19 +190,15 @@ def main() -> None:
     ap.add_argument("--loop", choices=["uvloop", "asyncio"], default=None,
                     help="event loop for client and server (default: uvloop when installed)")
     ap.add_argument("--only", choices=["lockstep", "realistic"], default=None)
-    ap.add_argument("--pin", action="store_true",
-                    help="pin the server to the last CPU and the client to the first (needs 2 CPUs)")
+    ap.add_argument("--server-workers", type=int, default=2,
+                    help="synthetic server processes sharing the port (default 2: a burst of C requests is "
+                         "handled by both CPUs; 1: the acceptance column, whose counters are per process)")
     a = ap.parse_args()
-    if a.pin:
-        cpus = sorted(os.sched_getaffinity(0))
-        if len(cpus) < 2:
-            raise SystemExit("--pin needs at least 2 CPUs")
-        os.sched_setaffinity(0, {cpus[0]})
     if a.loop:
         os.environ["AUTOBENCH_EVENT_LOOP"] = a.loop  # inherited by the server process
-    pinned = " (server and client pinned to one CPU each)" if a.pin else ""
-    print(f"# synthetic server in its own process; ttft={TTFT_MS} ms, itl={ITL_MS} ms, N={N_TOKENS} tokens, "
-          f"{os.cpu_count()} CPUs{pinned}, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} "
+    print(f"# synthetic server in its own processes ({a.server_workers} sharing the port); "
+          f"ttft={TTFT_MS} ms, itl={ITL_MS} ms, N={N_TOKENS} tokens, "
+          f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} "
           "(figures are only meaningful on an otherwise idle machine)")
     print("# times in ms. srvErr = server-observed TTFT (its arrival -> first chunk sent) - injected; "
           "cliErr = client TTFT - server-observed TTFT (the client's own error: send + receive path)")
@@ -222,13 +217,13 @@ def main() -> None:
                       "streams desynchronize)", 1, a.levels, a.realistic_rounds, varied))
     with tempfile.TemporaryDirectory() as td:
         for title, k, levels, rounds, lengths in cases:
-            proc, url = start_server(k, a.pin)
+            proc, url = start_server(k, a.server_workers)
             rows = []
             try:
                 print(f"\n## {title}; {rounds} prompts per worker")
                 print(ACC_HEADER)
                 for conc in (int(x) for x in levels.split(",")):
-                    r = level(url, conc, k, rounds, lengths, Path(td))
+                    r = level(url, conc, k, rounds, lengths, Path(td), scrape=a.server_workers == 1)
                     rows.append(r)
                     print(fmt_acc(r), flush=True)
             finally:
