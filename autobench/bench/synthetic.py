@@ -502,6 +502,7 @@ class _Stream:
 
     def _spin(self) -> None:
         if time.perf_counter() < self.target - SPIN_SLACK:
+            os.sched_yield()  # a waiting spinner gives its CPU to any runnable process (the client)
             self.handle = asyncio.get_running_loop().call_soon(self._spin)  # type: ignore[assignment]
             return
         self.handle = None
