@@ -79,6 +79,7 @@ class SyntheticConfig:
     max_model_len: int = 262144
     timer_compensation: bool = True  # aim timers by the tracked median timer error
     workers: int = 1  # processes sharing the port (SO_REUSEPORT); counters are per process
+    api_key: str | None = field(default=None, repr=False)  # like vLLM's --api-key / VLLM_API_KEY
 
     @property
     def steps_draft_tokens(self) -> int:
@@ -208,6 +209,10 @@ class SyntheticServer:
 
     # ---- routing -----------------------------------------------------------
     def dispatch(self, conn: HttpConn, method: str, path: str, body: bytes, t_arrival: float) -> None:
+        key = self.config.api_key
+        if key and path.startswith("/v1/") and conn.headers.get("authorization") != f"Bearer {key}":
+            conn.respond(401, b'{"error":"Unauthorized"}')  # vLLM's answer; /health and /metrics stay open
+            return
         if path in ("/v1/completions", "/v1/chat/completions"):
             if method != "POST":
                 conn.respond(405, b'{"detail":"Method Not Allowed"}')

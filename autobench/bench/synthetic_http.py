@@ -87,7 +87,7 @@ class HttpConn(asyncio.Protocol):
     ``write_chunk`` / ``end_stream`` (or ``abort``); then the next request is parsed."""
 
     __slots__ = ("dispatch", "conns", "pacer", "transport", "buf", "busy", "keep_alive", "closed", "on_close",
-                 "head", "t_read")
+                 "head", "t_read", "headers")
 
     def __init__(self, dispatch: Dispatch, conns: set[HttpConn] | None = None, pacer: Pacer | None = None):
         self.dispatch = dispatch
@@ -101,6 +101,7 @@ class HttpConn(asyncio.Protocol):
         self.on_close: Callable[[], None] | None = None  # the active stream's cleanup
         self.head = b""  # stream headers not written yet
         self.t_read = 0.0  # arrival of unparsed bytes, when a parse is scheduled
+        self.headers: dict[str, str] = {}  # the request being answered (names lower-case)
 
     # ---- asyncio.Protocol ------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -187,6 +188,7 @@ class HttpConn(asyncio.Protocol):
             else:
                 self.keep_alive = "close" not in conn_hdr
             self.busy = True
+            self.headers = headers
             path = target.split("?", 1)[0]
             self.dispatch(self, method, path, body, t)
 

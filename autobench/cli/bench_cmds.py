@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -215,13 +216,17 @@ def _print_summary(d: dict[str, Any]) -> None:
               help="Processes sharing the port (SO_REUSEPORT), for bursts of many requests; "
                    "each keeps its own /metrics counters.")
 def synthetic_server(**opts: Any) -> None:
-    """Serve a fake OpenAI-compatible streaming model with known timings (a vllm serve stand-in)."""
+    """Serve a fake OpenAI-compatible streaming model with known timings (a vllm serve stand-in).
+
+    Like vllm serve, a set VLLM_API_KEY makes /v1/* require "Authorization: Bearer <key>".
+    """
     from autobench.bench.synthetic import SyntheticConfig, run
 
     if opts["accept_profile"] and opts["tokens_per_chunk"] != 1:
         raise UsageError("--accept-profile and --tokens-per-chunk are exclusive (the profile sets chunk sizes)")
     if opts["workers"] > 1 and opts["port"] == 0:
         raise UsageError("--workers > 1 needs a fixed --port (each worker would pick its own free port)")
-    code = run(SyntheticConfig(**opts))
+    # Like vllm serve: VLLM_API_KEY, when set, guards /v1/* (read by name, never printed).
+    code = run(SyntheticConfig(**opts, api_key=os.environ.get("VLLM_API_KEY") or None))
     if code:
         raise SystemExit(code)  # cli.main() drops click.Exit codes under standalone_mode=False

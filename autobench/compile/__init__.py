@@ -5,7 +5,8 @@ Public API (used by the run orchestration):
     serve_argv(recipe, *, home=None) -> list[str]    ["vllm", "serve", MODEL, "--revision", REV, ...]
     docker_argv(recipe, *, home=None) -> list[str]   ["docker", "run", "-d", "--name", NAME, ...]
     bench_argv(recipe, *, home=None) -> list[str]    ["autobench", "bench", ...] or docker exec form
-    base_url(recipe), container_name(recipe), speculative_json(recipe), check_frozen(loaded)
+    base_url(recipe), container_name(recipe), speculative_json(recipe), check_frozen(loaded),
+    bench_api_key_env(recipe)
 The script is built from the same argument lists through one quoting path
 (autobench.compile.quoting), so what the script runs is exactly these lists.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from autobench.compile.argv import (
     base_url,
+    bench_api_key_env,
     bench_argv,
     container_name,
     docker_argv,
@@ -26,6 +28,7 @@ from autobench.compile.render import TARGETS, check_frozen, compile_recipe
 __all__ = [
     "TARGETS",
     "base_url",
+    "bench_api_key_env",
     "bench_argv",
     "check_frozen",
     "compile_recipe",

@@ -64,6 +64,16 @@ def base_url(recipe: Any) -> str:
     return f"http://localhost:{published_port(recipe)}"
 
 
+#: vllm serve reads its API key from this variable (same as ``--api-key``).
+SERVER_API_KEY_SECRET = "VLLM_API_KEY"
+
+
+def bench_api_key_env(recipe: Any) -> str | None:
+    """The variable the bench takes the server's API key from: ``VLLM_API_KEY`` when the recipe
+    passes it to the server as a secret (so the server demands it), else None."""
+    return SERVER_API_KEY_SECRET if SERVER_API_KEY_SECRET in recipe.secrets else None
+
+
 def speculative_json(recipe: Any) -> str | None:
     spec = recipe.speculative
     if spec is None:
@@ -187,6 +197,9 @@ def bench_lines(recipe: Any) -> Lines:
         lines = [_w("autobench", "bench")]
         lines.append(_w("--base-url", base_url(recipe)))
         lines.append(_w("--model", recipe.bench_model))
+        key_env = bench_api_key_env(recipe)
+        if key_env is not None:
+            lines.append(_w("--api-key-env", key_env))
         if b.endpoint != "completions":
             lines.append(_w("--endpoint", b.endpoint))
         if d.kind != "sharegpt":

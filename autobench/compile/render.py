@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from autobench.compile.argv import base_url, bench_lines, container_name, docker_lines
+from autobench.compile.argv import base_url, bench_api_key_env, bench_lines, container_name, docker_lines
 from autobench.compile.quoting import command_text, comment_text, shell_word
 from autobench.errors import RecipeError
 from autobench.recipe.loader import LoadedRecipe
@@ -120,6 +120,7 @@ def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool =
             base_url=base_url(recipe),
             ready_timeout_s=str(math.ceil(recipe.bench.ready_timeout_s)),
             secrets=list(recipe.secrets),
+            api_key_env=bench_api_key_env(recipe),
             docker=docker_lines(recipe),
             bench=bench_lines(recipe),
         )

@@ -166,9 +166,19 @@ def prepare(
     return loaded, plan, script
 
 
+def _auth_headers(recipe: Any, env: Mapping[str, str]) -> dict[str, str] | None:
+    """The server's API key as a request header, when the recipe gives the server one (by name)."""
+    from autobench.compile import bench_api_key_env
+
+    name = bench_api_key_env(recipe)
+    key = env.get(name, "").strip() if name else ""
+    return {"Authorization": f"Bearer {key}"} if key else None
+
+
 # ---------------------------------------------------------------- bench
 def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
     from autobench.bench.client import BenchConfig
+    from autobench.compile import bench_api_key_env
 
     b = loaded.recipe.bench
     s = b.sampler
@@ -199,6 +209,9 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
         label=loaded.recipe.name,
         extra_body=extra,
     )
+    key_env = bench_api_key_env(loaded.recipe)
+    if key_env is not None:  # the server demands the key it was given: the bench sends it by name
+        cfg.api_key_env = key_env  # sent when set (a server started without it is open)
     if b.dataset.input_len is not None:
         cfg.random_input_len = b.dataset.input_len
     return cfg
@@ -303,6 +316,7 @@ def run_recipe(
                     plan.served_model,
                     timeout_s=plan.ready_timeout_s,
                     exited=server.exit_code,
+                    headers=_auth_headers(loaded.recipe, base_env),
                 )
                 log.note(f"readiness: {readiness.describe()}")
                 echo(readiness.describe())

@@ -38,10 +38,10 @@ class Readiness:
         return f"server not ready after {self.elapsed_s:.0f} s (boot timeout){detail}"
 
 
-def http_get(url: str, timeout: float = 5.0) -> tuple[int, bytes]:
+def http_get(url: str, timeout: float = 5.0, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
     """GET ``url``; (status, body).  Raises OSError (URLError included) on connection failure."""
     try:
-        with _OPENER.open(url, timeout=timeout) as resp:
+        with _OPENER.open(urllib.request.Request(url, headers=headers or {}), timeout=timeout) as resp:
             return resp.status, resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read() if exc.fp is not None else b""
@@ -56,14 +56,15 @@ def model_ids(body: bytes) -> list[str]:
 
 
 def probe(
-    health_url: str, models_url: str, served_model: str
+    health_url: str, models_url: str, served_model: str, headers: dict[str, str] | None = None
 ) -> tuple[bool, str | None, list[str]]:
-    """One readiness probe: (ready, what was wrong, model ids seen)."""
+    """One readiness probe: (ready, what was wrong, model ids seen).  ``headers`` go with the
+    ``/v1/models`` request (a server started with an API key demands it there)."""
     try:
         status, _ = http_get(health_url)
         if status != 200:
             return False, f"GET /health -> {status}", []
-        status, body = http_get(models_url)
+        status, body = http_get(models_url, headers=headers)
     except (OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         return False, f"connection failed: {reason}", []
@@ -86,6 +87,7 @@ def wait_ready(
     max_interval_s: float = 2.0,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    headers: dict[str, str] | None = None,
 ) -> Readiness:
     """Poll until ready, the server exits, or ``timeout_s`` passes."""
     start = clock()
@@ -98,7 +100,7 @@ def wait_ready(
             return Readiness(
                 False, "exited", clock() - start, exit_code=code, last_error=last_error
             )
-        ok, last_error, models = probe(health_url, models_url, served_model)
+        ok, last_error, models = probe(health_url, models_url, served_model, headers)
         if ok:
             return Readiness(True, "ready", clock() - start, models=tuple(models))
         elapsed = clock() - start

@@ -193,3 +193,46 @@ def test_compile_refuses_rule_errors_and_secret_values(tmp_path):
         with pytest.raises(RecipeError, match="AB030|AB031") as info:
             compile_recipe(load_recipe(leak), check=check)
         assert "hf_abcdefghijklmnop" not in str(info.value)
+
+
+def test_a_server_api_key_secret_makes_the_bench_send_it_by_name(tmp_path):
+    child = tmp_path / "keyed.yaml"
+    child.write_text(f"extends: {DFLASH}\nsecrets: [HF_TOKEN, VLLM_API_KEY]\n", encoding="utf-8")
+    recipe = load_recipe(child).recipe
+    argv = bench_argv(recipe)
+    at = argv.index("--api-key-env")
+    assert argv[at + 1] == "VLLM_API_KEY"
+    assert "VLLM_API_KEY" in docker_argv(recipe)  # the server gets it by name too
+    assert "--api-key-env" not in bench_argv(load_recipe(DFLASH).recipe)
+
+
+def test_readiness_of_a_keyed_server_sends_the_key_by_header_never_in_argv(tmp_path):
+    """The compiled `models_ok` function, run by real bash and real curl against the synthetic
+    server started with an API key (as vllm serve with VLLM_API_KEY)."""
+    import re
+    import shutil
+
+    from autobench.bench.synthetic import SyntheticConfig, ThreadedServer
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    child = tmp_path / "keyed.yaml"
+    child.write_text(f"extends: {DFLASH}\nsecrets: [HF_TOKEN, VLLM_API_KEY]\n", encoding="utf-8")
+    script = compile_recipe(load_recipe(child), "full")
+    fn = re.search(r"^models_ok\(\) \{\n.*?^\}\n", script, re.S | re.M)
+    assert fn, script
+    key = "zz-key-0f1e2d3c4b5a"
+    assert key not in script and "Bearer $" not in script
+    (tmp_path / "keyed.sh").write_text(script, encoding="utf-8")
+    lint = subprocess.run([shellcheck_path(), "-s", "bash", str(tmp_path / "keyed.sh")], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    with ThreadedServer(SyntheticConfig(port=0, model="m", log_stats_interval=0, api_key=key)) as srv:
+        def models_ok(value: str) -> int:
+            env = {**os.environ, "BASE_URL": srv.base_url, "VLLM_API_KEY": value}
+            return subprocess.run(["bash", "-c", fn.group(0) + "models_ok"], env=env,
+                                  capture_output=True, text=True).returncode
+
+        assert models_ok(key) == 0
+        assert models_ok("wrong") != 0  # curl -f: the server's 401 is not ready
+    # Unkeyed recipes keep the plain probe.
+    assert "-H @-" not in compile_recipe(load_recipe(DFLASH), "full")

@@ -182,6 +182,21 @@ def test_secret_values_never_reach_the_log_or_the_ledger(make_recipe, tmp_path: 
     assert token not in json.dumps(row.to_json_dict(), default=str)
 
 
+def test_a_server_api_key_is_sent_by_the_bench_and_never_stored(make_recipe, tmp_path: Path):
+    key = "zz-apikey-1a2b3c4d5e6f"
+    recipe = make_recipe(secrets="[HF_TOKEN, VLLM_API_KEY]")
+    # The synthetic server, like vllm serve, demands the key when VLLM_API_KEY is set.
+    res = run_cli(recipe, tmp_path, "--json", FAKE_VLLM_ARGS=FAST, VLLM_API_KEY=key)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["status"] == "DONE"
+    [row] = ledger_rows(tmp_path)
+    assert row.metrics["completed"] == 8 and row.metrics["errors"] == 0
+    run_dir = only_run_dir(tmp_path)
+    for path in [*run_dir.iterdir(), tmp_path / "ledger.db"]:
+        assert key.encode() not in path.read_bytes(), path
+    assert json.loads((run_dir / "bench.json").read_text())["api_key_env"] == "VLLM_API_KEY"
+
+
 def test_unpinned_recipe_is_refused_before_anything_runs(make_recipe, tmp_path: Path):
     recipe = make_recipe(revision="main")
     res = run_cli(recipe, tmp_path)

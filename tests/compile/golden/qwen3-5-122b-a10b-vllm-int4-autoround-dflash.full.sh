@@ -20,11 +20,11 @@ require_secret() {
 }
 require_secret HF_TOKEN
 
+models_ok() { curl -fsS -o /dev/null --max-time 5 "$BASE_URL/v1/models"; }
 wait_ready() {
   local deadline=$((SECONDS + READY_TIMEOUT_S))
   local state
-  until curl -fsS -o /dev/null --max-time 5 "$BASE_URL/health" &&
-    curl -fsS -o /dev/null --max-time 5 "$BASE_URL/v1/models"; do
+  until curl -fsS -o /dev/null --max-time 5 "$BASE_URL/health" && models_ok; do
     state=$(docker inspect -f '{{.State.Running}}' "$CONTAINER" 2>/dev/null || echo missing)
     if [ "$state" != "true" ]; then
       echo "autobench: container $CONTAINER stopped before the server was ready (running: $state); last log lines:" >&2
