@@ -34,7 +34,6 @@ import functools
 import json
 import math
 import os
-import signal
 import socket
 import sys
 import threading
@@ -78,7 +77,6 @@ class SyntheticConfig:
     log_stats_interval: float = 10.0
     max_model_len: int = 262144
     timer_compensation: bool = True  # aim timers by the tracked median timer error
-    workers: int = 1  # processes sharing the port (SO_REUSEPORT); counters are per process
     api_key: str | None = field(default=None, repr=False)  # like vLLM's --api-key / VLLM_API_KEY
 
     @property
@@ -420,8 +418,7 @@ class SyntheticServer:
             self._fail_boot(cfg.fail_boot_with)
             raise SystemExit(1)
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(self.protocol, cfg.host, cfg.port, reuse_address=True,
-                                          reuse_port=cfg.workers > 1, backlog=4096)
+        server = await loop.create_server(self.protocol, cfg.host, cfg.port, reuse_address=True, backlog=4096)
         sock = server.sockets[0] if server.sockets else None
         self.port = sock.getsockname()[1] if sock is not None else cfg.port
         vlog("INFO", "api_server.py:1971",
@@ -661,43 +658,12 @@ class _Stream:
 
 
 def run(config: SyntheticConfig) -> int:
-    """Serve until interrupted; return the process exit code.
-
-    ``workers > 1``: fork ``workers - 1`` more processes before any loop starts, all
-    listening on the same port (``SO_REUSEPORT``: the kernel spreads connections over
-    them), so a burst of requests is handled by several processes at once.  Only this
-    process logs; a worker exits when this process goes away; SIGTERM here stops them all.
-    """
-    children: list[int] = []
-    parent = os.getpid()
-    for _ in range(config.workers - 1):
-        pid = os.fork()
-        if pid == 0:
-            os._exit(_serve(config, worker_of=parent))
-        children.append(pid)
-    try:
-        return _serve(config, stop_on_sigterm=bool(children))
-    finally:
-        for pid in children:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGTERM)
-        for pid in children:
-            with contextlib.suppress(OSError):
-                os.waitpid(pid, 0)
-
-
-def _serve(config: SyntheticConfig, worker_of: int | None = None, stop_on_sigterm: bool = False) -> int:
+    """Serve until interrupted; return the process exit code."""
     server = SyntheticServer(config)
     factory, _ = loop_factory()
-    if worker_of is not None:
-        main = _quiet_worker(server, worker_of)
-    elif stop_on_sigterm:
-        main = _until_sigterm(server)
-    else:
-        main = server.serve_forever()
     try:
         with asyncio.Runner(loop_factory=factory) as runner:
-            runner.run(main)
+            runner.run(server.serve_forever())
     except KeyboardInterrupt:
         return 0
     except SystemExit as exc:
@@ -706,26 +672,6 @@ def _serve(config: SyntheticConfig, worker_of: int | None = None, stop_on_sigter
         vlog("ERROR", "api_server.py:1971", f"Could not bind {config.host}:{config.port}: {exc}")
         return 1
     return 0
-
-
-async def _until_sigterm(server: SyntheticServer) -> None:
-    """Serve; SIGTERM ends the run normally (so the workers are stopped too)."""
-    task = asyncio.ensure_future(server.serve_forever())
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
-async def _quiet_worker(server: SyntheticServer, parent: int) -> None:
-    """An extra worker: serve without logging; stop when the first process is gone."""
-    with open(os.devnull, "w") as devnull, contextlib.redirect_stdout(devnull), contextlib.redirect_stderr(devnull):
-        task = asyncio.ensure_future(server.serve_forever())
-        while not task.done() and os.getppid() == parent:
-            await asyncio.wait([task], timeout=0.2)
-        if not task.done():
-            task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 class ThreadedServer:

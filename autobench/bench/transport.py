@@ -281,6 +281,7 @@ class Pool:
             c = idle.pop()
             if c.idle:
                 return c
+            self.all.discard(c)  # closed by the server while it waited
         return await self._connect()
 
     def release(self, c: Conn) -> None:

@@ -212,9 +212,6 @@ def _print_summary(d: dict[str, Any]) -> None:
               help="Exit abruptly (code 1) once this many requests have finished.")
 @click.option("--log-stats-interval", type=click.FloatRange(min=0), default=10.0, show_default=True,
               help="Seconds between vLLM-like throughput/spec-decode log lines (0: off).")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Processes sharing the port (SO_REUSEPORT), for bursts of many requests; "
-                   "each keeps its own /metrics counters.")
 def synthetic_server(**opts: Any) -> None:
     """Serve a fake OpenAI-compatible streaming model with known timings (a vllm serve stand-in).
 
@@ -224,8 +221,6 @@ def synthetic_server(**opts: Any) -> None:
 
     if opts["accept_profile"] and opts["tokens_per_chunk"] != 1:
         raise UsageError("--accept-profile and --tokens-per-chunk are exclusive (the profile sets chunk sizes)")
-    if opts["workers"] > 1 and opts["port"] == 0:
-        raise UsageError("--workers > 1 needs a fixed --port (each worker would pick its own free port)")
     # Like vllm serve: VLLM_API_KEY, when set, guards /v1/* (read by name, never printed).
     code = run(SyntheticConfig(**opts, api_key=os.environ.get("VLLM_API_KEY") or None))
     if code:
