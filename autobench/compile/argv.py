@@ -168,7 +168,9 @@ def bench_lines(recipe: Any) -> Lines:
     d = b.dataset
     s = b.sampler
     if b.client == "vllm":
-        lines: Lines = [_w("docker", "exec", container_name(recipe), "vllm", "bench", "serve")]
+        key_env = bench_api_key_env(recipe)
+        exec_env = ["-e", "OPENAI_API_KEY"] if key_env is not None else []  # set from key_env by the script
+        lines: Lines = [_w("docker", "exec", *exec_env, container_name(recipe), "vllm", "bench", "serve")]
         chat = b.endpoint == "chat"
         lines.append(_w("--backend", "openai-chat" if chat else "openai"))
         lines.append(_w("--base-url", f"http://localhost:{recipe.engine.port}"))

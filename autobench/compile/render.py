@@ -121,6 +121,7 @@ def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool =
             ready_timeout_s=str(math.ceil(recipe.bench.ready_timeout_s)),
             secrets=list(recipe.secrets),
             api_key_env=bench_api_key_env(recipe),
+            vllm_client=recipe.bench.client == "vllm",
             docker=docker_lines(recipe),
             bench=bench_lines(recipe),
         )

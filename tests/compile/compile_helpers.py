@@ -23,6 +23,7 @@ if [ "TOOL" = docker ] && [ "${1:-}" = run ]; then
   echo 0123456789abcdef
 fi
 if [ "TOOL" = docker ] && [ "${1:-}" = inspect ]; then echo "${FAKE_RUNNING:-true}"; fi
+if [ "TOOL" = docker ] && [ "${1:-}" = exec ]; then printf '%s' "${OPENAI_API_KEY-<unset>}" > "$FAKE_LOG/$n-TOOL.openai_key"; fi
 if [ "TOOL" = curl ]; then exit "${FAKE_CURL_RC:-0}"; fi
 exit 0
 """

@@ -236,3 +236,25 @@ def test_readiness_of_a_keyed_server_sends_the_key_by_header_never_in_argv(tmp_p
         assert models_ok("wrong") != 0  # curl -f: the server's 401 is not ready
     # Unkeyed recipes keep the plain probe.
     assert "-H @-" not in compile_recipe(load_recipe(DFLASH), "full")
+
+
+def test_vllm_bench_client_gets_the_server_key_through_the_environment_only(tmp_path):
+    child = tmp_path / "keyed-vllm.yaml"
+    child.write_text(f"extends: {DFLASH}\nsecrets: [HF_TOKEN, VLLM_API_KEY]\nbench:\n  client: vllm\n  max_seconds: null\n",
+                     encoding="utf-8")
+    script = compile_recipe(load_recipe(child), "bench")
+    (tmp_path / "keyed-vllm.sh").write_text(script, encoding="utf-8")
+    lint = subprocess.run([shellcheck_path(), "-s", "bash", str(tmp_path / "keyed-vllm.sh")],
+                          capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
+    key = "zz-key-9a8b7c6d5e4f"
+    proc, calls = run_script(script, tmp_path, {"VLLM_API_KEY": key})
+    assert proc.returncode == 0, proc.stderr
+    [(tool, argv)] = calls
+    assert tool == "docker" and argv[:4] == ["exec", "-e", "OPENAI_API_KEY", "vllm-qwen35-122b"]
+    assert key not in " ".join(argv)
+    [seen] = (tmp_path / "log").glob("*-docker.openai_key")
+    assert seen.read_text() == key  # vllm bench serve reads OPENAI_API_KEY
+    proc, calls = run_script(script, tmp_path, {})
+    assert proc.returncode != 0 and not calls
+    assert "secret VLLM_API_KEY is not set" in proc.stderr
