@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from autobench.errors import UsageError
+from autobench.errors import BenchError, UsageError
 
 
 def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[float, ...]:
@@ -88,6 +88,11 @@ def bench(dataset_path: str | None, result_path: str | None, as_json: bool, **op
         click.echo(f"interrupted: partial result ({d['completed']} completed, {d['incomplete']} cancelled in "
                    f"flight, {d['not_dispatched']} not sent){where}", err=True)
         raise SystemExit(130)  # cli.main() drops click.Exit codes under standalone_mode=False
+    if d["completed"] == 0 and d["failed"] > 0:
+        kinds = ", ".join(f"{k}: {n}" for k, n in sorted(d["errors_by_kind"].items()))
+        where = f"; the result is in {result_path}" if result_path else ""
+        raise BenchError(f"no request completed: {d['failed']} failed ({kinds}){where}",
+                         hint="the summary's error samples say why")
 
 
 class _Progress:

@@ -99,6 +99,17 @@ def test_bad_input_is_one_line_with_exit_code(server: tuple[subprocess.Popen[str
     assert r.returncode == 5 and "The model `llama` does not exist." in r.stderr
 
 
+def test_nothing_completed_writes_the_result_and_exits_5(tmp_path: Path) -> None:
+    port = free_port()  # nothing listens there
+    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "m", "--num-prompts", "3",
+              "--result", "r.json", cwd=tmp_path)
+    assert r.returncode == 5
+    assert r.stderr.strip().splitlines()[-1].startswith(
+        "error: no request completed: 3 failed (connect: 3); the result is in r.json")
+    assert json.loads((tmp_path / "r.json").read_text())["errors_by_kind"] == {"connect": 3}
+    assert "connect" in r.stdout  # the summary still shows the errors
+
+
 def test_server_dies_mid_bench_and_the_run_still_finishes(tmp_path: Path) -> None:
     port = free_port()
     proc = start_server("--model", "m", "--ttft-ms", "5", "--itl-ms", "5", "--die-after-requests", "4",
