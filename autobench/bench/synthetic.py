@@ -195,6 +195,11 @@ class SyntheticServer:
         self.pacer = Pacer()  # parsing and chunk emission in slices, so arrivals are read promptly
         self._streams: set[_Stream] = set()
         self._models_body = b""
+        # At a raised priority (nice < 0) a first chunk spinning to its time yields the CPU on each
+        # turn, or it would starve the client it is timing on a small box (and its priority gets the
+        # CPU back at once).  At normal priority it does not: a yield can then cost a whole time
+        # slice behind any other busy process.
+        self.spin_yield = hasattr(os, "getpriority") and os.getpriority(os.PRIO_PROCESS, 0) < 0
 
     def protocol(self) -> HttpConn:
         return HttpConn(self.dispatch, self.conns, self.pacer)
@@ -504,7 +509,8 @@ class _Stream:
 
     def _spin(self) -> None:
         if time.perf_counter() < self.target - SPIN_SLACK:
-            os.sched_yield()  # a waiting spinner gives its CPU to any runnable process (the client)
+            if self.srv.spin_yield:
+                os.sched_yield()
             self.handle = asyncio.get_running_loop().call_soon(self._spin)  # type: ignore[assignment]
             return
         self.handle = None
