@@ -22,7 +22,7 @@ the client and the server compete for the CPUs in every burst, and the
 scheduler lets a woken process wait up to ~2 ms behind a running one: at equal
 priority the server then reads requests and sends first chunks late, and that
 shows up as TTFT error that belongs to the rig, not to the client (lockstep
-C = 64: +0.7..+1.6 ms at nice 0 vs +0.1 ms at nice -10).  The client keeps its
+C = 64: +1.8..+2.0 ms at nice 0 vs +0.1 ms at nice -10).  The client keeps its
 normal priority, so its own delays stay in every figure.  ``--server-nice 0``
 shows the equal-priority figures.
 
