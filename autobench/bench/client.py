@@ -22,7 +22,7 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,12 +108,14 @@ class BenchConfig:
             raise BenchError("--grace-seconds and --warmup must not be negative")
         if not self.base_url.startswith(("http://", "https://")):
             raise BenchError(f"--base-url must start with http:// or https://, got {self.base_url!r}")
-        if self.api_key_required and not os.environ.get(self.api_key_env):
+        if self.api_key_required and not self.auth_headers():
             raise BenchError(f"--api-key-env {self.api_key_env}: the variable is not set",
                              hint=f"export {self.api_key_env}=... (the key itself never goes on the command line)")
 
-    def auth_headers(self) -> dict[str, str]:
-        key = os.environ.get(self.api_key_env, "").strip()
+    def auth_headers(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
+        """``{"Authorization": "Bearer ..."}`` from ``api_key_env`` in ``env`` (the process
+        environment by default), or ``{}`` when it is not set."""
+        key = (os.environ if env is None else env).get(self.api_key_env, "").strip()
         if not key:
             return {}
         if any(ch in key for ch in "\r\n"):
@@ -232,10 +234,12 @@ class _Runner:
         self.stop_event = asyncio.Event()
         auth = c.auth_headers()
         pool = self.pool = Pool(self.base, c.connect_timeout, headers=auth)
-        bodies = [pool.request_bytes("POST", self.path, self.body(p), accept="text/event-stream")
-                  for p in self.ds.prompts]
-        warm_bodies = [pool.request_bytes("POST", self.path, self.body(p), accept="text/event-stream")
-                       for p in self.ds.warmup]
+
+        def request(p: Prompt) -> bytes:
+            return pool.request_bytes("POST", self.path, self.body(p), accept="text/event-stream")
+
+        bodies = [request(p) for p in self.ds.prompts]
+        warm_bodies = [request(p) for p in self.ds.warmup]
         try:
             served = await self._preflight()
             await self._open_connections()

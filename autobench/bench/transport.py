@@ -267,12 +267,11 @@ class Pool:
         self.all: set[Conn] = set()
         self._inbox: Inbox | None = None
 
-    def request_bytes(self, method: str, path: str, body: bytes | None = None,
-                      content_type: str = "application/json", accept: str = "*/*") -> bytes:
+    def request_bytes(self, method: str, path: str, body: bytes | None = None, accept: str = "*/*") -> bytes:
         """The whole request (head and body), built once; the hot path writes it as is."""
         head = f"{method} {self.prefix}{path} HTTP/1.1\r\n{self._fixed}Accept: {accept}\r\n"
         if body is not None:
-            head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
         return (head + "\r\n").encode("latin-1") + (body or b"")
 
     async def acquire(self) -> Conn:

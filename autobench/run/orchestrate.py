@@ -166,15 +166,6 @@ def prepare(
     return loaded, plan, script
 
 
-def _auth_headers(recipe: Any, env: Mapping[str, str]) -> dict[str, str] | None:
-    """The server's API key as a request header, when the recipe gives the server one (by name)."""
-    from autobench.compile import bench_api_key_env
-
-    name = bench_api_key_env(recipe)
-    key = env.get(name, "").strip() if name else ""
-    return {"Authorization": f"Bearer {key}"} if key else None
-
-
 # ---------------------------------------------------------------- bench
 def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
     from autobench.bench.client import BenchConfig
@@ -316,7 +307,8 @@ def run_recipe(
                     plan.served_model,
                     timeout_s=plan.ready_timeout_s,
                     exited=server.exit_code,
-                    headers=_auth_headers(loaded.recipe, base_env),
+                    # the server's API key, when the recipe gives it one (by name)
+                    headers=bench_config(loaded, plan).auth_headers(base_env) or None,
                 )
                 log.note(f"readiness: {readiness.describe()}")
                 echo(readiness.describe())
