@@ -68,9 +68,23 @@ def free_port() -> int:
 def start_server(k: int, nice: int = 0) -> tuple[subprocess.Popen[bytes], str, int]:
     """The synthetic server in its own process, at ``nice`` when permitted; (proc, url, nice it got)."""
     port = free_port()
-    cmd = [sys.executable, "-m", "autobench.bench.synthetic", "--port", str(port), "--model", "m",
-           "--ttft-ms", str(TTFT_MS), "--itl-ms", str(ITL_MS), "--tokens-per-chunk", str(k),
-           "--log-stats-interval", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autobench.bench.synthetic",
+        "--port",
+        str(port),
+        "--model",
+        "m",
+        "--ttft-ms",
+        str(TTFT_MS),
+        "--itl-ms",
+        str(ITL_MS),
+        "--tokens-per-chunk",
+        str(k),
+        "--log-stats-interval",
+        "0",
+    ]
 
     def renice() -> None:  # in the child, before exec
         with contextlib.suppress(PermissionError):  # not root / no CAP_SYS_NICE: stays as it is
@@ -124,12 +138,24 @@ def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, t
         rng = random.Random(7)
         words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog"]
         with path.open("w") as f:
-            for i, n in enumerate(lengths[:n_prompts] + lengths[:min(conc, 8)]):
-                f.write(json.dumps({"prompt": " ".join(rng.choice(words) for _ in range(32)) + f" #{i}",
-                                    "max_tokens": n}) + "\n")
+            for i, n in enumerate(lengths[:n_prompts] + lengths[: min(conc, 8)]):
+                f.write(
+                    json.dumps({"prompt": " ".join(rng.choice(words) for _ in range(32)) + f" #{i}", "max_tokens": n})
+                    + "\n"
+                )
         kw = {"dataset": str(path), "dataset_kind": "jsonl"}
-    cfg = BenchConfig(base_url=url, model="m", num_prompts=n_prompts, concurrency=conc, max_tokens=N_TOKENS,
-                      ignore_eos=True, random_input_len=32, warmup=min(conc, 8), seed=1, **kw)
+    cfg = BenchConfig(
+        base_url=url,
+        model="m",
+        num_prompts=n_prompts,
+        concurrency=conc,
+        max_tokens=N_TOKENS,
+        ignore_eos=True,
+        random_input_len=32,
+        warmup=min(conc, 8),
+        seed=1,
+        **kw,
+    )
     d = run_bench(cfg).to_json_dict()
     if lengths is None:
         ideal = conc * N_TOKENS / service_s(N_TOKENS, k)
@@ -139,31 +165,50 @@ def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, t
         # multiset is; simulate with the order the client actually used (its dataset is deterministic).
         from autobench.bench.datasets import load_dataset
 
-        ds = load_dataset(kind="jsonl", path=kw["dataset"], num_prompts=n_prompts, warmup=min(conc, 8),
-                          max_tokens=N_TOKENS, seed=1, min_prompt_tokens=4, max_prompt_tokens=1024,
-                          random_input_len=32, random_range_ratio=0.0)
+        ds = load_dataset(
+            kind="jsonl",
+            path=kw["dataset"],
+            num_prompts=n_prompts,
+            warmup=min(conc, 8),
+            max_tokens=N_TOKENS,
+            seed=1,
+            min_prompt_tokens=4,
+            max_prompt_tokens=1024,
+            random_input_len=32,
+            random_range_ratio=0.0,
+        )
         used = [p.max_tokens for p in ds.prompts]
         ideal = sum(used) / simulated_makespan(used, conc, k)
         tpot_exp = median([tpot_expected(n, k) for n in used if n >= 2])
     c = d["client"]
     empty: dict[str, Any] = {}
     return {
-        "C": conc, "k": k, "completed": d["completed"], "failed": d["failed"],
-        "ttft_med": d["median_ttft_ms"], "ttft_p99": d["p99_ttft_ms"],
+        "C": conc,
+        "k": k,
+        "completed": d["completed"],
+        "failed": d["failed"],
+        "ttft_med": d["median_ttft_ms"],
+        "ttft_p99": d["p99_ttft_ms"],
         "srv_ttft": (c["server_ttft_ms"] or empty).get("median"),
         "cli_med": (c["ttft_client_error_ms"] or empty).get("median"),
         "cli_p99": (c["ttft_client_error_ms"] or empty).get("p99"),
-        "tpot_med": d["median_tpot_ms"], "tpot_exp": tpot_exp,
-        "itl_med": d["median_itl_ms"], "tput": d["output_throughput"], "ideal": ideal,
-        "cpu_ms_1k": c["cpu_ms_per_1k_tokens"], "cpu_frac": c["cpu_fraction_of_one_core"],
-        "lag_p50": c["loop_lag_ms"]["median"], "lag_p99": c["loop_lag_ms"]["p99"],
+        "tpot_med": d["median_tpot_ms"],
+        "tpot_exp": tpot_exp,
+        "itl_med": d["median_itl_ms"],
+        "tput": d["output_throughput"],
+        "ideal": ideal,
+        "cpu_ms_1k": c["cpu_ms_per_1k_tokens"],
+        "cpu_frac": c["cpu_fraction_of_one_core"],
+        "lag_p50": c["loop_lag_ms"]["median"],
+        "lag_p99": c["loop_lag_ms"]["p99"],
         "rs_med": (c["first_token_recv_minus_send_ms"] or empty).get("median"),
         "rs_p99": (c["first_token_recv_minus_send_ms"] or empty).get("p99"),
         "sp_med": (c["send_to_server_arrival_ms"] or empty).get("median"),
         "sp_p99": (c["send_to_server_arrival_ms"] or empty).get("p99"),
         "pw_med": (c["dispatch_to_write_ms"] or empty).get("median"),
         "pw_p99": (c["dispatch_to_write_ms"] or empty).get("p99"),
-        "acc_len": d.get("spec_decode_acceptance_length"), "loop": d.get("event_loop"),
+        "acc_len": d.get("spec_decode_acceptance_length"),
+        "loop": d.get("event_loop"),
     }
 
 
@@ -178,30 +223,37 @@ def fmt_acc(r: dict[str, Any]) -> str:
     ttft_pct = 100 * ttft_err / TTFT_MS if ttft_err is not None else None
     tpot_pct = 100 * tpot_err / r["tpot_exp"] if tpot_err is not None else None
     tput_pct = 100 * (r["tput"] / r["ideal"] - 1) if r["tput"] else None
-    return (f"{r['C']:>4} {r['k']:>2} {r['completed']:>5}/{r['failed']:<3} "
-            f"{f(r['ttft_med']):>7} {f(ttft_err):>6} ({f(ttft_pct, 1):>5}%) {f(r['ttft_p99']):>7} "
-            f"{f(srv_err):>6} {f(r['cli_med']):>6} {f(r['cli_p99']):>6}  "
-            f"{f(r['tpot_med'], 3):>7} {f(r['tpot_exp'], 3):>6} {f(tpot_err, 3):>6} ({f(tpot_pct, 2):>6}%) "
-            f"{f(r['tput'], 0):>7} {f(r['ideal'], 0):>7} ({f(tput_pct, 2):>6}%)")
+    return (
+        f"{r['C']:>4} {r['k']:>2} {r['completed']:>5}/{r['failed']:<3} "
+        f"{f(r['ttft_med']):>7} {f(ttft_err):>6} ({f(ttft_pct, 1):>5}%) {f(r['ttft_p99']):>7} "
+        f"{f(srv_err):>6} {f(r['cli_med']):>6} {f(r['cli_p99']):>6}  "
+        f"{f(r['tpot_med'], 3):>7} {f(r['tpot_exp'], 3):>6} {f(tpot_err, 3):>6} ({f(tpot_pct, 2):>6}%) "
+        f"{f(r['tput'], 0):>7} {f(r['ideal'], 0):>7} ({f(tput_pct, 2):>6}%)"
+    )
 
 
 def fmt_spread(runs: list[dict[str, Any]]) -> str:
     ttft = [r["ttft_med"] - TTFT_MS for r in runs]
     tput = [100 * (r["tput"] / r["ideal"] - 1) for r in runs]
-    return (f"  | {len(runs)} runs: TTFT err {min(ttft):+.2f}..{max(ttft):+.2f}, "
-            f"tput {min(tput):+.2f}..{max(tput):+.2f}%")
+    return (
+        f"  | {len(runs)} runs: TTFT err {min(ttft):+.2f}..{max(ttft):+.2f}, tput {min(tput):+.2f}..{max(tput):+.2f}%"
+    )
 
 
 def fmt_cost(r: dict[str, Any]) -> str:
-    return (f"{r['C']:>4} {r['k']:>2} {f(r['cpu_ms_1k'], 1):>7} {f(r['cpu_frac'], 2):>5} "
-            f"{f(r['lag_p50']):>6} {f(r['lag_p99']):>6} {f(r['sp_med']):>6} {f(r['sp_p99']):>6} "
-            f"{f(r['rs_med']):>6} {f(r['rs_p99']):>6} {f(r['pw_med']):>6} {f(r['pw_p99']):>6} "
-            f"{f(r['itl_med']):>6} {f(r['acc_len']):>5}")
+    return (
+        f"{r['C']:>4} {r['k']:>2} {f(r['cpu_ms_1k'], 1):>7} {f(r['cpu_frac'], 2):>5} "
+        f"{f(r['lag_p50']):>6} {f(r['lag_p99']):>6} {f(r['sp_med']):>6} {f(r['sp_p99']):>6} "
+        f"{f(r['rs_med']):>6} {f(r['rs_p99']):>6} {f(r['pw_med']):>6} {f(r['pw_p99']):>6} "
+        f"{f(r['itl_med']):>6} {f(r['acc_len']):>5}"
+    )
 
 
-ACC_HEADER = ("   C  k  ok/err TTFTmed    err  ( err%) TTFTp99 srvErr cliErr cli_99  "
-              "TPOTmed    exp    err  (  err%)   out/s   ideal (  dev% )")
-COST_HEADER = ("   C  k cpu/1kt cpu1c  lag50  lag99  sp_md  sp_99  rs_md  rs_99  pw_md  pw_99  ITLmd   acc")
+ACC_HEADER = (
+    "   C  k  ok/err TTFTmed    err  ( err%) TTFTp99 srvErr cliErr cli_99  "
+    "TPOTmed    exp    err  (  err%)   out/s   ideal (  dev% )"
+)
+COST_HEADER = "   C  k cpu/1kt cpu1c  lag50  lag99  sp_md  sp_99  rs_md  rs_99  pw_md  pw_99  ITLmd   acc"
 
 
 def main() -> None:
@@ -210,47 +262,78 @@ def main() -> None:
     ap.add_argument("--k-levels", default="8,64", help="levels run with 4 tokens per chunk (lockstep)")
     ap.add_argument("--rounds", type=int, default=4, help="lockstep: prompts per worker (num_prompts = C * rounds)")
     ap.add_argument("--realistic-rounds", type=int, default=4, help="realistic: prompts per worker")
-    ap.add_argument("--loop", choices=["uvloop", "asyncio"], default=None,
-                    help="event loop for client and server (default: uvloop when installed)")
+    ap.add_argument(
+        "--loop",
+        choices=["uvloop", "asyncio"],
+        default=None,
+        help="event loop for client and server (default: uvloop when installed)",
+    )
     ap.add_argument("--only", choices=["lockstep", "realistic"], default=None)
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="runs per level: the row is the run with the median TTFT, the range of all is appended")
-    ap.add_argument("--server-nice", type=int, default=-10,
-                    help="scheduling priority of the server process (default -10 when permitted, see the "
-                         "module doc; 0: the same priority as the client)")
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="runs per level: the row is the run with the median TTFT, the range of all is appended",
+    )
+    ap.add_argument(
+        "--server-nice",
+        type=int,
+        default=-10,
+        help="scheduling priority of the server process (default -10 when permitted, see the "
+        "module doc; 0: the same priority as the client)",
+    )
     a = ap.parse_args()
     if a.loop:
         os.environ["AUTOBENCH_EVENT_LOOP"] = a.loop  # inherited by the server process
-    print("# synthetic server in its own process; "
-          f"ttft={TTFT_MS} ms, itl={ITL_MS} ms, N={N_TOKENS} tokens, "
-          f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} "
-          "(figures are only meaningful on an otherwise idle machine)")
-    print("# times in ms. srvErr = server-observed TTFT (its arrival -> first chunk sent) - injected; "
-          "cliErr = client TTFT - server-observed TTFT (the client's own error: send + receive path)")
-    print("# cost: cpu/1kt = client CPU ms per 1000 output tokens; cpu1c = client CPU fraction of one core; "
-          "lag = event-loop lag; sp = client write -> server arrival; rs = server first-chunk send -> client "
-          "recv; pw = client dispatch -> socket write (excluded from TTFT)")
+    print(
+        "# synthetic server in its own process; "
+        f"ttft={TTFT_MS} ms, itl={ITL_MS} ms, N={N_TOKENS} tokens, "
+        f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} "
+        "(figures are only meaningful on an otherwise idle machine)"
+    )
+    print(
+        "# times in ms. srvErr = server-observed TTFT (its arrival -> first chunk sent) - injected; "
+        "cliErr = client TTFT - server-observed TTFT (the client's own error: send + receive path)"
+    )
+    print(
+        "# cost: cpu/1kt = client CPU ms per 1000 output tokens; cpu1c = client CPU fraction of one core; "
+        "lag = event-loop lag; sp = client write -> server arrival; rs = server first-chunk send -> client "
+        "recv; pw = client dispatch -> socket write (excluded from TTFT)"
+    )
     rng = random.Random(11)
     max_c = max(int(x) for x in a.levels.split(","))
     varied = [rng.randint(N_TOKENS // 4, 7 * N_TOKENS // 4) for _ in range(max_c * a.realistic_rounds + 8)]
     cases: list[tuple[str, int, str, int, list[int] | None]] = []
     if a.only in (None, "lockstep"):
-        cases += [("lockstep (identical requests: bursts of C every round)", 1, a.levels, a.rounds, None),
-                  ("lockstep, 4 tokens per chunk", 4, a.k_levels, a.rounds, None)]
+        cases += [
+            ("lockstep (identical requests: bursts of C every round)", 1, a.levels, a.rounds, None),
+            ("lockstep, 4 tokens per chunk", 4, a.k_levels, a.rounds, None),
+        ]
     if a.only in (None, "realistic"):
-        cases.append((f"realistic (output lengths uniform in [{N_TOKENS // 4}, {7 * N_TOKENS // 4}], "
-                      "streams desynchronize)", 1, a.levels, a.realistic_rounds, varied))
+        cases.append(
+            (
+                f"realistic (output lengths uniform in [{N_TOKENS // 4}, {7 * N_TOKENS // 4}], streams desynchronize)",
+                1,
+                a.levels,
+                a.realistic_rounds,
+                varied,
+            )
+        )
     with tempfile.TemporaryDirectory() as td:
         for title, k, levels, rounds, lengths in cases:
             proc, url, got = start_server(k, a.server_nice)
             rows = []
             try:
-                print(f"\n## {title}; {rounds} prompts per worker; server at nice {got}"
-                      + ("" if got == a.server_nice else f" (asked {a.server_nice}: not permitted)"))
+                print(
+                    f"\n## {title}; {rounds} prompts per worker; server at nice {got}"
+                    + ("" if got == a.server_nice else f" (asked {a.server_nice}: not permitted)")
+                )
                 print(ACC_HEADER)
                 for conc in (int(x) for x in levels.split(",")):
-                    runs = sorted((level(url, conc, k, rounds, lengths, Path(td))
-                                   for _ in range(a.repeat)), key=lambda r: r["ttft_med"])
+                    runs = sorted(
+                        (level(url, conc, k, rounds, lengths, Path(td)) for _ in range(a.repeat)),
+                        key=lambda r: r["ttft_med"],
+                    )
                     r = runs[len(runs) // 2]  # the run with the median TTFT stands for the level
                     rows.append(r)
                     print(fmt_acc(r) + (fmt_spread(runs) if a.repeat > 1 else ""), flush=True)

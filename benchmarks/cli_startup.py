@@ -19,8 +19,19 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RECIPE = REPO / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround-dflash.yaml"
-HEAVY = ("pydantic", "ruamel.yaml", "jinja2", "huggingface_hub", "sqlalchemy", "sqlmodel", "httptools", "rich",
-         "httpx", "numpy", "matplotlib")
+HEAVY = (
+    "pydantic",
+    "ruamel.yaml",
+    "jinja2",
+    "huggingface_hub",
+    "sqlalchemy",
+    "sqlmodel",
+    "httptools",
+    "rich",
+    "httpx",
+    "numpy",
+    "matplotlib",
+)
 
 CASES = {
     "python -c pass": [sys.executable, "-c", "pass"],
@@ -61,8 +72,11 @@ def main() -> None:
         med = statistics.median(times)
         print(f"{name:<22}{med * 1000:>10.1f}{times[0] * 1000:>9.1f}{(med - bare) * 1000:>14.1f}")
     print(f"({opts.runs} runs each, {sys.version.split()[0]}, {sys.platform})")
-    for label, args in (("--help", ["--help"]), ("validate", ["validate", str(RECIPE)]),
-                        ("compile", ["compile", str(RECIPE)])):
+    for label, args in (
+        ("--help", ["--help"]),
+        ("validate", ["validate", str(RECIPE)]),
+        ("compile", ["compile", str(RECIPE)]),
+    ):
         print(f"heavy modules imported by {label}: {', '.join(imported(args)) or 'none'}")
 
 

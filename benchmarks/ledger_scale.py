@@ -67,7 +67,9 @@ def synthetic_run(i: int, rng: random.Random) -> NewRun:
             "num_prompts": 500,
             "ttft_median_ms": round(rng.uniform(100, 2000), 1),
             "tpot_median_ms": round(rng.uniform(10, 100), 2),
-        } if status == "DONE" else {},
+        }
+        if status == "DONE"
+        else {},
         boot=_boot(status, rng),
     )
 
@@ -76,10 +78,16 @@ def _boot(status: str, rng: random.Random) -> dict[str, object]:
     """What a boot log states: a blocked boot stops early; a served one states the v3 facts too."""
     boot: dict[str, object] = {"kv_cache_tokens": rng.randrange(10_000, 1_000_000), "vllm_version": "0.23.1"}
     if status != "BLOCKED":
-        boot.update(max_model_len=262144, weights_load_s=round(rng.uniform(30, 500), 2),
-                    model_load_s=round(rng.uniform(30, 500), 2), model_load_gib=63.71,
-                    cuda_graph_s=float(rng.randrange(5, 60)), cuda_graph_gib=round(rng.uniform(0.1, 2), 2),
-                    torch_compile_s=round(rng.uniform(10, 90), 2), engine_init_s=round(rng.uniform(40, 200), 2))
+        boot.update(
+            max_model_len=262144,
+            weights_load_s=round(rng.uniform(30, 500), 2),
+            model_load_s=round(rng.uniform(30, 500), 2),
+            model_load_gib=63.71,
+            cuda_graph_s=float(rng.randrange(5, 60)),
+            cuda_graph_gib=round(rng.uniform(0.1, 2), 2),
+            torch_compile_s=round(rng.uniform(10, 90), 2),
+            engine_init_s=round(rng.uniform(40, 200), 2),
+        )
     return boot
 
 
@@ -111,8 +119,10 @@ def main() -> int:
         if (i + 1) % 20_000 == 0:
             print(f"  appended {i + 1:>7} runs  ({(i + 1) / (time.perf_counter() - t0):,.0f}/s)", flush=True)
     build_s = time.perf_counter() - t0
-    print(f"append: {args.runs:,} runs in {build_s:.1f} s = {args.runs / build_s:,.0f} appends/s "
-          f"({build_s / args.runs * 1000:.2f} ms each, one transaction per run)")
+    print(
+        f"append: {args.runs:,} runs in {build_s:.1f} s = {args.runs / build_s:,.0f} appends/s "
+        f"({build_s / args.runs * 1000:.2f} ms each, one transaction per run)"
+    )
     book.close()
     print(f"database size: {db.stat().st_size / 1e6:.1f} MB")
 
@@ -142,11 +152,16 @@ def main() -> int:
     book.close()
 
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "autobench", "history", "--draft", "drafts/draft-3",
-                           "--json", "--ledger", str(db)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autobench", "history", "--draft", "drafts/draft-3", "--json", "--ledger", str(db)],
+        capture_output=True,
+        text=True,
+    )
     wall = (time.perf_counter() - t0) * 1000
-    print(f"\nend to end `autobench history --draft ... --json` process: {wall:.0f} ms "
-          f"(exit {proc.returncode}; includes interpreter start and imports)")
+    print(
+        f"\nend to end `autobench history --draft ... --json` process: {wall:.0f} ms "
+        f"(exit {proc.returncode}; includes interpreter start and imports)"
+    )
     return 0
 
 

@@ -32,12 +32,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "logs" / "corpus"
 
-STATS = ("(APIServer pid=1) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: "
-         "{p:.1f} tokens/s, Avg generation throughput: {g:.1f} tokens/s, Running: {r} reqs, Waiting: {w} reqs, "
-         "GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 0.0%\n")
+STATS = (
+    "(APIServer pid=1) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: "
+    "{p:.1f} tokens/s, Avg generation throughput: {g:.1f} tokens/s, Running: {r} reqs, Waiting: {w} reqs, "
+    "GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: 0.0%\n"
+)
 ACCESS = '(APIServer pid=1) INFO:     127.0.0.1:{port} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
-DEBUG = ("(EngineCore pid=2) DEBUG 05-19 10:13:{s:02d} [core.py:512] EngineCore loop active, "
-         "scheduled {r} requests, {t} tokens this step\n")
+DEBUG = (
+    "(EngineCore pid=2) DEBUG 05-19 10:13:{s:02d} [core.py:512] EngineCore loop active, "
+    "scheduled {r} requests, {t} tokens this step\n"
+)
 
 
 def build(path: Path, target_mb: int, healthy_only: bool = False) -> int:
@@ -47,8 +51,9 @@ def build(path: Path, target_mb: int, healthy_only: bool = False) -> int:
     excerpts = "".join(p.read_text(encoding="utf-8") for p in logs)
     block = []
     for i in range(400):
-        block.append(STATS.format(s=i % 60, p=(i * 37) % 900, g=50 + (i * 13) % 400, r=i % 17,
-                                  w=i % 5, kv=(i * 7) % 100))
+        block.append(
+            STATS.format(s=i % 60, p=(i * 37) % 900, g=50 + (i * 13) % 400, r=i % 17, w=i % 5, kv=(i * 7) % 100)
+        )
         block.append(ACCESS.format(port=40000 + i))
         block.append(ACCESS.format(port=41000 + i))
         block.append(DEBUG.format(s=i % 60, r=i % 17, t=i * 3))
@@ -99,14 +104,14 @@ def measure(mix: str, mb_target: int, keep: bool) -> None:
         parse = [sys.executable, "-m", "autobench", "logs", "parse", "--json", str(path)]
         p_dt, p_out, p_rss = timed(parse)
         data = json.loads(p_out)
-        print(f"[{mix}] log: {path} ({mb:.1f} MB, {data['lines_read']:,} lines); {before} before, "
-              f"{load()} after")
-        print(f"[{mix}] grep -c:              {g_dt:7.2f} s  {mb / g_dt:8.1f} MB/s  "
-              f"({int(g_out):,} stats lines)")
-        print(f"[{mix}] autobench logs parse: {p_dt:7.2f} s  {mb / p_dt:8.1f} MB/s  "
-              f"peak RSS {p_rss / 1024:.0f} MiB "
-              f"({data['stats']['samples']:,} stats samples, root cause: "
-              f"{(data['root_cause'] or {}).get('category')}, ratio {p_dt / g_dt:.1f}x grep)")
+        print(f"[{mix}] log: {path} ({mb:.1f} MB, {data['lines_read']:,} lines); {before} before, {load()} after")
+        print(f"[{mix}] grep -c:              {g_dt:7.2f} s  {mb / g_dt:8.1f} MB/s  ({int(g_out):,} stats lines)")
+        print(
+            f"[{mix}] autobench logs parse: {p_dt:7.2f} s  {mb / p_dt:8.1f} MB/s  "
+            f"peak RSS {p_rss / 1024:.0f} MiB "
+            f"({data['stats']['samples']:,} stats samples, root cause: "
+            f"{(data['root_cause'] or {}).get('category')}, ratio {p_dt / g_dt:.1f}x grep)"
+        )
     finally:
         if not keep:
             path.unlink(missing_ok=True)
@@ -120,7 +125,7 @@ def main() -> None:
     args = ap.parse_args()
     if shutil.disk_usage("/tmp").free < 3 * args.mb * 1_000_000:
         raise SystemExit(f"not enough free space in /tmp for a {args.mb} MB log")
-    for mix in (("all", "healthy") if args.mix == "both" else (args.mix,)):
+    for mix in ("all", "healthy") if args.mix == "both" else (args.mix,):
         measure(mix, args.mb, args.keep)
 
 

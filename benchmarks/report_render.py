@@ -35,20 +35,35 @@ def main() -> None:
                 recipe = f"recipe-{i % args.recipes:03d}"
                 status = rng.choice(["DONE"] * 8 + ["BLOCKED", "FAILED"])
                 conc = rng.choice([1, 8, 32])
-                metrics = {} if status != "DONE" else {
-                    "decode_tok_s": rng.uniform(20, 400), "prefill_tok_s": rng.uniform(50, 900),
-                    "ttft_median_ms": rng.uniform(50, 2000), "tpot_median_ms": rng.uniform(5, 90),
-                    "completed": rng.randint(100, 500), "errors": 0, "concurrency": conc,
-                }
-                ledger.append(NewRun(
-                    recipe_name=recipe, model_repo="org/model", status=status,
-                    started_at=f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00Z",
-                    recipe_snapshot={"name": recipe, "bench": {"concurrency": conc},
-                                     "meta": {"baseline": "recipe-000" if recipe != "recipe-000" else None}},
-                    root_cause_category="assertion" if status == "BLOCKED" else None,
-                    root_cause_message="assert page_size_bytes == max_page_size" if status == "BLOCKED" else None,
-                    metrics=metrics,
-                ))
+                metrics = (
+                    {}
+                    if status != "DONE"
+                    else {
+                        "decode_tok_s": rng.uniform(20, 400),
+                        "prefill_tok_s": rng.uniform(50, 900),
+                        "ttft_median_ms": rng.uniform(50, 2000),
+                        "tpot_median_ms": rng.uniform(5, 90),
+                        "completed": rng.randint(100, 500),
+                        "errors": 0,
+                        "concurrency": conc,
+                    }
+                )
+                ledger.append(
+                    NewRun(
+                        recipe_name=recipe,
+                        model_repo="org/model",
+                        status=status,
+                        started_at=f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}T{i % 24:02d}:00:00Z",
+                        recipe_snapshot={
+                            "name": recipe,
+                            "bench": {"concurrency": conc},
+                            "meta": {"baseline": "recipe-000" if recipe != "recipe-000" else None},
+                        },
+                        root_cause_category="assertion" if status == "BLOCKED" else None,
+                        root_cause_message="assert page_size_bytes == max_page_size" if status == "BLOCKED" else None,
+                        metrics=metrics,
+                    )
+                )
         t1 = time.perf_counter()
         print(f"built ledger: {args.runs} runs, {args.recipes} recipes in {t1 - t0:.2f} s")
 
@@ -60,8 +75,10 @@ def main() -> None:
         write_outputs(outputs, draw_plots=False)
         t5 = time.perf_counter()
         print(f"load runs:            {1000 * (t3 - t2):8.1f} ms")
-        print(f"views + render {len(outputs):4d} pages (incl. index): {1000 * (t4 - t3):8.1f} ms "
-              f"({1000 * (t4 - t3) / len(outputs):.2f} ms/page)")
+        print(
+            f"views + render {len(outputs):4d} pages (incl. index): {1000 * (t4 - t3):8.1f} ms "
+            f"({1000 * (t4 - t3) / len(outputs):.2f} ms/page)"
+        )
         print(f"write pages:          {1000 * (t5 - t4):8.1f} ms")
         print(f"total report --index: {1000 * (t5 - t2):8.1f} ms")
         if matplotlib_available():
@@ -69,8 +86,10 @@ def main() -> None:
             t6 = time.perf_counter()
             files, _ = write_plots(view, Path(tmp), plot_specs(view))
             t7 = time.perf_counter()
-            print(f"plots for one recipe ({len(view.runs)} runs, {len(files)} SVGs, incl. matplotlib import): "
-                  f"{1000 * (t7 - t6):.1f} ms")
+            print(
+                f"plots for one recipe ({len(view.runs)} runs, {len(files)} SVGs, incl. matplotlib import): "
+                f"{1000 * (t7 - t6):.1f} ms"
+            )
         else:
             print("plots: skipped (pip install 'autobench[plot]')")
 

@@ -94,10 +94,11 @@ class BenchConfig:
         if self.concurrency < 1:
             raise BenchError("--concurrency must be at least 1")
         if self.num_prompts + self.warmup > MAX_PROMPTS:
-            raise BenchError(f"--num-prompts + --warmup = {self.num_prompts + self.warmup:,} is more than "
-                             f"{MAX_PROMPTS:,} prompts",
-                             hint="every prompt is built in memory before the clock starts; use fewer "
-                                  "(--max-seconds caps the duration)")
+            raise BenchError(
+                f"--num-prompts + --warmup = {self.num_prompts + self.warmup:,} is more than {MAX_PROMPTS:,} prompts",
+                hint="every prompt is built in memory before the clock starts; use fewer "
+                "(--max-seconds caps the duration)",
+            )
         if self.max_tokens < 1:
             raise BenchError("--max-tokens must be at least 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
@@ -109,8 +110,10 @@ class BenchConfig:
         if not self.base_url.startswith(("http://", "https://")):
             raise BenchError(f"--base-url must start with http:// or https://, got {self.base_url!r}")
         if self.api_key_required and not self.auth_headers():
-            raise BenchError(f"--api-key-env {self.api_key_env}: the variable is not set",
-                             hint=f"export {self.api_key_env}=... (the key itself never goes on the command line)")
+            raise BenchError(
+                f"--api-key-env {self.api_key_env}: the variable is not set",
+                hint=f"export {self.api_key_env}=... (the key itself never goes on the command line)",
+            )
 
     def auth_headers(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """``{"Authorization": "Bearer ..."}`` from ``api_key_env`` in ``env`` (the process
@@ -131,16 +134,23 @@ def normalize_base_url(url: str) -> str:
     return url.replace("://localhost", "://127.0.0.1", 1)
 
 
-def run_bench(config: BenchConfig, *, progress: ProgressFn | None = None,
-              dataset: Dataset | None = None) -> BenchResult:
+def run_bench(
+    config: BenchConfig, *, progress: ProgressFn | None = None, dataset: Dataset | None = None
+) -> BenchResult:
     """Load the dataset (errors before any request), run the benchmark, return the result."""
     config.check()
     if dataset is None:
         dataset = load_dataset(
-            kind=config.dataset_kind, path=config.dataset, num_prompts=config.num_prompts,
-            warmup=config.warmup, max_tokens=config.max_tokens, seed=config.seed,
-            min_prompt_tokens=config.min_prompt_tokens, max_prompt_tokens=config.max_prompt_tokens,
-            random_input_len=config.random_input_len, random_range_ratio=config.random_range_ratio,
+            kind=config.dataset_kind,
+            path=config.dataset,
+            num_prompts=config.num_prompts,
+            warmup=config.warmup,
+            max_tokens=config.max_tokens,
+            seed=config.seed,
+            min_prompt_tokens=config.min_prompt_tokens,
+            max_prompt_tokens=config.max_prompt_tokens,
+            random_input_len=config.random_input_len,
+            random_range_ratio=config.random_range_ratio,
         )
     runner = _Runner(config, dataset, progress)
     factory, loop_name = loop_factory()
@@ -263,8 +273,17 @@ class _Runner:
             if r.status == INFLIGHT:
                 r.status = INCOMPLETE
         stats = ClientStats(cpu_seconds=cpu, loop_lag_s=self.lags, served_models=served)
-        result = build_result(self.cfg, self.ds, self.records, t0=t0, t_end=t_end, time_cap_hit=cap_hit,
-                              spec=spec, client=stats, base_url=self.base)
+        result = build_result(
+            self.cfg,
+            self.ds,
+            self.records,
+            t0=t0,
+            t_end=t_end,
+            time_cap_hit=cap_hit,
+            spec=spec,
+            client=stats,
+            base_url=self.base,
+        )
         result.data["interrupted"] = self.interrupted
         result.data["api_key_env"] = c.api_key_env if auth else None  # the name only, never the key
         return result
@@ -273,8 +292,9 @@ class _Runner:
         """(status, text) of one small request, or None when it could not be made."""
         assert self.pool is not None
         try:
-            r = await self.pool.fetch("POST" if body is not None else "GET", path, body,
-                                      timeout=self.cfg.connect_timeout)
+            r = await self.pool.fetch(
+                "POST" if body is not None else "GET", path, body, timeout=self.cfg.connect_timeout
+            )
         except (ConnectFailed, TimeoutError):
             return None
         if r.error is not None:
@@ -293,17 +313,17 @@ class _Runner:
         models = data.get("data") if isinstance(data, dict) else None
         if not isinstance(models, list):
             return None
-        served = sorted({str(m.get(k)) for m in models if isinstance(m, dict) for k in ("id", "root")
-                         if m.get(k)})
+        served = sorted({str(m.get(k)) for m in models if isinstance(m, dict) for k in ("id", "root") if m.get(k)})
         if self.cfg.model in served:
             return served
         # Ask the server itself, so the user sees its message (and aliases still work).
         probe = await self._get(self.path, self.body(Prompt("Hello", 1, 1)))
         if probe is None or probe[0] == 200:
             return served
-        raise BenchError(f"model {self.cfg.model!r} rejected by {self.base}: HTTP {probe[0]}: "
-                         f"{error_message(probe[1])}",
-                         hint=f"served models: {', '.join(served) or 'none'}; fix --model")
+        raise BenchError(
+            f"model {self.cfg.model!r} rejected by {self.base}: HTTP {probe[0]}: {error_message(probe[1])}",
+            hint=f"served models: {', '.join(served) or 'none'}; fix --model",
+        )
 
     async def _open_connections(self) -> None:
         """Open the keep-alive connections first, so TCP handshakes stay out of TTFT."""
@@ -365,8 +385,7 @@ class _Runner:
             self.progress(self.finished, len(bodies), t_end - t0, self.errors)
         return t0, t_end, cap_hit, cpu, self.lags
 
-    async def _closed_loop(self, bodies: list[bytes], sink: list[RequestRecord], conc: int,
-                           warm: bool = False) -> None:
+    async def _closed_loop(self, bodies: list[bytes], sink: list[RequestRecord], conc: int, warm: bool = False) -> None:
         it = iter(range(len(bodies)))
         ests = self.ds.warmup if warm else self.ds.prompts
 

@@ -97,8 +97,11 @@ def load_dataset(
         pool = _jsonl(path, skipped, max_tokens, min_prompt_tokens, max_prompt_tokens)
     if not pool:
         detail = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) or "the file has no entries"
-        raise BenchError(f"no usable prompt in the dataset ({detail})", location=path,
-                         hint="check the file format and --max-prompt-tokens / --min-prompt-tokens")
+        raise BenchError(
+            f"no usable prompt in the dataset ({detail})",
+            location=path,
+            hint="check the file format and --max-prompt-tokens / --min-prompt-tokens",
+        )
     available = len(pool)
     rng.shuffle(pool)
     reused = 0
@@ -114,8 +117,11 @@ def _read_text(path: str) -> str:
     try:
         return p.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise BenchError("dataset file not found", location=path,
-                         hint="download ShareGPT_V3_unfiltered_cleaned_split.json or fix --dataset") from exc
+        raise BenchError(
+            "dataset file not found",
+            location=path,
+            hint="download ShareGPT_V3_unfiltered_cleaned_split.json or fix --dataset",
+        ) from exc
     except IsADirectoryError as exc:
         raise BenchError("dataset path is a directory, not a file", location=path) from exc
     except UnicodeDecodeError as exc:
@@ -143,11 +149,15 @@ def _sharegpt(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: in
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise BenchError(f"dataset is not valid JSON: {exc.msg}", location=f"{path}:{exc.lineno}:{exc.colno}",
-                         hint="ShareGPT V3 is one JSON array; use --dataset-kind jsonl for JSON lines") from exc
+        raise BenchError(
+            f"dataset is not valid JSON: {exc.msg}",
+            location=f"{path}:{exc.lineno}:{exc.colno}",
+            hint="ShareGPT V3 is one JSON array; use --dataset-kind jsonl for JSON lines",
+        ) from exc
     if not isinstance(data, list):
-        raise BenchError(f"ShareGPT dataset must be a JSON array of conversations, got {type(data).__name__}",
-                         location=path)
+        raise BenchError(
+            f"ShareGPT dataset must be a JSON array of conversations, got {type(data).__name__}", location=path
+        )
     out: list[Prompt] = []
     for entry in data:
         conv = entry.get("conversations") if isinstance(entry, dict) else None
@@ -179,8 +189,11 @@ def _jsonl(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: int) 
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise BenchError(f"line is not valid JSON: {exc.msg}", location=f"{path}:{lineno}",
-                             hint='each line must be a JSON string or {"prompt": "...", "max_tokens": N}') from exc
+            raise BenchError(
+                f"line is not valid JSON: {exc.msg}",
+                location=f"{path}:{lineno}",
+                hint='each line must be a JSON string or {"prompt": "...", "max_tokens": N}',
+            ) from exc
         mt = max_tokens
         if isinstance(obj, str):
             text = obj
@@ -202,11 +215,69 @@ def _jsonl(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: int) 
 
 
 _WORDS = [
-    "the", "of", "and", "to", "in", "is", "for", "on", "that", "with", "as", "it", "by", "at", "from",
-    "this", "be", "are", "or", "an", "was", "which", "you", "not", "have", "but", "can", "all", "more",
-    "one", "new", "will", "use", "time", "data", "model", "we", "their", "has", "been", "other", "if",
-    "when", "they", "these", "two", "may", "some", "there", "would", "like", "also", "first", "any",
-    "system", "over", "into", "only", "such", "about", "then", "its", "most",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "is",
+    "for",
+    "on",
+    "that",
+    "with",
+    "as",
+    "it",
+    "by",
+    "at",
+    "from",
+    "this",
+    "be",
+    "are",
+    "or",
+    "an",
+    "was",
+    "which",
+    "you",
+    "not",
+    "have",
+    "but",
+    "can",
+    "all",
+    "more",
+    "one",
+    "new",
+    "will",
+    "use",
+    "time",
+    "data",
+    "model",
+    "we",
+    "their",
+    "has",
+    "been",
+    "other",
+    "if",
+    "when",
+    "they",
+    "these",
+    "two",
+    "may",
+    "some",
+    "there",
+    "would",
+    "like",
+    "also",
+    "first",
+    "any",
+    "system",
+    "over",
+    "into",
+    "only",
+    "such",
+    "about",
+    "then",
+    "its",
+    "most",
 ]
 
 

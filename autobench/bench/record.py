@@ -28,10 +28,30 @@ ERROR_KINDS = (
 
 class RequestRecord:
     __slots__ = (
-        "index", "prompt_est", "arrival", "start", "first", "last", "gaps", "n_chunks",
-        "prompt_tokens", "completion_tokens", "finish_reason", "status", "error_kind",
-        "error_message", "http_status", "usage_fallback", "first_srv", "arr_srv", "last_srv", "end",
-        "dispatch", "io", "timed_out", "watchdog",
+        "index",
+        "prompt_est",
+        "arrival",
+        "start",
+        "first",
+        "last",
+        "gaps",
+        "n_chunks",
+        "prompt_tokens",
+        "completion_tokens",
+        "finish_reason",
+        "status",
+        "error_kind",
+        "error_message",
+        "http_status",
+        "usage_fallback",
+        "first_srv",
+        "arr_srv",
+        "last_srv",
+        "end",
+        "dispatch",
+        "io",
+        "timed_out",
+        "watchdog",
     )
 
     def __init__(self, index: int, prompt_est: int, arrival: float | None = None):

@@ -28,10 +28,28 @@ from autobench.errors import BenchError
 RESULT_FORMAT = "autobench.bench/1"
 
 NORMALIZED_KEYS = (
-    "prefill_tok_s", "decode_tok_s", "total_tok_s", "completed", "errors", "incomplete", "duration_s",
-    "time_cap_hit", "ttft_median_ms", "ttft_p99_ms", "tpot_median_ms", "tpot_p99_ms", "itl_median_ms",
-    "itl_p99_ms", "e2el_median_ms", "e2el_p99_ms", "spec_acceptance_length", "spec_per_position",
-    "spec_draft_acceptance_rate", "request_rate", "concurrency", "num_prompts",
+    "prefill_tok_s",
+    "decode_tok_s",
+    "total_tok_s",
+    "completed",
+    "errors",
+    "incomplete",
+    "duration_s",
+    "time_cap_hit",
+    "ttft_median_ms",
+    "ttft_p99_ms",
+    "tpot_median_ms",
+    "tpot_p99_ms",
+    "itl_median_ms",
+    "itl_p99_ms",
+    "e2el_median_ms",
+    "e2el_p99_ms",
+    "spec_acceptance_length",
+    "spec_per_position",
+    "spec_draft_acceptance_rate",
+    "request_rate",
+    "concurrency",
+    "num_prompts",
 )
 
 
@@ -68,8 +86,18 @@ def _ms_stats(name: str, values: list[float]) -> dict[str, float | None]:
     return {f"{k}_{name}_ms": v for k, v in s.items()}
 
 
-def build_result(cfg: Any, ds: Any, records: list[Any], *, t0: float, t_end: float, time_cap_hit: bool,
-                 spec: M.SpecDecodeDelta | None, client: ClientStats, base_url: str) -> BenchResult:
+def build_result(
+    cfg: Any,
+    ds: Any,
+    records: list[Any],
+    *,
+    t0: float,
+    t_end: float,
+    time_cap_hit: bool,
+    spec: M.SpecDecodeDelta | None,
+    client: ClientStats,
+    base_url: str,
+) -> BenchResult:
     """Aggregate request records into the result dict (statistics over successful requests only)."""
     ok = [r for r in records if r.status == "ok"]
     errs = [r for r in records if r.status == "error"]
@@ -92,10 +120,12 @@ def build_result(cfg: Any, ds: Any, records: list[Any], *, t0: float, t_end: flo
     send_path = [r.arr_srv - r.start for r in ok if isinstance(r.arr_srv, float)]
     # Against the synthetic server: the TTFT it observed itself (arrival -> first chunk sent), and
     # the client's own share of the measured TTFT (send path + receive path), free of server timing.
-    srv_ttft = [r.first_srv - r.arr_srv for r in ok
-                if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)]
-    ttft_client = [(r.first - r.start) - (r.first_srv - r.arr_srv) for r in ok
-                   if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)]
+    srv_ttft = [r.first_srv - r.arr_srv for r in ok if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)]
+    ttft_client = [
+        (r.first - r.start) - (r.first_srv - r.arr_srv)
+        for r in ok
+        if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)
+    ]
     pre_write = [r.start - r.dispatch for r in records if r.dispatch and r.start >= r.dispatch]
     lags = client.loop_lag_s
     rate = cfg.request_rate
@@ -154,15 +184,19 @@ def build_result(cfg: Any, ds: Any, records: list[Any], *, t0: float, t_end: flo
     if sd is not None:
         data.update(sd)
     data["dataset"] = {
-        "kind": ds.kind, "path": ds.path, "available": ds.available, "skipped": dict(ds.skipped),
-        "reused": ds.reused, "prompts_sha256": ds.fingerprint(),
+        "kind": ds.kind,
+        "path": ds.path,
+        "available": ds.available,
+        "skipped": dict(ds.skipped),
+        "reused": ds.reused,
+        "prompts_sha256": ds.fingerprint(),
     }
     data["client"] = {
         "cpu_seconds": client.cpu_seconds,
         "cpu_ms_per_1k_tokens": (1e6 * client.cpu_seconds / total_out) if total_out else None,
         "cpu_fraction_of_one_core": client.cpu_seconds / duration if duration > 0 else None,
-        "loop_lag_ms": {k: v for k, v in M.summarize(lags, 1000.0).items()} | (
-            {"max": 1000.0 * max(lags)} if lags else {"max": None}),
+        "loop_lag_ms": {k: v for k, v in M.summarize(lags, 1000.0).items()}
+        | ({"max": 1000.0 * max(lags)} if lags else {"max": None}),
         "first_token_recv_minus_send_ms": M.summarize(srv_lag, 1000.0) if srv_lag else None,
         "send_to_server_arrival_ms": M.summarize(send_path, 1000.0) if send_path else None,
         "server_ttft_ms": M.summarize(srv_ttft, 1000.0) if srv_ttft else None,
@@ -175,8 +209,9 @@ def build_result(cfg: Any, ds: Any, records: list[Any], *, t0: float, t_end: flo
     # A CPU fraction needs a window to mean anything: over a run of a few ms (every request
     # refused, say) start-up work alone reads as a busy core.
     cpu_judged = duration >= MIN_CPU_WINDOW_S
-    data["client_bound_warning"] = bool((lag_p99 is not None and lag_p99 > 5.0)
-                                        or (cpu_judged and cpu_frac is not None and cpu_frac > 0.75))
+    data["client_bound_warning"] = bool(
+        (lag_p99 is not None and lag_p99 > 5.0) or (cpu_judged and cpu_frac is not None and cpu_frac > 0.75)
+    )
     return BenchResult(_finite(data))
 
 
@@ -196,6 +231,7 @@ def _finite(obj: Any) -> Any:
 
 
 # ---- reading results back ----------------------------------------------------
+
 
 def _num(d: dict[str, Any], key: str, where: str) -> float | None:
     v = d.get(key)
@@ -220,8 +256,11 @@ def normalize(d: Any, source: str = "result") -> dict[str, Any]:
         raise BenchError(f"result must be a JSON object, got {type(d).__name__}", location=source)
     ours = d.get("result_format") == RESULT_FORMAT
     if not ours and not ("completed" in d and ("output_throughput" in d or "duration" in d)):
-        raise BenchError("not a benchmark result: expected autobench's result JSON or vllm bench serve's "
-                         "(fields 'completed', 'duration', 'output_throughput')", location=source)
+        raise BenchError(
+            "not a benchmark result: expected autobench's result JSON or vllm bench serve's "
+            "(fields 'completed', 'duration', 'output_throughput')",
+            location=source,
+        )
     w = source
     out_tp = _num(d, "output_throughput", w)
     total_tp = _num(d, "total_token_throughput", w)
@@ -238,9 +277,9 @@ def normalize(d: Any, source: str = "result") -> dict[str, Any]:
     per_pos = d.get("spec_decode_per_position_acceptance_rates")
     if per_pos is not None:
         if not isinstance(per_pos, list) or not all(
-                isinstance(x, (int, float)) and not isinstance(x, bool) for x in per_pos):
-            raise BenchError("field 'spec_decode_per_position_acceptance_rates' must be a list of numbers",
-                             location=w)
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in per_pos
+        ):
+            raise BenchError("field 'spec_decode_per_position_acceptance_rates' must be a list of numbers", location=w)
         per_pos = [float(x) for x in per_pos]
     cap = d.get("time_cap_hit")
     conc = d.get("max_concurrency")
@@ -286,7 +325,9 @@ def load_result_json(path: str | Path) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BenchError(f"result file is not JSON: {exc.msg}", location=f"{p}:{exc.lineno}:{exc.colno}",
-                         hint="pass the JSON written by autobench bench --result or vllm bench serve "
-                              "--save-result") from exc
+        raise BenchError(
+            f"result file is not JSON: {exc.msg}",
+            location=f"{p}:{exc.lineno}:{exc.colno}",
+            hint="pass the JSON written by autobench bench --result or vllm bench serve --save-result",
+        ) from exc
     return normalize(data, source=p)

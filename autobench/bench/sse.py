@@ -20,8 +20,13 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Add bytes; return the ``data`` payload of every event completed by them."""
-        if (not self._buf and chunk.startswith(b"data: ") and chunk.find(b"\n", 6) == len(chunk) - 2
-                and chunk.endswith(b"\n\n") and b"\r" not in chunk):
+        if (
+            not self._buf
+            and chunk.startswith(b"data: ")
+            and chunk.find(b"\n", 6) == len(chunk) - 2
+            and chunk.endswith(b"\n\n")
+            and b"\r" not in chunk
+        ):
             return [chunk[6:-2]]  # the common case: one whole one-line event per read
         buf = self._buf + chunk if self._buf else chunk
         hold = b""

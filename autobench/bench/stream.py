@@ -31,8 +31,7 @@ _NULL_PAT = b'"finish_reason":null'
 class StreamSink:
     """Fills ``rec`` from an OpenAI-compatible SSE response (completions or chat)."""
 
-    __slots__ = ("rec", "parser", "usage", "done", "tok_pat", "empty_pat", "allow_missing_usage", "status",
-                 "err_body")
+    __slots__ = ("rec", "parser", "usage", "done", "tok_pat", "empty_pat", "allow_missing_usage", "status", "err_body")
 
     def __init__(self, rec: RequestRecord, *, chat: bool, allow_missing_usage: bool):
         self.rec = rec
@@ -63,8 +62,14 @@ class StreamSink:
             return True
         tok_pat, empty_pat = self.tok_pat, self.empty_pat
         for ev in self.parser.feed(data):
-            if (rec.first is not None and _NULL_PAT in ev and tok_pat in ev and empty_pat not in ev
-                    and (b'"usage"' not in ev or b'"usage":null' in ev) and b'"error"' not in ev):
+            if (
+                rec.first is not None
+                and _NULL_PAT in ev
+                and tok_pat in ev
+                and empty_pat not in ev
+                and (b'"usage"' not in ev or b'"usage":null' in ev)
+                and b'"error"' not in ev
+            ):
                 rec.gaps.append(now - rec.last)  # type: ignore[operator]
                 rec.last = now
                 rec.n_chunks += 1
@@ -102,8 +107,10 @@ class StreamSink:
             rec.completion_tokens = rec.n_chunks
             rec.prompt_tokens = rec.prompt_est
         else:
-            rec.fail("no_usage", "the stream carried no usage report (stream_options.include_usage "
-                                 "ignored?); see --allow-missing-usage")
+            rec.fail(
+                "no_usage",
+                "the stream carried no usage report (stream_options.include_usage ignored?); see --allow-missing-usage",
+            )
             return
         rec.status = OK
 

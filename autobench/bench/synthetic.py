@@ -223,8 +223,9 @@ class SyntheticServer:
             self._generate(conn, body, t_arrival, chat=path == "/v1/chat/completions")
             return
         if method != "GET":
-            conn.respond(405 if path in ("/health", "/v1/models", "/metrics") else 404,
-                         b'{"detail":"Method Not Allowed"}')
+            conn.respond(
+                405 if path in ("/health", "/v1/models", "/metrics") else 404, b'{"detail":"Method Not Allowed"}'
+            )
             return
         if path == "/health":
             conn.respond(200, b"", "text/plain; charset=utf-8")
@@ -238,9 +239,23 @@ class SyntheticServer:
     def models_body(self) -> bytes:
         if not self._models_body:
             m = self.config.model
-            self._models_body = json_bytes({"object": "list", "data": [{
-                "id": m, "object": "model", "created": int(self.created), "owned_by": "vllm", "root": m,
-                "parent": None, "max_model_len": self.config.max_model_len, "permission": []}]})
+            self._models_body = json_bytes(
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": m,
+                            "object": "model",
+                            "created": int(self.created),
+                            "owned_by": "vllm",
+                            "root": m,
+                            "parent": None,
+                            "max_model_len": self.config.max_model_len,
+                            "permission": [],
+                        }
+                    ],
+                }
+            )
         return self._models_body
 
     def prometheus_text(self) -> str:
@@ -260,33 +275,42 @@ class SyntheticServer:
 
         eng = [f'engine="{e}",model_name="{m}"' for e in (0, 1)]
         counter("vllm:prompt_tokens", "Number of prefill tokens processed.", [(eng[0], c.prompt_tokens)])
-        counter("vllm:generation_tokens", "Number of generation tokens processed.",
-                [(eng[0], c.generation_tokens)])
-        counter("vllm:request_success", "Count of successfully processed requests.",
-                [(f'engine="0",finished_reason="length",model_name="{m}"', c.success)])
+        counter("vllm:generation_tokens", "Number of generation tokens processed.", [(eng[0], c.generation_tokens)])
+        counter(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            [(f'engine="0",finished_reason="length",model_name="{m}"', c.success)],
+        )
         out.append("# HELP vllm:num_requests_running Number of requests in model execution batches.")
         out.append("# TYPE vllm:num_requests_running gauge")
         out.append(f'vllm:num_requests_running{{engine="0",model_name="{m}"}} {float(c.running)}')
         if self.config.spec_enabled:
-            counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.",
-                    [(eng[e], c.drafts[e]) for e in (0, 1)])
-            counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.",
-                    [(eng[e], c.draft_tokens[e]) for e in (0, 1)])
-            counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.",
-                    [(eng[e], c.accepted[e]) for e in (0, 1)])
+            counter(
+                "vllm:spec_decode_num_drafts",
+                "Number of spec decoding drafts.",
+                [(eng[e], c.drafts[e]) for e in (0, 1)],
+            )
+            counter(
+                "vllm:spec_decode_num_draft_tokens",
+                "Number of draft tokens.",
+                [(eng[e], c.draft_tokens[e]) for e in (0, 1)],
+            )
+            counter(
+                "vllm:spec_decode_num_accepted_tokens",
+                "Number of accepted tokens.",
+                [(eng[e], c.accepted[e]) for e in (0, 1)],
+            )
             pos_values: list[tuple[str, float]] = []
             for e in (0, 1):
                 for i, v in enumerate(c.per_pos[e]):
                     pos_values.append((f'engine="{e}",model_name="{m}",position="{i}"', v))
-            counter("vllm:spec_decode_num_accepted_tokens_per_pos",
-                    "Accepted tokens per draft position.", pos_values)
+            counter("vllm:spec_decode_num_accepted_tokens_per_pos", "Accepted tokens per draft position.", pos_values)
         return "\n".join(out) + "\n"
 
     # ---- completions -------------------------------------------------------
     @staticmethod
     def _error(conn: HttpConn, status: int, message: str, type_: str, param: str | None = None) -> None:
-        conn.respond(status, json_bytes({"error": {"message": message, "type": type_, "param": param,
-                                                   "code": status}}))
+        conn.respond(status, json_bytes({"error": {"message": message, "type": type_, "param": param, "code": status}}))
 
     def _generate(self, conn: HttpConn, body: bytes, t_arrival: float, *, chat: bool) -> None:
         cfg = self.config
@@ -327,17 +351,35 @@ class SyntheticServer:
         n = self.counters.requests
         self.counters.requests += 1
         if fault_hit(cfg.error_rate, n):
-            self._error(conn, cfg.error_status, "synthetic injected error",
-                        "InternalServerError" if cfg.error_status >= 500 else "BadRequestError")
+            self._error(
+                conn,
+                cfg.error_status,
+                "synthetic injected error",
+                "InternalServerError" if cfg.error_status >= 500 else "BadRequestError",
+            )
             return
         fault = None
-        for kind, rate in (("drop", cfg.drop_rate), ("midstream", cfg.midstream_error_rate),
-                           ("non_json", cfg.non_json_rate), ("stall", cfg.stall_rate)):
+        for kind, rate in (
+            ("drop", cfg.drop_rate),
+            ("midstream", cfg.midstream_error_rate),
+            ("non_json", cfg.non_json_rate),
+            ("stall", cfg.stall_rate),
+        ):
             if fault_hit(rate, n):
                 fault = kind
                 break
-        s = _Stream(self, conn, chat=chat, n=n, n_out=n_out, prompt_tokens=prompt_tokens,
-                    include_usage=include_usage, fault=fault, t_arrival=t_arrival, stream=stream)
+        s = _Stream(
+            self,
+            conn,
+            chat=chat,
+            n=n,
+            n_out=n_out,
+            prompt_tokens=prompt_tokens,
+            include_usage=include_usage,
+            fault=fault,
+            t_arrival=t_arrival,
+            stream=stream,
+        )
         if fault == "stall":
             s.shift(cfg.stall_seconds)
             s.handle = asyncio.get_running_loop().call_later(cfg.stall_seconds, s.begin)
@@ -350,8 +392,11 @@ class SyntheticServer:
         self._finished += 1
         limit = self.config.die_after_requests
         if limit is not None and self._finished >= limit:
-            vlog("ERROR", "core_client.py:564",
-                 "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.")
+            vlog(
+                "ERROR",
+                "core_client.py:564",
+                "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+            )
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(1)
@@ -369,29 +414,38 @@ class SyntheticServer:
             self._last_stats = (c.prompt_tokens, c.generation_tokens, d_draft, d_acc, d_dt)
             p_rate = (c.prompt_tokens - prev[0]) / interval
             g_rate = (c.generation_tokens - prev[1]) / interval
-            vlog("INFO", "loggers.py:123",
-                 f"Engine 000: Avg prompt throughput: {p_rate:.1f} tokens/s, Avg generation throughput: "
-                 f"{g_rate:.1f} tokens/s, Running: {c.running} reqs, Waiting: 0 reqs, "
-                 f"GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%")
+            vlog(
+                "INFO",
+                "loggers.py:123",
+                f"Engine 000: Avg prompt throughput: {p_rate:.1f} tokens/s, Avg generation throughput: "
+                f"{g_rate:.1f} tokens/s, Running: {c.running} reqs, Waiting: 0 reqs, "
+                f"GPU KV cache usage: 0.0%, Prefix cache hit rate: 0.0%",
+            )
             drafts = d_draft - prev[2]
             if self.config.spec_enabled and drafts > 0:
                 acc = d_acc - prev[3]
                 dt = d_dt - prev[4]
                 per_pos = [sum(c.per_pos[e][i] for e in (0, 1)) for i in range(len(c.per_pos[0]))]
                 rates = ", ".join(f"{v / max(d_draft, 1):.3f}" for v in per_pos)
-                vlog("INFO", "metrics.py:98",
-                     f"SpecDecoding metrics: Mean acceptance length: {1 + acc / drafts:.2f}, "
-                     f"Accepted throughput: {acc / interval:.2f} tokens/s, Drafted throughput: "
-                     f"{dt / interval:.2f} tokens/s, Accepted: {acc} tokens, Drafted: {dt} tokens, "
-                     f"Per-position acceptance rate: {rates}, "
-                     f"Avg Draft acceptance rate: {100 * acc / max(dt, 1):.1f}%")
+                vlog(
+                    "INFO",
+                    "metrics.py:98",
+                    f"SpecDecoding metrics: Mean acceptance length: {1 + acc / drafts:.2f}, "
+                    f"Accepted throughput: {acc / interval:.2f} tokens/s, Drafted throughput: "
+                    f"{dt / interval:.2f} tokens/s, Accepted: {acc} tokens, Drafted: {dt} tokens, "
+                    f"Per-position acceptance rate: {rates}, "
+                    f"Avg Draft acceptance rate: {100 * acc / max(dt, 1):.1f}%",
+                )
 
     # ---- running -----------------------------------------------------
     def _boot_logs(self) -> None:
         cfg = self.config
         vlog("INFO", "api_server.py:1880", f"vLLM API server version {VLLM_VERSION} (synthetic)")
-        vlog("INFO", "utils.py:328", f"non-default args: {{'model': '{cfg.model}', 'host': '{cfg.host}', "
-             f"'port': {cfg.port}}}")
+        vlog(
+            "INFO",
+            "utils.py:328",
+            f"non-default args: {{'model': '{cfg.model}', 'host': '{cfg.host}', 'port': {cfg.port}}}",
+        )
         vlog("INFO", "model.py:547", "Resolved architecture: SyntheticForCausalLM")
         vlog("INFO", "model.py:1510", f"Using max model len {cfg.max_model_len}")
 
@@ -408,16 +462,21 @@ class SyntheticServer:
             f"AssertionError: {text}\n"
         )
         sys.stdout.write(tb)
-        sys.stdout.write("RuntimeError: Engine core initialization failed. See root cause above. "
-                         "Failed core proc(s): {'EngineCore_DP0': 1}\n")
+        sys.stdout.write(
+            "RuntimeError: Engine core initialization failed. See root cause above. "
+            "Failed core proc(s): {'EngineCore_DP0': 1}\n"
+        )
         sys.stdout.flush()
 
     async def serve_forever(self) -> None:
         cfg = self.config
         self._boot_logs()
         if cfg.boot_delay > 0:
-            vlog("INFO", "gpu_model_runner.py:2000", "Starting to load model (synthetic boot delay "
-                 f"{cfg.boot_delay:g} s)...")
+            vlog(
+                "INFO",
+                "gpu_model_runner.py:2000",
+                f"Starting to load model (synthetic boot delay {cfg.boot_delay:g} s)...",
+            )
             await asyncio.sleep(cfg.boot_delay)
         if cfg.fail_boot_with is not None:
             self._fail_boot(cfg.fail_boot_with)
@@ -426,8 +485,7 @@ class SyntheticServer:
         server = await loop.create_server(self.protocol, cfg.host, cfg.port, reuse_address=True, backlog=4096)
         sock = server.sockets[0] if server.sockets else None
         self.port = sock.getsockname()[1] if sock is not None else cfg.port
-        vlog("INFO", "api_server.py:1971",
-             f"Starting vLLM API server 0 on http://{cfg.host}:{self.port}")
+        vlog("INFO", "api_server.py:1971", f"Starting vLLM API server 0 on http://{cfg.host}:{self.port}")
         uvlog(f"Started server process [{os.getpid()}]")
         uvlog("Waiting for application startup.")
         uvlog("Application startup complete.")
@@ -444,12 +502,44 @@ class SyntheticServer:
 class _Stream:
     """One completion request: its chunk schedule, driven by timer callbacks."""
 
-    __slots__ = ("srv", "conn", "chat", "n", "engine", "n_out", "prompt_tokens", "include_usage", "fault",
-                 "t_arr", "stream", "plan", "fault_at", "idx", "emitted", "target", "aim", "handle",
-                 "created", "head", "running")
+    __slots__ = (
+        "srv",
+        "conn",
+        "chat",
+        "n",
+        "engine",
+        "n_out",
+        "prompt_tokens",
+        "include_usage",
+        "fault",
+        "t_arr",
+        "stream",
+        "plan",
+        "fault_at",
+        "idx",
+        "emitted",
+        "target",
+        "aim",
+        "handle",
+        "created",
+        "head",
+        "running",
+    )
 
-    def __init__(self, srv: SyntheticServer, conn: HttpConn, *, chat: bool, n: int, n_out: int,
-                 prompt_tokens: int, include_usage: bool, fault: str | None, t_arrival: float, stream: bool):
+    def __init__(
+        self,
+        srv: SyntheticServer,
+        conn: HttpConn,
+        *,
+        chat: bool,
+        n: int,
+        n_out: int,
+        prompt_tokens: int,
+        include_usage: bool,
+        fault: str | None,
+        t_arrival: float,
+        stream: bool,
+    ):
         cfg = srv.config
         self.srv = srv
         self.conn = conn
@@ -553,11 +643,15 @@ class _Stream:
         srv.counters.prompt_tokens += self.prompt_tokens
         n, m, created = self.n, cfg.model, self.created
         if self.chat:
-            self.head = (f'data: {{"id":"chatcmpl-{n}","object":"chat.completion.chunk","created":{created},'
-                         f'"model":"{m}","choices":[{{"index":0,"delta":{{"content":"').encode()
+            self.head = (
+                f'data: {{"id":"chatcmpl-{n}","object":"chat.completion.chunk","created":{created},'
+                f'"model":"{m}","choices":[{{"index":0,"delta":{{"content":"'
+            ).encode()
         else:
-            self.head = (f'data: {{"id":"cmpl-{n}","object":"text_completion","created":{created},'
-                         f'"model":"{m}","choices":[{{"index":0,"text":"').encode()
+            self.head = (
+                f'data: {{"id":"cmpl-{n}","object":"text_completion","created":{created},'
+                f'"model":"{m}","choices":[{{"index":0,"text":"'
+            ).encode()
         self._emit()
 
     def _emit(self, due: bool = False) -> None:
@@ -609,19 +703,31 @@ class _Stream:
         if self.include_usage:
             obj = "chat.completion.chunk" if self.chat else "text_completion"
             pt, n_out = self.prompt_tokens, self.n_out
-            parts.append(b"data: " + json_bytes(
-                {"id": f"cmpl-{self.n}", "object": obj, "created": self.created, "model": cfg.model,
-                 "choices": [], "usage": {"prompt_tokens": pt, "total_tokens": pt + n_out,
-                                          "completion_tokens": n_out}}) + b"\n\n")
+            parts.append(
+                b"data: "
+                + json_bytes(
+                    {
+                        "id": f"cmpl-{self.n}",
+                        "object": obj,
+                        "created": self.created,
+                        "model": cfg.model,
+                        "choices": [],
+                        "usage": {"prompt_tokens": pt, "total_tokens": pt + n_out, "completion_tokens": n_out},
+                    }
+                )
+                + b"\n\n"
+            )
         parts.append(b"data: [DONE]\n\n")
         counters.success += 1
         conn.end_stream(b"".join(parts))
         self._finish()
 
     def _role_chunk(self) -> bytes:
-        return (f'data: {{"id":"chatcmpl-{self.n}","object":"chat.completion.chunk","created":{self.created},'
-                f'"model":"{self.srv.config.model}","choices":[{{"index":0,"delta":{{"role":"assistant",'
-                f'"content":""}},"logprobs":null,"finish_reason":null}}]}}\n\n').encode()
+        return (
+            f'data: {{"id":"chatcmpl-{self.n}","object":"chat.completion.chunk","created":{self.created},'
+            f'"model":"{self.srv.config.model}","choices":[{{"index":0,"delta":{{"role":"assistant",'
+            f'"content":""}},"logprobs":null,"finish_reason":null}}]}}\n\n'
+        ).encode()
 
     def _fault(self, parts: list[bytes]) -> None:
         conn = self.conn
@@ -632,9 +738,20 @@ class _Stream:
             conn.abort()
             return
         if self.fault == "midstream":
-            parts.append(b"data: " + json_bytes({"error": {
-                "message": "synthetic mid-stream error", "type": "InternalServerError", "param": None,
-                "code": 500}}) + b"\n\ndata: [DONE]\n\n")
+            parts.append(
+                b"data: "
+                + json_bytes(
+                    {
+                        "error": {
+                            "message": "synthetic mid-stream error",
+                            "type": "InternalServerError",
+                            "param": None,
+                            "code": 500,
+                        }
+                    }
+                )
+                + b"\n\ndata: [DONE]\n\n"
+            )
         else:  # non_json
             parts.append(b"data: this is not json {\n\ndata: [DONE]\n\n")
         conn.end_stream(b"".join(parts))
@@ -653,14 +770,28 @@ class _Stream:
         srv.counters.success += 1
         srv._request_done()
         if self.chat:
-            choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": text},
-                                      "finish_reason": "length"}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "length",
+            }
             obj = "chat.completion"
         else:
             choice = {"index": 0, "text": text, "finish_reason": "length"}
             obj = "text_completion"
-        self.conn.respond(200, json_bytes({"id": f"cmpl-{self.n}", "object": obj, "created": int(time.time()),
-                                           "model": cfg.model, "choices": [choice], "usage": usage}))
+        self.conn.respond(
+            200,
+            json_bytes(
+                {
+                    "id": f"cmpl-{self.n}",
+                    "object": obj,
+                    "created": int(time.time()),
+                    "model": cfg.model,
+                    "choices": [choice],
+                    "usage": usage,
+                }
+            ),
+        )
 
 
 def run(config: SyntheticConfig) -> int:
@@ -710,8 +841,7 @@ class ThreadedServer:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.config.host, self.config.port))
-        self._srv = await asyncio.get_running_loop().create_server(self.server.protocol, sock=sock,
-                                                                   backlog=4096)
+        self._srv = await asyncio.get_running_loop().create_server(self.server.protocol, sock=sock, backlog=4096)
         return int(sock.getsockname()[1])
 
     async def _stop(self) -> None:

@@ -86,8 +86,20 @@ class HttpConn(asyncio.Protocol):
     """One client connection.  The handler answers with ``respond`` or ``start_stream`` /
     ``write_chunk`` / ``end_stream`` (or ``abort``); then the next request is parsed."""
 
-    __slots__ = ("dispatch", "conns", "pacer", "transport", "buf", "busy", "keep_alive", "closed", "on_close",
-                 "head", "t_read", "headers")
+    __slots__ = (
+        "dispatch",
+        "conns",
+        "pacer",
+        "transport",
+        "buf",
+        "busy",
+        "keep_alive",
+        "closed",
+        "on_close",
+        "head",
+        "t_read",
+        "headers",
+    )
 
     def __init__(self, dispatch: Dispatch, conns: set[HttpConn] | None = None, pacer: Pacer | None = None):
         self.dispatch = dispatch
@@ -180,7 +192,7 @@ class HttpConn(asyncio.Protocol):
                     return
                 if len(buf) < start + length:
                     return
-                body, consumed = bytes(buf[start:start + length]), start + length
+                body, consumed = bytes(buf[start : start + length]), start + length
             del buf[:consumed]
             conn_hdr = headers.get("connection", "").lower()
             if version == "HTTP/1.0":
@@ -200,15 +212,18 @@ class HttpConn(asyncio.Protocol):
     # ---- answering ---------------------------------------------------------
     def _head(self, status: int, fields: str) -> bytes:
         conn = "keep-alive" if self.keep_alive else "close"
-        return (f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n{fields}"
-                f"Connection: {conn}\r\nServer: autobench-synthetic\r\n\r\n").encode("latin-1")
+        return (
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n{fields}"
+            f"Connection: {conn}\r\nServer: autobench-synthetic\r\n\r\n"
+        ).encode("latin-1")
 
     def respond(self, status: int, body: bytes, content_type: str = "application/json") -> None:
         """A complete response with ``Content-Length``; ends the request."""
         if self.closed or self.transport is None:
             return
-        self.transport.write(self._head(status, f"Content-Type: {content_type}\r\n"
-                                                f"Content-Length: {len(body)}\r\n") + body)
+        self.transport.write(
+            self._head(status, f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n") + body
+        )
         self._done()
 
     def start_stream(self, content_type: str = "text/event-stream") -> None:
@@ -221,8 +236,9 @@ class HttpConn(asyncio.Protocol):
         """
         if self.closed or self.transport is None:
             return
-        self.head = self._head(200, f"Content-Type: {content_type}\r\nCache-Control: no-cache\r\n"
-                                    "Transfer-Encoding: chunked\r\n")
+        self.head = self._head(
+            200, f"Content-Type: {content_type}\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n"
+        )
         asyncio.get_running_loop().call_soon(self._flush_head)
 
     def _flush_head(self) -> None:
@@ -282,7 +298,7 @@ def _dechunk(buf: bytearray, pos: int) -> tuple[bytes, int] | int | None:
             return bytes(out), end + 4
         if len(buf) < pos + size + 2:
             return None
-        out += buf[pos:pos + size]
+        out += buf[pos : pos + size]
         pos += size + 2
         if len(out) > MAX_BODY:
             return -1

@@ -107,8 +107,19 @@ class Inbox:
 class Conn(asyncio.Protocol):
     """One keep-alive connection; ``send`` writes a request, the returned future ends with it."""
 
-    __slots__ = ("transport", "parser", "sink", "done", "closed", "t_recv", "got_head", "sized",
-                 "_loop", "_stopped", "_inbox")
+    __slots__ = (
+        "transport",
+        "parser",
+        "sink",
+        "done",
+        "closed",
+        "t_recv",
+        "got_head",
+        "sized",
+        "_loop",
+        "_stopped",
+        "_inbox",
+    )
 
     def __init__(self, loop: asyncio.AbstractEventLoop, inbox: Inbox):
         self._loop = loop
@@ -296,13 +307,16 @@ class Pool:
 
     async def prefill(self, n: int) -> None:
         """Open up to ``n`` idle connections at once, so handshakes stay out of the measured run."""
+
         async def one() -> None:
             with contextlib.suppress(ConnectFailed):  # the run itself counts connection errors
                 self.idle.append(await self._connect())
+
         await asyncio.gather(*(one() for _ in range(max(0, n - len(self.idle)))))
 
-    async def fetch(self, method: str, path: str, body: bytes | None = None, *, timeout: float,
-                    limit: int = 16 * 2**20) -> Collect:
+    async def fetch(
+        self, method: str, path: str, body: bytes | None = None, *, timeout: float, limit: int = 16 * 2**20
+    ) -> Collect:
         """One small request read whole (raises ConnectFailed, TimeoutError, or returns with ``error``)."""
         sink = Collect(limit)
         data = self.request_bytes(method, path, body)
@@ -332,12 +346,17 @@ class Pool:
         inbox = self._inbox
         try:
             _, proto = await asyncio.wait_for(
-                loop.create_connection(lambda: Conn(loop, inbox), self.host, self.port, ssl=self.ssl,
-                                       server_hostname=self.host if self.ssl else None),
-                self.connect_timeout)
+                loop.create_connection(
+                    lambda: Conn(loop, inbox),
+                    self.host,
+                    self.port,
+                    ssl=self.ssl,
+                    server_hostname=self.host if self.ssl else None,
+                ),
+                self.connect_timeout,
+            )
         except TimeoutError as exc:
-            raise ConnectFailed(f"connect timeout after {self.connect_timeout:g} s to "
-                                f"{self.host}:{self.port}") from exc
+            raise ConnectFailed(f"connect timeout after {self.connect_timeout:g} s to {self.host}:{self.port}") from exc
         except (OSError, ssl.SSLError) as exc:
             raise ConnectFailed(f"{type(exc).__name__}: {exc}") from exc
         self.all.add(proto)

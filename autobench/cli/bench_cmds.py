@@ -28,15 +28,27 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--base-url", required=True, help="Server root, e.g. http://127.0.0.1:8000 (a /v1 suffix is ok).")
 @click.option("--model", required=True, help="Served model name (checked against GET /v1/models).")
 @click.option("--endpoint", type=click.Choice(["completions", "chat"]), default="completions", show_default=True)
-@click.option("--dataset-kind", type=click.Choice(["sharegpt", "random", "jsonl"]), default=None,
-              help="Default: jsonl for *.jsonl, sharegpt for other files, random without --dataset.")
+@click.option(
+    "--dataset-kind",
+    type=click.Choice(["sharegpt", "random", "jsonl"]),
+    default=None,
+    help="Default: jsonl for *.jsonl, sharegpt for other files, random without --dataset.",
+)
 @click.option("--dataset", "dataset_path", default=None, help="Dataset file (ShareGPT V3 JSON or JSONL).")
 @click.option("--num-prompts", type=click.IntRange(min=1), default=1000, show_default=True)
-@click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Time cap: stop sending new requests after this many seconds.")
-@click.option("--grace-seconds", type=click.FloatRange(min=0), default=30.0, show_default=True,
-              help="After the cap, in-flight requests may finish this long; then they are cancelled "
-                   "and counted incomplete.")
+@click.option(
+    "--max-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Time cap: stop sending new requests after this many seconds.",
+)
+@click.option(
+    "--grace-seconds",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="After the cap, in-flight requests may finish this long; then they are cancelled and counted incomplete.",
+)
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--temperature", type=float, default=None)
@@ -45,24 +57,44 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--presence-penalty", type=float, default=None)
 @click.option("--ignore-eos", is_flag=True, help="Ask the server to generate max-tokens tokens.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the prompt sample and arrivals.")
-@click.option("--warmup", type=click.IntRange(min=0), default=0, show_default=True,
-              help="Warm-up requests (distinct prompts), excluded from the results.")
-@click.option("--request-rate", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Poisson arrivals at this many requests/s (capped by --concurrency); "
-                   "default: closed loop.")
-@click.option("--read-timeout", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
-              help="Seconds without a byte before a request counts as a timeout.")
-@click.option("--allow-missing-usage", is_flag=True,
-              help="Count tokens as chunks when the server sends no usage (else: error no_usage).")
+@click.option(
+    "--warmup",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Warm-up requests (distinct prompts), excluded from the results.",
+)
+@click.option(
+    "--request-rate",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Poisson arrivals at this many requests/s (capped by --concurrency); default: closed loop.",
+)
+@click.option(
+    "--read-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Seconds without a byte before a request counts as a timeout.",
+)
+@click.option(
+    "--allow-missing-usage",
+    is_flag=True,
+    help="Count tokens as chunks when the server sends no usage (else: error no_usage).",
+)
 @click.option("--min-prompt-tokens", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--max-prompt-tokens", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--random-input-len", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--random-range-ratio", type=click.FloatRange(0, 1, max_open=True), default=0.0,
-              show_default=True)
+@click.option("--random-range-ratio", type=click.FloatRange(0, 1, max_open=True), default=0.0, show_default=True)
 @click.option("--label", default=None, help="Free-text label stored in the result.")
-@click.option("--api-key-env", "api_key_env", default=None, metavar="NAME",
-              help="Environment variable holding the server's API key (sent as a Bearer token; must be set). "
-                   "Default: OPENAI_API_KEY when set.")
+@click.option(
+    "--api-key-env",
+    "api_key_env",
+    default=None,
+    metavar="NAME",
+    help="Environment variable holding the server's API key (sent as a Bearer token; must be set). "
+    "Default: OPENAI_API_KEY when set.",
+)
 @click.option("--result", "result_path", default=None, help="Write the result JSON to this file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result JSON on stdout.")
 def bench(dataset_path: str | None, result_path: str | None, as_json: bool, **opts: Any) -> None:
@@ -85,14 +117,18 @@ def bench(dataset_path: str | None, result_path: str | None, as_json: bool, **op
     d = result.to_json_dict()
     if d.get("interrupted"):
         where = f"; written to {result_path}" if result_path else ""
-        click.echo(f"interrupted: partial result ({d['completed']} completed, {d['incomplete']} cancelled in "
-                   f"flight, {d['not_dispatched']} not sent){where}", err=True)
+        click.echo(
+            f"interrupted: partial result ({d['completed']} completed, {d['incomplete']} cancelled in "
+            f"flight, {d['not_dispatched']} not sent){where}",
+            err=True,
+        )
         raise SystemExit(130)  # cli.main() drops click.Exit codes under standalone_mode=False
     if d["completed"] == 0 and d["failed"] > 0:
         kinds = ", ".join(f"{k}: {n}" for k, n in sorted(d["errors_by_kind"].items()))
         where = f"; the result is in {result_path}" if result_path else ""
-        raise BenchError(f"no request completed: {d['failed']} failed ({kinds}){where}",
-                         hint="the summary's error samples say why")
+        raise BenchError(
+            f"no request completed: {d['failed']} failed ({kinds}){where}", hint="the summary's error samples say why"
+        )
 
 
 class _Progress:
@@ -107,8 +143,14 @@ class _Progress:
         if self.enabled:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._p = Progress(TextColumn("bench"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                               TextColumn("{task.fields[errors]} errors"), transient=True)
+            self._p = Progress(
+                TextColumn("bench"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[errors]} errors"),
+                transient=True,
+            )
             self._p.start()
         return self
 
@@ -147,8 +189,12 @@ def _summary_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
         ("requests/s", _fmt(d["request_throughput"], 3)),
     ]
     for m in ("ttft", "tpot", "itl", "e2el"):
-        rows.append((f"{m.upper()} median / p90 / p99 (ms)",
-                     " / ".join(_fmt(d.get(f"{k}_{m}_ms")) for k in ("median", "p90", "p99"))))
+        rows.append(
+            (
+                f"{m.upper()} median / p90 / p99 (ms)",
+                " / ".join(_fmt(d.get(f"{k}_{m}_ms")) for k in ("median", "p90", "p99")),
+            )
+        )
     if d.get("spec_decode_available"):
         pp = ", ".join(f"{x:.2f}" for x in d["spec_decode_per_position_acceptance_rates"])
         rows.append(("spec acceptance length", _fmt(d["spec_decode_acceptance_length"])))
@@ -177,8 +223,11 @@ def _print_summary(d: dict[str, Any]) -> None:
         for k, v in rows:
             click.echo(f"{k.ljust(width)}  {v}")
     if d.get("client_bound_warning"):
-        click.echo("warning: the client itself was busy (CPU > 75% of a core or loop lag p99 > 5 ms); "
-                   "latencies may be inflated", err=True)
+        click.echo(
+            "warning: the client itself was busy (CPU > 75% of a core or loop lag p99 > 5 ms); "
+            "latencies may be inflated",
+            err=True,
+        )
 
 
 @click.command("synthetic-server")
@@ -186,37 +235,93 @@ def _print_summary(d: dict[str, Any]) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--model", default="synthetic", show_default=True, help="The one served model name.")
 @click.option("--ttft-ms", type=click.FloatRange(min=0), default=50.0, show_default=True)
-@click.option("--itl-ms", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="Delay between chunks.")
-@click.option("--tokens-per-chunk", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Tokens per chunk (> 1 emulates speculative decoding; acceptance length = this).")
-@click.option("--accept-profile", callback=_float_list, default=None,
-              help="Per-position acceptance rates, e.g. 0.78,0.56,0.39,0.29,0.21 (varies tokens per chunk).")
-@click.option("--spec-tokens", type=click.IntRange(min=0), default=None,
-              help="Draft tokens per step (default: profile length or tokens-per-chunk - 1).")
-@click.option("--output-tokens", type=click.IntRange(min=1), default=None,
-              help="Fixed output length (default: honour max_tokens).")
-@click.option("--error-rate", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Fraction of requests answered with --error-status.")
+@click.option("--itl-ms", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Delay between chunks.")
+@click.option(
+    "--tokens-per-chunk",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Tokens per chunk (> 1 emulates speculative decoding; acceptance length = this).",
+)
+@click.option(
+    "--accept-profile",
+    callback=_float_list,
+    default=None,
+    help="Per-position acceptance rates, e.g. 0.78,0.56,0.39,0.29,0.21 (varies tokens per chunk).",
+)
+@click.option(
+    "--spec-tokens",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Draft tokens per step (default: profile length or tokens-per-chunk - 1).",
+)
+@click.option(
+    "--output-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Fixed output length (default: honour max_tokens).",
+)
+@click.option(
+    "--error-rate",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Fraction of requests answered with --error-status.",
+)
 @click.option("--error-status", type=click.IntRange(400, 599), default=500, show_default=True)
-@click.option("--midstream-error-rate", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Fraction of streams that send an {\"error\": ...} event half-way.")
-@click.option("--drop-rate", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Fraction of streams closed abruptly half-way.")
-@click.option("--non-json-rate", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Fraction of streams that send a non-JSON event half-way.")
-@click.option("--stall-rate", type=click.FloatRange(0, 1), default=0.0, show_default=True,
-              help="Fraction of requests that wait --stall-seconds before answering.")
+@click.option(
+    "--midstream-error-rate",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help='Fraction of streams that send an {"error": ...} event half-way.',
+)
+@click.option(
+    "--drop-rate",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Fraction of streams closed abruptly half-way.",
+)
+@click.option(
+    "--non-json-rate",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Fraction of streams that send a non-JSON event half-way.",
+)
+@click.option(
+    "--stall-rate",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help="Fraction of requests that wait --stall-seconds before answering.",
+)
 @click.option("--stall-seconds", type=click.FloatRange(min=0), default=30.0, show_default=True)
 @click.option("--no-usage", is_flag=True, help="Never send the usage chunk.")
-@click.option("--boot-delay", type=click.FloatRange(min=0), default=0.0, show_default=True,
-              help="Seconds to wait (not listening) before serving, like model loading.")
-@click.option("--fail-boot-with", default=None,
-              help="Print a vLLM-like traceback ending in 'AssertionError: TEXT' and exit 1.")
-@click.option("--die-after-requests", type=click.IntRange(min=1), default=None,
-              help="Exit abruptly (code 1) once this many requests have finished.")
-@click.option("--log-stats-interval", type=click.FloatRange(min=0), default=10.0, show_default=True,
-              help="Seconds between vLLM-like throughput/spec-decode log lines (0: off).")
+@click.option(
+    "--boot-delay",
+    type=click.FloatRange(min=0),
+    default=0.0,
+    show_default=True,
+    help="Seconds to wait (not listening) before serving, like model loading.",
+)
+@click.option(
+    "--fail-boot-with", default=None, help="Print a vLLM-like traceback ending in 'AssertionError: TEXT' and exit 1."
+)
+@click.option(
+    "--die-after-requests",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Exit abruptly (code 1) once this many requests have finished.",
+)
+@click.option(
+    "--log-stats-interval",
+    type=click.FloatRange(min=0),
+    default=10.0,
+    show_default=True,
+    help="Seconds between vLLM-like throughput/spec-decode log lines (0: off).",
+)
 def synthetic_server(**opts: Any) -> None:
     """Serve a fake OpenAI-compatible streaming model with known timings (a vllm serve stand-in).
 

@@ -12,10 +12,13 @@ from typing import Any
 
 import click
 
-_offline = click.option("--offline", is_flag=True,
-                        help="Read only the local HF cache (same as HF_HUB_OFFLINE=1).")
-_timeout = click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-                        help="Seconds per Hub request (default 10, or AUTOBENCH_HUB_TIMEOUT).")
+_offline = click.option("--offline", is_flag=True, help="Read only the local HF cache (same as HF_HUB_OFFLINE=1).")
+_timeout = click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds per Hub request (default 10, or AUTOBENCH_HUB_TIMEOUT).",
+)
 _json = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
@@ -54,11 +57,12 @@ def lock(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_jso
             was = "" if pin.previous == pin.sha else f" (was {pin.previous or 'main, by default'})"
             assumed = " [label assumed: main]" if pin.label_assumed else ""
             where = f"  -> {pin.file}" if pin.changed else ""
-            click.echo(f"  {pin.spec.kind:<9} {pin.spec.repo}  {pin.sha}  # frozen: {pin.label}"
-                       f"{assumed}{was}{where}")
+            click.echo(f"  {pin.spec.kind:<9} {pin.spec.repo}  {pin.sha}  # frozen: {pin.label}{assumed}{was}{where}")
             if pin.label_now and pin.label_now != pin.sha:
-                click.echo(f"      note: {pin.label} has moved to {pin.label_now[:7]} since this pin; "
-                           f"see `autobench outdated {result.recipe}`")
+                click.echo(
+                    f"      note: {pin.label} has moved to {pin.label_now[:7]} since this pin; "
+                    f"see `autobench outdated {result.recipe}`"
+                )
         click.echo(f"  lock file: {result.lock_file}")
 
 
@@ -68,8 +72,7 @@ def lock(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_jso
 @_timeout
 @_json
 @click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has moved upstream.")
-def outdated(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_json: bool,
-             exit_code: bool) -> None:
+def outdated(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_json: bool, exit_code: bool) -> None:
     """Show pins whose branch has moved upstream, with the config changes (default: recipes/*.yaml)."""
     from autobench.errors import UsageError
     from autobench.hub.outdated import check_recipe
@@ -104,8 +107,10 @@ def _print_outdated(items: list[Any]) -> None:
             click.echo(f"{head}  up-to-date: {_short(item.pinned)} = {item.label}")
         else:
             flag = "  BREAKING" if item.breaking else ""
-            click.echo(f"{head}  moved: pinned {_short(item.pinned)}, {item.label} is now "
-                       f"{_short(item.current)} ({item.current}){flag}")
+            click.echo(
+                f"{head}  moved: pinned {_short(item.pinned)}, {item.label} is now "
+                f"{_short(item.current)} ({item.current}){flag}"
+            )
             if not item.changes:
                 click.echo("      config.json unchanged")
             for change in item.changes:
@@ -152,8 +157,12 @@ def info(ref: str, offline: bool, timeout: float | None, as_json: bool) -> None:
         ("config.json", yn(t["has_config"])),
         ("quantization", yn(t["has_quantization_config"])),
         ("chat template", template),
-        ("weights", "?" if t["weight_files"] is None else
-         f"{human_bytes(t['weight_bytes'])} in {t['weight_files']} file{'' if t['weight_files'] == 1 else 's'}"),
+        (
+            "weights",
+            "?"
+            if t["weight_files"] is None
+            else f"{human_bytes(t['weight_bytes'])} in {t['weight_files']} file{'' if t['weight_files'] == 1 else 's'}",
+        ),
         ("last modified", t["last_modified"] or "?"),
     ]
     for key, value in rows:

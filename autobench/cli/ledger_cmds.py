@@ -77,8 +77,13 @@ def _run_id(text: str | None) -> int | None:
 @click.option("--root-cause", default=None, metavar="CATEGORY:MESSAGE", help="e.g. 'assertion:assert x == y'.")
 @click.option("--root-cause-category", default=None)
 @click.option("--root-cause-message", default=None)
-@click.option("--metrics", "metrics_file", default=None, metavar="FILE",
-              help="Result JSON: autobench bench --result or vllm bench serve --save-result.")
+@click.option(
+    "--metrics",
+    "metrics_file",
+    default=None,
+    metavar="FILE",
+    help="Result JSON: autobench bench --result or vllm bench serve --save-result.",
+)
 @click.option("--log", "log_file", default=None, metavar="FILE", help="vLLM server log: boot facts, root cause.")
 @click.option("--note", "notes", multiple=True, help="A note (repeatable).")
 @click.option("--started-at", default=None, help="UTC ISO 8601 time or date (naive means UTC).")
@@ -89,13 +94,23 @@ def _run_id(text: str | None) -> int | None:
 @click.option("--supersedes", default=None, metavar="ID", help="This run supersedes run ID.")
 @ledger_option
 @json_option
-def record(recipe: str, ledger_url: str | None, as_json: bool, corrects: str | None,
-           supersedes: str | None, notes: tuple[str, ...], **opts: Any) -> None:
+def record(
+    recipe: str,
+    ledger_url: str | None,
+    as_json: bool,
+    corrects: str | None,
+    supersedes: str | None,
+    notes: tuple[str, ...],
+    **opts: Any,
+) -> None:
     """Append a run of RECIPE (a recipe file) to the ledger by hand."""
     from autobench.ledger.record import RecordInput, build_new_run
 
-    run = build_new_run(RecordInput(recipe_path=recipe, corrects=_run_id(corrects),
-                                    supersedes=_run_id(supersedes), notes=list(notes), **opts))
+    run = build_new_run(
+        RecordInput(
+            recipe_path=recipe, corrects=_run_id(corrects), supersedes=_run_id(supersedes), notes=list(notes), **opts
+        )
+    )
     with _open(ledger_url, create=True) as book:
         rec = book.append(run)
     if as_json:
@@ -148,8 +163,13 @@ def show(run: str, full: bool, ledger_url: str | None, as_json: bool) -> None:
 
 
 @ledger.command("export")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "csv"]), default=None,
-              help="Default: from the output suffix, else jsonl.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "csv"]),
+    default=None,
+    help="Default: from the output suffix, else jsonl.",
+)
 @click.option("-o", "--output", default=None, metavar="FILE", help="Write here (atomically); default stdout.")
 @ledger_option
 def export(fmt: str | None, output: str | None, ledger_url: str | None) -> None:
@@ -173,8 +193,9 @@ def verify(ledger_url: str | None, as_json: bool) -> None:
     if as_json:
         _print_json(result.to_json_dict())
     if not result.ok:
-        raise LedgerError(str(result), location=book.where,
-                          hint="the ledger was changed outside autobench; restore it from a copy")
+        raise LedgerError(
+            str(result), location=book.where, hint="the ledger was changed outside autobench; restore it from a copy"
+        )
     if not as_json:
         click.echo(str(result))
 
@@ -186,8 +207,7 @@ def verify(ledger_url: str | None, as_json: bool) -> None:
 @click.option("--recipe", default=None, metavar="NAME", help="Per digest of this recipe.")
 @ledger_option
 @json_option
-def history(draft: str | None, model: str | None, recipe: str | None, ledger_url: str | None,
-            as_json: bool) -> None:
+def history(draft: str | None, model: str | None, recipe: str | None, ledger_url: str | None, as_json: bool) -> None:
     """Run history grouped per draft revision, model revision or recipe digest."""
     from autobench.ledger.render import history_causes, history_table
 
@@ -206,8 +226,10 @@ def history(draft: str | None, model: str | None, recipe: str | None, ledger_url
         hint = f"; did you mean {close[0]}?" if close else ""
         click.echo(f"no runs with {result.kind} {result.subject}{hint}", err=True)
         return
-    _print_table(*history_table(result, short_keys=sys.stdout.isatty()),
-                 title=f"{result.kind} {result.subject}: {result.runs} runs")
+    _print_table(
+        *history_table(result, short_keys=sys.stdout.isatty()),
+        title=f"{result.kind} {result.subject}: {result.runs} runs",
+    )
     causes = history_causes(result)
     if causes:
         click.echo("root causes:")

@@ -52,14 +52,25 @@ def _rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
         rows.append(("root cause", f"[{rc['category']}] {rc['message']}{where}{note}", str(rc["line"])))
     st = data.get("stats")
     if st:
-        rows.append(("engine stats", f"{st['samples']} samples, generation max {st['gen_tps_max']} tok/s, "
-                     f"KV usage max {st['kv_usage_pct_max']}%", f"{st['first_line']}-{st['last_line']}"))
+        rows.append(
+            (
+                "engine stats",
+                f"{st['samples']} samples, generation max {st['gen_tps_max']} tok/s, "
+                f"KV usage max {st['kv_usage_pct_max']}%",
+                f"{st['first_line']}-{st['last_line']}",
+            )
+        )
     sd = data.get("spec_decode")
     if sd:
         rate = sd["acceptance_rate_pct"]
-        rows.append(("spec decode", f"{sd['samples']} samples, accepted/drafted {rate}%, "
-                     f"mean acceptance length {sd['mean_acceptance_length_last']}",
-                     f"{sd['first_line']}-{sd['last_line']}"))
+        rows.append(
+            (
+                "spec decode",
+                f"{sd['samples']} samples, accepted/drafted {rate}%, "
+                f"mean acceptance length {sd['mean_acceptance_length_last']}",
+                f"{sd['first_line']}-{sd['last_line']}",
+            )
+        )
     return rows
 
 

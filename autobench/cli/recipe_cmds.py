@@ -68,8 +68,13 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
 
 @click.command(name="compile")
 @click.argument("recipe", type=click.Path())
-@click.option("--target", type=click.Choice(["full", "serve", "bench"]), default="full", show_default=True,
-              help="full: serve + wait + bench + teardown; serve: start and wait only; bench: bench only.")
+@click.option(
+    "--target",
+    type=click.Choice(["full", "serve", "bench"]),
+    default="full",
+    show_default=True,
+    help="full: serve + wait + bench + teardown; serve: start and wait only; bench: bench only.",
+)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the script here (mode 755).")
 @click.option("--frozen", is_flag=True, help="Refuse any model/tokenizer/draft revision that is not a full sha.")
 def compile_(recipe: str, target: str, output: str | None, frozen: bool) -> None:

@@ -11,37 +11,71 @@ from autobench.errors import ReportError
 
 @click.command("report")
 @click.argument("recipes", nargs=-1, metavar="RECIPE_NAME_OR_FILE...")
-@click.option("--ledger", default=None, metavar="URL",
-              help="Ledger path or SQLAlchemy URL (default: $AUTOBENCH_LEDGER or ./ledger.db).")
-@click.option("-o", "--output", "out_dir", default="docs", show_default=True,
-              type=click.Path(file_okay=False), help="Directory for index.md and recipes/*.md.")
-@click.option("--index", is_flag=True,
-              help="Also render index.md and the page of every recipe in the ledger.")
-@click.option("--check", is_flag=True,
-              help="Write nothing; exit non-zero when the pages on disk are stale.")
-@click.option("--recipes", "recipes_dir", default="recipes", show_default=True,
-              type=click.Path(file_okay=False),
-              help="Recipe files (<name>.yaml) that fill in what runs did not record.")
+@click.option(
+    "--ledger",
+    default=None,
+    metavar="URL",
+    help="Ledger path or SQLAlchemy URL (default: $AUTOBENCH_LEDGER or ./ledger.db).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "out_dir",
+    default="docs",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Directory for index.md and recipes/*.md.",
+)
+@click.option("--index", is_flag=True, help="Also render index.md and the page of every recipe in the ledger.")
+@click.option("--check", is_flag=True, help="Write nothing; exit non-zero when the pages on disk are stale.")
+@click.option(
+    "--recipes",
+    "recipes_dir",
+    default="recipes",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Recipe files (<name>.yaml) that fill in what runs did not record.",
+)
 @click.option("--no-plots", is_flag=True, help="Neither link nor draw plots.")
 @click.option("--json", "as_json", is_flag=True, help="Print what was written (or found stale) as JSON.")
-def report(recipes: tuple[str, ...], ledger: str | None, out_dir: str, index: bool, check: bool,
-           recipes_dir: str, no_plots: bool, as_json: bool) -> None:
+def report(
+    recipes: tuple[str, ...],
+    ledger: str | None,
+    out_dir: str,
+    index: bool,
+    check: bool,
+    recipes_dir: str,
+    no_plots: bool,
+    as_json: bool,
+) -> None:
     """Render the page of each RECIPE (a name or a recipe file) from the ledger.
 
     Every figure on a page names the run it came from; missing figures print "—".
     """
     from autobench.report import report as render
 
-    result = render(list(recipes), ledger=ledger, out_dir=out_dir, index=index, check=check,
-                    plots=not no_plots, recipes_dir=recipes_dir)
+    result = render(
+        list(recipes),
+        ledger=ledger,
+        out_dir=out_dir,
+        index=index,
+        check=check,
+        plots=not no_plots,
+        recipes_dir=recipes_dir,
+    )
     if as_json:
-        click.echo(json.dumps({
-            "written": [str(p) for p in result.written],
-            "unchanged": [str(p) for p in result.unchanged],
-            "plots": [str(p) for p in result.plots],
-            "stale": result.stale,
-            "notes": result.notes,
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "written": [str(p) for p in result.written],
+                    "unchanged": [str(p) for p in result.unchanged],
+                    "plots": [str(p) for p in result.plots],
+                    "stale": result.stale,
+                    "notes": result.notes,
+                },
+                indent=2,
+            )
+        )
     else:
         for note in result.notes:
             click.echo(f"note: {note}", err=True)
@@ -54,5 +88,7 @@ def report(recipes: tuple[str, ...], ledger: str | None, out_dir: str, index: bo
         if check and not result.stale:
             click.echo(f"{len(result.checked)} page(s) up to date")
     if result.stale:
-        raise ReportError(f"{len(result.stale)} page(s) stale against the ledger",
-                          hint=f"re-render with: autobench report --index -o {out_dir}")
+        raise ReportError(
+            f"{len(result.stale)} page(s) stale against the ledger",
+            hint=f"re-render with: autobench report --index -o {out_dir}",
+        )

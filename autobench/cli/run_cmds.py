@@ -26,8 +26,7 @@ def _echo_err(text: str) -> None:
     "--vllm-exec",
     default=None,
     metavar="CMD",
-    help="process runtime: the command that replaces `vllm` (shell words), "
-    'e.g. "/opt/vllm/bin/vllm".',
+    help='process runtime: the command that replaces `vllm` (shell words), e.g. "/opt/vllm/bin/vllm".',
 )
 @click.option(
     "--ledger",
@@ -61,9 +60,7 @@ def _echo_err(text: str) -> None:
     help="process runtime: seconds between SIGTERM and SIGKILL at teardown.",
 )
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the outcome (or the plan) as JSON on stdout."
-)
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the plan) as JSON on stdout.")
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -105,9 +102,7 @@ def run(
         click.echo(json.dumps(doc, indent=2, default=str))
     elif dry_run:
         click.echo(outcome.plan.render_text())
-        click.echo(
-            "\n# compiled script (stored with the run in the ledger)\n" + (outcome.script or "")
-        )
+        click.echo("\n# compiled script (stored with the run in the ledger)\n" + (outcome.script or ""))
     else:
         _print_outcome(outcome)
     ctx.exit(outcome.exit_code)

@@ -45,20 +45,24 @@ def _pins(recipe: Any) -> list[dict[str, Any]]:
     m = recipe.model
     pins = [{"label": "model", "key": ("model", "revision"), "repo": m.repo, "revision": m.revision}]
     if m.tokenizer or m.tokenizer_revision:
-        pins.append({
-            "label": "tokenizer",
-            "key": ("model", "tokenizer_revision"),
-            "repo": m.tokenizer or m.repo,
-            "revision": m.tokenizer_revision or "(default)",
-        })
+        pins.append(
+            {
+                "label": "tokenizer",
+                "key": ("model", "tokenizer_revision"),
+                "repo": m.tokenizer or m.repo,
+                "revision": m.tokenizer_revision or "(default)",
+            }
+        )
     spec = recipe.speculative
     if spec is not None and spec.model:
-        pins.append({
-            "label": "draft",
-            "key": ("speculative", "revision"),
-            "repo": spec.model,
-            "revision": spec.revision or "(default)",
-        })
+        pins.append(
+            {
+                "label": "draft",
+                "key": ("speculative", "revision"),
+                "repo": spec.model,
+                "revision": spec.revision or "(default)",
+            }
+        )
     for pin in pins:
         pin["pinned"] = is_full_sha(pin["revision"])
     return pins
@@ -87,8 +91,11 @@ def _refuse(loaded: LoadedRecipe, codes: set[str] | None) -> None:
     errors = [f for f in check(loaded) if f.severity == "error" and (codes is None or f.code in codes)]
     if errors:
         f = errors[0]
-        more = f" ({len(errors) - 1} more error{'s' if len(errors) > 2 else ''}; run autobench validate)" \
-            if len(errors) > 1 else ""
+        more = (
+            f" ({len(errors) - 1} more error{'s' if len(errors) > 2 else ''}; run autobench validate)"
+            if len(errors) > 1
+            else ""
+        )
         raise RecipeError(
             f"{f.code}: {f.key + ': ' if f.key else ''}{f.message}{more}",
             location=str(f.location) if f.location else str(loaded.path),
@@ -96,8 +103,7 @@ def _refuse(loaded: LoadedRecipe, codes: set[str] | None) -> None:
         )
 
 
-def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool = False,
-                   check: bool = True) -> str:
+def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool = False, check: bool = True) -> str:
     """The bash script for ``target`` (full | serve | bench).  Pure: no I/O besides reading the
     template; deterministic for the same recipe.  ``check`` refuses any rule error; unsafe
     findings (secret values, bad env/secret names, NUL bytes) are refused regardless."""
@@ -110,24 +116,29 @@ def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool =
     from autobench import __version__
 
     try:
-        return environment().get_template("script.sh.j2").render(
-            version=__version__,
-            name=recipe.name,
-            digest=loaded.digest,
-            target=target,
-            pins=_pins(recipe),
-            container=container_name(recipe),
-            base_url=base_url(recipe),
-            ready_timeout_s=str(math.ceil(recipe.bench.ready_timeout_s)),
-            secrets=list(recipe.secrets),
-            api_key_env=bench_api_key_env(recipe),
-            vllm_client=recipe.bench.client == "vllm",
-            docker=docker_lines(recipe),
-            bench=bench_lines(recipe),
+        return (
+            environment()
+            .get_template("script.sh.j2")
+            .render(
+                version=__version__,
+                name=recipe.name,
+                digest=loaded.digest,
+                target=target,
+                pins=_pins(recipe),
+                container=container_name(recipe),
+                base_url=base_url(recipe),
+                ready_timeout_s=str(math.ceil(recipe.bench.ready_timeout_s)),
+                secrets=list(recipe.secrets),
+                api_key_env=bench_api_key_env(recipe),
+                vllm_client=recipe.bench.client == "vllm",
+                docker=docker_lines(recipe),
+                bench=bench_lines(recipe),
+            )
         )
     except ValueError as exc:  # a NUL byte reached the quoting path
-        raise RecipeError(f"cannot compile: {exc}", location=str(loaded.path),
-                          hint="remove control characters from the recipe") from exc
+        raise RecipeError(
+            f"cannot compile: {exc}", location=str(loaded.path), hint="remove control characters from the recipe"
+        ) from exc
     except Exception as exc:
         import jinja2
 

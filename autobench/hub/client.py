@@ -66,8 +66,9 @@ class HubSettings:
     token: str | None = field(default=None, repr=False)  # never printed
 
     @classmethod
-    def from_env(cls, *, offline: bool | None = None, timeout: float | None = None,
-                 env: dict[str, str] | None = None) -> HubSettings:
+    def from_env(
+        cls, *, offline: bool | None = None, timeout: float | None = None, env: dict[str, str] | None = None
+    ) -> HubSettings:
         env_ = os.environ if env is None else env
         cache = env_.get("HF_HUB_CACHE")
         cache_dir = Path(cache).expanduser() if cache else hf_home(env_) / "hub"
@@ -76,8 +77,9 @@ class HubSettings:
             try:
                 timeout = float(raw) if raw else DEFAULT_TIMEOUT
             except ValueError as exc:
-                raise HubError(f"AUTOBENCH_HUB_TIMEOUT={raw!r} is not a number of seconds",
-                               hint="set it to e.g. 10") from exc
+                raise HubError(
+                    f"AUTOBENCH_HUB_TIMEOUT={raw!r} is not a number of seconds", hint="set it to e.g. 10"
+                ) from exc
         if timeout <= 0:
             raise HubError(f"timeout must be positive, got {timeout}", hint="pass e.g. --timeout 10")
         offline_ = bool(offline) or _truthy(env_.get("HF_HUB_OFFLINE")) or _truthy(env_.get("TRANSFORMERS_OFFLINE"))
@@ -97,8 +99,9 @@ def ref(repo: str, revision: str | None) -> str:
     return f"{repo}@{revision or 'main'}"
 
 
-def translate(exc: BaseException, settings: HubSettings, repo: str, revision: str | None,
-              *, filename: str | None = None) -> HubError:
+def translate(
+    exc: BaseException, settings: HubSettings, repo: str, revision: str | None, *, filename: str | None = None
+) -> HubError:
     """Map any exception raised by huggingface_hub / httpx2 / the OS to one HubError line."""
     import httpx2
     from huggingface_hub import errors as hf
@@ -106,37 +109,55 @@ def translate(exc: BaseException, settings: HubSettings, repo: str, revision: st
     where = ref(repo, revision)
     endpoint = settings.endpoint
     status = getattr(getattr(exc, "response", None), "status_code", None)
-    net_hint = ("check the network and HF_ENDPOINT, raise --timeout / AUTOBENCH_HUB_TIMEOUT, or work from "
-                "the local HF cache with --offline / HF_HUB_OFFLINE=1")
+    net_hint = (
+        "check the network and HF_ENDPOINT, raise --timeout / AUTOBENCH_HUB_TIMEOUT, or work from "
+        "the local HF cache with --offline / HF_HUB_OFFLINE=1"
+    )
     # Order matters: GatedRepoError < RepositoryNotFoundError; Remote/LocalEntryNotFound < EntryNotFound.
     if isinstance(exc, hf.GatedRepoError):
-        msg, hint = (f"{where}: gated repo, this token has no access ({status or 'denied'})",
-                     f"accept the repo's conditions at {endpoint}/{repo} with the account whose token is "
-                     "in HF_TOKEN (or `hf auth login`)")
+        msg, hint = (
+            f"{where}: gated repo, this token has no access ({status or 'denied'})",
+            f"accept the repo's conditions at {endpoint}/{repo} with the account whose token is "
+            "in HF_TOKEN (or `hf auth login`)",
+        )
     elif isinstance(exc, hf.RepositoryNotFoundError):
-        msg, hint = (f"{where}: repository not found on {endpoint} (or private and not visible to this token)",
-                     "check the repo id (owner/name) in the recipe; for a private repo set HF_TOKEN")
+        msg, hint = (
+            f"{where}: repository not found on {endpoint} (or private and not visible to this token)",
+            "check the repo id (owner/name) in the recipe; for a private repo set HF_TOKEN",
+        )
     elif isinstance(exc, hf.RevisionNotFoundError):
-        msg, hint = (f"{where}: revision {revision!r} not found in the repo",
-                     f"use an existing branch, tag or full 40-hex sha (`autobench hub info {repo}` shows main)")
+        msg, hint = (
+            f"{where}: revision {revision!r} not found in the repo",
+            f"use an existing branch, tag or full 40-hex sha (`autobench hub info {repo}` shows main)",
+        )
     elif isinstance(exc, hf.RemoteEntryNotFoundError):
         name = filename or "file"
-        msg, hint = (f"{where}: the Hub has no {name} at this revision",
-                     f"pin a revision of {repo} that contains {name} (is it a transformers model repo?)")
+        msg, hint = (
+            f"{where}: the Hub has no {name} at this revision",
+            f"pin a revision of {repo} that contains {name} (is it a transformers model repo?)",
+        )
     elif isinstance(exc, hf.LocalEntryNotFoundError | hf.RevisionResolutionError | hf.OfflineModeIsEnabled):
         name = f"{filename} of " if filename else ""
-        msg, hint = (f"{name}{where} is not in the local HF cache at {settings.cache_dir}",
-                     CACHE_HINT.format(repo=repo, rev=revision or "main"))
+        msg, hint = (
+            f"{name}{where} is not in the local HF cache at {settings.cache_dir}",
+            CACHE_HINT.format(repo=repo, rev=revision or "main"),
+        )
     elif isinstance(exc, hf.HFValidationError):
-        msg, hint = (f"{where}: invalid repo id or revision ({str(exc).splitlines()[0]})",
-                     "write the repo as owner/name and the revision as a branch, tag or 40-hex sha")
+        msg, hint = (
+            f"{where}: invalid repo id or revision ({str(exc).splitlines()[0]})",
+            "write the repo as owner/name and the revision as a branch, tag or 40-hex sha",
+        )
     elif isinstance(exc, hf.HfHubHTTPError) and status == 401:
-        msg, hint = (f"{where}: the Hub rejected the token (401 Unauthorized: invalid credentials)",
-                     "HF_TOKEN (or the stored token) is wrong or expired: create a new one at "
-                     f"{endpoint}/settings/tokens, or unset HF_TOKEN for public repos")
+        msg, hint = (
+            f"{where}: the Hub rejected the token (401 Unauthorized: invalid credentials)",
+            "HF_TOKEN (or the stored token) is wrong or expired: create a new one at "
+            f"{endpoint}/settings/tokens, or unset HF_TOKEN for public repos",
+        )
     elif isinstance(exc, hf.HfHubHTTPError) and status == 403:
-        msg, hint = (f"{where}: the Hub refused access (403 Forbidden)",
-                     "use a token with read access to this repo (HF_TOKEN)")
+        msg, hint = (
+            f"{where}: the Hub refused access (403 Forbidden)",
+            "use a token with read access to this repo (HF_TOKEN)",
+        )
     elif isinstance(exc, hf.HfHubHTTPError) and status == 429:
         msg, hint = (f"{where}: rate limited by the Hub (429)", "wait a minute and retry, or set HF_TOKEN")
     elif isinstance(exc, hf.HfHubHTTPError):
@@ -150,8 +171,10 @@ def translate(exc: BaseException, settings: HubSettings, repo: str, revision: st
         msg, hint = (f"{where}: {endpoint} does not answer like a Hugging Face Hub", "check HF_ENDPOINT")
     elif isinstance(exc, OSError):
         reason = exc.strerror or str(exc)
-        msg, hint = (f"{where}: cannot use the HF cache at {settings.cache_dir} ({reason})",
-                     "check HF_HOME / HF_HUB_CACHE points to a writable directory")
+        msg, hint = (
+            f"{where}: cannot use the HF cache at {settings.cache_dir} ({reason})",
+            "check HF_HOME / HF_HUB_CACHE points to a writable directory",
+        )
     else:
         raise exc  # not ours to translate: a bug, surfaced by the CLI's internal-error path
     return HubError(settings.redact(msg), hint=settings.redact(hint))
@@ -184,8 +207,7 @@ class Hub:
         from huggingface_hub import HfApi
 
         self.settings = settings
-        self.api = HfApi(endpoint=settings.endpoint, token=settings.token or False,
-                         library_name="autobench")
+        self.api = HfApi(endpoint=settings.endpoint, token=settings.token or False, library_name="autobench")
 
     def _token(self) -> str | bool:
         return self.settings.token or False
@@ -193,8 +215,13 @@ class Hub:
     def model_info(self, repo: str, revision: str | None, *, files_metadata: bool = False) -> Any:
         try:
             return with_deadline(
-                lambda: self.api.model_info(repo, revision=revision, timeout=self.settings.timeout,
-                                            files_metadata=files_metadata, token=self._token()),
+                lambda: self.api.model_info(
+                    repo,
+                    revision=revision,
+                    timeout=self.settings.timeout,
+                    files_metadata=files_metadata,
+                    token=self._token(),
+                ),
                 self.settings.timeout * 3 + 1,
             )
         except HubError:
@@ -212,15 +239,26 @@ class Hub:
             # One bounded HEAD first: on a timeout or connection error hf_hub_download would retry
             # for minutes.  HTTP errors are left to hf_hub_download (it caches .no_exist markers).
             try:
-                get_hf_file_metadata(hf_hub_url(repo, filename, revision=sha, endpoint=s.endpoint),
-                                     token=self._token(), timeout=s.timeout, endpoint=s.endpoint)
+                get_hf_file_metadata(
+                    hf_hub_url(repo, filename, revision=sha, endpoint=s.endpoint),
+                    token=self._token(),
+                    timeout=s.timeout,
+                    endpoint=s.endpoint,
+                )
             except httpx2.TransportError:
                 raise
             except Exception:  # noqa: S110 - re-raised, translated, by hf_hub_download below
                 pass
             path = with_deadline(
-                lambda: hf_hub_download(repo, filename, revision=sha, cache_dir=str(s.cache_dir),
-                                        endpoint=s.endpoint, token=self._token(), etag_timeout=s.timeout),
+                lambda: hf_hub_download(
+                    repo,
+                    filename,
+                    revision=sha,
+                    cache_dir=str(s.cache_dir),
+                    endpoint=s.endpoint,
+                    token=self._token(),
+                    etag_timeout=s.timeout,
+                ),
                 s.timeout * 3 + 1,
             )
         except HubError:

@@ -13,12 +13,26 @@ from typing import Any
 from autobench.hub.fingerprint import fingerprint, summarize_layer_types
 
 # Leaf key names whose change breaks KV-cache / attention geometry, at any nesting depth.
-BREAKING_KEYS = frozenset({
-    "num_key_value_heads", "num_attention_heads", "head_dim", "num_hidden_layers",
-    "sliding_window", "layer_types", "use_sliding_window", "max_window_layers",
-    "sliding_window_pattern", "full_attention_interval", "layers_block_type",
-    "hybrid_override_pattern", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
-})
+BREAKING_KEYS = frozenset(
+    {
+        "num_key_value_heads",
+        "num_attention_heads",
+        "head_dim",
+        "num_hidden_layers",
+        "sliding_window",
+        "layer_types",
+        "use_sliding_window",
+        "max_window_layers",
+        "sliding_window_pattern",
+        "full_attention_interval",
+        "layers_block_type",
+        "hybrid_override_pattern",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "qk_nope_head_dim",
+        "v_head_dim",
+    }
+)
 MISSING = "<absent>"
 
 
@@ -31,9 +45,12 @@ class Change:
 
     def to_json(self) -> dict[str, Any]:
         """JSON form; an absent side is null and listed in "absent" ("old" or "new")."""
-        data: dict[str, Any] = {"field": self.field, "breaking": self.breaking,
-                                "old": None if self.old is _ABSENT else self.old,
-                                "new": None if self.new is _ABSENT else self.new}
+        data: dict[str, Any] = {
+            "field": self.field,
+            "breaking": self.breaking,
+            "old": None if self.old is _ABSENT else self.old,
+            "new": None if self.new is _ABSENT else self.new,
+        }
         absent = [k for k in ("old", "new") if getattr(self, k) is _ABSENT]
         if absent:
             data["absent"] = absent[0]

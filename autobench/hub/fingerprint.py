@@ -13,8 +13,15 @@ from collections import Counter
 from typing import Any
 
 NESTED_TEXT_KEYS = ("text_config", "language_config", "llm_config")
-GEOMETRY_KEYS = ("num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim",
-                 "hidden_size", "sliding_window", "layer_types")
+GEOMETRY_KEYS = (
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "hidden_size",
+    "sliding_window",
+    "layer_types",
+)
 
 
 def text_config(config: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -84,8 +91,13 @@ def fingerprint(config: dict[str, Any]) -> dict[str, Any]:
 def describe(fp: dict[str, Any]) -> str:
     """One line for people: 'DFlashDraftModel qwen3 L4 kv4 hd128 h3072 sw2048'."""
     parts = [",".join(fp.get("architectures") or []) or "?", fp.get("model_type") or "?"]
-    for key, tag in (("num_hidden_layers", "L"), ("num_key_value_heads", "kv"), ("head_dim", "hd"),
-                     ("hidden_size", "h"), ("sliding_window", "sw")):
+    for key, tag in (
+        ("num_hidden_layers", "L"),
+        ("num_key_value_heads", "kv"),
+        ("head_dim", "hd"),
+        ("hidden_size", "h"),
+        ("sliding_window", "sw"),
+    ):
         if fp.get(key) is not None:
             parts.append(f"{tag}{fp[key]}")
     if fp.get("layer_types"):

@@ -17,8 +17,10 @@ def parse_ref(text: str) -> tuple[str, str]:
     """'owner/name@rev' -> (repo, rev); the revision defaults to main."""
     repo, _, rev = text.partition("@")
     if not REPO_RE.match(repo) or (_ and not rev):
-        raise UsageError(f"{text!r} is not REPO[@REVISION]",
-                         hint="write it like z-lab/Qwen3.5-122B-A10B-DFlash@main or …@<40-hex sha>")
+        raise UsageError(
+            f"{text!r} is not REPO[@REVISION]",
+            hint="write it like z-lab/Qwen3.5-122B-A10B-DFlash@main or …@<40-hex sha>",
+        )
     return repo, rev or "main"
 
 

@@ -36,6 +36,7 @@ VALUE_RE = re.compile(r"\"[^\"]*\"|'[^']*'|[^\s#][^\s]*")
 
 # -- which references a recipe has --------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class RefSpec:
     kind: str  # "model" | "tokenizer" | "draft"
@@ -52,16 +53,23 @@ class RefSpec:
 def references(recipe: Any) -> list[RefSpec]:
     refs = [RefSpec("model", recipe.model.repo, recipe.model.revision, ("model", "repo"), ("model", "revision"))]
     if recipe.model.tokenizer:
-        refs.append(RefSpec("tokenizer", recipe.model.tokenizer, recipe.model.tokenizer_revision,
-                            ("model", "tokenizer"), ("model", "tokenizer_revision")))
+        refs.append(
+            RefSpec(
+                "tokenizer",
+                recipe.model.tokenizer,
+                recipe.model.tokenizer_revision,
+                ("model", "tokenizer"),
+                ("model", "tokenizer_revision"),
+            )
+        )
     spec = recipe.speculative
     if spec is not None and spec.model:
-        refs.append(RefSpec("draft", spec.model, spec.revision, ("speculative", "model"),
-                            ("speculative", "revision")))
+        refs.append(RefSpec("draft", spec.model, spec.revision, ("speculative", "model"), ("speculative", "revision")))
     return refs
 
 
 # -- where a key is written ---------------------------------------------------------------------
+
 
 def _load_rt(path: Path) -> tuple[str, Any]:
     from ruamel.yaml import YAML
@@ -124,6 +132,7 @@ def frozen_label_at(path: Path, keys: tuple[str, ...]) -> str | None:
 
 # -- editing a recipe in place ------------------------------------------------------------------
 
+
 def yaml_scalar(sha: str) -> str:
     """The sha as YAML text that reads back as a string (an all-digit sha would load as a number)."""
     from ruamel.yaml import YAML
@@ -135,7 +144,7 @@ def _comment_for(label: str, old_comment: str | None) -> str:
     """``# frozen: <label>``, keeping any other words of the comment that was there."""
     rest = (old_comment or "").strip()
     match = FROZEN_RE.match(rest)
-    rest = rest[match.end():].lstrip("; ").strip() if match else rest.lstrip("#").strip()
+    rest = rest[match.end() :].lstrip("; ").strip() if match else rest.lstrip("#").strip()
     return f"# frozen: {label}" + (f"; {rest}" if rest else "")
 
 
@@ -144,8 +153,7 @@ def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, lab
     text, doc = _load_rt(path)
     parent = _node(doc, keys[:-1])
     if not isinstance(parent, dict):
-        raise RecipeError(f"cannot pin {'.'.join(keys)}: {keys[0]} is not a mapping in this file",
-                          location=str(path))
+        raise RecipeError(f"cannot pin {'.'.join(keys)}: {keys[0]} is not a mapping in this file", location=str(path))
     lines = text.splitlines(keepends=True)
     name = keys[-1]
     if parent.fa.flow_style():
@@ -159,9 +167,9 @@ def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, lab
             new_text = _redump(doc, parent, name, repo_key, sha, label)
         else:
             body = line.rstrip("\r\n")
-            rest = body[match.end():]
-            old_comment = rest[rest.index("#"):] if "#" in rest else None
-            newline = line[len(body):]
+            rest = body[match.end() :]
+            old_comment = rest[rest.index("#") :] if "#" in rest else None
+            newline = line[len(body) :]
             lines[vline] = f"{body[:vcol]}{yaml_scalar(sha)}  {_comment_for(label, old_comment)}{newline}"
             new_text = "".join(lines)
     else:
@@ -226,6 +234,7 @@ def _atomic_write(path: Path, text: str) -> None:
 
 # -- the lock file --------------------------------------------------------------------------------
 
+
 def lock_path_for(recipe_path: Path) -> Path:
     return recipe_path.with_name(recipe_path.name + ".lock.json")
 
@@ -278,9 +287,20 @@ class LockResult:
             "recipe": str(self.recipe),
             "lock_file": str(self.lock_file),
             "edited": [str(p) for p in self.edited],
-            "pins": [{"kind": p.spec.kind, "repo": p.spec.repo, "label": p.label, "label_assumed": p.label_assumed,
-                      "sha": p.sha, "previous": p.previous, "key": p.spec.key, "label_now": p.label_now,
-                      "file": str(p.file) if p.file else None} for p in self.pins],
+            "pins": [
+                {
+                    "kind": p.spec.kind,
+                    "repo": p.spec.repo,
+                    "label": p.label,
+                    "label_assumed": p.label_assumed,
+                    "sha": p.sha,
+                    "previous": p.previous,
+                    "key": p.spec.key,
+                    "label_now": p.label_now,
+                    "file": str(p.file) if p.file else None,
+                }
+                for p in self.pins
+            ],
         }
 
 

@@ -38,9 +38,16 @@ class Outdated:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "recipe": str(self.recipe), "kind": self.kind, "repo": self.repo, "label": self.label,
-            "label_assumed": self.label_assumed, "pinned": self.pinned, "current": self.current,
-            "status": self.status, "breaking": self.breaking, "note": self.note,
+            "recipe": str(self.recipe),
+            "kind": self.kind,
+            "repo": self.repo,
+            "label": self.label,
+            "label_assumed": self.label_assumed,
+            "pinned": self.pinned,
+            "current": self.current,
+            "status": self.status,
+            "breaking": self.breaking,
+            "note": self.note,
             "changes": [c.to_json() for c in self.changes],
         }
 
@@ -69,8 +76,7 @@ def check_recipe(recipe_path: str | Path, resolver: Resolver) -> list[Outdated]:
             note = "no label recorded for this sha: assuming it was taken from main"
         try:
             current = resolver.sha(spec.repo, label)
-            item = Outdated(recipe_path, spec.kind, spec.repo, label, assumed, pinned, current, "unpinned",
-                            note=note)
+            item = Outdated(recipe_path, spec.kind, spec.repo, label, assumed, pinned, current, "unpinned", note=note)
             if pinned is None:
                 item.note = f"not pinned: follows {label}; run `autobench lock {recipe_path}`"
             elif pinned == current:

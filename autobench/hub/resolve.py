@@ -64,8 +64,10 @@ def write_ref(settings: HubSettings, repo: str, label: str, sha: str) -> None:
         tmp.write_text(sha, encoding="utf-8")
         os.replace(tmp, path)
     except OSError as exc:
-        raise HubError(f"{ref(repo, label)}: cannot write the HF cache at {settings.cache_dir} ({exc.strerror})",
-                       hint="check HF_HOME / HF_HUB_CACHE points to a writable directory") from exc
+        raise HubError(
+            f"{ref(repo, label)}: cannot write the HF cache at {settings.cache_dir} ({exc.strerror})",
+            hint="check HF_HOME / HF_HUB_CACHE points to a writable directory",
+        ) from exc
 
 
 def read_cached_file(settings: HubSettings, repo: str, sha: str, filename: str) -> Path | None:
@@ -85,11 +87,15 @@ def load_json(path: Path, repo: str, revision: str, filename: str) -> dict[str, 
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise HubError(f"{ref(repo, revision)}: {filename} is not readable JSON ({exc})",
-                       hint=f"delete {path.parent} from the HF cache and lock again") from exc
+        raise HubError(
+            f"{ref(repo, revision)}: {filename} is not readable JSON ({exc})",
+            hint=f"delete {path.parent} from the HF cache and lock again",
+        ) from exc
     if not isinstance(data, dict):
-        raise HubError(f"{ref(repo, revision)}: {filename} is not a JSON object",
-                       hint="pin a revision with a transformers-style config.json")
+        raise HubError(
+            f"{ref(repo, revision)}: {filename} is not a JSON object",
+            hint="pin a revision with a transformers-style config.json",
+        )
     return data
 
 
@@ -139,8 +145,9 @@ class Resolver:
         return sha
 
     # -- config ---------------------------------------------------------------------------------
-    def file(self, repo: str, sha: str, filename: str, *, label: str | None = None,
-             required: bool = True) -> Path | None:
+    def file(
+        self, repo: str, sha: str, filename: str, *, label: str | None = None, required: bool = True
+    ) -> Path | None:
         path = read_cached_file(self.settings, repo, sha, filename)
         if path is not None:
             return path
@@ -148,8 +155,10 @@ class Resolver:
             if not required:
                 return None
             if cached_missing(self.settings, repo, sha, filename):
-                raise HubError(f"{ref(repo, label or sha)}: the Hub has no {filename} at this revision",
-                               hint=f"pin a revision of {repo} that contains {filename}")
+                raise HubError(
+                    f"{ref(repo, label or sha)}: the Hub has no {filename} at this revision",
+                    hint=f"pin a revision of {repo} that contains {filename}",
+                )
             raise not_cached(self.settings, repo, label or sha, what=f"{filename} of ")
         return self.hub.download(repo, filename, sha, label=label)
 

@@ -43,8 +43,9 @@ def read_tokenizer_config(files: dict[str, Path]) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def trust_facts(*, info: Any, config: dict[str, Any], files: dict[str, Path],
-                names: set[str] | None = None) -> dict[str, Any]:
+def trust_facts(
+    *, info: Any, config: dict[str, Any], files: dict[str, Path], names: set[str] | None = None
+) -> dict[str, Any]:
     """Facts from a ModelInfo (online) or, with ``info=None``, from cached files only (offline)."""
     siblings = list(getattr(info, "siblings", None) or [])
     if names is None:
@@ -53,8 +54,11 @@ def trust_facts(*, info: Any, config: dict[str, Any], files: dict[str, Path],
     sizes = [s.size if s.size is not None else getattr(s.lfs, "size", None) for s in weights]
     template = chat_template_source(names, read_tokenizer_config(files))
     quant_file = next((n for n in QUANT_FILES if n in names), None)
-    has_quant = bool(config.get("quantization_config")) or quant_file is not None or any(
-        isinstance(v, dict) and v.get("quantization_config") for v in config.values())
+    has_quant = (
+        bool(config.get("quantization_config"))
+        or quant_file is not None
+        or any(isinstance(v, dict) and v.get("quantization_config") for v in config.values())
+    )
     return {
         "source": "hub" if info is not None else "cache",
         "downloads": getattr(info, "downloads", None),

@@ -19,8 +19,7 @@ from autobench.ledger.models import ADDED_IN, RUNS, SchemaVersion
 
 VERSIONS = SchemaVersion.__table__  # type: ignore[attr-defined]
 APPEND_ONLY_MESSAGE = (
-    "ledger rows are append-only: record a correction as a new run "
-    "(autobench record --corrects ID / --supersedes ID)"
+    "ledger rows are append-only: record a correction as a new run (autobench record --corrects ID / --supersedes ID)"
 )
 
 
@@ -100,8 +99,12 @@ def _v3_more_boot_facts(conn: Connection) -> None:
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "runs table with metrics and boot facts, indexes, append-only triggers", _v1_runs_table),
     (2, "covering indexes for history by recipe, draft and model", _v2_covering_history_indexes),
-    (3, "boot facts: max_model_len, weights/torch.compile/CUDA graph/engine init times, GPU/CPU blocks, "
-        "mamba padding, CUDA graph pool", _v3_more_boot_facts),
+    (
+        3,
+        "boot facts: max_model_len, weights/torch.compile/CUDA graph/engine init times, GPU/CPU blocks, "
+        "mamba padding, CUDA graph pool",
+        _v3_more_boot_facts,
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 
@@ -123,9 +126,7 @@ def check_not_newer(version: int, where: str) -> None:
 def migrate(conn: Connection, where: str) -> int:
     """Apply pending migrations inside the caller's (write-locked) transaction."""
     if conn.dialect.name == "sqlite":
-        present = {
-            r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
-        }
+        present = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")}
         if "schema_version" not in present:
             conn.execute(CreateTable(VERSIONS))
             _append_only_triggers(conn, "schema_version")

@@ -119,8 +119,7 @@ class SchemaVersion(SQLModel, table=True):
 
 
 # Columns the history query groups by / aggregates, after (subject, revision).
-_HIST_TAIL = ("status", "root_cause_category", "root_cause_message", "recipe_name", "started_at",
-              "decode_tok_s")
+_HIST_TAIL = ("status", "root_cause_category", "root_cause_message", "recipe_name", "started_at", "decode_tok_s")
 
 
 def _text(nullable: bool = True) -> Any:

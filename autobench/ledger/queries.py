@@ -121,9 +121,15 @@ def history(conn: Connection, kind: str, subject: str) -> History:
         g = groups.get(k)
         if g is None:
             g = groups[k] = HistoryGroup(
-                key=k, runs=0, by_status=dict.fromkeys(STATUSES, 0), first_seen=None,
-                last_seen=None, first_run=r.first_run, last_run=r.last_run,
-                best_decode_tok_s=None, recipes=[],
+                key=k,
+                runs=0,
+                by_status=dict.fromkeys(STATUSES, 0),
+                first_seen=None,
+                last_seen=None,
+                first_run=r.first_run,
+                last_run=r.last_run,
+                best_decode_tok_s=None,
+                recipes=[],
             )
             causes[k] = {}
         g.runs += r.n
@@ -198,10 +204,18 @@ class Comparison:
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
-            "a": {"id": self.a.id, "display_id": self.a.display_id, "recipe": self.a.recipe_name,
-                  "status": self.a.status},
-            "b": {"id": self.b.id, "display_id": self.b.display_id, "recipe": self.b.recipe_name,
-                  "status": self.b.status},
+            "a": {
+                "id": self.a.id,
+                "display_id": self.a.display_id,
+                "recipe": self.a.recipe_name,
+                "status": self.a.status,
+            },
+            "b": {
+                "id": self.b.id,
+                "display_id": self.b.display_id,
+                "recipe": self.b.recipe_name,
+                "status": self.b.status,
+            },
             "decode_speedup": self.decode_speedup,
             "rows": [r.to_json_dict() for r in self.rows],
             "warnings": list(self.warnings),
@@ -219,8 +233,17 @@ def _ratio(a: Any, b: Any) -> float | None:
 
 def compare(a: RunRecord, b: RunRecord) -> Comparison:
     rows: list[CompareRow] = []
-    for key in ("recipe_name", "status", "model_repo", "model_sha", "draft_repo", "draft_sha",
-                "image", "engine_version", "started_at"):
+    for key in (
+        "recipe_name",
+        "status",
+        "model_repo",
+        "model_sha",
+        "draft_repo",
+        "draft_sha",
+        "image",
+        "engine_version",
+        "started_at",
+    ):
         rows.append(CompareRow("run", key, getattr(a, key), getattr(b, key), None))
     for key in COMPARE_METRICS:
         va, vb = a.metrics.get(key), b.metrics.get(key)
@@ -246,7 +269,8 @@ def compare(a: RunRecord, b: RunRecord) -> Comparison:
         if run.status != "DONE":
             warnings.append(f"run {run.display_id} is {run.status}, not DONE")
     if a.metrics.get("num_prompts") != b.metrics.get("num_prompts") and None not in (
-        a.metrics.get("num_prompts"), b.metrics.get("num_prompts")
+        a.metrics.get("num_prompts"),
+        b.metrics.get("num_prompts"),
     ):
         warnings.append("num_prompts differs between the runs")
     return Comparison(a, b, rows, warnings)

@@ -79,18 +79,19 @@ def run_lines(r: RunRecord, *, full: bool = False) -> list[str]:
 
 
 def history_table(h: History, *, short_keys: bool = False) -> Table:
-    head = [h.group_label, "runs", "DONE", "BLOCKED", "FAILED", "ABORTED", "first seen", "last seen",
-            "best decode"]
+    head = [h.group_label, "runs", "DONE", "BLOCKED", "FAILED", "ABORTED", "first seen", "last seen", "best decode"]
     rows = []
     for g in h.groups:
-        rows.append([
-            (g.key[:12] if short_keys and len(g.key) == 40 else g.key) if g.key else "(unknown)",
-            str(g.runs),
-            *(str(g.by_status[s]) for s in ("DONE", "BLOCKED", "FAILED", "ABORTED")),
-            cell(g.first_seen),
-            cell(g.last_seen),
-            cell(g.best_decode_tok_s),
-        ])
+        rows.append(
+            [
+                (g.key[:12] if short_keys and len(g.key) == 40 else g.key) if g.key else "(unknown)",
+                str(g.runs),
+                *(str(g.by_status[s]) for s in ("DONE", "BLOCKED", "FAILED", "ABORTED")),
+                cell(g.first_seen),
+                cell(g.last_seen),
+                cell(g.best_decode_tok_s),
+            ]
+        )
     return head, rows
 
 
@@ -106,8 +107,5 @@ def history_causes(h: History) -> list[str]:
 
 def compare_table(c: Comparison) -> Table:
     head = ["", f"A {c.a.display_id}", f"B {c.b.display_id}", "B/A"]
-    rows = [
-        [row.key, cell(row.a), cell(row.b), "" if row.ratio is None else f"{row.ratio:.2f}x"]
-        for row in c.rows
-    ]
+    rows = [[row.key, cell(row.a), cell(row.b), "" if row.ratio is None else f"{row.ratio:.2f}x"] for row in c.rows]
     return head, rows

@@ -75,9 +75,7 @@ def seed_runs() -> list[NewRun]:
         host_facts={"gpu": "GB10"},
         started_at="2026-06-23",
         root_cause_category="assertion",
-        root_cause_message=(
-            "assert page_size_bytes == max_page_size at kv_cache_utils.py:1077 in get_kv_cache_groups"
-        ),
+        root_cause_message=("assert page_size_bytes == max_page_size at kv_cache_utils.py:1077 in get_kv_cache_groups"),
         boot={
             "attention_block_size": 2192,
             "mamba_padding_pct": 0.55,  # "Padding mamba page size by 0.55%" (vLLM 0.23.1 try)
@@ -163,7 +161,8 @@ def build(path: str | os.PathLike[str], *, force: bool = False) -> Path:
     target = Path(path)
     if target.exists() and not force:
         raise LedgerError(
-            "refusing to overwrite an existing file", location=str(target),
+            "refusing to overwrite an existing file",
+            location=str(target),
             hint="pass --force to rebuild the seeded ledger",
         )
     fd, tmp_name = tempfile.mkstemp(prefix=".seed-", suffix=".db", dir=target.parent or ".")

@@ -120,9 +120,7 @@ def _open_lock_file(path: Path) -> int | None:
 
 def _user_tables(conn: Connection) -> set[str]:
     if conn.dialect.name == "sqlite":
-        rows = conn.exec_driver_sql(
-            "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"
-        )
+        rows = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")
         return {r[0] for r in rows}
     from sqlalchemy import inspect
 
@@ -288,16 +286,13 @@ class Ledger:
         with self._writer_turn(), self.engine.connect() as conn:
             conn = conn.execution_options(ledger_begin="IMMEDIATE")
             with conn.begin():
-                last = conn.execute(
-                    select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)
-                ).first()
+                last = conn.execute(select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)).first()
                 for key in ("corrects", "supersedes"):
                     ref = values.get(key)
-                    if ref is not None and conn.execute(
-                        select(RUNS.c.id).where(RUNS.c.id == ref)
-                    ).first() is None:
+                    if ref is not None and conn.execute(select(RUNS.c.id).where(RUNS.c.id == ref)).first() is None:
                         raise LedgerError(
-                            f"{key}: no run #{ref} in the ledger", location=self.where,
+                            f"{key}: no run #{ref} in the ledger",
+                            location=self.where,
                             hint="autobench ledger list shows the run ids",
                         )
                 row = dict(values)
@@ -313,7 +308,8 @@ class Ledger:
             row = conn.execute(select(RUNS).where(RUNS.c.id == run_id)).mappings().first()
         if row is None:
             raise LedgerError(
-                f"no run #{run_id} in the ledger", location=self.where,
+                f"no run #{run_id} in the ledger",
+                location=self.where,
                 hint="autobench ledger list shows the run ids",
             )
         return record_from_row(row)
@@ -327,17 +323,17 @@ class Ledger:
         if len(text) >= 6 and all(c in "0123456789abcdef" for c in text.lower()):
             prefix = text.lower()
             with self._read() as conn:
-                ids = conn.execute(
-                    select(RUNS.c.id).where(RUNS.c.row_hash.between(prefix, prefix + "g")).limit(2)
-                ).scalars().all()
+                ids = (
+                    conn.execute(select(RUNS.c.id).where(RUNS.c.row_hash.between(prefix, prefix + "g")).limit(2))
+                    .scalars()
+                    .all()
+                )
             if len(ids) == 1:
                 return ids[0]
             if len(ids) > 1:
                 raise LedgerError(f"run reference {ref!r} is ambiguous", hint="give more hex digits or the id")
             raise LedgerError(f"no run with hash prefix {ref!r}", location=self.where)
-        raise LedgerError(
-            f"not a run reference: {ref!r}", hint="use a run id (12 or #12) or a row-hash prefix"
-        )
+        raise LedgerError(f"not a run reference: {ref!r}", hint="use a run id (12 or #12) or a row-hash prefix")
 
     def count(self) -> int:
         from sqlalchemy import func
@@ -396,9 +392,7 @@ class Ledger:
 
     def head(self) -> tuple[int, str]:
         with self._read() as conn:
-            last = conn.execute(
-                select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)
-            ).first()
+            last = conn.execute(select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)).first()
         return (last.id, last.row_hash) if last else (0, GENESIS_HASH)
 
     def _raw_rows(self, conn: Connection) -> Iterator[dict[str, Any]]:

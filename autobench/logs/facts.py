@@ -56,8 +56,7 @@ BOOT_PATTERNS: list[FactPattern] = [
     # api_server.py: "vLLM API server version %s"
     _p("server version", r"vLLM API server version (\S+)", lambda m: {"vllm_version": m[1]}),
     # llm_engine.py / core.py: "Initializing a V1 LLM engine (v%s) with config"
-    _p("LLM engine (v", r"Initializing an? (?:V\d )?LLM engine \(v([^)\s]+)\)",
-       lambda m: {"vllm_version": m[1]}),
+    _p("LLM engine (v", r"Initializing an? (?:V\d )?LLM engine \(v([^)\s]+)\)", lambda m: {"vllm_version": m[1]}),
     # the ASCII-art banner (>= 0.11): "█▄█▀ █     █     █     █  version 0.19.1rc1..."
     _p("version", r"[█▀▄]\s+version (\d\S*)", lambda m: {"vllm_version": m[1]}),
     # config/model.py: "Resolved architecture: %s"
@@ -66,72 +65,120 @@ BOOT_PATTERNS: list[FactPattern] = [
     _p("max model len", r"Using max model len (\d+)", lambda m: {"max_model_len": _i(m[1])}),
     # model runner: "Model loading took %.4f GiB and %.6f seconds" (V0 said "GB",
     # later "GiB memory and"); the value was always bytes / 2**30.
-    _p("Model loading took",
-       r"Model loading took " + _NUM + r" Gi?B(?: memory)? and " + _NUM + r" s",
-       lambda m: {"model_load_gib": _f(m[1]), "model_load_s": _f(m[2])}),
+    _p(
+        "Model loading took",
+        r"Model loading took " + _NUM + r" Gi?B(?: memory)? and " + _NUM + r" s",
+        lambda m: {"model_load_gib": _f(m[1]), "model_load_s": _f(m[2])},
+    ),
     # V0 <= 0.6: "Loading model weights took %.4f GB"
-    _p("Loading model weights took", r"Loading model weights took " + _NUM + r" Gi?B",
-       lambda m: {"model_load_gib": _f(m[1])}),
+    _p(
+        "Loading model weights took",
+        r"Loading model weights took " + _NUM + r" Gi?B",
+        lambda m: {"model_load_gib": _f(m[1])},
+    ),
     # default_loader.py: "Loading weights took %.2f seconds"
-    _p("Loading weights took", r"Loading weights took " + _NUM + r" s",
-       lambda m: {"weights_load_s": _f(m[1])}),
+    _p("Loading weights took", r"Loading weights took " + _NUM + r" s", lambda m: {"weights_load_s": _f(m[1])}),
     # monitor.py: "torch.compile takes %.2f s in total" / "torch.compile took %.2f s in total"
-    _p("torch.compile t", r"torch\.compile (?:takes|took) " + _NUM + r" s in total",
-       lambda m: {"torch_compile_s": _f(m[1])}),
+    _p(
+        "torch.compile t",
+        r"torch\.compile (?:takes|took) " + _NUM + r" s in total",
+        lambda m: {"torch_compile_s": _f(m[1])},
+    ),
     # gpu_worker.py: "Available KV cache memory: %.2f GiB"
-    _p("Available KV cache memory", r"Available KV cache memory: " + _NUM + r" GiB",
-       lambda m: {"kv_cache_gib": _f(m[1])}),
+    _p(
+        "Available KV cache memory",
+        r"Available KV cache memory: " + _NUM + r" GiB",
+        lambda m: {"kv_cache_gib": _f(m[1])},
+    ),
     # V0 worker.py: "... the rest of the memory reserved for KV Cache is %.2fGiB."
-    _p("reserved for KV Cache", r"reserved for KV Cache is " + _NUM + r" ?GiB",
-       lambda m: {"kv_cache_gib": _f(m[1])}),
+    _p("reserved for KV Cache", r"reserved for KV Cache is " + _NUM + r" ?GiB", lambda m: {"kv_cache_gib": _f(m[1])}),
     # V0 0.6 worker.py: "Memory profiling results: ... kv_cache_size=%.2fGiB"
     _p("kv_cache_size=", r"\bkv_cache_size=" + _NUM + r"GiB", lambda m: {"kv_cache_gib": _f(m[1])}),
     # kv_cache_utils.py: "GPU KV cache size: %s tokens" (CPU backend: "CPU KV cache size")
-    _p("KV cache size:", r"\b(GPU|CPU|XPU|TPU) KV cache size: ([\d,]+) tokens",
-       lambda m: {"kv_cache_tokens": _i(m[2]), "kv_cache_device": m[1]}),
+    _p(
+        "KV cache size:",
+        r"\b(GPU|CPU|XPU|TPU) KV cache size: ([\d,]+) tokens",
+        lambda m: {"kv_cache_tokens": _i(m[2]), "kv_cache_device": m[1]},
+    ),
     # "Maximum concurrency for %s tokens per request: %.2fx" (both generations)
-    _p("Maximum concurrency",
-       r"Maximum concurrency for ([\d,]+) tokens per request: " + _NUM + r"x",
-       lambda m: {"max_concurrency_tokens": _i(m[1]), "max_concurrency": _f(m[2])}),
+    _p(
+        "Maximum concurrency",
+        r"Maximum concurrency for ([\d,]+) tokens per request: " + _NUM + r"x",
+        lambda m: {"max_concurrency_tokens": _i(m[1]), "max_concurrency": _f(m[2])},
+    ),
     # V0 executor_base.py: "# GPU blocks: %d, # CPU blocks: %d" ("# cuda blocks", "# rocm blocks")
     _p("blocks:", r"# (?:GPU|cuda|rocm|npu|xpu) blocks: (\d+)", lambda m: {"num_gpu_blocks": _i(m[1])}),
     _p("CPU blocks:", r"# CPU blocks: (\d+)", lambda m: {"num_cpu_blocks": _i(m[1])}),
     # platforms/interface.py (hybrid models):
     # "Setting attention block size to %d tokens to ensure that attention page size is >= mamba page size."
-    _p("attention block size", r"Setting attention block size to (\d+) tokens",
-       lambda m: {"attention_block_size": _i(m[1])}),
+    _p(
+        "attention block size",
+        r"Setting attention block size to (\d+) tokens",
+        lambda m: {"attention_block_size": _i(m[1])},
+    ),
     # "Padding mamba page size by %.2f%% to ensure that mamba page size and attention page size are exactly equal."
-    _p("Padding mamba page size", r"Padding mamba page size by " + _NUM + r"%",
-       lambda m: {"mamba_padding_pct": _f(m[1])}),
+    _p(
+        "Padding mamba page size",
+        r"Padding mamba page size by " + _NUM + r"%",
+        lambda m: {"mamba_padding_pct": _f(m[1])},
+    ),
     # MoE oracles: "Using 'MARLIN' WNA16 MoE backend." / "Using MARLIN WNA16 MoE backend"
-    _p("MoE backend", r"Using '?([A-Z][A-Z0-9_]*)'?(?: (\w+))? MoE backend",
-       lambda m: {"moe_backend": f"{m[1]} {m[2]}" if m[2] else m[1]}),
+    _p(
+        "MoE backend",
+        r"Using '?([A-Z][A-Z0-9_]*)'?(?: (\w+))? MoE backend",
+        lambda m: {"moe_backend": f"{m[1]} {m[2]}" if m[2] else m[1]},
+    ),
     # attention selectors: "Using FLASH_ATTN attention backend out of potential backends: [...]",
     # "Using AttentionBackendEnum.FLASH_ATTN backend.", "Using Flash Attention backend." (V0)
-    _p("backend",
-       r"Using (?:AttentionBackendEnum\.|_Backend\.)?([A-Z][A-Z0-9_]+|Flash Attention|FlashInfer"
-       r"|XFormers|Torch SDPA|ROCmFlashAttention|PallasAttention|Triton) (?:attention )?backend\b(?! for)",
-       lambda m: {"attention_backend": m[1]}),
+    _p(
+        "backend",
+        r"Using (?:AttentionBackendEnum\.|_Backend\.)?([A-Z][A-Z0-9_]+|Flash Attention|FlashInfer"
+        r"|XFormers|Torch SDPA|ROCmFlashAttention|PallasAttention|Triton) (?:attention )?backend\b(?! for)",
+        lambda m: {"attention_backend": m[1]},
+    ),
     # mixed-precision kernels: "Selected %s for %s" (>= 0.11), "Using %s for %s" (0.6-0.10)
     _p("LinearKernel", r"(?:Selected|Using) (\w+LinearKernel)\b", lambda m: {"linear_kernel": m[1]}),
     # gpu_model_runner.py: "Graph capturing finished in %.0f secs, took %.2f GiB"
-    _p("Graph capturing finished",
-       r"Graph capturing finished in " + _NUM + r" secs?(?:, took " + _NUM + r" GiB)?",
-       lambda m: {"cuda_graph_s": _f(m[1]), **({"cuda_graph_gib": _f(m[2])} if m[2] else {})}),
+    _p(
+        "Graph capturing finished",
+        r"Graph capturing finished in " + _NUM + r" secs?(?:, took " + _NUM + r" GiB)?",
+        lambda m: {"cuda_graph_s": _f(m[1]), **({"cuda_graph_gib": _f(m[2])} if m[2] else {})},
+    ),
     # core.py: "init engine (profile, create kv cache, warmup model) took %.2f seconds"
     # (>= 0.2x: "took %.2f s (compilation: %.2f s)")
-    _p("init engine", r"init engine \(profile, create kv cache, warmup model\) took " + _NUM + r" s",
-       lambda m: {"engine_init_s": _f(m[1])}),
+    _p(
+        "init engine",
+        r"init engine \(profile, create kv cache, warmup model\) took " + _NUM + r" s",
+        lambda m: {"engine_init_s": _f(m[1])},
+    ),
     # uvicorn, after the routes are up
     _p("startup complete", r"Application startup complete", lambda m: {"ready": True}),
 ]
 
 BOOT_KEYS: tuple[str, ...] = (
-    "vllm_version", "architecture", "max_model_len", "model_load_gib", "model_load_s",
-    "weights_load_s", "torch_compile_s", "kv_cache_tokens", "kv_cache_device", "kv_cache_gib",
-    "num_gpu_blocks", "num_cpu_blocks", "max_concurrency", "max_concurrency_tokens",
-    "attention_block_size", "mamba_padding_pct", "attention_backend", "linear_kernel",
-    "moe_backend", "cuda_graph_s", "cuda_graph_gib", "engine_init_s", "ready",
+    "vllm_version",
+    "architecture",
+    "max_model_len",
+    "model_load_gib",
+    "model_load_s",
+    "weights_load_s",
+    "torch_compile_s",
+    "kv_cache_tokens",
+    "kv_cache_device",
+    "kv_cache_gib",
+    "num_gpu_blocks",
+    "num_cpu_blocks",
+    "max_concurrency",
+    "max_concurrency_tokens",
+    "attention_block_size",
+    "mamba_padding_pct",
+    "attention_backend",
+    "linear_kernel",
+    "moe_backend",
+    "cuda_graph_s",
+    "cuda_graph_gib",
+    "engine_init_s",
+    "ready",
 )
 
 # --- engine stats -----------------------------------------------------------------
@@ -150,7 +197,10 @@ STATS_NEEDLE = "Avg prompt throughput"
 # one that can succeed.
 _PNUM = r"(\d++(?:\.\d++)?+)"
 STATS = re.compile(
-    r"Avg prompt throughput: " + _PNUM + r" tokens/s, Avg generation throughput: " + _PNUM
+    r"Avg prompt throughput: "
+    + _PNUM
+    + r" tokens/s, Avg generation throughput: "
+    + _PNUM
     + r" tokens/s, Running: (\d++) reqs?+, (?:Swapped: (\d++) reqs?+, )?+"
     r"(?:Pending|Waiting): (\d++) reqs?+"
     r"(?:, GPU KV cache usage: " + _PNUM + r"%)?+(?:, CPU KV cache usage: " + _PNUM + r"%)?+"
@@ -348,16 +398,10 @@ class SpecSummary:
             "samples": self.samples,
             "accepted_tokens": self.accepted if self.counted else None,
             "drafted_tokens": self.drafted if self.counted else None,
-            "acceptance_rate_pct": (
-                round(100.0 * self.accepted / self.drafted, 3) if self.drafted else None
-            ),
-            "mean_acceptance_length_mean": (
-                round(sum(self.mal) / len(self.mal), 4) if self.mal else None
-            ),
+            "acceptance_rate_pct": (round(100.0 * self.accepted / self.drafted, 3) if self.drafted else None),
+            "mean_acceptance_length_mean": (round(sum(self.mal) / len(self.mal), 4) if self.mal else None),
             "mean_acceptance_length_last": last.get("mean_acceptance_length"),
-            "per_position_acceptance_mean": (
-                [round(v / n, 4) for v in self.per_position_sum] if n else None
-            ),
+            "per_position_acceptance_mean": ([round(v / n, 4) for v in self.per_position_sum] if n else None),
             "per_position_acceptance_last": last.get("per_position"),
             "avg_draft_acceptance_rate_pct_last": last.get("avg_draft_acceptance_rate_pct"),
             "draft_acceptance_rate_pct_last": last.get("draft_acceptance_rate_pct"),

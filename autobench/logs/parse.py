@@ -213,10 +213,10 @@ class _Parser:
                             report.lines[key] = lineno
                     if report.ready:
                         cause.ready = True
-            if feed_cause and (cause._expect_code or (
-                rec.level not in ("INFO", "DEBUG")
-                and (any(n in msg for n in CAUSE_NEEDLES) or "assert" in msg)
-            )):
+            if feed_cause and (
+                cause._expect_code
+                or (rec.level not in ("INFO", "DEBUG") and (any(n in msg for n in CAUSE_NEEDLES) or "assert" in msg))
+            ):
                 cause.feed(rec, lineno)
         if len(report.lines) != self._facts_known or (feed_cause and cause.done):
             self._refresh()
@@ -238,16 +238,15 @@ class _Parser:
         for j in marked:
             if j < i:  # already fed while a traceback frame was pending
                 continue
-            self._stats_run(lines, stats[bisect_left(stats, i):bisect_left(stats, j)], base)
+            self._stats_run(lines, stats[bisect_left(stats, i) : bisect_left(stats, j)], base)
             feed(lines[j], base + j + 1)
             i = j + 1
             while i < n and self._pending():
                 feed(lines[i], base + i + 1)
                 i += 1
-        self._stats_run(lines, stats[bisect_left(stats, i):], base)
+        self._stats_run(lines, stats[bisect_left(stats, i) :], base)
 
-    def _classify(self, lines: list[bytes], start: int
-                  ) -> tuple[list[int], list[int], bytes | None]:
+    def _classify(self, lines: list[bytes], start: int) -> tuple[list[int], list[int], bytes | None]:
         """Indices of the pure stats lines and of the lines :meth:`feed` must see
         (both ascending), and the stats lines joined when they are all pure."""
         stats: list[int] = []
@@ -284,8 +283,7 @@ class _Parser:
             joined = None
         return stats, marked, joined
 
-    def _stats_run(self, lines: list[bytes], run: list[int], base: int,
-                   joined: bytes | None = None) -> None:
+    def _stats_run(self, lines: list[bytes], run: list[int], base: int, joined: bytes | None = None) -> None:
         """Add the samples of the pure stats lines ``run`` (indices into ``lines``)."""
         if not run:
             return
@@ -331,14 +329,17 @@ def _open(path: str | os.PathLike[str]) -> IO[bytes]:
         raise LogError(f"{p}: cannot read: {exc.strerror or exc}") from exc
     if b"\x00" in head:
         f.close()
-        raise LogError(f"{p} looks binary (NUL bytes in its first {_SNIFF} bytes), not a text log",
-                       hint="pass the text log the server wrote")
+        raise LogError(
+            f"{p} looks binary (NUL bytes in its first {_SNIFF} bytes), not a text log",
+            hint="pass the text log the server wrote",
+        )
     f.seek(0)
     return f
 
 
-def _feed_reader(parser: _Parser, f: IO[bytes], name: str, block_size: int = BLOCK_SIZE,
-                 max_line: int = MAX_LINE) -> int:
+def _feed_reader(
+    parser: _Parser, f: IO[bytes], name: str, block_size: int = BLOCK_SIZE, max_line: int = MAX_LINE
+) -> int:
     """Feed a binary stream block by block; returns the number of lines.  Lines are
     split on b"\\n" exactly like iterating the file would; a line longer than
     ``max_line`` (>= ``block_size``) is cut there, so memory never exceeds a block
@@ -375,8 +376,7 @@ def _feed_reader(parser: _Parser, f: IO[bytes], name: str, block_size: int = BLO
     return n
 
 
-def _feed_iterable(parser: _Parser, source: Iterable[str] | Iterable[bytes], batch_size: int = _BATCH
-                   ) -> int:
+def _feed_iterable(parser: _Parser, source: Iterable[str] | Iterable[bytes], batch_size: int = _BATCH) -> int:
     """Feed an iterable of lines (each one physical line, newline or not) in batches."""
     n = 0
     batch: list[bytes] = []
@@ -392,8 +392,7 @@ def _feed_iterable(parser: _Parser, source: Iterable[str] | Iterable[bytes], bat
     return n
 
 
-def parse_log(path_or_lines: str | os.PathLike[str] | IO[bytes] | Iterable[str] | Iterable[bytes]
-              ) -> LogReport:
+def parse_log(path_or_lines: str | os.PathLike[str] | IO[bytes] | Iterable[str] | Iterable[bytes]) -> LogReport:
     """Parse a vLLM server log: a path, a binary file object, or any iterable of lines
     (str or bytes, e.g. a text file).
 

@@ -23,9 +23,7 @@ from collections.abc import Iterable, Mapping
 
 MIN_SECRET_LEN = 4
 #: Environment variables whose values are always treated as secrets (besides declared ones).
-SECRET_NAME_RE = re.compile(
-    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)", re.IGNORECASE
-)
+SECRET_NAME_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL)", re.IGNORECASE)
 #: An environment variable named like a secret counts from this many characters on.
 MIN_ENV_SECRET_LEN = 6
 HF_TOKEN = re.compile(r"hf_[A-Za-z0-9]{30,}")
@@ -52,9 +50,7 @@ def _compile(pairs: list[tuple[str, str]]) -> tuple[re.Pattern[str] | None, dict
     return re.compile("|".join(re.escape(v) for v, _ in pairs)), names
 
 
-def environment_secrets(
-    names: Iterable[str] = (), env: Mapping[str, str] | None = None
-) -> dict[str, str]:
+def environment_secrets(names: Iterable[str] = (), env: Mapping[str, str] | None = None) -> dict[str, str]:
     """Secrets to redact (name -> value): every variable in ``names`` that is set, and any
     environment variable named like a secret (``SECRET_NAME_RE``) with a value of at least
     ``MIN_ENV_SECRET_LEN`` characters.  ``env`` defaults to ``os.environ``."""

@@ -47,33 +47,49 @@ _CLASSES: list[tuple[str, re.Pattern[str]]] = [
     (name, re.compile(rx))
     for name, rx in [
         ("cuda_oom", r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory"),
-        ("no_kv_cache_memory",
-         r"No available memory for the cache blocks|[Nn]ot enough (?:GPU )?memory (?:available )?"
-         r"for (?:the )?KV cache|Insufficient memory for (?:the )?KV cache"),
-        ("max_model_len_too_large",
-         r"max seq len \(\d+\) is larger than the maximum number of tokens"
-         r"|To serve at least one request with the models?'s max seq len"),
-        ("hub_not_found",
-         r"RepositoryNotFoundError|RevisionNotFoundError|Repository Not Found for url"
-         r"|404 Client Error|is not a valid model identifier"),
-        ("hub_auth",
-         r"GatedRepoError|gated repo|401 Client Error|403 Client Error|Invalid user token"
-         r"|is restricted\. You must|Unauthorized for url"),
-        ("missing_files",
-         r"EntryNotFoundError|does not appear to have a file named|Cannot find any model weights"
-         r"|No such file or directory|FileNotFoundError|Invalid repository ID or local directory"
-         r"|Can't load (?:the )?(?:tokenizer|config)|outgoing traffic has been disabled"),
-        ("unsupported_quantization_or_kernel",
-         r"quantization method \S+ is not supported|Quantization scheme is not supported"
-         r"|Unknown quantization method|[Uu]nsupported quantization"
-         r"|Failed to find a kernel that can implement|is not valid for this configuration"
-         r"|not supported for the current GPU|No \S+ MoE backend supports"
-         r"|no kernel image is available"),
-        ("unsupported_architecture",
-         r"Model architectures? \[[^\]]*\] (?:are|is) not supported|Cannot find model module"),
-        ("config_validation",
-         r"ValidationError|validation errors? for \w+|Value error, |argument --[\w-]+: "
-         r"|unrecognized arguments|invalid choice: "),
+        (
+            "no_kv_cache_memory",
+            r"No available memory for the cache blocks|[Nn]ot enough (?:GPU )?memory (?:available )?"
+            r"for (?:the )?KV cache|Insufficient memory for (?:the )?KV cache",
+        ),
+        (
+            "max_model_len_too_large",
+            r"max seq len \(\d+\) is larger than the maximum number of tokens"
+            r"|To serve at least one request with the models?'s max seq len",
+        ),
+        (
+            "hub_not_found",
+            r"RepositoryNotFoundError|RevisionNotFoundError|Repository Not Found for url"
+            r"|404 Client Error|is not a valid model identifier",
+        ),
+        (
+            "hub_auth",
+            r"GatedRepoError|gated repo|401 Client Error|403 Client Error|Invalid user token"
+            r"|is restricted\. You must|Unauthorized for url",
+        ),
+        (
+            "missing_files",
+            r"EntryNotFoundError|does not appear to have a file named|Cannot find any model weights"
+            r"|No such file or directory|FileNotFoundError|Invalid repository ID or local directory"
+            r"|Can't load (?:the )?(?:tokenizer|config)|outgoing traffic has been disabled",
+        ),
+        (
+            "unsupported_quantization_or_kernel",
+            r"quantization method \S+ is not supported|Quantization scheme is not supported"
+            r"|Unknown quantization method|[Uu]nsupported quantization"
+            r"|Failed to find a kernel that can implement|is not valid for this configuration"
+            r"|not supported for the current GPU|No \S+ MoE backend supports"
+            r"|no kernel image is available",
+        ),
+        (
+            "unsupported_architecture",
+            r"Model architectures? \[[^\]]*\] (?:are|is) not supported|Cannot find model module",
+        ),
+        (
+            "config_validation",
+            r"ValidationError|validation errors? for \w+|Value error, |argument --[\w-]+: "
+            r"|unrecognized arguments|invalid choice: ",
+        ),
     ]
 ]
 
@@ -96,10 +112,32 @@ _FRAME = re.compile(
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 # Cheap substrings: a record can only be a cause if one of these occurs in it.
 NEEDLES: tuple[str, ...] = (
-    "Error", "rror", "Exception", "Exit", "Interrupt", "Failure", "Traceback", 'File "',
-    "failed", "Failed", "not supported", "out of memory", "max seq len", "No available memory",
-    "gated", "restricted", "Not Found", "does not appear", "Cannot", "Can't",
-    "No such file", "Value error", "argument", "kernel", "memory for", "Quantization",
+    "Error",
+    "rror",
+    "Exception",
+    "Exit",
+    "Interrupt",
+    "Failure",
+    "Traceback",
+    'File "',
+    "failed",
+    "Failed",
+    "not supported",
+    "out of memory",
+    "max seq len",
+    "No available memory",
+    "gated",
+    "restricted",
+    "Not Found",
+    "does not appear",
+    "Cannot",
+    "Can't",
+    "No such file",
+    "Value error",
+    "argument",
+    "kernel",
+    "memory for",
+    "Quantization",
 )
 _MAX_MESSAGE = 600
 

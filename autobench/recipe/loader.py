@@ -152,9 +152,7 @@ def _read_text(path: Path, *, where: str | None = None, hint_missing: str | None
             hint="check the file's permissions",
         ) from exc
     if len(blob) > MAX_BYTES:  # grew between stat and read, or a special file
-        raise RecipeError(
-            f"file is larger than {MAX_BYTES} bytes", location=location, hint="is this the right file?"
-        )
+        raise RecipeError(f"file is larger than {MAX_BYTES} bytes", location=location, hint="is this the right file?")
     if b"\x00" in blob:
         raise RecipeError(
             "binary file, not a YAML recipe",
@@ -391,8 +389,14 @@ def _copy_prefix(dst: dict[KeyPath, Position], src: dict[KeyPath, Position], pre
             dst[key] = value
 
 
-def _merge(base: dict[str, Any], over: _Doc, node: dict[str, Any], prefix: KeyPath,
-           pos: dict[KeyPath, Position], vpos: dict[KeyPath, Position]) -> None:
+def _merge(
+    base: dict[str, Any],
+    over: _Doc,
+    node: dict[str, Any],
+    prefix: KeyPath,
+    pos: dict[KeyPath, Position],
+    vpos: dict[KeyPath, Position],
+) -> None:
     for key, value in node.items():
         path = (*prefix, key)
         if value is None and key in base:
@@ -413,8 +417,9 @@ def _merge(base: dict[str, Any], over: _Doc, node: dict[str, Any], prefix: KeyPa
             _copy_prefix(vpos, over.value_positions, path)
 
 
-def _resolve(path: Path, chain: list[Path], files: list[Path], *, where: str | None = None,
-             hint_missing: str | None = None) -> _Doc:
+def _resolve(
+    path: Path, chain: list[Path], files: list[Path], *, where: str | None = None, hint_missing: str | None = None
+) -> _Doc:
     doc = _read_doc(path, where=where, hint_missing=hint_missing)
     files.append(path)
     target = doc.data.get("extends")

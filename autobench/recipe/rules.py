@@ -35,64 +35,153 @@ RULES: dict[str, Rule] = {
     r.code: r
     for r in [
         Rule("AB000", "error", "recipe cannot be loaded (YAML or schema)", "fix the key the message names"),
-        Rule("AB001", "error", "speculative method needs num_speculative_tokens",
-             "add speculative.num_speculative_tokens (e.g. 5 for dflash)"),
-        Rule("AB002", "error", "speculative method needs a draft model",
-             "add speculative.model: owner/draft-repo and its revision"),
-        Rule("AB003", "warning", "draft model given to a method that does not use one",
-             "remove speculative.model or change speculative.method"),
-        Rule("AB010", "warning", "model revision is not a full commit sha (unpinned)",
-             "run `autobench lock RECIPE` to pin it to a 40-hex commit sha"),
-        Rule("AB011", "warning", "tokenizer revision is not a full commit sha (unpinned)",
-             "run `autobench lock RECIPE` to pin it to a 40-hex commit sha"),
-        Rule("AB012", "warning", "draft revision is not a full commit sha (unpinned)",
-             "run `autobench lock RECIPE` to pin it to a 40-hex commit sha"),
-        Rule("AB013", "warning", "trust_remote_code on an unpinned revision runs code that can change",
-             "pin model.revision (`autobench lock RECIPE`) before trusting remote code"),
-        Rule("AB020", "warning", "engine.max_num_seqs is below bench.concurrency (requests queue in the server)",
-             "raise engine.max_num_seqs to at least bench.concurrency"),
-        Rule("AB021", "error", "bench.model differs from the served model name",
-             "set bench.model to model.served_name (or delete bench.model)"),
-        Rule("AB022", "error", "no published container port maps to engine.port",
-             "publish the engine port, e.g. container.ports: [\"8000:8000\"]"),
-        Rule("AB023", "error", "engine.gpu_memory_utilization outside (0, 1]",
-             "use a fraction such as 0.85"),
-        Rule("AB024", "error", "bench.max_tokens exceeds engine.max_model_len",
-             "lower bench.max_tokens or raise engine.max_model_len"),
-        Rule("AB025", "error", "dataset kind needs a file path",
-             "set bench.dataset.path (or use dataset kind random)"),
-        Rule("AB026", "warning", "random dataset without input/output lengths",
-             "set bench.dataset.input_len and output_len"),
-        Rule("AB027", "warning", "bench.max_seconds is not enforced by `vllm bench serve`",
-             "use bench.client: autobench for a time cap, or drop max_seconds"),
-        Rule("AB028", "warning", "sampler key not supported by the autobench bench client (ignored)",
-             "drop it, or use bench.client: vllm"),
-        Rule("AB030", "error", "a secret value is written in the recipe",
-             "delete the value; declare the name under secrets: and export it in your shell"),
-        Rule("AB031", "error", "an env variable is also declared as a secret",
-             "keep the name only under secrets:"),
-        Rule("AB032", "error", "a well-known secret name is set as a plain env variable",
-             "move the name to secrets: (the value comes from your shell)"),
-        Rule("AB033", "error", "env name is not a valid shell variable name",
-             "use letters, digits and underscores, not starting with a digit"),
-        Rule("AB034", "error", "secret name is not a valid shell variable name",
-             "use letters, digits and underscores, not starting with a digit"),
+        Rule(
+            "AB001",
+            "error",
+            "speculative method needs num_speculative_tokens",
+            "add speculative.num_speculative_tokens (e.g. 5 for dflash)",
+        ),
+        Rule(
+            "AB002",
+            "error",
+            "speculative method needs a draft model",
+            "add speculative.model: owner/draft-repo and its revision",
+        ),
+        Rule(
+            "AB003",
+            "warning",
+            "draft model given to a method that does not use one",
+            "remove speculative.model or change speculative.method",
+        ),
+        Rule(
+            "AB010",
+            "warning",
+            "model revision is not a full commit sha (unpinned)",
+            "run `autobench lock RECIPE` to pin it to a 40-hex commit sha",
+        ),
+        Rule(
+            "AB011",
+            "warning",
+            "tokenizer revision is not a full commit sha (unpinned)",
+            "run `autobench lock RECIPE` to pin it to a 40-hex commit sha",
+        ),
+        Rule(
+            "AB012",
+            "warning",
+            "draft revision is not a full commit sha (unpinned)",
+            "run `autobench lock RECIPE` to pin it to a 40-hex commit sha",
+        ),
+        Rule(
+            "AB013",
+            "warning",
+            "trust_remote_code on an unpinned revision runs code that can change",
+            "pin model.revision (`autobench lock RECIPE`) before trusting remote code",
+        ),
+        Rule(
+            "AB020",
+            "warning",
+            "engine.max_num_seqs is below bench.concurrency (requests queue in the server)",
+            "raise engine.max_num_seqs to at least bench.concurrency",
+        ),
+        Rule(
+            "AB021",
+            "error",
+            "bench.model differs from the served model name",
+            "set bench.model to model.served_name (or delete bench.model)",
+        ),
+        Rule(
+            "AB022",
+            "error",
+            "no published container port maps to engine.port",
+            'publish the engine port, e.g. container.ports: ["8000:8000"]',
+        ),
+        Rule("AB023", "error", "engine.gpu_memory_utilization outside (0, 1]", "use a fraction such as 0.85"),
+        Rule(
+            "AB024",
+            "error",
+            "bench.max_tokens exceeds engine.max_model_len",
+            "lower bench.max_tokens or raise engine.max_model_len",
+        ),
+        Rule("AB025", "error", "dataset kind needs a file path", "set bench.dataset.path (or use dataset kind random)"),
+        Rule(
+            "AB026",
+            "warning",
+            "random dataset without input/output lengths",
+            "set bench.dataset.input_len and output_len",
+        ),
+        Rule(
+            "AB027",
+            "warning",
+            "bench.max_seconds is not enforced by `vllm bench serve`",
+            "use bench.client: autobench for a time cap, or drop max_seconds",
+        ),
+        Rule(
+            "AB028",
+            "warning",
+            "sampler key not supported by the autobench bench client (ignored)",
+            "drop it, or use bench.client: vllm",
+        ),
+        Rule(
+            "AB030",
+            "error",
+            "a secret value is written in the recipe",
+            "delete the value; declare the name under secrets: and export it in your shell",
+        ),
+        Rule("AB031", "error", "an env variable is also declared as a secret", "keep the name only under secrets:"),
+        Rule(
+            "AB032",
+            "error",
+            "a well-known secret name is set as a plain env variable",
+            "move the name to secrets: (the value comes from your shell)",
+        ),
+        Rule(
+            "AB033",
+            "error",
+            "env name is not a valid shell variable name",
+            "use letters, digits and underscores, not starting with a digit",
+        ),
+        Rule(
+            "AB034",
+            "error",
+            "secret name is not a valid shell variable name",
+            "use letters, digits and underscores, not starting with a digit",
+        ),
         Rule("AB035", "warning", "secret declared twice", "list each secret once"),
-        Rule("AB040", "error", "extra_args repeats a flag that a typed field already sets",
-             "delete the flag from extra_args and use the typed field"),
+        Rule(
+            "AB040",
+            "error",
+            "extra_args repeats a flag that a typed field already sets",
+            "delete the flag from extra_args and use the typed field",
+        ),
         Rule("AB041", "error", "a flag appears more than once in extra_args", "keep one of them"),
-        Rule("AB042", "error", "speculative.options repeats a typed speculative key",
-             "set method/model/revision/num_speculative_tokens as typed keys only"),
-        Rule("AB050", "warning", "container image uses a floating tag",
-             "pin the image by digest: image@sha256:..."),
-        Rule("AB051", "info", "container image is pinned by tag only",
-             "tags can move; pin by digest (image@sha256:...) for exact reproducibility"),
-        Rule("AB052", "error", "container name is not a valid docker name",
-             "use letters, digits, '_', '.' and '-', starting with a letter or digit"),
-        Rule("AB053", "warning", "HF_HUB_OFFLINE=1 but no Hugging Face cache is mounted",
-             "mount the cache, e.g. ~/.cache/huggingface:/root/.cache/huggingface"),
-        Rule("AB054", "warning", "meta.baseline names the recipe itself",
-             "name the recipe this one is measured against"),
+        Rule(
+            "AB042",
+            "error",
+            "speculative.options repeats a typed speculative key",
+            "set method/model/revision/num_speculative_tokens as typed keys only",
+        ),
+        Rule("AB050", "warning", "container image uses a floating tag", "pin the image by digest: image@sha256:..."),
+        Rule(
+            "AB051",
+            "info",
+            "container image is pinned by tag only",
+            "tags can move; pin by digest (image@sha256:...) for exact reproducibility",
+        ),
+        Rule(
+            "AB052",
+            "error",
+            "container name is not a valid docker name",
+            "use letters, digits, '_', '.' and '-', starting with a letter or digit",
+        ),
+        Rule(
+            "AB053",
+            "warning",
+            "HF_HUB_OFFLINE=1 but no Hugging Face cache is mounted",
+            "mount the cache, e.g. ~/.cache/huggingface:/root/.cache/huggingface",
+        ),
+        Rule(
+            "AB054", "warning", "meta.baseline names the recipe itself", "name the recipe this one is measured against"
+        ),
         Rule("AB055", "error", "a value contains a NUL character", "remove the \\0 escape"),
     ]
 }
@@ -109,26 +198,72 @@ SECRET_VALUE = re.compile(
     r"|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_\-]{20})"
 )
 WELL_KNOWN_SECRETS = {
-    "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HUGGINGFACE_HUB_TOKEN", "HF_API_TOKEN", "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY", "GITHUB_TOKEN", "GH_TOKEN", "WANDB_API_KEY", "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN", "NGC_API_KEY", "VLLM_API_KEY",
+    "HF_TOKEN",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HUGGINGFACE_HUB_TOKEN",
+    "HF_API_TOKEN",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "WANDB_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "NGC_API_KEY",
+    "VLLM_API_KEY",
 }
 SECRETISH_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY)$")
 FLOATING_TAGS = re.compile(r"^(latest|nightly.*|main|master|edge|dev.*)$")
 
 # Typed engine fields and the vllm serve flags they emit (see autobench.compile.argv).
 TYPED_ENGINE_FLAGS = {
-    "--revision", "--served-model-name", "--host", "--port", "--tokenizer", "--tokenizer-revision",
-    "--max-model-len", "--gpu-memory-utilization", "--max-num-batched-tokens", "--max-num-seqs",
-    "--dtype", "--kv-cache-dtype", "--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp",
-    "--load-format", "--attention-backend", "--trust-remote-code", "--speculative-config",
-    "--enable-prefix-caching", "--no-enable-prefix-caching", "--enable-chunked-prefill",
-    "--no-enable-chunked-prefill", "--enforce-eager", "--model",
+    "--revision",
+    "--served-model-name",
+    "--host",
+    "--port",
+    "--tokenizer",
+    "--tokenizer-revision",
+    "--max-model-len",
+    "--gpu-memory-utilization",
+    "--max-num-batched-tokens",
+    "--max-num-seqs",
+    "--dtype",
+    "--kv-cache-dtype",
+    "--tensor-parallel-size",
+    "-tp",
+    "--pipeline-parallel-size",
+    "-pp",
+    "--load-format",
+    "--attention-backend",
+    "--trust-remote-code",
+    "--speculative-config",
+    "--enable-prefix-caching",
+    "--no-enable-prefix-caching",
+    "--enable-chunked-prefill",
+    "--no-enable-chunked-prefill",
+    "--enforce-eager",
+    "--model",
 }
 TYPED_DOCKER_FLAGS = {"--name", "--gpus", "--ipc", "--shm-size", "-d", "--detach"}
-REPEATABLE_DOCKER_FLAGS = {"-p", "--publish", "-v", "--volume", "-e", "--env", "--mount", "--device",
-                           "--cap-add", "--security-opt", "--ulimit", "--label", "-l", "--add-host",
-                           "--env-file", "--group-add", "--tmpfs"}
+REPEATABLE_DOCKER_FLAGS = {
+    "-p",
+    "--publish",
+    "-v",
+    "--volume",
+    "-e",
+    "--env",
+    "--mount",
+    "--device",
+    "--cap-add",
+    "--security-opt",
+    "--ulimit",
+    "--label",
+    "-l",
+    "--add-host",
+    "--env-file",
+    "--group-add",
+    "--tmpfs",
+}
 REPEATABLE_ENGINE_FLAGS = {"--middleware", "--allowed-origins", "--lora-modules", "--api-key"}
 
 
@@ -167,21 +302,24 @@ class _Ctx:
         self.r = loaded.recipe
         self.out: list[Finding] = []
 
-    def add(self, code: str, keys: tuple[Any, ...], message: str, *, hint: str | None = None,
-            severity: str | None = None) -> None:
+    def add(
+        self, code: str, keys: tuple[Any, ...], message: str, *, hint: str | None = None, severity: str | None = None
+    ) -> None:
         rule = RULES[code]
-        self.out.append(Finding(
-            code=code,
-            severity=severity or rule.severity,
-            message=message,
-            hint=hint or rule.hint,
-            location=self.loaded.value_position(*keys) if keys else None,
-            key=format_path(keys) if keys else "",
-        ))
+        self.out.append(
+            Finding(
+                code=code,
+                severity=severity or rule.severity,
+                message=message,
+                hint=hint or rule.hint,
+                location=self.loaded.value_position(*keys) if keys else None,
+                key=format_path(keys) if keys else "",
+            )
+        )
 
 
 def flag_name(arg: str) -> str | None:
-    """"--max-num-seqs=8" -> "--max-num-seqs"; non-flags -> None."""
+    """ "--max-num-seqs=8" -> "--max-num-seqs"; non-flags -> None."""
     if not arg.startswith("-") or arg == "-" or re.match(r"^-\d", arg):
         return None
     return arg.split("=", 1)[0]
@@ -224,8 +362,11 @@ def _speculative(c: _Ctx) -> None:
     if spec is None:
         return
     if spec.method in NEEDS_NUM_TOKENS and spec.num_speculative_tokens is None:
-        c.add("AB001", ("speculative", "method"),
-              f"method {spec.method} needs num_speculative_tokens (vLLM refuses to start without it)")
+        c.add(
+            "AB001",
+            ("speculative", "method"),
+            f"method {spec.method} needs num_speculative_tokens (vLLM refuses to start without it)",
+        )
     if spec.method in NEEDS_DRAFT and not spec.model:
         c.add("AB002", ("speculative", "method"), f"method {spec.method} needs a draft model")
     if spec.method in NO_DRAFT and spec.model:
@@ -241,12 +382,12 @@ def _pins(c: _Ctx) -> None:
     if not is_full_sha(m.revision):
         c.add("AB010", ("model", "revision"), f"model revision {m.revision!r} is not a full commit sha")
         if m.trust_remote_code:
-            c.add("AB013", ("model", "trust_remote_code"),
-                  f"trust_remote_code with model revision {m.revision!r}")
+            c.add("AB013", ("model", "trust_remote_code"), f"trust_remote_code with model revision {m.revision!r}")
     if (m.tokenizer or m.tokenizer_revision) and not is_full_sha(m.tokenizer_revision):
         key = ("model", "tokenizer_revision") if m.tokenizer_revision else ("model", "tokenizer")
-        c.add("AB011", key,
-              f"tokenizer revision {m.tokenizer_revision or '(none, i.e. main)'!r} is not a full commit sha")
+        c.add(
+            "AB011", key, f"tokenizer revision {m.tokenizer_revision or '(none, i.e. main)'!r} is not a full commit sha"
+        )
     spec = c.r.speculative
     if spec is not None and spec.model and not is_full_sha(spec.revision):
         keys = ("speculative", "revision") if spec.revision else ("speculative", "model")
@@ -256,13 +397,15 @@ def _pins(c: _Ctx) -> None:
 def _engine_vs_bench(c: _Ctx) -> None:
     e, b = c.r.engine, c.r.bench
     if e.max_num_seqs is not None and e.max_num_seqs < b.concurrency:
-        c.add("AB020", ("engine", "max_num_seqs"),
-              f"max_num_seqs {e.max_num_seqs} < bench.concurrency {b.concurrency}")
+        c.add("AB020", ("engine", "max_num_seqs"), f"max_num_seqs {e.max_num_seqs} < bench.concurrency {b.concurrency}")
     if b.model is not None and b.model != c.r.served_name:
         c.add("AB021", ("bench", "model"), f"bench.model {b.model!r} != served name {c.r.served_name!r}")
     if e.gpu_memory_utilization is not None and not 0 < e.gpu_memory_utilization <= 1:
-        c.add("AB023", ("engine", "gpu_memory_utilization"),
-              f"gpu_memory_utilization {e.gpu_memory_utilization} is outside (0, 1]")
+        c.add(
+            "AB023",
+            ("engine", "gpu_memory_utilization"),
+            f"gpu_memory_utilization {e.gpu_memory_utilization} is outside (0, 1]",
+        )
     if e.max_model_len is not None and b.max_tokens > e.max_model_len:
         c.add("AB024", ("bench", "max_tokens"), f"max_tokens {b.max_tokens} > max_model_len {e.max_model_len}")
     d = b.dataset
@@ -286,8 +429,12 @@ def _ports(c: _Ctx) -> None:
     if e.port not in published:
         keys = ("container", "ports") if ctr.ports else ("engine", "port")
         shown = ", ".join(ctr.ports) or "none"
-        c.add("AB022", keys, f"engine.port {e.port} is not published (container.ports: {shown})",
-              hint=f'publish it: container.ports: ["{e.port}:{e.port}"]')
+        c.add(
+            "AB022",
+            keys,
+            f"engine.port {e.port} is not published (container.ports: {shown})",
+            hint=f'publish it: container.ports: ["{e.port}:{e.port}"]',
+        )
 
 
 def _walk_strings(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
@@ -323,8 +470,13 @@ def _secrets(c: _Ctx) -> None:
         elif key in WELL_KNOWN_SECRETS:
             c.add("AB032", ("env", key), f"{key} is a secret; its value must not be written in the recipe")
         elif SECRETISH_NAME.search(key.upper()):
-            c.add("AB032", ("env", key), f"{key} looks like a secret name", severity="warning",
-                  hint="if it is a secret, move the name to secrets:; otherwise ignore this warning")
+            c.add(
+                "AB032",
+                ("env", key),
+                f"{key} looks like a secret name",
+                severity="warning",
+                hint="if it is a secret, move the name to secrets:; otherwise ignore this warning",
+            )
     for base, args in (("engine", c.r.engine.extra_args), ("container", c.r.container.extra_args)):
         for i, arg in enumerate(args):
             value = None
@@ -347,9 +499,12 @@ def _duplicates(c: _Ctx) -> None:
         for i, name in _flags(args):
             if name in typed:
                 field = name.lstrip("-").replace("-", "_").removeprefix("no_")
-                c.add("AB040", (base, "extra_args", i),
-                      f"{name} in extra_args duplicates a typed field",
-                      hint=f"delete {name} from {base}.extra_args and set the typed field ({field}) instead")
+                c.add(
+                    "AB040",
+                    (base, "extra_args", i),
+                    f"{name} in extra_args duplicates a typed field",
+                    hint=f"delete {name} from {base}.extra_args and set the typed field ({field}) instead",
+                )
             elif name in seen and name not in repeatable:
                 c.add("AB041", (base, "extra_args", i), f"{name} appears twice in {base}.extra_args")
             seen.setdefault(name, i)

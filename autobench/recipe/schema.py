@@ -31,8 +31,18 @@ class StrictModel(BaseModel):
 
 class Quantization(StrictModel):
     method: Literal[
-        "auto-round", "awq", "gptq", "fp8", "nvfp4", "mxfp4", "int8", "bitsandbytes",
-        "gguf", "compressed-tensors", "modelopt", "none",
+        "auto-round",
+        "awq",
+        "gptq",
+        "fp8",
+        "nvfp4",
+        "mxfp4",
+        "int8",
+        "bitsandbytes",
+        "gguf",
+        "compressed-tensors",
+        "modelopt",
+        "none",
     ]
     bits: Annotated[int, Field(ge=1, le=32)] | None = None
     group_size: Annotated[int, Field(ge=-1)] | None = None
@@ -65,7 +75,15 @@ class Model(StrictModel):
 
 
 SpecMethod = Literal[
-    "dflash", "eagle", "eagle3", "mtp", "ngram", "draft_model", "medusa", "mlp_speculator", "suffix",
+    "dflash",
+    "eagle",
+    "eagle3",
+    "mtp",
+    "ngram",
+    "draft_model",
+    "medusa",
+    "mlp_speculator",
+    "suffix",
 ]
 
 
@@ -167,9 +185,7 @@ class Recipe(StrictModel):
     speculative: Speculative | None = None
     container: Container
     env: dict[str, Scalar] = Field(default_factory=dict, description="Plain environment variables.")
-    secrets: list[str] = Field(
-        default_factory=list, description="Names of secrets passed by reference (never values)."
-    )
+    secrets: list[str] = Field(default_factory=list, description="Names of secrets passed by reference (never values).")
     engine: Engine = Field(default_factory=Engine)
     bench: Bench = Field(default_factory=Bench)
     meta: Meta = Field(default_factory=Meta)

@@ -16,8 +16,9 @@ def validate_file(path: Path, *, strict: bool = False) -> list[Finding]:
         loaded = load_recipe(path)
     except RecipeSchemaError as exc:
         return [
-            Finding("AB000", "error", message, hint or RULES["AB000"].hint,
-                    _parse_location(location) if location else None)
+            Finding(
+                "AB000", "error", message, hint or RULES["AB000"].hint, _parse_location(location) if location else None
+            )
             for location, _key, message, hint in exc.problems
         ]
     except RecipeError as exc:

@@ -1,8 +1,8 @@
 """Reports from the ledger: a Markdown page per recipe, an index, and plots.
 
-    report(args, ledger=, out_dir=, index=, check=, plots=) -> ReportResult
-    build_recipe_view / build_index_view   the pure view-models (autobench.report.model)
-    render_recipe / render_index           Markdown via templates/report_*.md.j2
+report(args, ledger=, out_dir=, index=, check=, plots=) -> ReportResult
+build_recipe_view / build_index_view   the pure view-models (autobench.report.model)
+render_recipe / render_index           Markdown via templates/report_*.md.j2
 """
 
 from __future__ import annotations

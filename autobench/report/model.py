@@ -251,9 +251,7 @@ class Speedup:
         return self.ratio is not None
 
 
-def compute_speedup(
-    this_done: Run | None, baseline: str | None, baseline_runs: Sequence[Run]
-) -> Speedup:
+def compute_speedup(this_done: Run | None, baseline: str | None, baseline_runs: Sequence[Run]) -> Speedup:
     """The decode speedup of ``this_done`` over ``baseline``, or a refusal with its reason."""
     if not baseline:
         return Speedup(None, refused="no baseline declared (set meta.baseline in the recipe)")
@@ -262,31 +260,35 @@ def compute_speedup(
     this = fig(this_done, this_done.metric("decode_tok_s"))
     conc = this_done.concurrency
     if this.missing:
-        return Speedup(baseline, this=this, concurrency=conc,
-                       refused=f"decode tok/s is missing in run {this_done.id}")
+        return Speedup(baseline, this=this, concurrency=conc, refused=f"decode tok/s is missing in run {this_done.id}")
     done = [r for r in chronological(baseline_runs) if r.status == DONE]
     if not done:
         why = "has no runs" if not baseline_runs else "has no DONE run"
-        return Speedup(baseline, this=this, concurrency=conc,
-                       refused=f"baseline {baseline} {why}")
+        return Speedup(baseline, this=this, concurrency=conc, refused=f"baseline {baseline} {why}")
     if conc is None:
-        return Speedup(baseline, this=this,
-                       refused=f"the concurrency of run {this_done.id} is unknown")
+        return Speedup(baseline, this=this, refused=f"the concurrency of run {this_done.id} is unknown")
     same = [r for r in done if r.concurrency == conc]
     if not same:
         levels = sorted({r.concurrency for r in done if r.concurrency is not None})
         seen = ", ".join(str(c) for c in levels) or "unknown concurrency"
-        return Speedup(baseline, this=this, concurrency=conc,
-                       refused=f"baseline {baseline} has DONE runs only at concurrency {seen}, "
-                               f"not at {conc}")
+        return Speedup(
+            baseline,
+            this=this,
+            concurrency=conc,
+            refused=f"baseline {baseline} has DONE runs only at concurrency {seen}, not at {conc}",
+        )
     base_run = same[-1]
     base = fig(base_run, base_run.metric("decode_tok_s"))
     if base.missing or not base.value:
         what = "missing" if base.missing else "zero"
-        return Speedup(baseline, this=this, base=base, concurrency=conc,
-                       refused=f"decode tok/s is {what} in baseline run {base_run.id}")
-    return Speedup(baseline, ratio=float(this.value) / float(base.value), this=this, base=base,
-                   concurrency=conc)
+        return Speedup(
+            baseline,
+            this=this,
+            base=base,
+            concurrency=conc,
+            refused=f"decode tok/s is {what} in baseline run {base_run.id}",
+        )
+    return Speedup(baseline, ratio=float(this.value) / float(base.value), this=this, base=base, concurrency=conc)
 
 
 # ---------------------------------------------------------------------- page view
@@ -388,8 +390,7 @@ def _stack(run: Run | None, recipe: Mapping[str, Any]) -> list[StackItem]:
         items += [
             StackItem("speculative method", get("speculative", "method")),
             StackItem("draft", pick(run.draft_repo if run else None, "speculative", "model")),
-            StackItem("draft revision",
-                      revision(run.draft_sha if run else None, "speculative", "revision")),
+            StackItem("draft revision", revision(run.draft_sha if run else None, "speculative", "revision")),
             StackItem("num_speculative_tokens", get("speculative", "num_speculative_tokens")),
         ]
     items.append(StackItem("image", pick(run.image if run else None, "container", "image")))
@@ -397,7 +398,8 @@ def _stack(run: Run | None, recipe: Mapping[str, Any]) -> list[StackItem]:
         items.append(StackItem("engine version", run.engine_version))
     engine = get("engine") or {}
     options = [
-        f"{k}={v}" for k, v in sorted(engine.items())
+        f"{k}={v}"
+        for k, v in sorted(engine.items())
         if k not in {"host", "port", "extra_args"} and _present(v) is not None
     ]
     options += [str(a) for a in engine.get("extra_args") or []]
@@ -445,8 +447,15 @@ def _levels(runs: Sequence[Run]) -> list[LevelRow]:
     rows = []
     for conc in sorted(by_level, key=lambda c: (c is None, c or 0)):
         r = by_level[conc]
-        rows.append(LevelRow(conc, fig(r, r.metric("decode_tok_s")), fig(r, r.metric("prefill_tok_s")),
-                             fig(r, r.metric("ttft_median_ms")), fig(r, r.metric("tpot_median_ms"))))
+        rows.append(
+            LevelRow(
+                conc,
+                fig(r, r.metric("decode_tok_s")),
+                fig(r, r.metric("prefill_tok_s")),
+                fig(r, r.metric("ttft_median_ms")),
+                fig(r, r.metric("tpot_median_ms")),
+            )
+        )
     return rows
 
 
@@ -501,20 +510,25 @@ def build_recipe_view(
     baseline = _present((meta.get("meta") or {}).get("baseline")) if meta else None
     speedup = compute_speedup(done, baseline, runs_by_recipe.get(baseline, ()) if baseline else ())
 
-    result = [Row(label, fig(done, done.metric(key) if done else None), unit, key)
-              for key, label, unit in METRIC_ORDER]
+    result = [Row(label, fig(done, done.metric(key) if done else None), unit, key) for key, label, unit in METRIC_ORDER]
     boot_run = done or last
-    boot = [Row(label, fig(boot_run, boot_run.boot.get(key) if boot_run else None), unit, key)
-            for key, label, unit in BOOT_ORDER]
+    boot = [
+        Row(label, fig(boot_run, boot_run.boot.get(key) if boot_run else None), unit, key)
+        for key, label, unit in BOOT_ORDER
+    ]
     if boot_run:
         known = {k for k, _, _ in BOOT_ORDER}
-        boot += [Row(key.replace("_", " "), fig(boot_run, value), "", key)
-                 for key, value in sorted(boot_run.boot.items())
-                 if key not in known and _present(value) is not None]
+        boot += [
+            Row(key.replace("_", " "), fig(boot_run, value), "", key)
+            for key, value in sorted(boot_run.boot.items())
+            if key not in known and _present(value) is not None
+        ]
 
     per_position = (done.metric("spec_per_position") if done else None) or []
-    history = [HistoryRow(r, short_root_cause(r, limit=400), fig(r, r.metric("decode_tok_s")),
-                          r.concurrency, _links(r)) for r in runs]
+    history = [
+        HistoryRow(r, short_root_cause(r, limit=400), fig(r, r.metric("decode_tok_s")), r.concurrency, _links(r))
+        for r in runs
+    ]
     return RecipeView(
         name=name,
         runs=runs,
@@ -529,7 +543,8 @@ def build_recipe_view(
         acceptance_rate=fig(done, done.metric("spec_draft_acceptance_rate") if done else None),
         acceptance_per_position=[fig(done, v) for v in per_position],
         num_speculative_tokens=_present((meta.get("speculative") or {}).get("num_speculative_tokens"))
-        if meta else None,
+        if meta
+        else None,
         boot=boot,
         history=history,
         levels=_levels(runs),
@@ -564,9 +579,7 @@ def group_by_recipe(runs: Iterable[Run]) -> dict[str, list[Run]]:
     return grouped
 
 
-def build_index_view(
-    runs_by_recipe: Mapping[str, Sequence[Run]], recipes: Recipes | None = None
-) -> IndexView:
+def build_index_view(runs_by_recipe: Mapping[str, Sequence[Run]], recipes: Recipes | None = None) -> IndexView:
     """One row per recipe that has runs (recipe files only supply baselines)."""
     rows = []
     for name in sorted(runs_by_recipe):
@@ -574,16 +587,18 @@ def build_index_view(
         if view.latest is None:
             continue
         d = view.latest_done
-        rows.append(IndexRow(
-            name=name,
-            latest=view.latest,
-            latest_done=d,
-            decode=fig(d, d.metric("decode_tok_s") if d else None),
-            prefill=fig(d, d.metric("prefill_tok_s") if d else None),
-            ttft=fig(d, d.metric("ttft_median_ms") if d else None),
-            tpot=fig(d, d.metric("tpot_median_ms") if d else None),
-            concurrency=d.concurrency if d else None,
-            speedup=view.speedup,
-            root_cause=short_root_cause(view.latest) if view.latest.status != DONE else None,
-        ))
+        rows.append(
+            IndexRow(
+                name=name,
+                latest=view.latest,
+                latest_done=d,
+                decode=fig(d, d.metric("decode_tok_s") if d else None),
+                prefill=fig(d, d.metric("prefill_tok_s") if d else None),
+                ttft=fig(d, d.metric("ttft_median_ms") if d else None),
+                tpot=fig(d, d.metric("tpot_median_ms") if d else None),
+                concurrency=d.concurrency if d else None,
+                speedup=view.speedup,
+                root_cause=short_root_cause(view.latest) if view.latest.status != DONE else None,
+            )
+        )
     return IndexView(rows)

@@ -121,8 +121,10 @@ def resolve_targets(args: Iterable[str]) -> list[Target]:
         elif _NAME_RE.match(arg):
             targets.append(Target(arg))
         else:
-            raise UsageError(f"{arg!r} is neither a recipe file nor a recipe name",
-                             hint="recipe names are lower-case letters, digits, '.', '_' and '-'")
+            raise UsageError(
+                f"{arg!r} is neither a recipe file nor a recipe name",
+                hint="recipe names are lower-case letters, digits, '.', '_' and '-'",
+            )
     return targets
 
 
@@ -159,9 +161,7 @@ def plan_outputs(
         for name in sorted(runs_by_recipe):
             wanted.setdefault(name, Target(name))
     given = {t.name: t.recipe for t in targets if t.recipe}
-    files: Mapping[str, Mapping[str, Any]] = (
-        RecipeFiles(None, given) if recipes is None else _Overlay(given, recipes)
-    )
+    files: Mapping[str, Mapping[str, Any]] = RecipeFiles(None, given) if recipes is None else _Overlay(given, recipes)
     outputs = []
     for name in sorted(wanted):
         view = build_recipe_view(name, runs_by_recipe, files)
@@ -169,8 +169,9 @@ def plan_outputs(
         view = replace(view, plots=[(s.title, s.file) for s in specs])
         outputs.append(Output(out_dir / PAGES_DIR / f"{name}.md", render_recipe(view), specs, view))
     if index:
-        outputs.append(Output(out_dir / INDEX_FILE,
-                              render_index(build_index_view(runs_by_recipe, files), pages=PAGES_DIR)))
+        outputs.append(
+            Output(out_dir / INDEX_FILE, render_index(build_index_view(runs_by_recipe, files), pages=PAGES_DIR))
+        )
     return outputs
 
 
@@ -264,8 +265,9 @@ def report(
         raise UsageError("nothing to render", hint="name a recipe (or recipe file), or pass --index")
     targets = resolve_targets(args)
     runs_by_recipe = load_runs(ledger)
-    outputs = plan_outputs(runs_by_recipe, targets, Path(out_dir), index=index, plots=plots,
-                           recipes=RecipeFiles(recipes_dir))
+    outputs = plan_outputs(
+        runs_by_recipe, targets, Path(out_dir), index=index, plots=plots, recipes=RecipeFiles(recipes_dir)
+    )
     result = ReportResult()
     known = sorted(runs_by_recipe)
     for target in targets:
@@ -282,8 +284,7 @@ def report(
     written = write_outputs(outputs, draw_plots=plots)
     result.written, result.unchanged, result.plots = written.written, written.unchanged, written.plots
     result.notes += written.notes
-    result.notes += [f"{p}: no runs of this recipe in the ledger; delete the page if it is obsolete"
-                     for p in orphans]
+    result.notes += [f"{p}: no runs of this recipe in the ledger; delete the page if it is obsolete" for p in orphans]
     return result
 
 

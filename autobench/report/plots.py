@@ -36,14 +36,17 @@ def plot_specs(view: RecipeView) -> list[PlotSpec]:
     """The plots this recipe's data supports (any DONE run with the value; 2+ concurrency levels)."""
     specs = []
     done = [r for r in view.runs if r.status == DONE]
-    for key, title, stem in (("decode_tok_s", "decode tok/s across runs", "decode"),
-                             ("ttft_median_ms", "TTFT median (ms) across runs", "ttft")):
+    for key, title, stem in (
+        ("decode_tok_s", "decode tok/s across runs", "decode"),
+        ("ttft_median_ms", "TTFT median (ms) across runs", "ttft"),
+    ):
         if any(r.metric(key) is not None for r in done):
             specs.append(PlotSpec("runs", key, title, f"{view.name}.{stem}.svg"))
     levels = [lv for lv in view.levels if lv.concurrency is not None]
     if len(levels) > 1 and any(not lv.decode.missing or not lv.ttft.missing for lv in levels):
-        specs.append(PlotSpec("concurrency", "", "decode tok/s and TTFT across concurrency",
-                              f"{view.name}.concurrency.svg"))
+        specs.append(
+            PlotSpec("concurrency", "", "decode tok/s and TTFT across concurrency", f"{view.name}.concurrency.svg")
+        )
     return specs
 
 
@@ -70,15 +73,19 @@ def _draw_runs(fig, view: RecipeView, spec: PlotSpec) -> None:
     for x, run, h in zip(xs, runs, heights, strict=True):
         if h is None:  # never drawn as 0: a labelled gap
             why = run.status if run.status != DONE else "—"
-            ax.text(x, top * 0.02, why, ha="center", va="bottom", rotation=90, fontsize=8,
-                    color="#a33")
+            ax.text(x, top * 0.02, why, ha="center", va="bottom", rotation=90, fontsize=8, color="#a33")
         else:
             ax.bar(x, h, color="#4477aa", width=0.6)
             ax.text(x, h, f"{h:g}", ha="center", va="bottom", fontsize=8)
     if spec.metric == "decode_tok_s" and view.speedup.ok and view.speedup.base is not None:
         base = view.speedup.base
-        ax.axhline(float(base.value), color="#888", linestyle="--", linewidth=1,
-                   label=f"baseline {view.speedup.baseline} run {base.run_id}: {base.value:g}")
+        ax.axhline(
+            float(base.value),
+            color="#888",
+            linestyle="--",
+            linewidth=1,
+            label=f"baseline {view.speedup.baseline} run {base.run_id}: {base.value:g}",
+        )
         ax.legend(fontsize=7, loc="upper left")
     ax.set_xticks(xs, [_label(r) for r in runs], fontsize=8)
     ax.set_ylabel(spec.title.split(" across")[0])
@@ -95,8 +102,9 @@ def _draw_concurrency(fig, view: RecipeView) -> None:
         points = [(c, f) for c, f in points if not f.missing]
         ax.plot([c for c, _ in points], [f.value for _, f in points], marker="o", color="#4477aa")
         for c, f in points:
-            ax.annotate(f"run {f.run_id}", (c, f.value), fontsize=7, textcoords="offset points",
-                        xytext=(0, 5), ha="center")
+            ax.annotate(
+                f"run {f.run_id}", (c, f.value), fontsize=7, textcoords="offset points", xytext=(0, 5), ha="center"
+            )
         ax.set_xlabel("concurrency")
         ax.set_ylabel(ylabel)
         ax.set_xticks([lv.concurrency for lv in levels])

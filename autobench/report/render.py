@@ -148,8 +148,20 @@ def environment(directory: str | None = None):  # -> jinja2.Environment
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=num, unit=unit, pct=pct, ratio=ratio, ref=ref, cell=cell, code=code, day=day,
-                       moment=moment, short_sha=short_sha, run_label=run_label, anchor=anchor)
+    env.filters.update(
+        num=num,
+        unit=unit,
+        pct=pct,
+        ratio=ratio,
+        ref=ref,
+        cell=cell,
+        code=code,
+        day=day,
+        moment=moment,
+        short_sha=short_sha,
+        run_label=run_label,
+        anchor=anchor,
+    )
     return env
 
 
@@ -159,14 +171,13 @@ def _render(template: str, **context: Any) -> str:
     try:
         text = environment(str(templates_dir())).get_template(template).render(**context)
     except jinja2.TemplateNotFound as exc:
-        raise ReportError(f"template not found: {exc.name}",
-                          location=str(templates_dir())) from exc
+        raise ReportError(f"template not found: {exc.name}", location=str(templates_dir())) from exc
     except jinja2.TemplateSyntaxError as exc:
-        raise ReportError(f"template syntax error: {exc.message}",
-                          location=f"{exc.filename or template}:{exc.lineno}") from exc
+        raise ReportError(
+            f"template syntax error: {exc.message}", location=f"{exc.filename or template}:{exc.lineno}"
+        ) from exc
     except jinja2.UndefinedError as exc:
-        raise ReportError(f"template uses an undefined value: {exc.message}",
-                          location=template) from exc
+        raise ReportError(f"template uses an undefined value: {exc.message}", location=template) from exc
     # One trailing newline, no trailing spaces: stable bytes for the staleness check.
     lines = [line.rstrip() for line in text.splitlines()]
     out: list[str] = []

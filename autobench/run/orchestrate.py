@@ -100,9 +100,7 @@ class RunOutcome:
 
 
 # ---------------------------------------------------------------- secrets
-def secret_values(
-    recipe_secrets: list[str] | tuple[str, ...], env: Mapping[str, str]
-) -> dict[str, str]:
+def secret_values(recipe_secrets: list[str] | tuple[str, ...], env: Mapping[str, str]) -> dict[str, str]:
     """Secrets to redact (name -> value): every declared secret, and any env var named like one."""
     return environment_secrets(recipe_secrets, env)
 
@@ -214,9 +212,7 @@ def normalized_metrics(result: Any, plan: RunPlan) -> dict[str, Any]:
     from autobench.ledger.models import METRIC_KEYS
 
     path = plan.path(P.BENCH_JSON)
-    path.write_text(
-        json.dumps(result.to_json_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    path.write_text(json.dumps(result.to_json_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     norm = load_result_json(path)
     norm = norm if isinstance(norm, dict) else getattr(norm, "metrics", {}) or {}
     return {k: norm[k] for k in METRIC_KEYS if norm.get(k) is not None}
@@ -297,9 +293,7 @@ def run_recipe(
                 echo(f"run {plan.recipe_name}: {plan.runtime} runtime, folder {run_dir}")
                 echo(f"start: {redact(shlex.join(plan.server_argv))}")
                 with guard.deferred():
-                    server = start_server(
-                        plan.runtime, plan.server_argv, child_env, log, plan.grace_s
-                    )
+                    server = start_server(plan.runtime, plan.server_argv, child_env, log, plan.grace_s)
                 phase = "boot"
                 readiness = wait_ready(
                     plan.health_url,
@@ -362,9 +356,7 @@ class BenchThread:
     def __init__(self, fn: Callable[..., Any], *args: Any):
         self.result: Any = None
         self.error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._run, args=(fn, *args), name="autobench-bench", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, args=(fn, *args), name="autobench-bench", daemon=True)
         self._thread.start()
 
     def _run(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -384,9 +376,7 @@ class BenchThread:
 _BENCH_THREADS: list[BenchThread] = []
 
 
-def _bench(
-    loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome, echo: Echo
-) -> tuple[str, str | None]:
+def _bench(loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome, echo: Echo) -> tuple[str, str | None]:
     from autobench.bench.client import run_bench
 
     cfg = bench_config(loaded, plan)
@@ -536,9 +526,7 @@ def _record(
         engine_version=outcome.boot.get("vllm_version"),
         host_facts=_host_facts(plan),
         root_cause_category=outcome.root_cause_category,
-        root_cause_message=redact(outcome.root_cause_message)
-        if outcome.root_cause_message
-        else None,
+        root_cause_message=redact(outcome.root_cause_message) if outcome.root_cause_message else None,
         started_at=outcome.started_at,
         ended_at=outcome.ended_at,
         notes=redact(notes),

@@ -125,13 +125,9 @@ class RunPlan:
             f"start      {shlex.join(self.server_argv)}",
         ]
         if self.env:
-            lines.append(
-                "env        " + " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
-            )
+            lines.append("env        " + " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items()))
         if self.secret_names:
-            lines.append(
-                "secrets    " + ", ".join(self.secret_names) + " (by name, redacted from logs)"
-            )
+            lines.append("secrets    " + ", ".join(self.secret_names) + " (by name, redacted from logs)")
         lines += [
             f"log        {self.path(SERVER_LOG)}",
             f"ready      GET {self.health_url} and {self.models_url} lists {self.served_model!r}"
@@ -157,9 +153,7 @@ def unpinned_refs(loaded: LoadedRecipe) -> list[str]:
     if not is_full_sha(r.model.revision):
         out.append(f"model.revision ({r.model.repo}@{r.model.revision})")
     if r.model.tokenizer and not is_full_sha(r.model.tokenizer_revision):
-        out.append(
-            f"model.tokenizer_revision ({r.model.tokenizer}@{r.model.tokenizer_revision or 'main'})"
-        )
+        out.append(f"model.tokenizer_revision ({r.model.tokenizer}@{r.model.tokenizer_revision or 'main'})")
     spec = r.speculative
     if spec is not None and spec.model and not is_full_sha(spec.revision):
         out.append(f"speculative.revision ({spec.model}@{spec.revision or 'main'})")
@@ -175,9 +169,7 @@ def client_host(host: str) -> str:
     return host
 
 
-_PORT_RE = re.compile(
-    r"^(?:(?P<ip>\[[^\]]+\]|[^:]+):)?(?P<host>\d*):(?P<ctr>\d+)(?:/(?P<proto>tcp|udp))?$"
-)
+_PORT_RE = re.compile(r"^(?:(?P<ip>\[[^\]]+\]|[^:]+):)?(?P<host>\d*):(?P<ctr>\d+)(?:/(?P<proto>tcp|udp))?$")
 
 
 def published_port(ports: list[str], container_port: int) -> tuple[str, int] | None:
@@ -224,9 +216,7 @@ def build_plan(
     from autobench.compile import docker_argv, serve_argv
 
     if runtime not in RUNTIMES:
-        raise UsageError(
-            f"unknown runtime {runtime!r}", hint="use --runtime docker or --runtime process"
-        )
+        raise UsageError(f"unknown runtime {runtime!r}", hint="use --runtime docker or --runtime process")
     recipe = loaded.recipe
     engine = recipe.engine
     if recipe.bench.client != "autobench":
@@ -241,9 +231,7 @@ def build_plan(
         if vllm_exec:
             exe = shlex.split(vllm_exec)
             if not exe:
-                raise UsageError(
-                    "--vllm-exec is empty", hint='e.g. --vllm-exec "/opt/vllm/bin/vllm"'
-                )
+                raise UsageError("--vllm-exec is empty", hint='e.g. --vllm-exec "/opt/vllm/bin/vllm"')
             argv = exe + argv[1:]
         base = f"http://{client_host(engine.host)}:{engine.port}"
         teardown = f"SIGTERM to the server's process group, SIGKILL after {grace_s:g} s"
@@ -286,9 +274,7 @@ def build_plan(
         base_url=base,
         served_model=recipe.served_name,
         bench_model=recipe.bench_model,
-        ready_timeout_s=float(
-            ready_timeout_s if ready_timeout_s is not None else recipe.bench.ready_timeout_s
-        ),
+        ready_timeout_s=float(ready_timeout_s if ready_timeout_s is not None else recipe.bench.ready_timeout_s),
         grace_s=grace_s,
         bench=bench,
         run_dir=run_dir_for(Path(runs_dir), recipe.name, now or datetime.now(UTC)),

@@ -97,9 +97,7 @@ def wait_ready(
     while True:
         code = exited()
         if code is not None:
-            return Readiness(
-                False, "exited", clock() - start, exit_code=code, last_error=last_error
-            )
+            return Readiness(False, "exited", clock() - start, exit_code=code, last_error=last_error)
         ok, last_error, models = probe(health_url, models_url, served_model, headers)
         if ok:
             return Readiness(True, "ready", clock() - start, models=tuple(models))

@@ -247,8 +247,9 @@ class DockerServer:
                     # ran, so there is no run to record -- and nothing of ours to remove.
                     self._created = False
                     self._stopped = True
-                    said = [ln.strip() for ln in text.splitlines()
-                            if ln.strip() and not ln.startswith("Run '")]  # "Run 'docker run --help'..."
+                    said = [
+                        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("Run '")
+                    ]  # "Run 'docker run --help'..."
                     reason = log.redact(said[0].removeprefix("docker: ")) if said else "no message"
                     raise RunError(
                         f"docker refused to start the container (exit 125): {reason}",

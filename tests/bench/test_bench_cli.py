@@ -22,9 +22,12 @@ def free_port() -> int:
 
 
 def start_server(*args: str, port: int) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "autobench.bench.synthetic", "--port", str(port),
-                             "--log-stats-interval", "0", *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "autobench.bench.synthetic", "--port", str(port), "--log-stats-interval", "0", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_started(proc: subprocess.Popen[str]) -> None:
@@ -42,8 +45,19 @@ def wait_started(proc: subprocess.Popen[str]) -> None:
 @pytest.fixture
 def server() -> Iterator[tuple[subprocess.Popen[str], int]]:
     port = free_port()
-    proc = start_server("--model", "qwen", "--ttft-ms", "2", "--itl-ms", "0.2", "--boot-delay", "0.2",
-                        "--tokens-per-chunk", "3", port=port)
+    proc = start_server(
+        "--model",
+        "qwen",
+        "--ttft-ms",
+        "2",
+        "--itl-ms",
+        "0.2",
+        "--boot-delay",
+        "0.2",
+        "--tokens-per-chunk",
+        "3",
+        port=port,
+    )
     wait_started(proc)
     yield proc, port
     proc.terminate()
@@ -51,28 +65,52 @@ def server() -> Iterator[tuple[subprocess.Popen[str], int]]:
 
 
 def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "autobench", "bench", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "autobench", "bench", *args], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
 
 
 def sharegpt(cwd: Path, n: int = 40) -> str:
     (cwd / "benchmark_data").mkdir()
-    entries = [{"id": str(i), "conversations": [
-        {"from": "human", "value": f"Tell me something interesting about the number {i}, please."},
-        {"from": "gpt", "value": "Sure."}]} for i in range(n)]
+    entries = [
+        {
+            "id": str(i),
+            "conversations": [
+                {"from": "human", "value": f"Tell me something interesting about the number {i}, please."},
+                {"from": "gpt", "value": "Sure."},
+            ],
+        }
+        for i in range(n)
+    ]
     rel = "benchmark_data/ShareGPT_V3_unfiltered_cleaned_split.json"
     (cwd / rel).write_text(json.dumps(entries))
     return rel
 
 
-def test_seed_invocation_against_subprocess_server(server: tuple[subprocess.Popen[str], int],
-                                                   tmp_path: Path) -> None:
+def test_seed_invocation_against_subprocess_server(server: tuple[subprocess.Popen[str], int], tmp_path: Path) -> None:
     proc, port = server
     rel = sharegpt(tmp_path)
     # The seed's bench call, with only the port and the prompt count changed (a test must be quick).
-    r = bench("--base-url", f"http://localhost:{port}", "--model", "qwen", "--dataset", rel,
-              "--num-prompts", "24", "--max-seconds", "900", "--concurrency", "8", "--max-tokens", "256",
-              "--result", "out/result.json", "--json", cwd=tmp_path)
+    r = bench(
+        "--base-url",
+        f"http://localhost:{port}",
+        "--model",
+        "qwen",
+        "--dataset",
+        rel,
+        "--num-prompts",
+        "24",
+        "--max-seconds",
+        "900",
+        "--concurrency",
+        "8",
+        "--max-tokens",
+        "256",
+        "--result",
+        "out/result.json",
+        "--json",
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["completed"] == 24 and d["failed"] == 0 and d["dataset"]["kind"] == "sharegpt"
@@ -81,18 +119,27 @@ def test_seed_invocation_against_subprocess_server(server: tuple[subprocess.Pope
     n = load_result_json(tmp_path / "out/result.json")
     assert n["completed"] == 24 and n["decode_tok_s"] == pytest.approx(d["output_throughput"])
     # plain summary when stdout is not a terminal
-    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "qwen", "--num-prompts", "4",
-              "--max-tokens", "8", "--endpoint", "chat", cwd=tmp_path)
+    r = bench(
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--model",
+        "qwen",
+        "--num-prompts",
+        "4",
+        "--max-tokens",
+        "8",
+        "--endpoint",
+        "chat",
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert "decode (output) tok/s" in r.stdout and "TPOT median / p90 / p99 (ms)" in r.stdout
 
 
-def test_bad_input_is_one_line_with_exit_code(server: tuple[subprocess.Popen[str], int],
-                                              tmp_path: Path) -> None:
+def test_bad_input_is_one_line_with_exit_code(server: tuple[subprocess.Popen[str], int], tmp_path: Path) -> None:
     _, port = server
     (tmp_path / "bad.jsonl").write_text('{"prompt": "fine"}\nnot json\n')
-    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "qwen", "--dataset", "bad.jsonl",
-              cwd=tmp_path)
+    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "qwen", "--dataset", "bad.jsonl", cwd=tmp_path)
     assert r.returncode == 5 and r.stdout == ""
     assert r.stderr.startswith("error: bad.jsonl:2: line is not valid JSON") and r.stderr.count("\n") == 1
     r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "llama", "--num-prompts", "2", cwd=tmp_path)
@@ -101,22 +148,45 @@ def test_bad_input_is_one_line_with_exit_code(server: tuple[subprocess.Popen[str
 
 def test_nothing_completed_writes_the_result_and_exits_5(tmp_path: Path) -> None:
     port = free_port()  # nothing listens there
-    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "m", "--num-prompts", "3",
-              "--result", "r.json", cwd=tmp_path)
+    r = bench(
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--model",
+        "m",
+        "--num-prompts",
+        "3",
+        "--result",
+        "r.json",
+        cwd=tmp_path,
+    )
     assert r.returncode == 5
-    assert r.stderr.strip().splitlines()[-1].startswith(
-        "error: no request completed: 3 failed (connect: 3); the result is in r.json")
+    assert (
+        r.stderr.strip()
+        .splitlines()[-1]
+        .startswith("error: no request completed: 3 failed (connect: 3); the result is in r.json")
+    )
     assert json.loads((tmp_path / "r.json").read_text())["errors_by_kind"] == {"connect": 3}
     assert "connect" in r.stdout  # the summary still shows the errors
 
 
 def test_server_dies_mid_bench_and_the_run_still_finishes(tmp_path: Path) -> None:
     port = free_port()
-    proc = start_server("--model", "m", "--ttft-ms", "5", "--itl-ms", "5", "--die-after-requests", "4",
-                        port=port)
+    proc = start_server("--model", "m", "--ttft-ms", "5", "--itl-ms", "5", "--die-after-requests", "4", port=port)
     wait_started(proc)
-    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "m", "--num-prompts", "12",
-              "--concurrency", "2", "--max-tokens", "20", "--json", cwd=tmp_path)
+    r = bench(
+        "--base-url",
+        f"http://127.0.0.1:{port}",
+        "--model",
+        "m",
+        "--num-prompts",
+        "12",
+        "--concurrency",
+        "2",
+        "--max-tokens",
+        "20",
+        "--json",
+        cwd=tmp_path,
+    )
     assert proc.wait(10) == 1
     out, _ = proc.communicate()
     assert "EngineCore_DP0 died unexpectedly" in out

@@ -19,8 +19,15 @@ from autobench.errors import BenchError
 
 
 def cfg(url: str, **kw: Any) -> BenchConfig:
-    base: dict[str, Any] = {"base_url": url, "model": "m", "num_prompts": 8, "concurrency": 4,
-                            "max_tokens": 12, "random_input_len": 16, "read_timeout": 5.0}
+    base: dict[str, Any] = {
+        "base_url": url,
+        "model": "m",
+        "num_prompts": 8,
+        "concurrency": 4,
+        "max_tokens": 12,
+        "random_input_len": 16,
+        "read_timeout": 5.0,
+    }
     base.update(kw)
     return BenchConfig(**base)
 
@@ -31,9 +38,26 @@ def subprocess_server() -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "autobench.bench.synthetic", "--port", str(port),
-                             "--model", "m", "--ttft-ms", "50", "--itl-ms", "10", "--log-stats-interval", "0"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "autobench.bench.synthetic",
+            "--port",
+            str(port),
+            "--model",
+            "m",
+            "--ttft-ms",
+            "50",
+            "--itl-ms",
+            "10",
+            "--log-stats-interval",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     for line in proc.stderr:
         if "Application startup complete." in line:
@@ -60,8 +84,9 @@ def test_accuracy_at_small_scale(subprocess_server: str) -> None:
     assert c["server_ttft_ms"]["median"] == pytest.approx(50.0, abs=0.5)
     # The client's own error (client TTFT - server TTFT) is the send + receive path: positive, small.
     assert 0.0 < c["ttft_client_error_ms"]["median"] < 3.0
-    assert d["median_ttft_ms"] == pytest.approx(c["server_ttft_ms"]["median"] + c["ttft_client_error_ms"]["median"],
-                                                abs=1.0)
+    assert d["median_ttft_ms"] == pytest.approx(
+        c["server_ttft_ms"]["median"] + c["ttft_client_error_ms"]["median"], abs=1.0
+    )
     # st is stamped at the socket write: the server sees the request after it, not before.
     assert c["send_to_server_arrival_ms"]["median"] > 0
     assert c["dispatch_to_write_ms"]["median"] >= 0
@@ -112,17 +137,21 @@ def test_same_seed_same_prompts_different_seed_different(synth: Any) -> None:
     assert a == b != c
 
 
-@pytest.mark.parametrize(("server_kw", "client_kw", "kind", "n_err"), [
-    ({"error_rate": 0.5}, {}, "http_5xx", 4),
-    ({"error_rate": 0.25, "error_status": 429}, {}, "http_4xx", 2),
-    ({"midstream_error_rate": 0.5}, {}, "in_stream_error", 4),
-    ({"drop_rate": 0.5}, {}, "stream_dropped", 4),
-    ({"non_json_rate": 0.25}, {}, "non_json", 2),
-    ({"no_usage": True}, {}, "no_usage", 8),
-    ({"stall_rate": 0.25, "stall_seconds": 0.8}, {"read_timeout": 0.3}, "timeout", 2),
-])
-def test_each_fault_is_its_own_error_kind(synth: Any, server_kw: dict[str, Any], client_kw: dict[str, Any],
-                                          kind: str, n_err: int) -> None:
+@pytest.mark.parametrize(
+    ("server_kw", "client_kw", "kind", "n_err"),
+    [
+        ({"error_rate": 0.5}, {}, "http_5xx", 4),
+        ({"error_rate": 0.25, "error_status": 429}, {}, "http_4xx", 2),
+        ({"midstream_error_rate": 0.5}, {}, "in_stream_error", 4),
+        ({"drop_rate": 0.5}, {}, "stream_dropped", 4),
+        ({"non_json_rate": 0.25}, {}, "non_json", 2),
+        ({"no_usage": True}, {}, "no_usage", 8),
+        ({"stall_rate": 0.25, "stall_seconds": 0.8}, {"read_timeout": 0.3}, "timeout", 2),
+    ],
+)
+def test_each_fault_is_its_own_error_kind(
+    synth: Any, server_kw: dict[str, Any], client_kw: dict[str, Any], kind: str, n_err: int
+) -> None:
     srv = synth(ttft_ms=5, itl_ms=2, **server_kw)
     d = run_bench(cfg(srv.base_url, **client_kw)).to_json_dict()
     assert d["errors_by_kind"] == {kind: n_err}

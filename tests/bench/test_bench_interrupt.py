@@ -16,10 +16,29 @@ import pytest
 def test_sigint_mid_bench_writes_a_partial_result_and_exits_130(synth, tmp_path: Path) -> None:
     srv = synth(ttft_ms=100, itl_ms=40)  # ~0.5 s per request: 40 prompts at concurrency 2 take ~10 s
     out = tmp_path / "partial.json"
-    proc = subprocess.Popen([sys.executable, "-m", "autobench", "bench", "--base-url", srv.base_url, "--model", "m",
-                             "--num-prompts", "40", "--concurrency", "2", "--max-tokens", "10",
-                             "--result", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "autobench",
+            "bench",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "m",
+            "--num-prompts",
+            "40",
+            "--concurrency",
+            "2",
+            "--max-tokens",
+            "10",
+            "--result",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while srv.server.counters.success < 2 and time.monotonic() < deadline:  # the measured run is under way
         time.sleep(0.02)

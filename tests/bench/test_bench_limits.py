@@ -17,8 +17,9 @@ def test_concurrency_far_above_the_prompt_count_opens_only_what_can_be_used(synt
     # Before the fix the pool warm-up sent one GET /health per unit of concurrency
     # (50,000 connections for 2 prompts, ~30 s; --concurrency 1e20 was killed by the OOM killer).
     srv = synth(ttft_ms=1, itl_ms=0.1)
-    d = run_bench(BenchConfig(base_url=srv.base_url, model="m", num_prompts=2, concurrency=50_000,
-                              max_tokens=4)).to_json_dict()
+    d = run_bench(
+        BenchConfig(base_url=srv.base_url, model="m", num_prompts=2, concurrency=50_000, max_tokens=4)
+    ).to_json_dict()
     assert d["completed"] == 2 and d["failed"] == 0
     assert d["max_concurrency"] == 50_000  # recorded as asked
 
@@ -32,8 +33,23 @@ def test_more_prompts_than_memory_can_hold_is_refused_before_any_work() -> None:
 
 @pytest.mark.timeout(20)
 def test_cli_huge_num_prompts_is_one_line_exit_5() -> None:
-    r = subprocess.run([sys.executable, "-m", "autobench", "bench", "--base-url", "http://127.0.0.1:9",
-                        "--model", "m", "--num-prompts", str(10**20)], capture_output=True, text=True, timeout=20)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "autobench",
+            "bench",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--model",
+            "m",
+            "--num-prompts",
+            str(10**20),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert r.returncode == 5 and r.stdout == ""
     assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 

@@ -20,8 +20,10 @@ from autobench.bench.synthetic_http import HttpConn
 
 
 def sse(*events: Any) -> bytes:
-    return b"".join(b"data: " + (e if isinstance(e, bytes) else json.dumps(e, separators=(",", ":")).encode())
-                    + b"\n\n" for e in events)
+    return b"".join(
+        b"data: " + (e if isinstance(e, bytes) else json.dumps(e, separators=(",", ":")).encode()) + b"\n\n"
+        for e in events
+    )
 
 
 USAGE = {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}}
@@ -33,22 +35,28 @@ COMPLETIONS = sse(
     b'{"choices": [{"index": 0, "text": " c", "finish_reason": null}]}',  # spaced JSON: parsed
     {"choices": [{"index": 0, "text": " d", "finish_reason": None}]},  # fast path
     {"choices": [{"index": 0, "text": " e", "finish_reason": "length"}]},  # the finish: parsed
-    USAGE, b"[DONE]")
+    USAGE,
+    b"[DONE]",
+)
 
 CHAT = sse(
     {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
     {"choices": [{"index": 0, "delta": {"reasoning_content": "r"}, "finish_reason": None}]},  # a token
     {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]},  # fast path
     {"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": None}]},  # not a token
-    {"choices": [{"index": 0, "delta": {"content": "y \\\"usage\\\": {"}, "finish_reason": None}]},
+    {"choices": [{"index": 0, "delta": {"content": 'y \\"usage\\": {'}, "finish_reason": None}]},
     {"choices": [{"index": 0, "delta": {"content": "z"}, "finish_reason": None}]},
     {"choices": [{"index": 0, "delta": {"content": "!"}, "finish_reason": "stop"}]},
-    USAGE, b"[DONE]")
+    USAGE,
+    b"[DONE]",
+)
 
 LATE_ERROR = sse(
     {"choices": [{"index": 0, "text": " a", "finish_reason": None}]},
     {"choices": [{"index": 0, "text": " b", "finish_reason": None}]},
-    {"error": {"message": "engine died", "code": 500}}, b"[DONE]")
+    {"error": {"message": "engine died", "code": 500}},
+    b"[DONE]",
+)
 
 
 @pytest.fixture
@@ -64,7 +72,7 @@ def canned() -> Iterator[Any]:
             if method == "POST":
                 conn.start_stream()
                 for i in range(0, len(body), 97):  # several writes: events split across reads too
-                    conn.write_chunk(body[i:i + 97])
+                    conn.write_chunk(body[i : i + 97])
                 conn.end_stream()
             else:
                 conn.respond(404, b'{"detail":"Not Found"}')
@@ -85,8 +93,17 @@ def canned() -> Iterator[Any]:
 
 
 def run(url: str, **kw: Any) -> dict[str, Any]:
-    cfg = BenchConfig(base_url=url, model="m", num_prompts=3, concurrency=1, max_tokens=5, random_input_len=8,
-                      read_timeout=5.0, scrape_metrics=False, **kw)
+    cfg = BenchConfig(
+        base_url=url,
+        model="m",
+        num_prompts=3,
+        concurrency=1,
+        max_tokens=5,
+        random_input_len=8,
+        read_timeout=5.0,
+        scrape_metrics=False,
+        **kw,
+    )
     return run_bench(cfg).to_json_dict()
 
 

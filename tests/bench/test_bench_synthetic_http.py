@@ -22,9 +22,12 @@ def exchange(port: int, raw: bytes, until: bytes | None = None) -> bytes:
 
 def test_pipelined_keep_alive_requests_answer_in_order(synth: Any) -> None:
     srv = synth()
-    out = exchange(srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
-                             b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
-                             b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    out = exchange(
+        srv.port,
+        b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
     parts = out.split(b"HTTP/1.1 ")[1:]
     assert [p[:3] for p in parts] == [b"200", b"200", b"404"]
     assert b"Connection: keep-alive" in parts[0] and b"Connection: close" in parts[2]
@@ -33,12 +36,22 @@ def test_pipelined_keep_alive_requests_answer_in_order(synth: Any) -> None:
 
 def test_chunked_request_body_streams_an_answer(synth: Any) -> None:
     srv = synth(ttft_ms=1, itl_ms=1)
-    body = json.dumps({"model": "m", "prompt": "one two three", "max_tokens": 3, "stream": True,
-                       "stream_options": {"include_usage": True}}).encode()
+    body = json.dumps(
+        {
+            "model": "m",
+            "prompt": "one two three",
+            "max_tokens": 3,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+    ).encode()
     half = len(body) // 2
     chunked = b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (half, body[:half], len(body) - half, body[half:])
-    out = exchange(srv.port, b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
-                             b"Connection: close\r\n\r\n" + chunked)
+    out = exchange(
+        srv.port,
+        b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+        b"Connection: close\r\n\r\n" + chunked,
+    )
     head, _, rest = out.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200") and b"Transfer-Encoding: chunked" in head
     assert rest.endswith(b"0\r\n\r\n") and b"data: [DONE]" in rest

@@ -27,8 +27,9 @@ Script = Callable[[int, str, str, dict[str, str]], bytes | None]
 def sse_body(n_tokens: int = 3) -> bytes:
     ev = [{"choices": [{"index": 0, "text": f" t{i}", "finish_reason": None}]} for i in range(n_tokens - 1)]
     ev.append({"choices": [{"index": 0, "text": " end", "finish_reason": "length"}]})
-    ev.append({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": n_tokens,
-                                        "total_tokens": 5 + n_tokens}})
+    ev.append(
+        {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": n_tokens, "total_tokens": 5 + n_tokens}}
+    )
     return b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in ev) + b"data: [DONE]\n\n"
 
 
@@ -74,7 +75,7 @@ class RawServer:
                     return
                 method, path, _ = line.decode("latin-1").split(" ", 2)
                 headers: dict[str, str] = {}
-                while (h := f.readline().decode("latin-1").strip()):
+                while h := f.readline().decode("latin-1").strip():
                     k, _, v = h.partition(":")
                     headers[k.strip().lower()] = v.strip()
                 f.read(int(headers.get("content-length", "0")))
@@ -120,12 +121,21 @@ def only_completions(answer: Callable[[int], bytes | None]) -> Script:
         if not path.endswith("/completions"):
             return NOT_FOUND
         return answer(next(count))
+
     return script
 
 
 def cfg(url: str, **kw: Any) -> BenchConfig:
-    base: dict[str, Any] = {"base_url": url, "model": "m", "num_prompts": 6, "concurrency": 2, "max_tokens": 3,
-                            "random_input_len": 8, "read_timeout": 5.0, "connect_timeout": 5.0}
+    base: dict[str, Any] = {
+        "base_url": url,
+        "model": "m",
+        "num_prompts": 6,
+        "concurrency": 2,
+        "max_tokens": 3,
+        "random_input_len": 8,
+        "read_timeout": 5.0,
+        "connect_timeout": 5.0,
+    }
     base.update(kw)
     return BenchConfig(**base)
 
@@ -155,8 +165,10 @@ def test_content_length_and_close_delimited_bodies_are_read_whole(raw: Callable[
 def test_a_body_cut_short_is_a_dropped_stream_not_a_success(raw: Callable[..., RawServer]) -> None:
     body = sse_body()
     # Says 500 more bytes than it sends, then closes: must not count as a complete response.
-    cut = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n"
-           b"Content-Length: %d\r\n\r\n%s" % (len(body) + 500, body[:-len(b"data: [DONE]\n\n")]))
+    cut = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s" % (
+        len(body) + 500,
+        body[: -len(b"data: [DONE]\n\n")],
+    )
     srv = raw(only_completions(lambda n: cut if n < 2 else chunked(sse_body())))
     d = run_bench(cfg(srv.url)).to_json_dict()
     assert d["errors_by_kind"] == {"stream_dropped": 2} and d["completed"] == 4
@@ -196,8 +208,9 @@ def test_a_path_prefix_in_the_base_url_is_kept(raw: Callable[..., RawServer]) ->
     assert {p for _, p, _ in srv.requests} >= {"/gw/v1/models", "/gw/v1/completions"}
 
 
-def test_api_key_goes_by_name_and_is_never_written(raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch,
-                                                   tmp_path: Path) -> None:
+def test_api_key_goes_by_name_and_is_never_written(
+    raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     key = "sk-test-4f9a1c2e7b"
     monkeypatch.setenv("MY_VLLM_KEY", key)
 
@@ -223,8 +236,9 @@ def test_api_key_goes_by_name_and_is_never_written(raw: Callable[..., RawServer]
         run_bench(cfg(srv.url, api_key_env="MY_VLLM_KEY", api_key_required=True))
 
 
-def test_https_with_a_trusted_certificate(raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch,
-                                          tmp_path: Path) -> None:
+def test_https_with_a_trusted_certificate(
+    raw: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     trustme = pytest.importorskip("trustme")
     ca = trustme.CA()
     server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -49,7 +49,9 @@ def make_fake_bin(root: Path) -> Path:
     return bindir
 
 
-def run_script(script: str, root: Path, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], list[tuple[str, list[str]]]]:
+def run_script(
+    script: str, root: Path, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], list[tuple[str, list[str]]]]:
     """Run ``script`` with bash in ``root/work`` and the fake tools; return the calls made."""
     bindir = root / "fakebin"
     if not bindir.exists():
@@ -69,8 +71,7 @@ def run_script(script: str, root: Path, env: dict[str, str] | None = None) -> tu
         "LANG": "C.UTF-8",
     }
     full_env.update(env or {})
-    proc = subprocess.run(["bash", str(path)], cwd=work, env=full_env, capture_output=True, text=True,
-                          timeout=30)
+    proc = subprocess.run(["bash", str(path)], cwd=work, env=full_env, capture_output=True, text=True, timeout=30)
     calls = []
     for entry in sorted(log.glob("*.argv")):
         tool = entry.stem.split("-", 1)[1]

@@ -23,14 +23,54 @@ from autobench.recipe.rules import SECRET_VALUE
 from autobench.recipe.schema import Recipe
 
 NASTY = [
-    "", " ", "'", '"', "''", "\\", "\\'", "$(touch pwned)", "`touch pwned`", "$HOME", "${HOME}", "~",
-    "~/x", "-rf", "--help", "a\nb", "\n", "ab\n", "\r\n", "*", "?", "[a]", "!", "!!", ";", "&&", "|", ">x",
-    "#", "a # b", "é", "日本語", "\u2028", "\u0085", "\t", "$'\\n'", "{a,b}", "%s", "x=y", "-", "--",
+    "",
+    " ",
+    "'",
+    '"',
+    "''",
+    "\\",
+    "\\'",
+    "$(touch pwned)",
+    "`touch pwned`",
+    "$HOME",
+    "${HOME}",
+    "~",
+    "~/x",
+    "-rf",
+    "--help",
+    "a\nb",
+    "\n",
+    "ab\n",
+    "\r\n",
+    "*",
+    "?",
+    "[a]",
+    "!",
+    "!!",
+    ";",
+    "&&",
+    "|",
+    ">x",
+    "#",
+    "a # b",
+    "é",
+    "日本語",
+    "\u2028",
+    "\u0085",
+    "\t",
+    "$'\\n'",
+    "{a,b}",
+    "%s",
+    "x=y",
+    "-",
+    "--",
 ]
 CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00")
-TEXT = st.one_of(st.sampled_from(NASTY), st.text(CHARS, max_size=12),
-                 st.lists(st.sampled_from(NASTY), min_size=2, max_size=4).map("".join)).filter(
-    lambda s: not SECRET_VALUE.search(s))
+TEXT = st.one_of(
+    st.sampled_from(NASTY),
+    st.text(CHARS, max_size=12),
+    st.lists(st.sampled_from(NASTY), min_size=2, max_size=4).map("".join),
+).filter(lambda s: not SECRET_VALUE.search(s))
 NONEMPTY = TEXT.filter(bool)
 MAYBE = st.none() | TEXT
 ENV_KEY = st.from_regex(r"E_[A-Za-z0-9_]{0,6}", fullmatch=True)

@@ -50,10 +50,10 @@ def seed_docker_argv(home: str, *, speculative: bool = True) -> list[str]:
     words = [w.replace("~/", home + "/", 1) if w.startswith("~/") else w for w in words]
     model_at = words.index("shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC")
     # autobench always passes the model revision right after the model (the seed relied on main)
-    words[model_at + 1:model_at + 1] = ["--revision", "main"]
+    words[model_at + 1 : model_at + 1] = ["--revision", "main"]
     if not speculative:
         at = words.index("--speculative-config")
-        del words[at:at + 2]
+        del words[at : at + 2]
     return words
 
 
@@ -78,12 +78,18 @@ def test_compile_is_deterministic(monkeypatch):
 def test_dflash_docker_command_is_the_seeds(tmp_path):
     recipe = load_recipe(DFLASH).recipe
     assert docker_argv(recipe, home="/h") == seed_docker_argv("/h")
-    assert serve_argv(recipe)[:5] == ["vllm", "serve", "shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC",
-                                      "--revision", "main"]
-    assert serve_argv(recipe)[3:] == seed_docker_argv("/h")[seed_docker_argv("/h").index("--revision"):]
+    assert serve_argv(recipe)[:5] == [
+        "vllm",
+        "serve",
+        "shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC",
+        "--revision",
+        "main",
+    ]
+    assert serve_argv(recipe)[3:] == seed_docker_argv("/h")[seed_docker_argv("/h").index("--revision") :]
     spec = docker_argv(recipe)[docker_argv(recipe).index("--speculative-config") + 1]
-    assert spec == ('{"method":"dflash","model":"z-lab/Qwen3.5-122B-A10B-DFlash",'
-                    f'"revision":"{SHA}","num_speculative_tokens":5}}')
+    assert spec == (
+        f'{{"method":"dflash","model":"z-lab/Qwen3.5-122B-A10B-DFlash","revision":"{SHA}","num_speculative_tokens":5}}'
+    )
 
 
 def test_base_docker_command_is_the_seeds_without_speculation():
@@ -227,10 +233,12 @@ def test_readiness_of_a_keyed_server_sends_the_key_by_header_never_in_argv(tmp_p
     lint = subprocess.run([shellcheck_path(), "-s", "bash", str(tmp_path / "keyed.sh")], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
     with ThreadedServer(SyntheticConfig(port=0, model="m", log_stats_interval=0, api_key=key)) as srv:
+
         def models_ok(value: str) -> int:
             env = {**os.environ, "BASE_URL": srv.base_url, "VLLM_API_KEY": value}
-            return subprocess.run(["bash", "-c", fn.group(0) + "models_ok"], env=env,
-                                  capture_output=True, text=True).returncode
+            return subprocess.run(
+                ["bash", "-c", fn.group(0) + "models_ok"], env=env, capture_output=True, text=True
+            ).returncode
 
         assert models_ok(key) == 0
         assert models_ok("wrong") != 0  # curl -f: the server's 401 is not ready
@@ -240,12 +248,15 @@ def test_readiness_of_a_keyed_server_sends_the_key_by_header_never_in_argv(tmp_p
 
 def test_vllm_bench_client_gets_the_server_key_through_the_environment_only(tmp_path):
     child = tmp_path / "keyed-vllm.yaml"
-    child.write_text(f"extends: {DFLASH}\nsecrets: [HF_TOKEN, VLLM_API_KEY]\nbench:\n  client: vllm\n  max_seconds: null\n",
-                     encoding="utf-8")
+    child.write_text(
+        f"extends: {DFLASH}\nsecrets: [HF_TOKEN, VLLM_API_KEY]\nbench:\n  client: vllm\n  max_seconds: null\n",
+        encoding="utf-8",
+    )
     script = compile_recipe(load_recipe(child), "bench")
     (tmp_path / "keyed-vllm.sh").write_text(script, encoding="utf-8")
-    lint = subprocess.run([shellcheck_path(), "-s", "bash", str(tmp_path / "keyed-vllm.sh")],
-                          capture_output=True, text=True)
+    lint = subprocess.run(
+        [shellcheck_path(), "-s", "bash", str(tmp_path / "keyed-vllm.sh")], capture_output=True, text=True
+    )
     assert lint.returncode == 0, lint.stdout
     key = "zz-key-9a8b7c6d5e4f"
     proc, calls = run_script(script, tmp_path, {"VLLM_API_KEY": key})

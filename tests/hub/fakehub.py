@@ -143,8 +143,15 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     # -- plumbing ------------------------------------------------------------------------------
-    def _send(self, status: int, body: bytes = b"", headers: dict[str, str] | None = None,
-              *, content_type: str = "application/json", length: int | None = None) -> None:
+    def _send(
+        self,
+        status: int,
+        body: bytes = b"",
+        headers: dict[str, str] | None = None,
+        *,
+        content_type: str = "application/json",
+        length: int | None = None,
+    ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("X-Request-Id", "fake-req-0001")
@@ -221,8 +228,7 @@ class _Handler(BaseHTTPRequestHandler):
             size = content if isinstance(content, int) else len(content)
             entry: dict[str, Any] = {"rfilename": path, "size": size}
             if isinstance(content, int):
-                entry["lfs"] = {"size": size, "sha256": hashlib.sha256(path.encode()).hexdigest(),
-                                "pointerSize": 134}
+                entry["lfs"] = {"size": size, "sha256": hashlib.sha256(path.encode()).hexdigest(), "pointerSize": 134}
             else:
                 entry["blobId"] = git_blob_sha1(content)
             siblings.append(entry)
@@ -250,8 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
             body["config"] = {k: cfg[k] for k in ("architectures", "model_type") if k in cfg}
         self._send(200, as_json(body))
 
-    def _file(self, ns: str, name: str, rev: str, path: str, sent: bool, valid: bool, *,
-              redirect: bool) -> None:
+    def _file(self, ns: str, name: str, rev: str, path: str, sent: bool, valid: bool, *, redirect: bool) -> None:
         repo = self._repo(ns, name)
         if repo is None:
             return
@@ -266,8 +271,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         content = repo.commits[sha].files.get(path)
         if content is None:
-            self._error(404, "EntryNotFound", f"{path} does not exist on \"{rev}\"",
-                        {"X-Repo-Commit": sha})
+            self._error(404, "EntryNotFound", f'{path} does not exist on "{rev}"', {"X-Repo-Commit": sha})
             return
         if isinstance(content, int):
             self._error(404, None, "weights are not served by the fake Hub")
@@ -276,96 +280,130 @@ class _Handler(BaseHTTPRequestHandler):
             location = f"/api/resolve-cache/models/{ns}/{name}/{sha}/{path}"
             self._send(307, b"", {"Location": location, "X-Repo-Commit": sha})
             return
-        self._send(200, content, {"X-Repo-Commit": sha, "ETag": f'"{git_blob_sha1(content)}"'},
-                   content_type="application/octet-stream")
+        self._send(
+            200,
+            content,
+            {"X-Repo-Commit": sha, "ETag": f'"{git_blob_sha1(content)}"'},
+            content_type="application/octet-stream",
+        )
 
 
 # -- fixture repos ----------------------------------------------------------------------------
 
+
 def draft_config(kv_heads: int, layers: int, window: int) -> bytes:
-    return as_json({
-        "architectures": ["DFlashDraftModel"],
-        "model_type": "qwen3",
-        "hidden_size": 3072,
-        "num_attention_heads": 32,
-        "num_key_value_heads": kv_heads,
-        "head_dim": 128,
-        "num_hidden_layers": layers,
-        "sliding_window": window,
-        "block_size": 16,
-        "torch_dtype": "bfloat16",
-    })
+    return as_json(
+        {
+            "architectures": ["DFlashDraftModel"],
+            "model_type": "qwen3",
+            "hidden_size": 3072,
+            "num_attention_heads": 32,
+            "num_key_value_heads": kv_heads,
+            "head_dim": 128,
+            "num_hidden_layers": layers,
+            "sliding_window": window,
+            "block_size": 16,
+            "torch_dtype": "bfloat16",
+        }
+    )
 
 
 def base_config(transformers_version: str) -> bytes:
     layer_types = (["linear_attention"] * 3 + ["full_attention"]) * 12
-    return as_json({
-        "architectures": ["Qwen3_5MoeForConditionalGeneration"],
-        "model_type": "qwen3_5_moe",
-        "quantization_config": {"quant_method": "auto-round", "bits": 4, "group_size": 128, "sym": True},
-        "text_config": {
-            "model_type": "qwen3_5_moe_text",
-            "hidden_size": 3072,
-            "num_attention_heads": 32,
-            "num_key_value_heads": 2,
-            "head_dim": 256,
-            "num_hidden_layers": 48,
-            "layer_types": layer_types,
-            "num_experts": 256,
-        },
-        "transformers_version": transformers_version,
-    })
+    return as_json(
+        {
+            "architectures": ["Qwen3_5MoeForConditionalGeneration"],
+            "model_type": "qwen3_5_moe",
+            "quantization_config": {"quant_method": "auto-round", "bits": 4, "group_size": 128, "sym": True},
+            "text_config": {
+                "model_type": "qwen3_5_moe_text",
+                "hidden_size": 3072,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 2,
+                "head_dim": 256,
+                "num_hidden_layers": 48,
+                "layer_types": layer_types,
+                "num_experts": 256,
+            },
+            "transformers_version": transformers_version,
+        }
+    )
 
 
-TOKENIZER_CONFIG = as_json({"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}",
-                            "eos_token": "<|im_end|>"})
+TOKENIZER_CONFIG = as_json(
+    {"chat_template": "{% for m in messages %}{{ m.content }}{% endfor %}", "eos_token": "<|im_end|>"}
+)
 
 
 def seed_hub() -> FakeHub:
     """The seed's world: base model and DFlash draft with two commits each, plus fault repos."""
     hub = FakeHub()
     weights = {f"model-{i:05d}-of-00015.safetensors": 4_466_000_000 for i in range(1, 16)}
-    hub.add(FakeRepo(
-        BASE_REPO,
-        commits={
-            BASE_OLD: FakeCommit(BASE_OLD, {"config.json": base_config("4.57.0"),
-                                            "tokenizer_config.json": TOKENIZER_CONFIG, **weights},
-                                 date="2026-05-01T09:00:00.000Z"),
-            BASE_NEW: FakeCommit(BASE_NEW, {"config.json": base_config("5.0.0"),
-                                            "tokenizer_config.json": TOKENIZER_CONFIG,
-                                            "quantization_config.json": as_json({"bits": 4}), **weights},
-                                 date="2026-06-01T09:00:00.000Z"),
-        },
-        refs={"main": BASE_NEW, "v1": BASE_OLD},
-        downloads=42785, likes=31,
-    ))
-    hub.add(FakeRepo(
-        DRAFT_REPO,
-        commits={
-            DRAFT_OLD: FakeCommit(DRAFT_OLD, {"config.json": draft_config(4, 4, 2048),
-                                              "model.safetensors": 1_550_000_000},
-                                  date="2026-06-10T12:00:00.000Z"),
-            DRAFT_NEW: FakeCommit(DRAFT_NEW, {"config.json": draft_config(8, 6, 4096),
-                                              "model.safetensors": 1_550_000_000},
-                                  date="2026-06-22T12:00:00.000Z"),
-        },
-        refs={"main": DRAFT_NEW},
-        downloads=4502, likes=17,
-    ))
-    hub.add(FakeRepo(
-        GATED_REPO,
-        commits={GATED_SHA: FakeCommit(GATED_SHA, {"config.json": draft_config(4, 4, 2048)})},
-        refs={"main": GATED_SHA}, gated="manual",
-    ))
-    hub.add(FakeRepo(
-        NOCONFIG_REPO,
-        commits={NOCONFIG_SHA: FakeCommit(NOCONFIG_SHA, {"README.md": b"# no config here\n"})},
-        refs={"main": NOCONFIG_SHA},
-    ))
+    hub.add(
+        FakeRepo(
+            BASE_REPO,
+            commits={
+                BASE_OLD: FakeCommit(
+                    BASE_OLD,
+                    {"config.json": base_config("4.57.0"), "tokenizer_config.json": TOKENIZER_CONFIG, **weights},
+                    date="2026-05-01T09:00:00.000Z",
+                ),
+                BASE_NEW: FakeCommit(
+                    BASE_NEW,
+                    {
+                        "config.json": base_config("5.0.0"),
+                        "tokenizer_config.json": TOKENIZER_CONFIG,
+                        "quantization_config.json": as_json({"bits": 4}),
+                        **weights,
+                    },
+                    date="2026-06-01T09:00:00.000Z",
+                ),
+            },
+            refs={"main": BASE_NEW, "v1": BASE_OLD},
+            downloads=42785,
+            likes=31,
+        )
+    )
+    hub.add(
+        FakeRepo(
+            DRAFT_REPO,
+            commits={
+                DRAFT_OLD: FakeCommit(
+                    DRAFT_OLD,
+                    {"config.json": draft_config(4, 4, 2048), "model.safetensors": 1_550_000_000},
+                    date="2026-06-10T12:00:00.000Z",
+                ),
+                DRAFT_NEW: FakeCommit(
+                    DRAFT_NEW,
+                    {"config.json": draft_config(8, 6, 4096), "model.safetensors": 1_550_000_000},
+                    date="2026-06-22T12:00:00.000Z",
+                ),
+            },
+            refs={"main": DRAFT_NEW},
+            downloads=4502,
+            likes=17,
+        )
+    )
+    hub.add(
+        FakeRepo(
+            GATED_REPO,
+            commits={GATED_SHA: FakeCommit(GATED_SHA, {"config.json": draft_config(4, 4, 2048)})},
+            refs={"main": GATED_SHA},
+            gated="manual",
+        )
+    )
+    hub.add(
+        FakeRepo(
+            NOCONFIG_REPO,
+            commits={NOCONFIG_SHA: FakeCommit(NOCONFIG_SHA, {"README.md": b"# no config here\n"})},
+            refs={"main": NOCONFIG_SHA},
+        )
+    )
     return hub
 
 
 # -- dead networks ----------------------------------------------------------------------------
+
 
 @contextmanager
 def silent_server() -> Iterator[str]:

@@ -38,8 +38,10 @@ def one_error_line(code: int, out: str, err: str) -> str:
 def test_unknown_repo(hub_env, tmp_path, capsys):
     recipe = recipe_with(tmp_path, "nobody/does-not-exist")
     err = one_error_line(*run(capsys, "lock", str(recipe)))
-    assert err.startswith(f"error: {recipe}:3:3: nobody/does-not-exist@main: repository not found on "
-                          f"{hub_env.url} (or private and not visible to this token)")
+    assert err.startswith(
+        f"error: {recipe}:3:3: nobody/does-not-exist@main: repository not found on "
+        f"{hub_env.url} (or private and not visible to this token)"
+    )
     assert "(hint: check the repo id (owner/name) in the recipe; for a private repo set HF_TOKEN)" in err
     assert not (tmp_path / "r.yaml.lock.json").exists()
     assert "revision: main\n" in recipe.read_text()  # nothing written on error
@@ -57,9 +59,11 @@ def test_unknown_revision(hub_env, tmp_path, capsys):
 
 def test_gated_repo_without_a_token(hub_env, capsys):
     err = one_error_line(*run(capsys, "hub", "info", GATED_REPO))
-    assert err == (f"error: {GATED_REPO}@main: gated repo, this token has no access (401) (hint: accept the "
-                   f"repo's conditions at {hub_env.url}/{GATED_REPO} with the account whose token is in "
-                   "HF_TOKEN (or `hf auth login`))")
+    assert err == (
+        f"error: {GATED_REPO}@main: gated repo, this token has no access (401) (hint: accept the "
+        f"repo's conditions at {hub_env.url}/{GATED_REPO} with the account whose token is in "
+        "HF_TOKEN (or `hf auth login`))"
+    )
 
 
 def test_gated_repo_with_a_token_not_granted_then_granted(hub_env, capsys, monkeypatch):
@@ -135,8 +139,10 @@ def test_offline_with_nothing_cached(tmp_path, capsys, monkeypatch):
     recipe = recipe_with(tmp_path, DRAFT_REPO)
     cache = Path(os.environ["HF_HOME"]) / "hub"
     err = one_error_line(*run(capsys, "lock", "--offline", str(recipe)))
-    assert err == (f"error: {recipe}:3:3: {DRAFT_REPO}@main is not in the local HF cache at {cache} (hint: run "
-                   f"`autobench lock` online once, or `huggingface-cli download {DRAFT_REPO} --revision main`)")
+    assert err == (
+        f"error: {recipe}:3:3: {DRAFT_REPO}@main is not in the local HF cache at {cache} (hint: run "
+        f"`autobench lock` online once, or `huggingface-cli download {DRAFT_REPO} --revision main`)"
+    )
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the env var works like --offline
     err = one_error_line(*run(capsys, "hub", "info", f"{DRAFT_REPO}@{DRAFT_OLD}"))
     assert f"{DRAFT_REPO}@{DRAFT_OLD} is not in the local HF cache at {cache}" in err
@@ -148,15 +154,18 @@ def test_offline_ref_cached_but_config_not(hub_env, tmp_path, capsys):
 
     write_ref(HubSettings.from_env(), DRAFT_REPO, "main", DRAFT_OLD)
     (HubSettings.from_env().cache_dir / f"models--z-lab--Qwen3.5-122B-A10B-DFlash/snapshots/{DRAFT_OLD}").mkdir(
-        parents=True)
+        parents=True
+    )
     err = one_error_line(*run(capsys, "hub", "info", "--offline", DRAFT_REPO))
     assert f"config.json of {DRAFT_REPO}@main is not in the local HF cache" in err
 
 
 def test_missing_config_json_online_and_offline(hub_env, capsys):
     err = one_error_line(*run(capsys, "hub", "info", NOCONFIG_REPO))
-    assert err == (f"error: {NOCONFIG_REPO}@main: the Hub has no config.json at this revision (hint: pin a "
-                   f"revision of {NOCONFIG_REPO} that contains config.json (is it a transformers model repo?))")
+    assert err == (
+        f"error: {NOCONFIG_REPO}@main: the Hub has no config.json at this revision (hint: pin a "
+        f"revision of {NOCONFIG_REPO} that contains config.json (is it a transformers model repo?))"
+    )
     hub_env.stop()  # the client cached the absence (.no_exist) and refs/main: offline says the same
     err = one_error_line(*run(capsys, "hub", "info", "--offline", NOCONFIG_REPO))
     assert f"{NOCONFIG_REPO}@main: the Hub has no config.json at this revision" in err
@@ -164,10 +173,12 @@ def test_missing_config_json_online_and_offline(hub_env, capsys):
 
 def test_token_never_reaches_recipe_lock_or_output(hub_env, recipes, capsys, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", VALID_TOKEN)
-    outputs = [run(capsys, "lock", str(recipes / "dflash.yaml")),
-               run(capsys, "outdated", "--json", str(recipes / "dflash.yaml")),
-               run(capsys, "hub", "info", "--json", DRAFT_REPO),
-               run(capsys, "hub", "info", "nobody/x")]
+    outputs = [
+        run(capsys, "lock", str(recipes / "dflash.yaml")),
+        run(capsys, "outdated", "--json", str(recipes / "dflash.yaml")),
+        run(capsys, "hub", "info", "--json", DRAFT_REPO),
+        run(capsys, "hub", "info", "nobody/x"),
+    ]
     assert [o[0] for o in outputs] == [0, 0, 0, 3]
     assert all(VALID_TOKEN not in o[1] + o[2] for o in outputs)
     for path in recipes.iterdir():
@@ -189,6 +200,8 @@ def test_translate_refuses_to_swallow_unknown_exceptions():
         raise translate(KeyError("bug"), settings, "a/b", "main")
     assert "hf_secret" not in repr(settings)
     err = translate(OSError(28, "No space left on device"), settings, "a/b", "main")
-    assert str(err) == ("a/b@main: cannot use the HF cache at /tmp/x (No space left on device) "
-                        "(hint: check HF_HOME / HF_HUB_CACHE points to a writable directory)")
+    assert str(err) == (
+        "a/b@main: cannot use the HF cache at /tmp/x (No space left on device) "
+        "(hint: check HF_HOME / HF_HUB_CACHE points to a writable directory)"
+    )
     assert json.dumps  # keep the import used

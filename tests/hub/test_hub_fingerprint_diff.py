@@ -31,9 +31,17 @@ def test_fingerprint_reads_nested_text_config_and_counts_hybrid_layer_types():
 
 
 def test_fingerprint_derives_head_dim_and_reads_other_quant_formats():
-    fp = fingerprint({"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
-                      "quantization_config": {"quant_method": "compressed-tensors",
-                                              "config_groups": {"g0": {"weights": {"num_bits": 8}}}}})
+    fp = fingerprint(
+        {
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "quantization_config": {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g0": {"weights": {"num_bits": 8}}},
+            },
+        }
+    )
     assert fp["head_dim"] == 128 and fp["head_dim_source"] == "hidden_size/num_attention_heads"
     assert fp["quantization"] == {"method": "compressed-tensors", "bits": 8}
     assert fingerprint({"quantization_config": {"quant_method": "awq", "w_bit": 4}})["quantization"]["bits"] == 4
@@ -51,10 +59,20 @@ def test_diff_of_the_seed_draft_bump_flags_exactly_three_breaking_changes():
 
 
 def test_diff_non_breaking_nested_added_removed_and_derived_head_dim():
-    old = {"a": 1, "text_config": {"num_key_value_heads": 2, "rope_theta": 1e6}, "torch_dtype": "bfloat16",
-           "hidden_size": 4096, "num_attention_heads": 32}
-    new = {"text_config": {"num_key_value_heads": 4, "rope_theta": 1e7}, "torch_dtype": "bfloat16",
-           "hidden_size": 4096, "num_attention_heads": 16, "new_key": True}
+    old = {
+        "a": 1,
+        "text_config": {"num_key_value_heads": 2, "rope_theta": 1e6},
+        "torch_dtype": "bfloat16",
+        "hidden_size": 4096,
+        "num_attention_heads": 32,
+    }
+    new = {
+        "text_config": {"num_key_value_heads": 4, "rope_theta": 1e7},
+        "torch_dtype": "bfloat16",
+        "hidden_size": 4096,
+        "num_attention_heads": 16,
+        "new_key": True,
+    }
     changes = {c.field: c for c in diff_configs(old, new)}
     assert changes["text_config.num_key_value_heads"].breaking
     assert not changes["text_config.rope_theta"].breaking
@@ -65,7 +83,8 @@ def test_diff_non_breaking_nested_added_removed_and_derived_head_dim():
     assert "torch_dtype" not in changes
     # breaking changes are listed first
     assert [c.breaking for c in diff_configs(old, new)] == sorted(
-        [c.breaking for c in diff_configs(old, new)], reverse=True)
+        [c.breaking for c in diff_configs(old, new)], reverse=True
+    )
 
 
 def test_diff_summarizes_long_layer_type_lists():

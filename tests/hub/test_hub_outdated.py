@@ -15,7 +15,7 @@ def test_outdated_on_the_seed_pin_reports_the_draft_moved_with_three_breaking_ch
     lines = out.splitlines()
     draft = next(i for i, line in enumerate(lines) if DRAFT_REPO in line)
     assert f"moved: pinned 6c7242c, main is now bce6f76 ({DRAFT_NEW})  BREAKING" in lines[draft]
-    assert lines[draft + 1:draft + 4] == [
+    assert lines[draft + 1 : draft + 4] == [
         "      BREAKING num_hidden_layers: 4 -> 6",
         "      BREAKING num_key_value_heads: 4 -> 8",
         "      BREAKING sliding_window: 2048 -> 4096",
@@ -30,9 +30,16 @@ def test_outdated_json_and_exit_code(hub_env, recipes, capsys):
     items = {i["kind"]: i for i in json.loads(out)}
     draft = items["draft"]
     assert (draft["status"], draft["pinned"], draft["current"], draft["breaking"]) == (
-        "moved", DRAFT_OLD, DRAFT_NEW, True)
+        "moved",
+        DRAFT_OLD,
+        DRAFT_NEW,
+        True,
+    )
     assert [(c["field"], c["old"], c["new"], c["breaking"]) for c in draft["changes"]] == [
-        ("num_hidden_layers", 4, 6, True), ("num_key_value_heads", 4, 8, True), ("sliding_window", 2048, 4096, True)]
+        ("num_hidden_layers", 4, 6, True),
+        ("num_key_value_heads", 4, 8, True),
+        ("sliding_window", 2048, 4096, True),
+    ]
     assert draft["label"] == "main" and draft["label_assumed"] is True
     assert items["model"]["status"] == "unpinned" and items["model"]["pinned"] is None
 
@@ -52,8 +59,11 @@ def test_after_lock_everything_is_up_to_date_until_upstream_moves(hub_env, recip
 def test_pin_recorded_only_in_the_lock_file_is_checked(hub_env, tmp_path, capsys):
     recipe = tmp_path / "r.yaml"
     recipe.write_text(f"model:\n  repo: {DRAFT_REPO}\n  revision: main\ncontainer:\n  image: x\n")
-    lock = {"autobench_lock": 1, "recipe": "r.yaml", "references": {
-        "model": {"repo": DRAFT_REPO, "label": "main", "sha": DRAFT_OLD}}}
+    lock = {
+        "autobench_lock": 1,
+        "recipe": "r.yaml",
+        "references": {"model": {"repo": DRAFT_REPO, "label": "main", "sha": DRAFT_OLD}},
+    }
     (tmp_path / "r.yaml.lock.json").write_text(json.dumps(lock))
     code, out, _ = run(capsys, "outdated", "--json", str(recipe))
     (item,) = json.loads(out)
@@ -89,9 +99,11 @@ def test_offline_moved_without_the_new_config_cached_says_so(hub_env, recipes, c
     hub_env.stop()
     code, out, _ = run(capsys, "outdated", "--offline", "--json", str(recipes / "dflash.yaml"))
     assert code == 3  # the base model was never cached: one clear error
-    (recipes / "dflash.yaml").write_text((recipes / "dflash.yaml").read_text().replace("extends: base.yaml\n", "")
-                                         + f"model:\n  repo: {DRAFT_REPO}\n  revision: {DRAFT_OLD}\n"
-                                         "container:\n  image: x\n")
+    (recipes / "dflash.yaml").write_text(
+        (recipes / "dflash.yaml").read_text().replace("extends: base.yaml\n", "")
+        + f"model:\n  repo: {DRAFT_REPO}\n  revision: {DRAFT_OLD}\n"
+        "container:\n  image: x\n"
+    )
     code, out, _ = run(capsys, "outdated", "--offline", "--json", str(recipes / "dflash.yaml"))
     assert code == 0
     draft = next(i for i in json.loads(out) if i["kind"] == "draft")

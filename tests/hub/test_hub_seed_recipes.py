@@ -31,9 +31,16 @@ def test_outdated_on_the_seed_pin(hub_env, seed, capsys):
     assert code == 0
     draft = next(i for i in json.loads(out) if i["kind"] == "draft")
     assert (draft["status"], draft["pinned"], draft["current"], draft["label"]) == (
-        "moved", DRAFT_OLD, DRAFT_NEW, "main")
+        "moved",
+        DRAFT_OLD,
+        DRAFT_NEW,
+        "main",
+    )
     assert {(c["field"], c["old"], c["new"]) for c in draft["changes"] if c["breaking"]} == {
-        ("num_key_value_heads", 4, 8), ("num_hidden_layers", 4, 6), ("sliding_window", 2048, 4096)}
+        ("num_key_value_heads", 4, 8),
+        ("num_hidden_layers", 4, 6),
+        ("sliding_window", 2048, 4096),
+    }
 
 
 def test_lock_on_the_seed_dflash_recipe_pins_model_and_draft(hub_env, seed, capsys):

@@ -16,8 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def autobench(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     full = dict(os.environ, HF_HUB_DISABLE_TELEMETRY="1", **env)
-    return subprocess.run([sys.executable, "-m", "autobench", *argv], capture_output=True, text=True,
-                          env=full, cwd=REPO, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "autobench", *argv], capture_output=True, text=True, env=full, cwd=REPO, timeout=60
+    )
 
 
 def test_lock_then_offline_outdated_in_fresh_processes(hub_env, recipes):
@@ -28,13 +29,17 @@ def test_lock_then_offline_outdated_in_fresh_processes(hub_env, recipes):
     assert f"revision: {BASE_NEW}  # frozen: main" in (recipes / "base.yaml").read_text()
     hub_env.stop()
     # HF_HUB_OFFLINE=1 set before the process starts (huggingface_hub reads it at import time too)
-    done = autobench("outdated", "--json", str(recipes / "dflash.yaml"), HF_HUB_OFFLINE="1", HF_HOME=home,
-                     HF_TOKEN=VALID_TOKEN)
+    done = autobench(
+        "outdated", "--json", str(recipes / "dflash.yaml"), HF_HUB_OFFLINE="1", HF_HOME=home, HF_TOKEN=VALID_TOKEN
+    )
     assert done.returncode == 0, done.stderr
     items = {i["kind"]: i for i in json.loads(done.stdout)}
     assert items["model"]["status"] == "up-to-date"
     assert (items["draft"]["status"], items["draft"]["pinned"], items["draft"]["current"]) == (
-        "moved", DRAFT_OLD, DRAFT_NEW)
+        "moved",
+        DRAFT_OLD,
+        DRAFT_NEW,
+    )
     done = autobench("outdated", "--exit-code", str(recipes / "dflash.yaml"), HF_HUB_OFFLINE="1", HF_HOME=home)
     assert done.returncode == 1 and "BREAKING sliding_window: 2048 -> 4096" in done.stdout
     for path in list(recipes.iterdir()) + list(Path(home).rglob("*")):

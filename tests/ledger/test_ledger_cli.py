@@ -21,9 +21,16 @@ BASE = REPO / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround.yaml"
 DRAFT = "z-lab/Qwen3.5-122B-A10B-DFlash"
 
 VLLM_RESULT = {  # the shape `vllm bench serve --save-result` writes (fields we read)
-    "completed": 385, "failed": 0, "duration": 915.2, "num_prompts": 500, "max_concurrency": 8,
-    "output_throughput": 107.43, "total_token_throughput": 223.09,
-    "median_ttft_ms": 681.0, "p99_ttft_ms": 2400.5, "median_tpot_ms": 67.5,
+    "completed": 385,
+    "failed": 0,
+    "duration": 915.2,
+    "num_prompts": 500,
+    "max_concurrency": 8,
+    "output_throughput": 107.43,
+    "total_token_throughput": 223.09,
+    "median_ttft_ms": 681.0,
+    "p99_ttft_ms": 2400.5,
+    "median_tpot_ms": 67.5,
 }
 
 SERVER_LOG = """\
@@ -58,9 +65,24 @@ def _digest(path: Path) -> str:
 def test_record_with_metrics_and_json(capsys, db_path, tmp_path):
     metrics = tmp_path / "result.json"
     metrics.write_text(json.dumps(VLLM_RESULT))
-    code, out, err = run(capsys, "record", str(DFLASH), "--status", "done", "--metrics", str(metrics),
-                         "--note", "first", "--note", "second", "--started-at", "2026-06-24T09:00:00Z",
-                         "--ledger", str(db_path), "--json")
+    code, out, err = run(
+        capsys,
+        "record",
+        str(DFLASH),
+        "--status",
+        "done",
+        "--metrics",
+        str(metrics),
+        "--note",
+        "first",
+        "--note",
+        "second",
+        "--started-at",
+        "2026-06-24T09:00:00Z",
+        "--ledger",
+        str(db_path),
+        "--json",
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["id"] == 1 and doc["status"] == "DONE" and doc["source"] == "manual"
@@ -77,15 +99,26 @@ def test_record_with_metrics_and_json(capsys, db_path, tmp_path):
 def test_record_with_log_takes_boot_facts_and_root_cause(capsys, db_path, tmp_path):
     log = tmp_path / "server.log"
     log.write_text(SERVER_LOG)
-    code, out, err = run(capsys, "record", str(DFLASH), "--status", "BLOCKED", "--log", str(log),
-                         "--draft-sha", "6c7242c934a9870d7c59c05240bdbb2467cc1394",
-                         "--ledger", str(db_path))
+    code, out, err = run(
+        capsys,
+        "record",
+        str(DFLASH),
+        "--status",
+        "BLOCKED",
+        "--log",
+        str(log),
+        "--draft-sha",
+        "6c7242c934a9870d7c59c05240bdbb2467cc1394",
+        "--ledger",
+        str(db_path),
+    )
     assert code == 0, err
     assert out.startswith("recorded run #1-")
     rec = open_ledger(db_path).get(1)
     assert rec.root_cause_category == "assertion"
     assert rec.root_cause_message == (
-        "assert page_size_bytes == max_page_size at kv_cache_utils.py:1077 in get_kv_cache_groups")
+        "assert page_size_bytes == max_page_size at kv_cache_utils.py:1077 in get_kv_cache_groups"
+    )
     assert rec.boot["kv_cache_tokens"] == 800129 and rec.boot["max_concurrency_tokens"] == 262144
     assert rec.engine_version == "0.23.1"
 
@@ -97,9 +130,11 @@ def test_record_with_log_redacts_secret_values_it_quotes(capsys, db_path, tmp_pa
     log.write_text(
         "ERROR 06-23 10:00:07 [core.py:586] EngineCore failed to start.\n"
         "ERROR 06-23 10:00:07 [core.py:586] huggingface_hub.errors.HfHubHTTPError: 401 Client Error: "
-        "Unauthorized for token s3cret-value-from-env and hf_abcdefghijklmnopqrstuvwxyz0123456789\n")
-    code, _, err = run(capsys, "record", str(DFLASH), "--status", "BLOCKED", "--log", str(log),
-                       "--ledger", str(db_path))
+        "Unauthorized for token s3cret-value-from-env and hf_abcdefghijklmnopqrstuvwxyz0123456789\n"
+    )
+    code, _, err = run(
+        capsys, "record", str(DFLASH), "--status", "BLOCKED", "--log", str(log), "--ledger", str(db_path)
+    )
     assert code == 0, err
     rec = open_ledger(db_path).get(1)
     assert rec.root_cause_category == "hub_auth"
@@ -110,10 +145,38 @@ def test_record_with_log_redacts_secret_values_it_quotes(capsys, db_path, tmp_pa
 
 
 def test_record_root_cause_forms_and_corrections(capsys, db_path):
-    assert run(capsys, "record", str(BASE), "--status", "FAILED", "--root-cause", "cuda_oom:CUDA out of memory",
-               "--ledger", str(db_path))[0] == 0
-    assert run(capsys, "record", str(BASE), "--status", "FAILED", "--root-cause-category", "other",
-               "--root-cause-message", "it broke", "--corrects", "#1", "--ledger", str(db_path))[0] == 0
+    assert (
+        run(
+            capsys,
+            "record",
+            str(BASE),
+            "--status",
+            "FAILED",
+            "--root-cause",
+            "cuda_oom:CUDA out of memory",
+            "--ledger",
+            str(db_path),
+        )[0]
+        == 0
+    )
+    assert (
+        run(
+            capsys,
+            "record",
+            str(BASE),
+            "--status",
+            "FAILED",
+            "--root-cause-category",
+            "other",
+            "--root-cause-message",
+            "it broke",
+            "--corrects",
+            "#1",
+            "--ledger",
+            str(db_path),
+        )[0]
+        == 0
+    )
     book = open_ledger(db_path)
     assert (book.get(1).root_cause_category, book.get(1).root_cause_message) == ("cuda_oom", "CUDA out of memory")
     assert book.get(2).corrects == 1
@@ -135,8 +198,9 @@ def test_record_root_cause_forms_and_corrections(capsys, db_path):
 def test_record_bad_input_is_one_line_and_changes_nothing(capsys, seeded, tmp_path, args, code, message):
     (tmp_path / "bad.json").write_text("{not json")
     (tmp_path / "shape.json").write_text(json.dumps({"hello": 1}))
-    args = [a.replace("{bad}", str(tmp_path / "bad.json")).replace("{shape}", str(tmp_path / "shape.json"))
-            for a in args]
+    args = [
+        a.replace("{bad}", str(tmp_path / "bad.json")).replace("{shape}", str(tmp_path / "shape.json")) for a in args
+    ]
     before = _digest(seeded)
     got, out, err = run(capsys, "record", str(DFLASH), *args, "--ledger", str(seeded))
     assert got == code and message in err
@@ -219,7 +283,8 @@ def test_history_draft(capsys, seeded):
     assert bad.split()[1:6] == ["1", "0", "1", "0", "0"] and "2026-06-23" in bad
     assert out.split("root causes:\n")[1] == (
         "  bce6f76cef2027552bed4a8a1bc9c449def48f05: assertion: assert page_size_bytes == max_page_size"
-        " at kv_cache_utils.py:1077 in get_kv_cache_groups (#2)\n")
+        " at kv_cache_utils.py:1077 in get_kv_cache_groups (#2)\n"
+    )
     assert good.split()[1:6] == ["1", "1", "0", "0", "0"] and "107.43" in good
     code, out, _ = run(capsys, "history", "--draft", DRAFT, "--json", "--ledger", str(seeded))
     doc = json.loads(out)
@@ -227,11 +292,19 @@ def test_history_draft(capsys, seeded):
 
 
 def test_history_other_kinds_and_errors(capsys, seeded):
-    code, out, _ = run(capsys, "history", "--model", "shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC",
-                       "--json", "--ledger", str(seeded))
+    code, out, _ = run(
+        capsys,
+        "history",
+        "--model",
+        "shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC",
+        "--json",
+        "--ledger",
+        str(seeded),
+    )
     assert json.loads(out)["runs"] == 3
-    code, out, _ = run(capsys, "history", "--recipe", "qwen3-5-122b-a10b-vllm-int4-autoround", "--json",
-                       "--ledger", str(seeded))
+    code, out, _ = run(
+        capsys, "history", "--recipe", "qwen3-5-122b-a10b-vllm-int4-autoround", "--json", "--ledger", str(seeded)
+    )
     assert json.loads(out)["runs"] == 1
     code, out, err = run(capsys, "history", "--draft", "z-lab/Qwen3.5-122B-A10B-DFlas", "--ledger", str(seeded))
     assert code == 0 and out == "" and f"did you mean {DRAFT}" in err
@@ -252,7 +325,9 @@ def test_compare_seed_speedup(capsys, seeded):
 def test_compare_warns_on_concurrency(capsys, seeded, tmp_path):
     metrics = tmp_path / "result.json"
     metrics.write_text(json.dumps({**VLLM_RESULT, "max_concurrency": 4}))
-    assert run(capsys, "record", str(DFLASH), "--status", "DONE", "--metrics", str(metrics),
-               "--ledger", str(seeded))[0] == 0
+    assert (
+        run(capsys, "record", str(DFLASH), "--status", "DONE", "--metrics", str(metrics), "--ledger", str(seeded))[0]
+        == 0
+    )
     code, out, err = run(capsys, "compare", "3", "4", "--ledger", str(seeded))
     assert code == 0 and "warning: concurrency differs (8 vs 4)" in err

@@ -21,8 +21,12 @@ PROCS, EACH = 8, 250
 
 
 def _spawn(db: Path, tag: str, count: int) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, str(WORKER), str(db), tag, str(count)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(WORKER), str(db), tag, str(count)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.slow

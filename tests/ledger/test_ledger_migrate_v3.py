@@ -28,8 +28,14 @@ REPO = Path(__file__).resolve().parents[2]
 DFLASH = REPO / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround-dflash.yaml"
 
 V3_FACTS = {
-    "max_model_len": 262144, "weights_load_s": 455.31, "torch_compile_s": 41.27, "num_gpu_blocks": 48200,
-    "num_cpu_blocks": 2048, "mamba_padding_pct": 0.55, "cuda_graph_s": 27.0, "cuda_graph_gib": 0.3,
+    "max_model_len": 262144,
+    "weights_load_s": 455.31,
+    "torch_compile_s": 41.27,
+    "num_gpu_blocks": 48200,
+    "num_cpu_blocks": 2048,
+    "mamba_padding_pct": 0.55,
+    "cuda_graph_s": 27.0,
+    "cuda_graph_gib": 0.3,
     "engine_init_s": 84.52,
 }
 
@@ -106,8 +112,9 @@ def test_old_rows_hash_by_the_v2_formula():
     finally:
         con.close()
     for row in rows:
-        v2_text = json.dumps({k: coerce(k, row[k]) for k in v2_keys}, sort_keys=True, separators=(",", ":"),
-                             ensure_ascii=False)
+        v2_text = json.dumps(
+            {k: coerce(k, row[k]) for k in v2_keys}, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        )
         assert canonical_json(row) == v2_text
         assert hashlib.sha256(v2_text.encode()).hexdigest() == row["row_hash"] == row_hash(row)
         # the same row with a v3 fact is different content
@@ -123,8 +130,7 @@ def test_append_a_v3_row_after_migrating_then_verify(v2_copy):
         assert (result.ok, result.runs, result.head_hash) == (True, 6, rec.row_hash)
         again = book.get(6)
         assert {k: again.boot[k] for k in V3_FACTS} == V3_FACTS
-        assert '"cuda_graph_gib":0.3' in canonical_json(
-            _sql_row(v2_copy, 6)), "a v3 value enters the hashed content"
+        assert '"cuda_graph_gib":0.3' in canonical_json(_sql_row(v2_copy, 6)), "a v3 value enters the hashed content"
     # real columns: queryable in SQL, NULL (unknown) on the rows written before v3
     assert _sql(v2_copy, "SELECT id FROM runs WHERE cuda_graph_gib > 0.2") == [(6,)]
     assert _sql(v2_copy, "SELECT count(*) FROM runs WHERE mamba_padding_pct IS NULL") == [(5,)]

@@ -50,7 +50,8 @@ def test_seed_states_what_the_page_states():
     assert (blocked.status, blocked.draft_repo, blocked.draft_sha) == ("BLOCKED", DRAFT, DRAFT_BAD)
     assert blocked.started_at == "2026-06-23" and blocked.root_cause_category == "assertion"
     assert blocked.root_cause_message == (
-        "assert page_size_bytes == max_page_size at kv_cache_utils.py:1077 in get_kv_cache_groups")
+        "assert page_size_bytes == max_page_size at kv_cache_utils.py:1077 in get_kv_cache_groups"
+    )
     assert (blocked.boot["attention_block_size"], blocked.boot["mamba_padding_pct"]) == (2192, 0.55)
 
     assert (done.status, done.draft_sha, done.started_at, done.supersedes) == ("DONE", DRAFT_GOOD, "2026-06-24", 2)
@@ -60,10 +61,18 @@ def test_seed_states_what_the_page_states():
     assert m["spec_acceptance_length"] == 3.2 and "3.2-3.3" in done.notes
     assert m["spec_per_position"] == [0.78, 0.56, 0.39, 0.29, 0.21] and m["spec_draft_acceptance_rate"] == 0.44
     assert (b["kv_cache_tokens"], b["kv_cache_gib"], b["max_concurrency"], b["max_concurrency_tokens"]) == (
-        800129, 27.72, 3.05, 262144)
+        800129,
+        27.72,
+        3.05,
+        262144,
+    )
     assert (b["model_load_gib"], b["model_load_s"], b["attention_block_size"]) == (63.71, 463, 2144)
     assert (b["architecture"], b["attention_backend"], b["linear_kernel"], b["moe_backend"]) == (
-        "DFlashDraftModel", "FLASH_ATTN", "MarlinLinearKernel", "MARLIN WNA16")
+        "DFlashDraftModel",
+        "FLASH_ATTN",
+        "MarlinLinearKernel",
+        "MARLIN WNA16",
+    )
     assert b["vllm_version"] == "0.23.1" and done.image == "vllm/vllm-openai:nightly-aarch64"
     assert done.model_sha is None and "HF_TOKEN=***" in done.script_snapshot
     assert b["cuda_graph_gib"] == 0.3 and b["mamba_padding_pct"] is None
@@ -78,8 +87,7 @@ def test_seed_states_what_the_page_states():
 def test_seed_script_refuses_to_overwrite(tmp_path):
     target = tmp_path / "x.db"
     target.write_text("keep me")
-    proc = subprocess.run([sys.executable, "-m", "autobench.ledger.seed", str(target)],
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "autobench.ledger.seed", str(target)], capture_output=True, text=True)
     assert proc.returncode == 4 and "refusing to overwrite" in proc.stderr
     assert target.read_text() == "keep me"
 
@@ -88,8 +96,13 @@ def test_history_draft_answers_on_a_fresh_clone(tmp_path):
     clone = tmp_path / "clone"
     clone.mkdir()
     shutil.copy2(COMMITTED, clone / "ledger.db")  # what a clone has: the committed file alone
-    proc = subprocess.run([sys.executable, "-m", "autobench", "history", "--draft", DRAFT],
-                          cwd=clone, capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autobench", "history", "--draft", DRAFT],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert DRAFT_BAD in proc.stdout and DRAFT_GOOD in proc.stdout
     assert "page_size_bytes == max_page_size" in proc.stdout

@@ -41,20 +41,35 @@ DROP_TRIGGERS = "DROP TRIGGER runs_no_update; DROP TRIGGER runs_no_delete;"
 
 # ------------------------------------------------------------------ append / get
 def test_append_and_get_round_trip_every_field(ledger):
-    rec = ledger.append(make_run(
-        recipe_digest="sha256:" + "1" * 64,
-        recipe_snapshot={"name": "demo-recipe", "bench": {"concurrency": 8}},
-        script_snapshot="#!/usr/bin/env bash\necho hi\n",
-        model_sha=SHA_A, draft_repo=DRAFT, draft_sha=SHA_B,
-        image="vllm/vllm-openai@sha256:" + "f" * 64, image_digest="sha256:" + "f" * 64,
-        engine_version="0.23.1", host_facts={"gpu": "GB10", "driver": "580.1"},
-        status="blocked", root_cause_category="Assertion", root_cause_message="assert a == b",
-        started_at="2026-06-24T10:00:00+02:00", ended_at="2026-06-24", notes="n",
-        source="run",
-        metrics={"decode_tok_s": 107.43, "completed": 385, "time_cap_hit": True, "duration_s": 915,
-                 "spec_per_position": [0.78, 0.56]},
-        boot={"kv_cache_tokens": 800129, "architecture": "DFlashDraftModel", "max_concurrency": 3.05},
-    ))
+    rec = ledger.append(
+        make_run(
+            recipe_digest="sha256:" + "1" * 64,
+            recipe_snapshot={"name": "demo-recipe", "bench": {"concurrency": 8}},
+            script_snapshot="#!/usr/bin/env bash\necho hi\n",
+            model_sha=SHA_A,
+            draft_repo=DRAFT,
+            draft_sha=SHA_B,
+            image="vllm/vllm-openai@sha256:" + "f" * 64,
+            image_digest="sha256:" + "f" * 64,
+            engine_version="0.23.1",
+            host_facts={"gpu": "GB10", "driver": "580.1"},
+            status="blocked",
+            root_cause_category="Assertion",
+            root_cause_message="assert a == b",
+            started_at="2026-06-24T10:00:00+02:00",
+            ended_at="2026-06-24",
+            notes="n",
+            source="run",
+            metrics={
+                "decode_tok_s": 107.43,
+                "completed": 385,
+                "time_cap_hit": True,
+                "duration_s": 915,
+                "spec_per_position": [0.78, 0.56],
+            },
+            boot={"kv_cache_tokens": 800129, "architecture": "DFlashDraftModel", "max_concurrency": 3.05},
+        )
+    )
     got = ledger.get(rec.id)
     assert got == rec
     assert got.id == 1 and got.prev_hash == GENESIS_HASH and len(got.row_hash) == 64
@@ -192,9 +207,12 @@ def test_verify_detects_a_deleted_row_with_ids_renumbered(ledger, db_path):
 
 def test_verify_detects_a_reordered_chain(ledger, db_path):
     _three(ledger)
-    _sql(db_path, DROP_TRIGGERS
-         + "UPDATE runs SET id = 100 WHERE id = 2; UPDATE runs SET id = 2 WHERE id = 3;"
-         + " UPDATE runs SET id = 3 WHERE id = 100;")
+    _sql(
+        db_path,
+        DROP_TRIGGERS
+        + "UPDATE runs SET id = 100 WHERE id = 2; UPDATE runs SET id = 2 WHERE id = 3;"
+        + " UPDATE runs SET id = 3 WHERE id = 100;",
+    )
     result = ledger.verify()
     assert not result.ok and result.first_bad_id == 2
 
@@ -245,8 +263,7 @@ def test_ledger_from_a_newer_schema_is_refused_and_left_unchanged(db_path):
     with open_ledger(db_path) as book:
         book.append(make_run())
     con = sqlite3.connect(db_path)
-    con.execute("INSERT INTO schema_version VALUES (?, 'from the future', '2030-01-01T00:00:00Z')",
-                (LATEST + 1,))
+    con.execute("INSERT INTO schema_version VALUES (?, 'from the future', '2030-01-01T00:00:00Z')", (LATEST + 1,))
     con.commit()
     con.close()
     before = _digest(db_path)
@@ -319,11 +336,15 @@ def test_v1_ledger_is_migrated_and_indexes_match_the_model(tmp_path):
         assert book.history(recipe="demo-recipe").groups[0].root_causes[0].category == "assertion"
     con = sqlite3.connect(path)
     indexes = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'ix_%'")}
-    plan = " ".join(str(r) for r in con.execute(
-        "EXPLAIN QUERY PLAN SELECT draft_sha, status, root_cause_category, root_cause_message,"
-        " group_concat(DISTINCT recipe_name), count(*), min(started_at), max(started_at), min(id),"
-        " max(id), max(decode_tok_s) FROM runs WHERE draft_repo = 'x'"
-        " GROUP BY draft_sha, status, root_cause_category, root_cause_message"))
+    plan = " ".join(
+        str(r)
+        for r in con.execute(
+            "EXPLAIN QUERY PLAN SELECT draft_sha, status, root_cause_category, root_cause_message,"
+            " group_concat(DISTINCT recipe_name), count(*), min(started_at), max(started_at), min(id),"
+            " max(id), max(decode_tok_s) FROM runs WHERE draft_repo = 'x'"
+            " GROUP BY draft_sha, status, root_cause_category, root_cause_message"
+        )
+    )
     con.close()
     assert indexes == {index.name for index in RUNS.indexes}
     assert "COVERING INDEX ix_runs_hist_draft" in plan and "TEMP B-TREE FOR GROUP BY" not in plan
@@ -337,12 +358,35 @@ def test_in_memory_url():
 
 # ------------------------------------------------------------------ queries
 def _history_fixture(ledger):
-    ledger.append(make_run(draft_repo=DRAFT, draft_sha=SHA_A, status="BLOCKED", started_at="2026-06-23",
-                           root_cause_category="assertion", root_cause_message="assert x"))
-    ledger.append(make_run(draft_repo=DRAFT, draft_sha=SHA_A, status="BLOCKED", started_at="2026-06-25",
-                           root_cause_category="assertion", root_cause_message="assert x"))
-    ledger.append(make_run(draft_repo=DRAFT, draft_sha=SHA_B, status="DONE", started_at="2026-06-24",
-                           metrics={"decode_tok_s": 107.43, "concurrency": 8}))
+    ledger.append(
+        make_run(
+            draft_repo=DRAFT,
+            draft_sha=SHA_A,
+            status="BLOCKED",
+            started_at="2026-06-23",
+            root_cause_category="assertion",
+            root_cause_message="assert x",
+        )
+    )
+    ledger.append(
+        make_run(
+            draft_repo=DRAFT,
+            draft_sha=SHA_A,
+            status="BLOCKED",
+            started_at="2026-06-25",
+            root_cause_category="assertion",
+            root_cause_message="assert x",
+        )
+    )
+    ledger.append(
+        make_run(
+            draft_repo=DRAFT,
+            draft_sha=SHA_B,
+            status="DONE",
+            started_at="2026-06-24",
+            metrics={"decode_tok_s": 107.43, "concurrency": 8},
+        )
+    )
     ledger.append(make_run(draft_repo=DRAFT, status="FAILED", root_cause_category="cuda_oom"))
     ledger.append(make_run(recipe_name="other", draft_repo="x/other-draft", draft_sha=SHA_A))
 

@@ -24,15 +24,18 @@ from autobench.logs.lines import split_records
 from autobench.logs.parse import BLOCK_SIZE, _feed_iterable, _feed_reader, _Parser
 
 CORPUS = Path(__file__).parent / "corpus"
-CORPUS_LINES = [line.rstrip(b"\r\n") for p in sorted(CORPUS.glob("*.log"))
-                for line in p.read_bytes().split(b"\n")]
+CORPUS_LINES = [line.rstrip(b"\r\n") for p in sorted(CORPUS.glob("*.log")) for line in p.read_bytes().split(b"\n")]
 
-STATS_V1 = ("(APIServer pid=1) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: "
-            "{p} tokens/s, Avg generation throughput: {g} tokens/s, Running: {r} reqs, Waiting: {w} reqs, "
-            "GPU KV cache usage: {kv}%, Prefix cache hit rate: {hit}%")
-STATS_V0 = ("INFO 04-27 10:11:03 metrics.py:455] Avg prompt throughput: {p} tokens/s, Avg generation "
-            "throughput: {g} tokens/s, Running: {r} reqs, Swapped: {w} reqs, Pending: 0 reqs, "
-            "GPU KV cache usage: {kv}%, CPU KV cache usage: 0.0%.")
+STATS_V1 = (
+    "(APIServer pid=1) INFO 05-19 10:13:{s:02d} [loggers.py:271] Engine 000: Avg prompt throughput: "
+    "{p} tokens/s, Avg generation throughput: {g} tokens/s, Running: {r} reqs, Waiting: {w} reqs, "
+    "GPU KV cache usage: {kv}%, Prefix cache hit rate: {hit}%"
+)
+STATS_V0 = (
+    "INFO 04-27 10:11:03 metrics.py:455] Avg prompt throughput: {p} tokens/s, Avg generation "
+    "throughput: {g} tokens/s, Running: {r} reqs, Swapped: {w} reqs, Pending: 0 reqs, "
+    "GPU KV cache usage: {kv}%, CPU KV cache usage: 0.0%."
+)
 SYNTHETIC = [
     '(APIServer pid=1) INFO:     127.0.0.1:40000 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
     '(APIServer pid=1) INFO:     127.0.0.1:40001 - "GET /Error/failed HTTP/1.1" 404 Not Found',
@@ -62,9 +65,11 @@ SYNTHETIC = [
 def _stats_line(rng: random.Random) -> str:
     def num() -> str:
         return rng.choice(["0.0", "0.1", "12.3", "4096.7", "1e3", str(rng.randint(0, 999))])
+
     form = STATS_V1 if rng.random() < 0.8 else STATS_V0
-    return form.format(s=rng.randint(0, 59), p=num(), g=num(), r=rng.randint(0, 64),
-                       w=rng.randint(0, 9), kv=num(), hit=num())
+    return form.format(
+        s=rng.randint(0, 59), p=num(), g=num(), r=rng.randint(0, 64), w=rng.randint(0, 9), kv=num(), hit=num()
+    )
 
 
 def _reference(data: bytes) -> _Parser:
@@ -79,8 +84,9 @@ def _reference(data: bytes) -> _Parser:
 
 def _blocks(data: bytes, block_size: int, max_line: int | None = None) -> _Parser:
     parser = _Parser()
-    n = _feed_reader(parser, io.BytesIO(data), "test.log", block_size=block_size,
-                     max_line=max_line or max(len(data), block_size))
+    n = _feed_reader(
+        parser, io.BytesIO(data), "test.log", block_size=block_size, max_line=max_line or max(len(data), block_size)
+    )
     parser.finish(n)
     return parser
 
@@ -139,10 +145,13 @@ def test_whole_corpus_in_one_log_at_every_small_block_size() -> None:
 
 
 def _fact_log() -> bytes:
-    return (b"(EngineCore pid=1) INFO 01-01 00:00:00 [core.py:1] vLLM API server version 0.9.1\n"
-            b"(EngineCore pid=1) INFO 01-01 00:00:00 [model.py:1] Resolved architecture: LlamaForCausalLM\n"
-            + STATS_V1.format(s=1, p="1.5", g="2.5", r=1, w=0, kv="9.9", hit="3.0").encode() + b"\n"
-            + b"(EngineCore pid=1) INFO 01-01 00:00:00 [kv.py:1] GPU KV cache size: 425,424 tokens\n")
+    return (
+        b"(EngineCore pid=1) INFO 01-01 00:00:00 [core.py:1] vLLM API server version 0.9.1\n"
+        b"(EngineCore pid=1) INFO 01-01 00:00:00 [model.py:1] Resolved architecture: LlamaForCausalLM\n"
+        + STATS_V1.format(s=1, p="1.5", g="2.5", r=1, w=0, kv="9.9", hit="3.0").encode()
+        + b"\n"
+        + b"(EngineCore pid=1) INFO 01-01 00:00:00 [kv.py:1] GPU KV cache size: 425,424 tokens\n"
+    )
 
 
 @pytest.mark.parametrize("block_size", range(1, 120))
@@ -174,14 +183,17 @@ def test_a_traceback_frame_ending_a_block_still_reads_the_source_line_of_the_nex
 def test_a_source_line_without_any_trigger_is_read_after_a_frame_across_blocks() -> None:
     """The line under a traceback frame is read whatever it holds (here 'check()'), so
     the AssertionError below is not blamed on an older frame's 'assert' line."""
-    data = b"".join(b"(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] " + line + b"\n" for line in [
-        b"Traceback (most recent call last):",
-        b'  File "/v/a.py", line 1, in f',
-        b"    assert x == y",
-        b'  File "/v/b.py", line 2, in g',
-        b"    check()",
-        b"AssertionError",
-    ])
+    data = b"".join(
+        b"(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] " + line + b"\n"
+        for line in [
+            b"Traceback (most recent call last):",
+            b'  File "/v/a.py", line 1, in f',
+            b"    assert x == y",
+            b'  File "/v/b.py", line 2, in g',
+            b"    check()",
+            b"AssertionError",
+        ]
+    )
     expected = _reference(data).report.root_cause
     assert expected is not None
     assert (expected.message, expected.location, expected.line) == ("AssertionError", "b.py:2", 6)
@@ -219,8 +231,10 @@ def test_crlf_and_a_missing_final_newline() -> None:
 
 def test_an_overlong_line_is_cut_and_memory_stays_bounded() -> None:
     head = b"INFO 01-01 00:00:00 [x.py:1] Resolved architecture: A "
-    data = (head + b"x" * 5000 + b" Using max model len 4096\n"
-            b"INFO 01-01 00:00:00 [x.py:1] GPU KV cache size: 1,000 tokens\n")
+    data = (
+        head + b"x" * 5000 + b" Using max model len 4096\n"
+        b"INFO 01-01 00:00:00 [x.py:1] GPU KV cache size: 1,000 tokens\n"
+    )
     r = _blocks(data, 16, max_line=256).report
     assert (r.architecture, r.max_model_len, r.kv_cache_tokens) == ("A", None, 1000)  # cut after 256 bytes
     assert r.lines == {"architecture": 1, "kv_cache_tokens": 2, "kv_cache_device": 2}
@@ -293,15 +307,22 @@ def test_known_facts_and_a_settled_cause_stop_triggering() -> None:
     assert not parser._trigger.search(b"Resolved architecture: B")
     assert not parser._trigger.search(b"ValueError: x")
     assert parser._trigger.search(b"SpecDecoding metrics: Accepted: 1 tokens")  # summaries never settle
-    r = parse_log([b"INFO 01-01 00:00:00 [x.py:1] Resolved architecture: A",
-                   b"ERROR 01-01 00:00:00 [x.py:1] torch.OutOfMemoryError: CUDA out of memory.",
-                   b"ERROR 01-01 00:00:00 [x.py:1] ValueError: No available memory for the cache blocks."])
+    r = parse_log(
+        [
+            b"INFO 01-01 00:00:00 [x.py:1] Resolved architecture: A",
+            b"ERROR 01-01 00:00:00 [x.py:1] torch.OutOfMemoryError: CUDA out of memory.",
+            b"ERROR 01-01 00:00:00 [x.py:1] ValueError: No available memory for the cache blocks.",
+        ]
+    )
     assert r.root_cause is not None and (r.root_cause.category, r.root_cause.line) == ("cuda_oom", 2)
 
 
 _GREEDY_NUM = r"(\d+(?:\.\d+)?)"
 _GREEDY_STATS = re.compile(
-    r"Avg prompt throughput: " + _GREEDY_NUM + r" tokens/s, Avg generation throughput: " + _GREEDY_NUM
+    r"Avg prompt throughput: "
+    + _GREEDY_NUM
+    + r" tokens/s, Avg generation throughput: "
+    + _GREEDY_NUM
     + r" tokens/s, Running: (\d+) reqs?, (?:Swapped: (\d+) reqs?, )?(?:Pending|Waiting): (\d+) reqs?"
     r"(?:, GPU KV cache usage: " + _GREEDY_NUM + r"%)?(?:, CPU KV cache usage: " + _GREEDY_NUM + r"%)?"
     r"(?:, Prefix cache hit rate: " + _GREEDY_NUM + r"%)?"

@@ -18,8 +18,12 @@ def test_logs_parse_redacts_secret_values_in_text_and_json(tmp_path) -> None:
     )
     env = {"PATH": "/usr/bin:/bin", "HF_TOKEN": TOKEN, "MY_API_KEY": API_KEY}
     for extra in ([], ["--json"]):
-        run = subprocess.run([sys.executable, "-m", "autobench", "logs", "parse", *extra, str(log)],
-                             capture_output=True, text=True, env=env)
+        run = subprocess.run(
+            [sys.executable, "-m", "autobench", "logs", "parse", *extra, str(log)],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         assert run.returncode == 0, run.stderr
         out = run.stdout + run.stderr
         assert "bad credentials" in out  # the root cause is still reported ...

@@ -54,8 +54,7 @@ def test_seed_done_boot_facts() -> None:
     assert (r.kv_cache_tokens, r.max_concurrency, r.max_concurrency_tokens) == (800_129, 3.05, 262_144)
     assert (r.model_load_gib, r.model_load_s) == (63.71, 463.0)
     assert r.attention_block_size == 2144 and r.architecture == "DFlashDraftModel"
-    assert (r.linear_kernel, r.moe_backend, r.attention_backend) == (
-        "MarlinLinearKernel", "MARLIN WNA16", "FLASH_ATTN")
+    assert (r.linear_kernel, r.moe_backend, r.attention_backend) == ("MarlinLinearKernel", "MARLIN WNA16", "FLASH_ATTN")
     assert r.ready and r.root_cause is None
 
 

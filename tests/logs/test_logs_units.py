@@ -19,8 +19,10 @@ from autobench.logs.rootcause import classify
 
 
 def test_prefixes_timestamps_and_colour_are_stripped() -> None:
-    line = ("2025-10-15T00:06:46.700988901Z \x1b[1;36m(EngineCore_DP0 pid=123)\x1b[0;0m "
-            "INFO 10-21 09:11:57 [kv_cache_utils.py:1087] GPU KV cache size: 425,424 tokens\n")
+    line = (
+        "2025-10-15T00:06:46.700988901Z \x1b[1;36m(EngineCore_DP0 pid=123)\x1b[0;0m "
+        "INFO 10-21 09:11:57 [kv_cache_utils.py:1087] GPU KV cache size: 425,424 tokens\n"
+    )
     [rec] = split_records(line)
     assert (rec.proc, rec.level, rec.src) == ("EngineCore_DP0 pid=123", "INFO", "kv_cache_utils.py:1087")
     assert rec.msg == "GPU KV cache size: 425,424 tokens"
@@ -32,10 +34,12 @@ def test_vllm_worker_rank_prefix_and_v0_header() -> None:
 
 
 def test_tqdm_carriage_returns_keep_the_record_that_follows() -> None:
-    line = ("Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.0it/s]\r"
-            "Capturing CUDA graphs: 100%|██████████| 35/35 [00:01<00:00, 33.86it/s]\r"
-            "(EngineCore pid=1) INFO 11-24 11:44:21 [gpu_model_runner.py:4000] "
-            "Graph capturing finished in 3 secs, took 0.30 GiB\n")
+    line = (
+        "Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.0it/s]\r"
+        "Capturing CUDA graphs: 100%|██████████| 35/35 [00:01<00:00, 33.86it/s]\r"
+        "(EngineCore pid=1) INFO 11-24 11:44:21 [gpu_model_runner.py:4000] "
+        "Graph capturing finished in 3 secs, took 0.30 GiB\n"
+    )
     recs = split_records(line)
     assert [r.msg for r in recs][-1] == "Graph capturing finished in 3 secs, took 0.30 GiB"
     assert not any("%|" in r.msg for r in recs)
@@ -44,8 +48,10 @@ def test_tqdm_carriage_returns_keep_the_record_that_follows() -> None:
 
 
 def test_interleaved_processes_on_one_physical_line_are_split() -> None:
-    line = ("(APIServer pid=1) INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.9.1"
-            "(EngineCore pid=2) INFO 01-01 00:00:01 [core.py:1] Resolved architecture: LlamaForCausalLM")
+    line = (
+        "(APIServer pid=1) INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.9.1"
+        "(EngineCore pid=2) INFO 01-01 00:00:01 [core.py:1] Resolved architecture: LlamaForCausalLM"
+    )
     recs = split_records(line)
     assert [r.proc for r in recs] == ["APIServer pid=1", "EngineCore pid=2"]
     report = parse_log([line])
@@ -57,16 +63,23 @@ def test_interleaved_processes_on_one_physical_line_are_split() -> None:
 
 def test_combined_kv_line_of_newest_vllm() -> None:
     # kv_cache_utils.update_kv_cache_capacity (>= 0.2x) logs both facts on one line
-    r = parse_log(["(EngineCore pid=7) INFO 06-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: "
-                   "800,129 tokens, Maximum concurrency for 262,144 tokens per request: 3.05x"])
+    r = parse_log(
+        [
+            "(EngineCore pid=7) INFO 06-01 00:00:00 [kv_cache_utils.py:1] GPU KV cache size: "
+            "800,129 tokens, Maximum concurrency for 262,144 tokens per request: 3.05x"
+        ]
+    )
     assert (r.kv_cache_tokens, r.max_concurrency_tokens, r.max_concurrency) == (800_129, 262_144, 3.05)
-    assert r.lines == {"kv_cache_tokens": 1, "kv_cache_device": 1, "max_concurrency_tokens": 1,
-                       "max_concurrency": 1}
+    assert r.lines == {"kv_cache_tokens": 1, "kv_cache_device": 1, "max_concurrency_tokens": 1, "max_concurrency": 1}
 
 
 def test_first_statement_wins_and_absent_facts_stay_none() -> None:
-    r = parse_log(["INFO 01-01 00:00:00 [x.py:1] Resolved architecture: A",
-                   "INFO 01-01 00:00:00 [x.py:1] Resolved architecture: B"])
+    r = parse_log(
+        [
+            "INFO 01-01 00:00:00 [x.py:1] Resolved architecture: A",
+            "INFO 01-01 00:00:00 [x.py:1] Resolved architecture: B",
+        ]
+    )
     assert r.architecture == "A" and r.lines["architecture"] == 1
     data = r.to_json_dict()
     assert all(data[k] is None for k in ("vllm_version", "kv_cache_tokens", "model_load_s", "moe_backend"))
@@ -81,53 +94,65 @@ def test_moe_line_is_not_an_attention_backend() -> None:
 # --- root cause -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "category"), [
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
-    ("ValueError: No available memory for the cache blocks. Try increasing", "no_kv_cache_memory"),
-    ("ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can "
-     "be stored in KV cache (2400).", "max_model_len_too_large"),
-    ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now.", "unsupported_architecture"),
-    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig", "config_validation"),
-    ("huggingface_hub.errors.GatedRepoError: 401 Client Error.", "hub_auth"),
-    ("huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error.", "hub_not_found"),
-    ("OSError: /m does not appear to have a file named config.json.", "missing_files"),
-    ("ValueError: Unknown quantization method: foo.", "unsupported_quantization_or_kernel"),
-    ("RuntimeError: something else broke", "other"),
-])
+@pytest.mark.parametrize(
+    ("text", "category"),
+    [
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
+        ("ValueError: No available memory for the cache blocks. Try increasing", "no_kv_cache_memory"),
+        (
+            "ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can "
+            "be stored in KV cache (2400).",
+            "max_model_len_too_large",
+        ),
+        ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now.", "unsupported_architecture"),
+        ("pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig", "config_validation"),
+        ("huggingface_hub.errors.GatedRepoError: 401 Client Error.", "hub_auth"),
+        ("huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error.", "hub_not_found"),
+        ("OSError: /m does not appear to have a file named config.json.", "missing_files"),
+        ("ValueError: Unknown quantization method: foo.", "unsupported_quantization_or_kernel"),
+        ("RuntimeError: something else broke", "other"),
+    ],
+)
 def test_classification(text: str, category: str) -> None:
     assert classify(text) == category
 
 
 def test_code_lines_in_tracebacks_are_not_causes() -> None:
-    r = parse_log([
-        "ERROR 11-18 18:07:28 engine.py:366] Traceback (most recent call last):",
-        'ERROR 11-18 18:07:28 engine.py:366]   File "/v/worker.py", line 493, in raise_if_cache_size_invalid',
-        'ERROR 11-18 18:07:28 engine.py:366]     raise ValueError("No available memory for the cache blocks. "',
-        "ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks.",
-    ])
+    r = parse_log(
+        [
+            "ERROR 11-18 18:07:28 engine.py:366] Traceback (most recent call last):",
+            'ERROR 11-18 18:07:28 engine.py:366]   File "/v/worker.py", line 493, in raise_if_cache_size_invalid',
+            'ERROR 11-18 18:07:28 engine.py:366]     raise ValueError("No available memory for the cache blocks. "',
+            "ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks.",
+        ]
+    )
     assert r.root_cause is not None
     assert (r.root_cause.line, r.root_cause.location) == (4, "worker.py:493")
 
 
 def test_first_real_cause_beats_later_wrappers_and_earlier_wrapper() -> None:
-    r = parse_log([
-        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] EngineCore failed to start.",
-        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] Traceback (most recent call last):",
-        '(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]   File "/v/a.py", line 5, in f',
-        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]     g()",
-        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] torch.OutOfMemoryError: CUDA out of memory.",
-        "(APIServer pid=2) RuntimeError: Engine core initialization failed. See root cause above.",
-    ])
+    r = parse_log(
+        [
+            "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] EngineCore failed to start.",
+            "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] Traceback (most recent call last):",
+            '(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]   File "/v/a.py", line 5, in f',
+            "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]     g()",
+            "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] torch.OutOfMemoryError: CUDA out of memory.",
+            "(APIServer pid=2) RuntimeError: Engine core initialization failed. See root cause above.",
+        ]
+    )
     rc = r.root_cause
     assert rc is not None and (rc.category, rc.line, rc.location, rc.generic) == ("cuda_oom", 5, "a.py:5", False)
 
 
 def test_request_errors_after_startup_are_not_server_failures() -> None:
-    r = parse_log([
-        "(APIServer pid=1) INFO:     Application startup complete.",
-        "(APIServer pid=1) ERROR 01-01 00:00:00 [serving_chat.py:1] ValueError: This model's maximum "
-        "context length is 4096 tokens.",
-    ])
+    r = parse_log(
+        [
+            "(APIServer pid=1) INFO:     Application startup complete.",
+            "(APIServer pid=1) ERROR 01-01 00:00:00 [serving_chat.py:1] ValueError: This model's maximum "
+            "context length is 4096 tokens.",
+        ]
+    )
     assert r.ready and r.root_cause is None
 
 
@@ -144,9 +169,12 @@ def test_parse_accepts_binary_file_objects_and_generators() -> None:
     assert parse_log(io.BytesIO(data)).architecture == "A"
 
     def lines():  # a generator: the parser must not need len() or a list
-        yield from (f"INFO 01-01 00:00:00 [l.py:1] Engine 000: Avg prompt throughput: {i}.0 tokens/s, "
-                    f"Avg generation throughput: 10.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
-                    f"GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%" for i in range(50_000))
+        yield from (
+            f"INFO 01-01 00:00:00 [l.py:1] Engine 000: Avg prompt throughput: {i}.0 tokens/s, "
+            f"Avg generation throughput: 10.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+            f"GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%"
+            for i in range(50_000)
+        )
 
     r = parse_log(lines())
     assert r.stats is not None and r.stats["samples"] == 50_000 and r.lines_read == 50_000
@@ -175,15 +203,21 @@ def test_unreadable_file_is_a_log_error(tmp_path) -> None:
 
 def test_cli_json_and_one_line_errors(tmp_path, repo_root) -> None:
     log = repo_root / "tests/logs/corpus/901_seed-blocked-page-size-assert.log"
-    run = subprocess.run([sys.executable, "-m", "autobench", "logs", "parse", "--json", str(log)],
-                         capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "autobench", "logs", "parse", "--json", str(log)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     data = json.loads(run.stdout)
     assert data["root_cause"]["category"] == "assertion" and data["vllm_version"] == "0.23.1"
-    text = subprocess.run([sys.executable, "-m", "autobench", "logs", "parse", str(log)],
-                          capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(
+        [sys.executable, "-m", "autobench", "logs", "parse", str(log)], capture_output=True, text=True, check=True
+    ).stdout
     assert "root cause: [assertion] assert page_size_bytes == max_page_size at kv_cache_utils.py:1077" in text
     for bad in (tmp_path / "missing.log", tmp_path):
-        err = subprocess.run([sys.executable, "-m", "autobench", "logs", "parse", str(bad)],
-                             capture_output=True, text=True)
+        err = subprocess.run(
+            [sys.executable, "-m", "autobench", "logs", "parse", str(bad)], capture_output=True, text=True
+        )
         assert err.returncode == 7
         assert err.stderr.count("\n") == 1 and "Traceback" not in err.stderr

@@ -19,8 +19,9 @@ def ab(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> subpr
     full = dict(os.environ)
     full.pop("AUTOBENCH_TRACEBACK", None)
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "autobench", *args], cwd=cwd, env=full,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "autobench", *args], cwd=cwd, env=full, capture_output=True, text=True, timeout=60
+    )
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -59,13 +60,19 @@ def test_compile_frozen_refuses_with_one_line():
     assert proc.stdout == ""
 
 
-@pytest.mark.parametrize(("content", "bit"), [
-    ("", "recipe file is empty"),
-    ("model:\n\trepo: a/b\n", ":2:1: tab character in indentation"),
-    ("model: {repo: a/b}\nmodel: {repo: a/b}\n", ":2:1: model: duplicate key"),
-    ("model:\n  repo: a/b\n  revison: x\ncontainer: {image: i}\n", ":3:3: model.revison: unknown key 'revison' (hint: did you mean 'revision'?)"),
-    ("extends: nowhere.yaml\n", ":1:10: extends: target not found"),
-])
+@pytest.mark.parametrize(
+    ("content", "bit"),
+    [
+        ("", "recipe file is empty"),
+        ("model:\n\trepo: a/b\n", ":2:1: tab character in indentation"),
+        ("model: {repo: a/b}\nmodel: {repo: a/b}\n", ":2:1: model: duplicate key"),
+        (
+            "model:\n  repo: a/b\n  revison: x\ncontainer: {image: i}\n",
+            ":3:3: model.revison: unknown key 'revison' (hint: did you mean 'revision'?)",
+        ),
+        ("extends: nowhere.yaml\n", ":1:10: extends: target not found"),
+    ],
+)
 def test_bad_recipe_one_line_no_traceback(tmp_path, content, bit):
     path = tmp_path / "r.yaml"
     path.write_text(content)
@@ -92,14 +99,17 @@ def test_validate_files_and_folders(tmp_path):
     assert proc.returncode == 2
     assert "AB010 error" in proc.stdout
     (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "bad.yml").write_text("model:\n  repo: a/b\ncontainer: {image: 'i:1'}\nengine:\n  gpu_memory_utilization: 1.5\n")
+    (tmp_path / "sub" / "bad.yml").write_text(
+        "model:\n  repo: a/b\ncontainer: {image: 'i:1'}\nengine:\n  gpu_memory_utilization: 1.5\n"
+    )
     (tmp_path / "empty.yaml").write_text("")
     proc = ab("validate", str(tmp_path), str(DFLASH))
     assert proc.returncode == 2
     out = proc.stdout.splitlines()
     assert f"{tmp_path}/empty.yaml:1:1: AB000 error: recipe file is empty" in out[0]
-    assert any(line.startswith(f"{tmp_path}/sub/bad.yml:5:27: AB023 error: engine.gpu_memory_utilization:")
-               for line in out), out
+    assert any(
+        line.startswith(f"{tmp_path}/sub/bad.yml:5:27: AB023 error: engine.gpu_memory_utilization:") for line in out
+    ), out
     assert "Traceback" not in proc.stderr
 
 
@@ -127,17 +137,22 @@ def test_recipes_carry_the_schema_modeline():
 
 
 def test_help_does_not_import_pydantic():
-    code = ("import sys; from autobench.cli import main; rc = main(['--help']); "
-            "heavy = [m for m in ('pydantic', 'ruamel.yaml', 'jinja2', 'huggingface_hub', 'sqlalchemy', 'httptools', 'rich') "
-            "if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys; from autobench.cli import main; rc = main(['--help']); "
+        "heavy = [m for m in ('pydantic', 'ruamel.yaml', 'jinja2', 'huggingface_hub', 'sqlalchemy', 'httptools', 'rich') "
+        "if m in sys.modules]; print(heavy)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
 
 
 def test_compile_imports_only_what_it_needs(tmp_path):
-    code = ("import sys; from autobench.cli import main; rc = main(['compile', sys.argv[1], '-o', sys.argv[2]]); "
-            "heavy = [m for m in ('huggingface_hub', 'sqlalchemy', 'sqlmodel', 'httptools', 'rich', 'httpx') "
-            "if m in sys.modules]; print(rc, heavy)")
-    proc = subprocess.run([sys.executable, "-c", code, str(DFLASH), str(tmp_path / "x.sh")],
-                          capture_output=True, text=True, cwd=REPO)
+    code = (
+        "import sys; from autobench.cli import main; rc = main(['compile', sys.argv[1], '-o', sys.argv[2]]); "
+        "heavy = [m for m in ('huggingface_hub', 'sqlalchemy', 'sqlmodel', 'httptools', 'rich', 'httpx') "
+        "if m in sys.modules]; print(rc, heavy)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(DFLASH), str(tmp_path / "x.sh")], capture_output=True, text=True, cwd=REPO
+    )
     assert proc.stdout.strip().splitlines()[-1] == "0 []", proc.stdout + proc.stderr

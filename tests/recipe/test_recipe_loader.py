@@ -27,32 +27,97 @@ BAD = [
     ("yaml-colon", {"r.yaml": "model:\n  repo: a: b\n"}, "r.yaml", "r.yaml:2:10", ["YAML syntax error"]),
     ("tab", {"r.yaml": "model:\n\trepo: a/b\n"}, "r.yaml", "r.yaml:2:1", ["tab character in indentation"]),
     ("tab-after-spaces", {"r.yaml": "model:\n  \trepo: a/b\n"}, "r.yaml", "r.yaml:2:3", ["tab character"]),
-    ("duplicate-key", {"r.yaml": MINIMAL + "model:\n  repo: c/d\n"}, "r.yaml", "r.yaml:5:1",
-     ["model: duplicate key", "line 1"]),
-    ("duplicate-nested", {"r.yaml": "model:\n  repo: a/b\n  repo: c/d\ncontainer: {image: i}\n"}, "r.yaml",
-     "r.yaml:3:3", ["repo: duplicate key"]),
-    ("wrong-type-int", {"r.yaml": MINIMAL + "engine:\n  max_num_seqs: lots\n"}, "r.yaml", "r.yaml:6:17",
-     ["engine.max_num_seqs:", "valid integer"]),
-    ("wrong-type-map", {"r.yaml": "model: org/model\ncontainer:\n  image: i\n"}, "r.yaml", "r.yaml:1:8",
-     ["model:", "dictionary"]),
-    ("wrong-type-list", {"r.yaml": MINIMAL + "  ports: 8000\n"}, "r.yaml", "r.yaml:5:10",
-     ["container.ports:", "valid list"]),
-    ("wrong-type-bool", {"r.yaml": MINIMAL.replace("repo: org/model", "repo: org/model\n  trust_remote_code: maybe")},
-     "r.yaml", "r.yaml:3:22", ["model.trust_remote_code:", "boolean"]),
-    ("bad-literal", {"r.yaml": MINIMAL + "engine:\n  dtype: bf16\n"}, "r.yaml", "r.yaml:6:10",
-     ["engine.dtype:", "must be one of", "bfloat16"]),
-    ("bad-repo", {"r.yaml": MINIMAL.replace("org/model", "not a repo")}, "r.yaml", "r.yaml:2:9",
-     ["model.repo:", "not a Hub repo id"]),
-    ("unknown-key-did-you-mean", {"r.yaml": MINIMAL + "engine:\n  max_num_seq: 8\n"}, "r.yaml", "r.yaml:6:3",
-     ["engine.max_num_seq: unknown key", "did you mean 'max_num_seqs'"]),
-    ("unknown-top-key", {"r.yaml": MINIMAL + "benchh:\n  concurrency: 8\n"}, "r.yaml", "r.yaml:5:1",
-     ["benchh: unknown key", "did you mean 'bench'"]),
-    ("unknown-key-no-match", {"r.yaml": MINIMAL + "meta:\n  zzzz: 1\n"}, "r.yaml", "r.yaml:6:3",
-     ["meta.zzzz: unknown key", "allowed keys here:", "baseline"]),
-    ("missing-required", {"r.yaml": "model:\n  repo: a/b\n"}, "r.yaml", "r.yaml:1:1",
-     ["container: missing required key 'container'", "at the top level"]),
-    ("missing-nested", {"r.yaml": "model:\n  revision: main\ncontainer: {image: i}\n"}, "r.yaml", "r.yaml:1:1",
-     ["model.repo: missing required key 'repo'", "under `model:`"]),
+    (
+        "duplicate-key",
+        {"r.yaml": MINIMAL + "model:\n  repo: c/d\n"},
+        "r.yaml",
+        "r.yaml:5:1",
+        ["model: duplicate key", "line 1"],
+    ),
+    (
+        "duplicate-nested",
+        {"r.yaml": "model:\n  repo: a/b\n  repo: c/d\ncontainer: {image: i}\n"},
+        "r.yaml",
+        "r.yaml:3:3",
+        ["repo: duplicate key"],
+    ),
+    (
+        "wrong-type-int",
+        {"r.yaml": MINIMAL + "engine:\n  max_num_seqs: lots\n"},
+        "r.yaml",
+        "r.yaml:6:17",
+        ["engine.max_num_seqs:", "valid integer"],
+    ),
+    (
+        "wrong-type-map",
+        {"r.yaml": "model: org/model\ncontainer:\n  image: i\n"},
+        "r.yaml",
+        "r.yaml:1:8",
+        ["model:", "dictionary"],
+    ),
+    (
+        "wrong-type-list",
+        {"r.yaml": MINIMAL + "  ports: 8000\n"},
+        "r.yaml",
+        "r.yaml:5:10",
+        ["container.ports:", "valid list"],
+    ),
+    (
+        "wrong-type-bool",
+        {"r.yaml": MINIMAL.replace("repo: org/model", "repo: org/model\n  trust_remote_code: maybe")},
+        "r.yaml",
+        "r.yaml:3:22",
+        ["model.trust_remote_code:", "boolean"],
+    ),
+    (
+        "bad-literal",
+        {"r.yaml": MINIMAL + "engine:\n  dtype: bf16\n"},
+        "r.yaml",
+        "r.yaml:6:10",
+        ["engine.dtype:", "must be one of", "bfloat16"],
+    ),
+    (
+        "bad-repo",
+        {"r.yaml": MINIMAL.replace("org/model", "not a repo")},
+        "r.yaml",
+        "r.yaml:2:9",
+        ["model.repo:", "not a Hub repo id"],
+    ),
+    (
+        "unknown-key-did-you-mean",
+        {"r.yaml": MINIMAL + "engine:\n  max_num_seq: 8\n"},
+        "r.yaml",
+        "r.yaml:6:3",
+        ["engine.max_num_seq: unknown key", "did you mean 'max_num_seqs'"],
+    ),
+    (
+        "unknown-top-key",
+        {"r.yaml": MINIMAL + "benchh:\n  concurrency: 8\n"},
+        "r.yaml",
+        "r.yaml:5:1",
+        ["benchh: unknown key", "did you mean 'bench'"],
+    ),
+    (
+        "unknown-key-no-match",
+        {"r.yaml": MINIMAL + "meta:\n  zzzz: 1\n"},
+        "r.yaml",
+        "r.yaml:6:3",
+        ["meta.zzzz: unknown key", "allowed keys here:", "baseline"],
+    ),
+    (
+        "missing-required",
+        {"r.yaml": "model:\n  repo: a/b\n"},
+        "r.yaml",
+        "r.yaml:1:1",
+        ["container: missing required key 'container'", "at the top level"],
+    ),
+    (
+        "missing-nested",
+        {"r.yaml": "model:\n  revision: main\ncontainer: {image: i}\n"},
+        "r.yaml",
+        "r.yaml:1:1",
+        ["model.repo: missing required key 'repo'", "under `model:`"],
+    ),
     ("empty-file", {"r.yaml": ""}, "r.yaml", "r.yaml:1:1", ["recipe file is empty"]),
     ("comments-only", {"r.yaml": "# nothing\n\n"}, "r.yaml", "r.yaml:1:1", ["recipe file is empty"]),
     ("not-a-mapping", {"r.yaml": "- a\n- b\n"}, "r.yaml", "r.yaml:1:1", ["must be a mapping", "a list"]),
@@ -60,28 +125,72 @@ BAD = [
     ("binary", {"r.yaml": b"\x7fELF\x02\x01\x00\x00binary"}, "r.yaml", "r.yaml", ["binary file"]),
     ("not-utf8", {"r.yaml": b"model:\n  repo: \xff\xfe\n"}, "r.yaml", "r.yaml:2:9", ["not UTF-8"]),
     ("alias-bomb", {"r.yaml": BOMB}, "r.yaml", "r.yaml:", ["alias/anchor bomb"]),
-    ("undefined-alias", {"r.yaml": MINIMAL + "engine: *nothing\n"}, "r.yaml", "r.yaml:5:9",
-     ["YAML syntax error", "undefined alias"]),
-    ("custom-tag", {"r.yaml": MINIMAL + "meta:\n  notes: !!python/object:os.system x\n"}, "r.yaml", "r.yaml:6:3",
-     ["meta.notes: unsupported YAML tag"]),
+    (
+        "undefined-alias",
+        {"r.yaml": MINIMAL + "engine: *nothing\n"},
+        "r.yaml",
+        "r.yaml:5:9",
+        ["YAML syntax error", "undefined alias"],
+    ),
+    (
+        "custom-tag",
+        {"r.yaml": MINIMAL + "meta:\n  notes: !!python/object:os.system x\n"},
+        "r.yaml",
+        "r.yaml:6:3",
+        ["meta.notes: unsupported YAML tag"],
+    ),
     ("too-large", {"r.yaml": "# " + "x" * (MAX_BYTES + 10) + "\n"}, "r.yaml", "r.yaml", ["at most"]),
     ("missing-file", {}, "nope.yaml", None, ["recipe file not found"]),
-    ("extends-missing", {"r.yaml": "extends: base.yaml\n" + MINIMAL}, "r.yaml", "r.yaml:1:10",
-     ["extends: target not found", "base.yaml"]),
-    ("extends-cycle", {"a.yaml": "extends: b.yaml\n" + MINIMAL, "b.yaml": "extends: a.yaml\n"}, "a.yaml",
-     "b.yaml:1:10", ["extends: cycle a.yaml -> b.yaml -> a.yaml"]),
+    (
+        "extends-missing",
+        {"r.yaml": "extends: base.yaml\n" + MINIMAL},
+        "r.yaml",
+        "r.yaml:1:10",
+        ["extends: target not found", "base.yaml"],
+    ),
+    (
+        "extends-cycle",
+        {"a.yaml": "extends: b.yaml\n" + MINIMAL, "b.yaml": "extends: a.yaml\n"},
+        "a.yaml",
+        "b.yaml:1:10",
+        ["extends: cycle a.yaml -> b.yaml -> a.yaml"],
+    ),
     ("extends-self", {"a.yaml": "extends: a.yaml\n" + MINIMAL}, "a.yaml", "a.yaml:1:10", ["extends: cycle"]),
-    ("extends-not-string", {"a.yaml": "extends: [x]\n" + MINIMAL}, "a.yaml", "a.yaml:1:1",
-     ["extends: must be the path"]),
-    ("extends-directory", {"a.yaml": "extends: sub\n" + MINIMAL, "sub/x": ""}, "a.yaml", "a.yaml:1:10",
-     ["extends: target", "is a directory"]),
-    ("error-in-parent-file", {"base.yaml": MINIMAL + "engine:\n  max_num_seqs: x\n",
-                              "r.yaml": "extends: base.yaml\n"}, "r.yaml", "base.yaml:6:17",
-     ["engine.max_num_seqs:"]),
-    ("bad-name-from-stem", {"Bad Name.yaml": MINIMAL}, "Bad Name.yaml", "Bad Name.yaml:1:1",
-     ["name:", "does not match", "file stem"]),
-    ("nan", {"r.yaml": MINIMAL + "engine:\n  gpu_memory_utilization: .nan\n"}, "r.yaml", "r.yaml:",
-     ["not a usable number"]),
+    (
+        "extends-not-string",
+        {"a.yaml": "extends: [x]\n" + MINIMAL},
+        "a.yaml",
+        "a.yaml:1:1",
+        ["extends: must be the path"],
+    ),
+    (
+        "extends-directory",
+        {"a.yaml": "extends: sub\n" + MINIMAL, "sub/x": ""},
+        "a.yaml",
+        "a.yaml:1:10",
+        ["extends: target", "is a directory"],
+    ),
+    (
+        "error-in-parent-file",
+        {"base.yaml": MINIMAL + "engine:\n  max_num_seqs: x\n", "r.yaml": "extends: base.yaml\n"},
+        "r.yaml",
+        "base.yaml:6:17",
+        ["engine.max_num_seqs:"],
+    ),
+    (
+        "bad-name-from-stem",
+        {"Bad Name.yaml": MINIMAL},
+        "Bad Name.yaml",
+        "Bad Name.yaml:1:1",
+        ["name:", "does not match", "file stem"],
+    ),
+    (
+        "nan",
+        {"r.yaml": MINIMAL + "engine:\n  gpu_memory_utilization: .nan\n"},
+        "r.yaml",
+        "r.yaml:",
+        ["not a usable number"],
+    ),
 ]
 
 
@@ -120,8 +229,9 @@ def test_schema_error_lists_every_problem(tmp_path):
     with pytest.raises(RecipeSchemaError) as info:
         load_recipe(tmp_path / "r.yaml")
     assert "(and 1 more problem)" in str(info.value)
-    assert [p[1] for p in info.value.problems] == ["engine.port", "engine.max_num_seqs"] or \
-        sorted(p[1] for p in info.value.problems) == ["engine.max_num_seqs", "engine.port"]
+    assert [p[1] for p in info.value.problems] == ["engine.port", "engine.max_num_seqs"] or sorted(
+        p[1] for p in info.value.problems
+    ) == ["engine.max_num_seqs", "engine.port"]
 
 
 def test_seed_recipes_load_with_positions():
@@ -136,9 +246,9 @@ def test_seed_recipes_load_with_positions():
     assert spec.file == DFLASH and DFLASH.read_text().splitlines()[spec.line - 1].strip().startswith("revision:")
     seqs = loaded.position("engine", "max_num_seqs")
     assert seqs.file == BASE
-    assert BASE.read_text().splitlines()[seqs.line - 1][seqs.col - 1:].startswith("max_num_seqs: 8")
+    assert BASE.read_text().splitlines()[seqs.line - 1][seqs.col - 1 :].startswith("max_num_seqs: 8")
     vol = loaded.value_position("container", "volumes", 0)
-    assert BASE.read_text().splitlines()[vol.line - 1][vol.col - 1:].startswith("~/.cache/huggingface")
+    assert BASE.read_text().splitlines()[vol.line - 1][vol.col - 1 :].startswith("~/.cache/huggingface")
     # the child's overridden list replaced the parent's; inherited ones stayed
     assert "dflash" in r.meta.tags and r.meta.mods == ["fix-qwen3.5-enhanced-chat-template"]
     assert loaded.position("meta", "tags").file == DFLASH
@@ -159,20 +269,24 @@ def test_digest_is_stable_and_content_based(tmp_path):
 
 
 def test_extends_merge_semantics(tmp_path):
-    _write(tmp_path, {
-        "base/parent.yaml": (
-            "name: parent-name\n" + MINIMAL
-            + "  ports: ['8000:8000']\nengine:\n  max_num_seqs: 4\n  dtype: bfloat16\n"
-            + "env:\n  A: '1'\n  B: '2'\nspeculative:\n  method: ngram\n  num_speculative_tokens: 3\n"
-        ),
-        "child.yaml": (
-            "extends: base/parent.yaml\n"
-            "engine:\n  max_num_seqs: 16\n"
-            "env:\n  B: '3'\n  C: '4'\n"
-            "container:\n  ports: ['9000:8000']\n"
-            "speculative: null\n"
-        ),
-    })
+    _write(
+        tmp_path,
+        {
+            "base/parent.yaml": (
+                "name: parent-name\n"
+                + MINIMAL
+                + "  ports: ['8000:8000']\nengine:\n  max_num_seqs: 4\n  dtype: bfloat16\n"
+                + "env:\n  A: '1'\n  B: '2'\nspeculative:\n  method: ngram\n  num_speculative_tokens: 3\n"
+            ),
+            "child.yaml": (
+                "extends: base/parent.yaml\n"
+                "engine:\n  max_num_seqs: 16\n"
+                "env:\n  B: '3'\n  C: '4'\n"
+                "container:\n  ports: ['9000:8000']\n"
+                "speculative: null\n"
+            ),
+        },
+    )
     loaded = load_recipe(tmp_path / "child.yaml")
     r = loaded.recipe
     assert r.name == "child"  # never inherited: the child's stem

@@ -20,7 +20,7 @@ CLEAN = f"""model:
   revision: {SHA}
   served_name: m
 container:
-  image: vllm/vllm-openai@sha256:{'b' * 64}
+  image: vllm/vllm-openai@sha256:{"b" * 64}
   ports: ["8000:8000"]
 secrets: [HF_TOKEN]
 engine:
@@ -46,46 +46,198 @@ def test_clean_recipe_has_no_findings(tmp_path):
 
 # (id, yaml appended to CLEAN (later keys override via a child file when they collide), code, line, key, message bit)
 CASES = [
-    ("AB001", "speculative:\n  method: dflash\n  model: z/d\n  revision: " + SHA + "\n", "AB001", 18, "speculative.method", "num_speculative_tokens"),
-    ("AB001-eagle3", "speculative:\n  method: eagle3\n  model: z/d\n  revision: " + SHA + "\n", "AB001", 18, "speculative.method", "eagle3"),
+    (
+        "AB001",
+        "speculative:\n  method: dflash\n  model: z/d\n  revision: " + SHA + "\n",
+        "AB001",
+        18,
+        "speculative.method",
+        "num_speculative_tokens",
+    ),
+    (
+        "AB001-eagle3",
+        "speculative:\n  method: eagle3\n  model: z/d\n  revision: " + SHA + "\n",
+        "AB001",
+        18,
+        "speculative.method",
+        "eagle3",
+    ),
     ("AB001-mtp", "speculative:\n  method: mtp\n", "AB001", 18, "speculative.method", "mtp"),
-    ("AB002", "speculative:\n  method: eagle\n  num_speculative_tokens: 3\n", "AB002", 18, "speculative.method", "draft model"),
-    ("AB003", "speculative:\n  method: ngram\n  num_speculative_tokens: 3\n  model: z/d\n  revision: " + SHA + "\n", "AB003", 20, "speculative.model", "does not use"),
-    ("AB012", "speculative:\n  method: dflash\n  model: z/d\n  revision: main\n  num_speculative_tokens: 5\n", "AB012", 20, "speculative.revision", "'main'"),
-    ("AB012-missing", "speculative:\n  method: dflash\n  model: z/d\n  num_speculative_tokens: 5\n", "AB012", 19, "speculative.model", "(none"),
-    ("AB042", "speculative:\n  method: ngram\n  num_speculative_tokens: 3\n  options:\n    method: eagle\n", "AB042", 21, "speculative.options.method", "repeats"),
+    (
+        "AB002",
+        "speculative:\n  method: eagle\n  num_speculative_tokens: 3\n",
+        "AB002",
+        18,
+        "speculative.method",
+        "draft model",
+    ),
+    (
+        "AB003",
+        "speculative:\n  method: ngram\n  num_speculative_tokens: 3\n  model: z/d\n  revision: " + SHA + "\n",
+        "AB003",
+        20,
+        "speculative.model",
+        "does not use",
+    ),
+    (
+        "AB012",
+        "speculative:\n  method: dflash\n  model: z/d\n  revision: main\n  num_speculative_tokens: 5\n",
+        "AB012",
+        20,
+        "speculative.revision",
+        "'main'",
+    ),
+    (
+        "AB012-missing",
+        "speculative:\n  method: dflash\n  model: z/d\n  num_speculative_tokens: 5\n",
+        "AB012",
+        19,
+        "speculative.model",
+        "(none",
+    ),
+    (
+        "AB042",
+        "speculative:\n  method: ngram\n  num_speculative_tokens: 3\n  options:\n    method: eagle\n",
+        "AB042",
+        21,
+        "speculative.options.method",
+        "repeats",
+    ),
     ("AB024", "  max_tokens: 5000\n", "AB024", 17, "bench.max_tokens", "max_model_len 4096"),
     ("AB027", "  client: vllm\n  max_seconds: 60\n", "AB027", 18, "bench.max_seconds", "no time cap"),
     ("AB028", "  sampler:\n    min_p: 0.1\n", "AB028", 18, "bench.sampler.min_p", "min_p"),
     ("AB033", "env:\n  BAD-NAME: x\n", "AB033", 18, "env.BAD-NAME", "not a valid shell name"),
     ("AB030-env", "env:\n  X: hf_abcdefghijklmnopqrstuvwxyz012345\n", "AB030", 18, "env.X", "literal token"),
-    ("AB030-meta", "meta:\n  notes: token hf_abcdefghijklmnopqrstuvwxyz012345 here\n", "AB030", 18, "meta.notes", "literal token"),
+    (
+        "AB030-meta",
+        "meta:\n  notes: token hf_abcdefghijklmnopqrstuvwxyz012345 here\n",
+        "AB030",
+        18,
+        "meta.notes",
+        "literal token",
+    ),
     ("AB031", "env:\n  HF_TOKEN: x\n", "AB031", 18, "env.HF_TOKEN", "declared under secrets"),
     ("AB032", "env:\n  OPENAI_API_KEY: x\n", "AB032", 18, "env.OPENAI_API_KEY", "is a secret"),
-    ("AB055", "meta:\n  notes: \"a\\0b\"\n", "AB055", 18, "meta.notes", "NUL"),
+    ("AB055", 'meta:\n  notes: "a\\0b"\n', "AB055", 18, "meta.notes", "NUL"),
 ]
 
 # Overrides of keys CLEAN already has go in a child file (a duplicate key would be refused).
 OVERRIDES = [
     ("AB010", "model:\n  revision: main\n", "AB010", 3, "model.revision", "'main'", "warning"),
-    ("AB011", "model:\n  tokenizer: org/tok\n  tokenizer_revision: v1\n", "AB011", 4, "model.tokenizer_revision", "'v1'", "warning"),
-    ("AB013", "model:\n  revision: main\n  trust_remote_code: true\n", "AB013", 4, "model.trust_remote_code", "trust_remote_code", "warning"),
+    (
+        "AB011",
+        "model:\n  tokenizer: org/tok\n  tokenizer_revision: v1\n",
+        "AB011",
+        4,
+        "model.tokenizer_revision",
+        "'v1'",
+        "warning",
+    ),
+    (
+        "AB013",
+        "model:\n  revision: main\n  trust_remote_code: true\n",
+        "AB013",
+        4,
+        "model.trust_remote_code",
+        "trust_remote_code",
+        "warning",
+    ),
     ("AB020", "engine:\n  max_num_seqs: 4\n", "AB020", 3, "engine.max_num_seqs", "4 < bench.concurrency 8", "warning"),
     ("AB021", "bench:\n  model: other\n", "AB021", 3, "bench.model", "'other' != served name 'm'", "error"),
-    ("AB022", "container:\n  ports: ['9000:9000']\n", "AB022", 3, "container.ports", "engine.port 8000 is not published", "error"),
+    (
+        "AB022",
+        "container:\n  ports: ['9000:9000']\n",
+        "AB022",
+        3,
+        "container.ports",
+        "engine.port 8000 is not published",
+        "error",
+    ),
     ("AB022-none", "container:\n  ports: null\n", "AB022", 10, "engine.port", "none", "error"),
-    ("AB023-high", "engine:\n  gpu_memory_utilization: 1.5\n", "AB023", 3, "engine.gpu_memory_utilization", "outside (0, 1]", "error"),
-    ("AB023-zero", "engine:\n  gpu_memory_utilization: 0\n", "AB023", 3, "engine.gpu_memory_utilization", "outside", "error"),
+    (
+        "AB023-high",
+        "engine:\n  gpu_memory_utilization: 1.5\n",
+        "AB023",
+        3,
+        "engine.gpu_memory_utilization",
+        "outside (0, 1]",
+        "error",
+    ),
+    (
+        "AB023-zero",
+        "engine:\n  gpu_memory_utilization: 0\n",
+        "AB023",
+        3,
+        "engine.gpu_memory_utilization",
+        "outside",
+        "error",
+    ),
     ("AB025", "bench:\n  dataset:\n    path: null\n", "AB025", 3, "bench.dataset", "needs a path", "error"),
-    ("AB026", "bench:\n  dataset:\n    kind: random\n    path: null\n", "AB026", 3, "bench.dataset", "input_len", "warning"),
+    (
+        "AB026",
+        "bench:\n  dataset:\n    kind: random\n    path: null\n",
+        "AB026",
+        3,
+        "bench.dataset",
+        "input_len",
+        "warning",
+    ),
     ("AB034", "secrets: ['1BAD']\n", "AB034", 2, "secrets[0]", "not a valid shell name", "error"),
     ("AB035", "secrets: [A, A]\n", "AB035", 2, "secrets[1]", "declared twice", "warning"),
-    ("AB040", "engine:\n  extra_args: ['--max-num-seqs', '16']\n", "AB040", 3, "engine.extra_args[0]", "--max-num-seqs", "error"),
-    ("AB040-eq", "engine:\n  extra_args: ['--served-model-name=x']\n", "AB040", 3, "engine.extra_args[0]", "--served-model-name", "error"),
-    ("AB040-docker", "container:\n  extra_args: ['--name', 'x']\n", "AB040", 3, "container.extra_args[0]", "--name", "error"),
-    ("AB041", "engine:\n  extra_args: ['--seed', '1', '--seed', '2']\n", "AB041", 3, "engine.extra_args[2]", "appears twice", "error"),
-    ("AB032-extra", "container:\n  extra_args: ['-e', 'HF_TOKEN=abc']\n", "AB032", 3, "container.extra_args[0]", "HF_TOKEN", "error"),
-    ("AB032-pattern", "env:\n  MY_SERVICE_TOKEN: x\n", "AB032", 3, "env.MY_SERVICE_TOKEN", "looks like a secret", "warning"),
+    (
+        "AB040",
+        "engine:\n  extra_args: ['--max-num-seqs', '16']\n",
+        "AB040",
+        3,
+        "engine.extra_args[0]",
+        "--max-num-seqs",
+        "error",
+    ),
+    (
+        "AB040-eq",
+        "engine:\n  extra_args: ['--served-model-name=x']\n",
+        "AB040",
+        3,
+        "engine.extra_args[0]",
+        "--served-model-name",
+        "error",
+    ),
+    (
+        "AB040-docker",
+        "container:\n  extra_args: ['--name', 'x']\n",
+        "AB040",
+        3,
+        "container.extra_args[0]",
+        "--name",
+        "error",
+    ),
+    (
+        "AB041",
+        "engine:\n  extra_args: ['--seed', '1', '--seed', '2']\n",
+        "AB041",
+        3,
+        "engine.extra_args[2]",
+        "appears twice",
+        "error",
+    ),
+    (
+        "AB032-extra",
+        "container:\n  extra_args: ['-e', 'HF_TOKEN=abc']\n",
+        "AB032",
+        3,
+        "container.extra_args[0]",
+        "HF_TOKEN",
+        "error",
+    ),
+    (
+        "AB032-pattern",
+        "env:\n  MY_SERVICE_TOKEN: x\n",
+        "AB032",
+        3,
+        "env.MY_SERVICE_TOKEN",
+        "looks like a secret",
+        "warning",
+    ),
     ("AB050", "container:\n  image: vllm/vllm-openai:latest\n", "AB050", 3, "container.image", "'latest'", "warning"),
     ("AB050-notag", "container:\n  image: vllm/vllm-openai\n", "AB050", 3, "container.image", "'latest'", "warning"),
     ("AB051", "container:\n  image: vllm/vllm-openai:v0.11.0\n", "AB051", 3, "container.image", "'v0.11.0'", "info"),
@@ -106,8 +258,9 @@ def test_rule_fires(tmp_path, extra, code, line, key, bit):
     assert f.hint == RULES[code].hint or f.hint
 
 
-@pytest.mark.parametrize(("extra", "code", "line", "key", "bit", "severity"), [c[1:] for c in OVERRIDES],
-                         ids=[c[0] for c in OVERRIDES])
+@pytest.mark.parametrize(
+    ("extra", "code", "line", "key", "bit", "severity"), [c[1:] for c in OVERRIDES], ids=[c[0] for c in OVERRIDES]
+)
 def test_rule_fires_in_child(tmp_path, extra, code, line, key, bit, severity):
     (tmp_path / "base.yaml").write_text(CLEAN, encoding="utf-8")
     child = tmp_path / "child.yaml"

@@ -69,29 +69,37 @@ def _dflash(decode: float | None = 107.43, conc: int | None = 8, status: str = "
 
 
 def _base(decode: float | None = 85.5, conc: int | None = 8, status: str = "DONE", id: int = 1):
-    return record(id, BASE, status, utc(2026, 6, 23, id), metrics={"decode_tok_s": decode, "concurrency": conc},
-                  recipe_snapshot=snapshot(BASE, spec=False, conc=conc or 8))
+    return record(
+        id,
+        BASE,
+        status,
+        utc(2026, 6, 23, id),
+        metrics={"decode_tok_s": decode, "concurrency": conc},
+        recipe_snapshot=snapshot(BASE, spec=False, conc=conc or 8),
+    )
 
 
 # Each bad input: the records in the ledger -> the reason the speedup is refused.
 REFUSALS = [
     pytest.param([_base()], "this recipe has no DONE run", id="this-recipe-no-runs"),  # recipe file given
-    pytest.param([_base(), _dflash(status="BLOCKED")], "this recipe has no DONE run",
-                 id="this-recipe-only-blocked"),
+    pytest.param([_base(), _dflash(status="BLOCKED")], "this recipe has no DONE run", id="this-recipe-only-blocked"),
     pytest.param([_dflash()], f"baseline {BASE} has no runs", id="baseline-no-runs"),
-    pytest.param([_base(status="BLOCKED"), _base(status="FAILED", id=2), _dflash()],
-                 f"baseline {BASE} has no DONE run", id="baseline-no-done-run"),
-    pytest.param([_base(conc=4), _base(conc=16, id=2), _dflash()],
-                 f"baseline {BASE} has DONE runs only at concurrency 4, 16, not at 8",
-                 id="baseline-different-concurrency"),
-    pytest.param([_base(), _dflash(decode=None)], "decode tok/s is missing in run 10",
-                 id="this-decode-missing"),
-    pytest.param([_base(decode=None), _dflash()], "decode tok/s is missing in baseline run 1",
-                 id="baseline-decode-missing"),
-    pytest.param([_base(decode=0.0), _dflash()], "decode tok/s is zero in baseline run 1",
-                 id="baseline-decode-zero"),
-    pytest.param([_base(), _dflash(conc=None)], "the concurrency of run 10 is unknown",
-                 id="this-concurrency-unknown"),
+    pytest.param(
+        [_base(status="BLOCKED"), _base(status="FAILED", id=2), _dflash()],
+        f"baseline {BASE} has no DONE run",
+        id="baseline-no-done-run",
+    ),
+    pytest.param(
+        [_base(conc=4), _base(conc=16, id=2), _dflash()],
+        f"baseline {BASE} has DONE runs only at concurrency 4, 16, not at 8",
+        id="baseline-different-concurrency",
+    ),
+    pytest.param([_base(), _dflash(decode=None)], "decode tok/s is missing in run 10", id="this-decode-missing"),
+    pytest.param(
+        [_base(decode=None), _dflash()], "decode tok/s is missing in baseline run 1", id="baseline-decode-missing"
+    ),
+    pytest.param([_base(decode=0.0), _dflash()], "decode tok/s is zero in baseline run 1", id="baseline-decode-zero"),
+    pytest.param([_base(), _dflash(conc=None)], "the concurrency of run 10 is unknown", id="this-concurrency-unknown"),
 ]
 
 
@@ -107,8 +115,13 @@ def test_speedup_is_refused_with_a_reason_never_a_wrong_ratio(records, reason):
 
 
 def test_baseline_at_several_levels_uses_the_latest_done_at_the_same_concurrency():
-    recs = [_base(decode=50.0, conc=4, id=1), _base(decode=80.0, conc=8, id=2),
-            _base(decode=90.0, conc=8, id=3), _base(decode=200.0, conc=16, id=4), _dflash()]
+    recs = [
+        _base(decode=50.0, conc=4, id=1),
+        _base(decode=80.0, conc=8, id=2),
+        _base(decode=90.0, conc=8, id=3),
+        _base(decode=200.0, conc=16, id=4),
+        _dflash(),
+    ]
     s = build_recipe_view(DFLASH, _runs(recs)).speedup
     assert (s.base.value, s.base.run_id) == (90.0, 3)
     assert s.ratio == pytest.approx(107.43 / 90.0)
@@ -123,8 +136,15 @@ def test_no_baseline_declared_is_not_a_refusal_of_a_ratio():
 
 
 def test_missing_metrics_stay_none_never_zero():
-    recs = [record(1, BASE, "DONE", utc(2026, 6, 23), metrics={"decode_tok_s": 85.5, "errors": 0,
-                                                                 "ttft_median_ms": float("nan")})]
+    recs = [
+        record(
+            1,
+            BASE,
+            "DONE",
+            utc(2026, 6, 23),
+            metrics={"decode_tok_s": 85.5, "errors": 0, "ttft_median_ms": float("nan")},
+        )
+    ]
     view = build_recipe_view(BASE, _runs(recs))
     by_key = {row.key: row.fig for row in view.result}
     assert by_key["errors"].value == 0  # a measured zero stays zero
@@ -176,8 +196,16 @@ def test_supersession_chain_follows_recipes_and_stops_on_cycles():
 
 
 def test_short_root_cause_is_one_line_cut_at_a_word():
-    run = run_from_record(record(1, DFLASH, "BLOCKED", None, root_cause_category="assertion",
-                                 root_cause_message="word " * 40 + "\nsecond line"))
+    run = run_from_record(
+        record(
+            1,
+            DFLASH,
+            "BLOCKED",
+            None,
+            root_cause_category="assertion",
+            root_cause_message="word " * 40 + "\nsecond line",
+        )
+    )
     text = short_root_cause(run, limit=50)
     assert text.startswith("assertion: word") and text.endswith(" …")
     assert "\n" not in text and len(text) <= 52

@@ -24,24 +24,53 @@ def _run(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_index_renders_every_recipe_page_and_is_idempotent(seed_ledger, tmp_path, capsys):
     out = tmp_path / "docs"
-    code, stdout, _ = _run(capsys, "report", "--index", "--ledger", str(seed_ledger), "-o", str(out),
-                           "--recipes", str(tmp_path / "none"), "--no-plots")
+    code, stdout, _ = _run(
+        capsys,
+        "report",
+        "--index",
+        "--ledger",
+        str(seed_ledger),
+        "-o",
+        str(out),
+        "--recipes",
+        str(tmp_path / "none"),
+        "--no-plots",
+    )
     assert code == 0, stdout
     assert (out / "index.md").is_file()
     assert {p.name for p in (out / "recipes").iterdir()} == {f"{BASE}.md", f"{DFLASH}.md"}
     page = (out / "recipes" / f"{DFLASH}.md").read_text()
     assert "**1.26× decode**" in page and "## Plots" not in page
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*.md")}
-    code, stdout, _ = _run(capsys, "report", "--index", "--ledger", str(seed_ledger), "-o", str(out),
-                           "--recipes", str(tmp_path / "none"), "--no-plots")
+    code, stdout, _ = _run(
+        capsys,
+        "report",
+        "--index",
+        "--ledger",
+        str(seed_ledger),
+        "-o",
+        str(out),
+        "--recipes",
+        str(tmp_path / "none"),
+        "--no-plots",
+    )
     assert code == 0 and "3 page(s) already up to date" in stdout
     assert {p: p.stat().st_mtime_ns for p in out.rglob("*.md")} == before  # nothing rewritten
 
 
 def test_check_passes_when_fresh_and_fails_when_stale(seed_ledger, tmp_path, capsys):
     out = tmp_path / "docs"
-    args = ["report", "--index", "--ledger", str(seed_ledger), "-o", str(out), "--no-plots",
-            "--recipes", str(tmp_path / "none")]
+    args = [
+        "report",
+        "--index",
+        "--ledger",
+        str(seed_ledger),
+        "-o",
+        str(out),
+        "--no-plots",
+        "--recipes",
+        str(tmp_path / "none"),
+    ]
     assert _run(capsys, *args)[0] == 0
     code, stdout, _ = _run(capsys, *args, "--check")
     assert code == 0 and "3 page(s) up to date" in stdout
@@ -52,14 +81,26 @@ def test_check_passes_when_fresh_and_fails_when_stale(seed_ledger, tmp_path, cap
     assert code == 8
     assert f"stale: {page}: differs from the ledger" in stdout
     assert f"stale: {out / 'index.md'}: missing" in stdout
-    assert err.strip() == f"error: 2 page(s) stale against the ledger (hint: re-render with: autobench report --index -o {out})"
+    assert (
+        err.strip()
+        == f"error: 2 page(s) stale against the ledger (hint: re-render with: autobench report --index -o {out})"
+    )
     assert not (out / "index.md").exists()  # --check writes nothing
 
 
 def test_index_check_flags_the_page_of_a_recipe_no_longer_in_the_ledger(seed_ledger, tmp_path, capsys):
     out = tmp_path / "docs"
-    args = ["report", "--index", "--ledger", str(seed_ledger), "-o", str(out), "--no-plots",
-            "--recipes", str(tmp_path / "none")]
+    args = [
+        "report",
+        "--index",
+        "--ledger",
+        str(seed_ledger),
+        "-o",
+        str(out),
+        "--no-plots",
+        "--recipes",
+        str(tmp_path / "none"),
+    ]
     assert _run(capsys, *args)[0] == 0
     orphan = out / "recipes" / "renamed-recipe.md"
     orphan.write_text("# renamed-recipe\n")
@@ -78,15 +119,18 @@ def test_check_reports_a_linked_plot_that_is_missing(seed_ledger, tmp_path, monk
     assert result.plots == []
     assert result.notes == ["plots skipped: matplotlib is not installed (pip install 'autobench[plot]')"]
     stale = pages.report([DFLASH], ledger=str(seed_ledger), out_dir=out, check=True, recipes_dir=None).stale
-    assert stale == [f"{out / 'recipes' / (DFLASH + '.decode.svg')}: plot missing",
-                     f"{out / 'recipes' / (DFLASH + '.ttft.svg')}: plot missing"]
+    assert stale == [
+        f"{out / 'recipes' / (DFLASH + '.decode.svg')}: plot missing",
+        f"{out / 'recipes' / (DFLASH + '.ttft.svg')}: plot missing",
+    ]
 
 
 def test_a_recipe_file_argument_gives_its_name_and_fills_in_the_stack(seed_ledger, tmp_path, capsys):
     out = tmp_path / "docs"
     recipe = REPO / "recipes" / f"{DFLASH}.yaml"
-    code, stdout, _ = _run(capsys, "report", str(recipe), "--ledger", str(seed_ledger), "-o", str(out),
-                           "--no-plots", "--json")
+    code, stdout, _ = _run(
+        capsys, "report", str(recipe), "--ledger", str(seed_ledger), "-o", str(out), "--no-plots", "--json"
+    )
     assert code == 0
     assert json.loads(stdout)["written"] == [str(out / "recipes" / f"{DFLASH}.md")]
     assert not (out / "index.md").exists()
@@ -94,8 +138,18 @@ def test_a_recipe_file_argument_gives_its_name_and_fills_in_the_stack(seed_ledge
 
 def test_an_unknown_recipe_renders_a_no_runs_page_and_notes_the_close_match(seed_ledger, tmp_path, capsys):
     out = tmp_path / "docs"
-    code, _, err = _run(capsys, "report", DFLASH + "x", "--ledger", str(seed_ledger), "-o", str(out),
-                        "--no-plots", "--recipes", str(tmp_path))
+    code, _, err = _run(
+        capsys,
+        "report",
+        DFLASH + "x",
+        "--ledger",
+        str(seed_ledger),
+        "-o",
+        str(out),
+        "--no-plots",
+        "--recipes",
+        str(tmp_path),
+    )
     assert code == 0
     assert f"no runs of {DFLASH}x in the ledger: its page says so (did you mean {DFLASH}?)" in err
     assert "**No runs recorded.**" in (out / "recipes" / f"{DFLASH}x.md").read_text()
@@ -142,9 +196,22 @@ def test_bad_input_is_one_line_and_a_nonzero_exit(args, code, message, tmp_path,
 def test_the_command_runs_as_a_subprocess_against_the_seed_ledger(seed_ledger, tmp_path):
     out = tmp_path / "docs"
     proc = subprocess.run(
-        [sys.executable, "-m", "autobench", "report", "--index", "--ledger", str(seed_ledger),
-         "-o", str(out), "--no-plots"],
-        capture_output=True, text=True, cwd=REPO, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "autobench",
+            "report",
+            "--index",
+            "--ledger",
+            str(seed_ledger),
+            "-o",
+            str(out),
+            "--no-plots",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
     assert "wrote" in proc.stdout

@@ -17,14 +17,16 @@ def _view(records, name=DFLASH):
 
 
 def _levels():
-    return [record(i, DFLASH, "DONE", utc(2026, 6, 20 + i),
-                   metrics={"decode_tok_s": d, "ttft_median_ms": t, "concurrency": c})
-            for i, (c, d, t) in enumerate([(1, 30.0, 200.0), (8, 107.43, 681.0), (16, 150.0, None)], 1)]
+    return [
+        record(
+            i, DFLASH, "DONE", utc(2026, 6, 20 + i), metrics={"decode_tok_s": d, "ttft_median_ms": t, "concurrency": c}
+        )
+        for i, (c, d, t) in enumerate([(1, 30.0, 200.0), (8, 107.43, 681.0), (16, 150.0, None)], 1)
+    ]
 
 
 def test_specs_come_from_the_data():
-    assert [s.file for s in plots.plot_specs(_view(seed_records()))] == [
-        f"{DFLASH}.decode.svg", f"{DFLASH}.ttft.svg"]
+    assert [s.file for s in plots.plot_specs(_view(seed_records()))] == [f"{DFLASH}.decode.svg", f"{DFLASH}.ttft.svg"]
     assert [s.kind for s in plots.plot_specs(_view(_levels()))] == ["runs", "runs", "concurrency"]
     assert plots.plot_specs(_view(seed_records()[1:2])) == []  # only a BLOCKED run: nothing to plot
     assert plots.plot_specs(_view([], "none")) == []

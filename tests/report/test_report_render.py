@@ -57,8 +57,15 @@ def test_small_filters():
 def test_seed_dflash_page_states_the_seed_figures():
     page = _page(seed_records())
     result = page.split("## Result", 1)[1].split("##", 1)[0]
-    for fact in ("prefill 115.66 tok/s", "decode 107.43 tok/s", "385 completed", "0 errors",
-                 "hit the time cap at 915 s", "TTFT median 681 ms", "TPOT median 67.5 ms"):
+    for fact in (
+        "prefill 115.66 tok/s",
+        "decode 107.43 tok/s",
+        "385 completed",
+        "0 errors",
+        "hit the time cap at 915 s",
+        "TTFT median 681 ms",
+        "TPOT median 67.5 ms",
+    ):
         assert fact in " ".join(result.split()), fact
     assert "**1.26× decode** vs `qwen3-5-122b-a10b-vllm-int4-autoround`: 85.5 → 107.43 tok/s at concurrency 8" in page
     assert "(baseline [run 1](qwen3-5-122b-a10b-vllm-int4-autoround.md#run-1), this recipe [run 3](#run-3))" in page
@@ -66,10 +73,16 @@ def test_seed_dflash_page_states_the_seed_figures():
     assert "Mean acceptance length 3.25 of num_speculative_tokens=5" in page
     assert "draft acceptance rate 44%" in page
     assert "| 0.78 | 0.56 | 0.39 | 0.29 | 0.21 |" in page
-    for row in ("| model weights | 63.71 GiB | [run 3](#run-3) |", "| KV cache | 27.72 GiB |",
-                "| KV cache tokens | 800,129 tokens |", "| max concurrency | 3.05× |",
-                "| model load time | 463 s |", "| attention block size | 2,144 tokens |",
-                "| resolved architecture | DFlashDraftModel |", "| linear kernel | MarlinLinearKernel |"):
+    for row in (
+        "| model weights | 63.71 GiB | [run 3](#run-3) |",
+        "| KV cache | 27.72 GiB |",
+        "| KV cache tokens | 800,129 tokens |",
+        "| max concurrency | 3.05× |",
+        "| model load time | 463 s |",
+        "| attention block size | 2,144 tokens |",
+        "| resolved architecture | DFlashDraftModel |",
+        "| linear kernel | MarlinLinearKernel |",
+    ):
         assert row in page, row
     # the BLOCKED attempt at bce6f76 with its root cause, and what superseded the recipe
     blocked = next(line for line in page.splitlines() if line.startswith('| <a id="run-2">'))
@@ -90,8 +103,16 @@ def test_every_figure_carries_a_run_id_that_links_to_a_history_row():
 
 
 def test_missing_metrics_render_as_dash_never_zero():
-    recs = [record(1, BASE, "DONE", utc(2026, 6, 23),
-                   metrics={"decode_tok_s": 85.5, "concurrency": 8}, recipe_snapshot=snapshot(BASE, spec=False))]
+    recs = [
+        record(
+            1,
+            BASE,
+            "DONE",
+            utc(2026, 6, 23),
+            metrics={"decode_tok_s": 85.5, "concurrency": 8},
+            recipe_snapshot=snapshot(BASE, spec=False),
+        )
+    ]
     page = _page(recs, BASE)
     assert "prefill — tok/s, decode 85.5 tok/s" in " ".join(page.split())
     assert "— completed, — errors" in " ".join(page.split())
@@ -119,8 +140,7 @@ def test_refused_speedup_is_printed_with_its_reason():
     recs = [record(1, BASE, "DONE", utc(2026, 6, 23), metrics={"decode_tok_s": 85.5, "concurrency": 4})]
     recs += seed_records()[1:]
     page = _page(recs)
-    assert (f"**Not computed** vs `{BASE}`: baseline {BASE} has DONE runs only at concurrency 4, "
-            "not at 8.") in page
+    assert (f"**Not computed** vs `{BASE}`: baseline {BASE} has DONE runs only at concurrency 4, not at 8.") in page
     assert "This recipe's decode: 107.43 tok/s ([run 3](#run-3))." in page
     assert "×" not in page.split("## Speedup", 1)[1].split("##", 1)[0]
 
@@ -131,7 +151,9 @@ def test_index_lists_both_recipes_with_speedup_and_links():
     assert len(rows) == 2
     base, dflash = rows
     assert base.startswith(f"| [{BASE}](recipes/{BASE}.md) | DONE | 2026-06-23 | 8 | 85.5 |")
-    assert dflash.startswith(f"| [{DFLASH}](recipes/{DFLASH}.md) | DONE | 2026-06-24 | 8 | 107.43 | 115.66 | 681 | 67.5 |")
+    assert dflash.startswith(
+        f"| [{DFLASH}](recipes/{DFLASH}.md) | DONE | 2026-06-24 | 8 | 107.43 | 115.66 | 681 | 67.5 |"
+    )
     assert f"1.26× vs {BASE} ([run 1](recipes/{BASE}.md#run-1))" in dflash
     assert dflash.endswith(f"[run 3](recipes/{DFLASH}.md#run-3) |")
 

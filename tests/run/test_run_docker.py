@@ -58,9 +58,7 @@ def _calls(tmp_path: Path) -> list[list[str]]:
     return [json.loads(line) for line in lines]
 
 
-def test_docker_runtime_runs_the_compiled_command_and_removes_the_container(
-    make_recipe, tmp_path: Path
-):
+def test_docker_runtime_runs_the_compiled_command_and_removes_the_container(make_recipe, tmp_path: Path):
     recipe = make_recipe()
     env = _docker_env(tmp_path, FAKE_VLLM_ARGS="--ttft-ms 5 --itl-ms 2", HF_TOKEN="hf_" + "a1" * 20)
     res = _run(recipe, tmp_path, env)
@@ -77,15 +75,11 @@ def test_docker_runtime_runs_the_compiled_command_and_removes_the_container(
     assert not (tmp_path / "docker-state" / "ab-synth-run.pid").exists()
 
 
-def test_a_refused_docker_run_records_nothing_and_never_removes_someone_elses_container(
-    make_recipe, tmp_path: Path
-):
+def test_a_refused_docker_run_records_nothing_and_never_removes_someone_elses_container(make_recipe, tmp_path: Path):
     recipe = make_recipe()
     env = _docker_env(tmp_path)
     other = tmp_path / "docker-state" / "ab-synth-run.pid"
-    sleeper = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
-    )
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
         other.write_text(str(sleeper.pid))  # a container of that name already exists
         res = _run(recipe, tmp_path, env)

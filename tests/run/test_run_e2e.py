@@ -60,9 +60,7 @@ def test_done_row_with_metrics(make_recipe, tmp_path: Path):
     assert "vllm:" in (run_dir / "metrics.prom").read_text()
 
 
-def test_server_that_never_becomes_ready_is_blocked_with_the_log_root_cause(
-    make_recipe, tmp_path: Path
-):
+def test_server_that_never_becomes_ready_is_blocked_with_the_log_root_cause(make_recipe, tmp_path: Path):
     recipe = make_recipe()
     args = '--fail-boot-with "new_spec.page_size_bytes == max_page_size"'
     res = run_cli(recipe, tmp_path, FAKE_VLLM_ARGS=args)
@@ -100,9 +98,7 @@ def test_server_dying_mid_bench_is_failed(make_recipe, tmp_path: Path):
     assert 3 <= row.metrics["completed"] < 12
     assert row.metrics["errors"] > 0
     assert "died unexpectedly" in (only_run_dir(tmp_path) / "server.log").read_text()
-    assert "server exited with code 1 during the bench" in (
-        row.notes + (row.root_cause_message or "")
-    )
+    assert "server exited with code 1 during the bench" in (row.notes + (row.root_cause_message or ""))
 
 
 def _interrupt_during_bench(make_recipe, tmp_path: Path, signum: int):
@@ -215,9 +211,7 @@ def test_allow_unpinned_runs_and_notes_it(make_recipe, tmp_path: Path):
     assert "unpinned: model.revision (acme/tiny-model@main)" in row.notes
 
 
-def test_sigint_during_boot_and_again_during_teardown_still_tears_down_and_records(
-    make_recipe, tmp_path: Path
-):
+def test_sigint_during_boot_and_again_during_teardown_still_tears_down_and_records(make_recipe, tmp_path: Path):
     recipe = make_recipe()
     env = run_env(tmp_path, FAKE_VLLM_ARGS="--boot-delay 60", FAKE_VLLM_IGNORE_SIGTERM="1")
     proc = subprocess.Popen(

@@ -103,8 +103,7 @@ def test_client_host():
 
 def test_unpinned_refs_cover_model_tokenizer_and_draft(tmp_path: Path):
     text = recipe_text(18123, revision="main") + (
-        "speculative:\n  method: dflash\n  model: z-lab/Draft\n  revision: bce6f76\n"
-        "  num_speculative_tokens: 5\n"
+        "speculative:\n  method: dflash\n  model: z-lab/Draft\n  revision: bce6f76\n  num_speculative_tokens: 5\n"
     )
     text = text.replace("  served_name: tiny\n", "  served_name: tiny\n  tokenizer: acme/tok\n")
     refs = unpinned_refs(_loaded(tmp_path, text))
@@ -146,9 +145,7 @@ def test_dry_run_shows_the_plan_and_runs_nothing(tmp_path: Path):
     assert res.returncode == 0, res.stderr
     out = res.stdout
     assert f"start      {sys.executable} {FAKE_VLLM} serve acme/tiny-model --revision {SHA}" in out
-    assert (
-        "ready      GET http://127.0.0.1:18123/health and http://127.0.0.1:18123/v1/models" in out
-    )
+    assert "ready      GET http://127.0.0.1:18123/health and http://127.0.0.1:18123/v1/models" in out
     assert "teardown   SIGTERM to the server's process group" in out
     assert "secrets    HF_TOKEN (by name, redacted from logs)" in out
     assert "# compiled script" in out and "docker run" in out
@@ -166,9 +163,7 @@ def test_dry_run_json_for_docker(tmp_path: Path):
     assert not (tmp_path / "runs").exists()
 
 
-def test_dry_run_of_the_seed_recipe_shows_the_seed_command_and_its_unpinned_base(
-    tmp_path: Path, repo_root
-):
+def test_dry_run_of_the_seed_recipe_shows_the_seed_command_and_its_unpinned_base(tmp_path: Path, repo_root):
     recipe = repo_root / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround-dflash.yaml"
     res = subprocess.run(
         [sys.executable, "-m", "autobench", "run", str(recipe), "--dry-run", "--json"],
@@ -189,7 +184,5 @@ def test_dry_run_of_the_seed_recipe_shows_the_seed_command_and_its_unpinned_base
     assert doc["readiness"]["health_url"] == "http://127.0.0.1:8000/health"
     assert doc["readiness"]["served_model"] == "qwen"
     assert doc["bench"]["max_seconds"] == 900 and doc["bench"]["concurrency"] == 8
-    assert doc["unpinned"] == [
-        "model.revision (shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC@main)"
-    ]
+    assert doc["unpinned"] == ["model.revision (shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC@main)"]
     assert not (tmp_path / "runs").exists()

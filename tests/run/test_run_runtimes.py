@@ -32,6 +32,7 @@ def started(server: ProcessServer) -> ProcessServer:
     _STARTED.append(server)
     return server
 
+
 STUBBORN = textwrap.dedent(r"""
     import os, signal, sys, time
     # a worker in the same process group that ignores SIGTERM (like a wedged EngineCore)
@@ -63,15 +64,10 @@ def test_process_group_is_killed_after_the_grace_period_and_log_is_redacted(tmp_
     env = {**os.environ, "MY_SECRET": secret}
     server = started(ProcessServer([sys.executable, "-c", STUBBORN], env, log, grace_s=0.5))
     assert _wait_for(
-        lambda: (
-            "worker" in (tmp_path / "server.log").read_text()
-            and "leader" in (tmp_path / "server.log").read_text()
-        )
+        lambda: "worker" in (tmp_path / "server.log").read_text() and "leader" in (tmp_path / "server.log").read_text()
     )
     text = (tmp_path / "server.log").read_text()
-    pids = [
-        int(line.split()[1]) for line in text.splitlines() if line.startswith(("worker", "leader"))
-    ]
+    pids = [int(line.split()[1]) for line in text.splitlines() if line.startswith(("worker", "leader"))]
     assert server.exit_code() is None
     t0 = time.monotonic()
     server.stop()
@@ -87,12 +83,14 @@ def test_process_group_is_killed_after_the_grace_period_and_log_is_redacted(tmp_
 
 def test_a_well_behaved_server_stops_on_sigterm_quickly(tmp_path: Path):
     log = LogFile(tmp_path / "server.log", {})
-    server = started(ProcessServer(
-        [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
-        dict(os.environ),
-        log,
-        grace_s=10,
-    ))
+    server = started(
+        ProcessServer(
+            [sys.executable, "-c", "import time; print('up', flush=True); time.sleep(60)"],
+            dict(os.environ),
+            log,
+            grace_s=10,
+        )
+    )
     assert _wait_for(lambda: "up" in (tmp_path / "server.log").read_text())
     t0 = time.monotonic()
     server.stop()
@@ -102,12 +100,14 @@ def test_a_well_behaved_server_stops_on_sigterm_quickly(tmp_path: Path):
 
 def test_exit_code_reports_an_early_exit(tmp_path: Path):
     log = LogFile(tmp_path / "server.log", {})
-    server = started(ProcessServer(
-        [sys.executable, "-c", "import sys; print('bye'); sys.exit(7)"],
-        dict(os.environ),
-        log,
-        grace_s=1,
-    ))
+    server = started(
+        ProcessServer(
+            [sys.executable, "-c", "import sys; print('bye'); sys.exit(7)"],
+            dict(os.environ),
+            log,
+            grace_s=1,
+        )
+    )
     assert _wait_for(lambda: server.exit_code() is not None)
     assert server.exit_code() == 7
     server.stop()
