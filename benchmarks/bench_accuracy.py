@@ -32,6 +32,7 @@ realistic: total tokens / the makespan of an exact simulation of the closed loop
 
     .venv/bin/python benchmarks/bench_accuracy.py [--levels 1,8,64,256,512] [--rounds 4]
         [--realistic-rounds 4] [--loop uvloop|asyncio] [--server-nice -10] [--repeat 1]
+        [--empty-chunk-rate 0.1]
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(k: int, nice: int = 0) -> tuple[subprocess.Popen[bytes], str, int]:
+def start_server(k: int, nice: int = 0, empty_rate: float = 0.0) -> tuple[subprocess.Popen[bytes], str, int]:
     """The synthetic server in its own process, at ``nice`` when permitted; (proc, url, nice it got)."""
     port = free_port()
     cmd = [
@@ -84,6 +85,8 @@ def start_server(k: int, nice: int = 0) -> tuple[subprocess.Popen[bytes], str, i
         str(k),
         "--log-stats-interval",
         "0",
+        "--empty-chunk-rate",
+        str(empty_rate),
     ]
 
     def renice() -> None:  # in the child, before exec
@@ -208,6 +211,7 @@ def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, t
         "pw_med": (c["dispatch_to_write_ms"] or empty).get("median"),
         "pw_p99": (c["dispatch_to_write_ms"] or empty).get("p99"),
         "acc_len": d.get("spec_decode_acceptance_length"),
+        "tok_chunk": d.get("mean_tokens_per_chunk"),
         "loop": d.get("event_loop"),
     }
 
@@ -245,7 +249,7 @@ def fmt_cost(r: dict[str, Any]) -> str:
         f"{r['C']:>4} {r['k']:>2} {f(r['cpu_ms_1k'], 1):>7} {f(r['cpu_frac'], 2):>5} "
         f"{f(r['lag_p50']):>6} {f(r['lag_p99']):>6} {f(r['sp_med']):>6} {f(r['sp_p99']):>6} "
         f"{f(r['rs_med']):>6} {f(r['rs_p99']):>6} {f(r['pw_med']):>6} {f(r['pw_p99']):>6} "
-        f"{f(r['itl_med']):>6} {f(r['acc_len']):>5}"
+        f"{f(r['itl_med']):>6} {f(r['acc_len']):>5} {f(r['tok_chunk']):>6}"
     )
 
 
@@ -253,7 +257,7 @@ ACC_HEADER = (
     "   C  k  ok/err TTFTmed    err  ( err%) TTFTp99 srvErr cliErr cli_99  "
     "TPOTmed    exp    err  (  err%)   out/s   ideal (  dev% )"
 )
-COST_HEADER = "   C  k cpu/1kt cpu1c  lag50  lag99  sp_md  sp_99  rs_md  rs_99  pw_md  pw_99  ITLmd   acc"
+COST_HEADER = "   C  k cpu/1kt cpu1c  lag50  lag99  sp_md  sp_99  rs_md  rs_99  pw_md  pw_99  ITLmd   acc tok/ch"
 
 
 def main() -> None:
@@ -282,12 +286,18 @@ def main() -> None:
         help="scheduling priority of the server process (default -10 when permitted, see the "
         "module doc; 0: the same priority as the client)",
     )
+    ap.add_argument(
+        "--empty-chunk-rate",
+        type=float,
+        default=0.0,
+        help='fraction of token chunks the server sends with "text": "" (as vLLM with byte-level tokenizers)',
+    )
     a = ap.parse_args()
     if a.loop:
         os.environ["AUTOBENCH_EVENT_LOOP"] = a.loop  # inherited by the server process
     print(
         "# synthetic server in its own process; "
-        f"ttft={TTFT_MS} ms, itl={ITL_MS} ms, N={N_TOKENS} tokens, "
+        f"ttft={TTFT_MS} ms, itl={ITL_MS} ms, N={N_TOKENS} tokens, empty-text chunks {a.empty_chunk_rate:.0%}, "
         f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} "
         "(figures are only meaningful on an otherwise idle machine)"
     )
@@ -321,7 +331,7 @@ def main() -> None:
         )
     with tempfile.TemporaryDirectory() as td:
         for title, k, levels, rounds, lengths in cases:
-            proc, url, got = start_server(k, a.server_nice)
+            proc, url, got = start_server(k, a.server_nice, a.empty_chunk_rate)
             rows = []
             try:
                 print(

@@ -171,6 +171,8 @@ def build_result(
         "total_token_throughput": M.throughput(total_in + total_out, duration),
         "request_goodput": None,
         "mean_tokens_per_chunk": (total_out / chunks) if chunks else None,
+        "token_chunks": chunks,
+        "itl_samples": len(itls),
         "finish_reasons": dict(Counter(r.finish_reason or "none" for r in ok)),
     }
     data.update(_ms_stats("ttft", ttfts))

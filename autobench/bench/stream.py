@@ -4,11 +4,21 @@ A :class:`StreamSink` is fed the response body from inside the event loop's sock
 callback (``autobench.bench.transport``), with the time of the socket read that
 brought the bytes, so every chunk is stamped when Python first sees it.
 
+Which events are token events: every chunk that carries a choice, whatever its
+text.  vLLM streams one chunk per token (more under speculative decoding), and with
+byte-level tokenizers a token that ends inside a UTF-8 sequence has ``"text": ""``
+(5-19 % of chunks on a real server): it is still a token, it moves TTFT when it
+is the first and E2EL when it is the last, and it is one inter-token gap.  The one
+exception is the chat role announcement (a ``delta`` with a ``role`` and nothing
+else but an empty ``content``), which vLLM sends before the first token of a chat
+stream and which is not a token.  The usage chunk (``"choices": []``) is not one
+either.  Token *totals* come from the server's usage report.
+
 After the first token chunk, an event is taken as one more token chunk without
 parsing it when its bytes show a plain streaming chunk: ``"finish_reason":null``,
-a non-empty ``"text":"`` (completions) or ``"delta":{"content":"`` (chat) and no
+``"text":"`` (completions) or ``"delta":{"content":"`` (chat) and no
 ``"usage"`` (other than ``null``) or ``"error"`` key.  Everything else (the first
-chunk with the server stamps, finish, usage, errors, empty or unusual chunks, other
+chunk with the server stamps, finish, usage, errors, unusual chunks, other
 spacing) goes through ``json.loads``.  Inside a JSON string a quote is escaped, so
 these byte patterns cannot come from generated text.
 """
@@ -31,17 +41,14 @@ _NULL_PAT = b'"finish_reason":null'
 class StreamSink:
     """Fills ``rec`` from an OpenAI-compatible SSE response (completions or chat)."""
 
-    __slots__ = ("rec", "parser", "usage", "done", "tok_pat", "empty_pat", "allow_missing_usage", "status", "err_body")
+    __slots__ = ("rec", "parser", "usage", "done", "tok_pat", "allow_missing_usage", "status", "err_body")
 
     def __init__(self, rec: RequestRecord, *, chat: bool, allow_missing_usage: bool):
         self.rec = rec
         self.parser = SSEParser()
         self.usage: dict[str, Any] | None = None
         self.done = False
-        if chat:
-            self.tok_pat, self.empty_pat = b'"delta":{"content":"', b'"delta":{"content":""'
-        else:
-            self.tok_pat, self.empty_pat = b'"text":"', b'"text":""'
+        self.tok_pat = b'"delta":{"content":"' if chat else b'"text":"'
         self.allow_missing_usage = allow_missing_usage
         self.status = 0
         self.err_body: bytearray | None = None
@@ -60,13 +67,12 @@ class StreamSink:
                 self._http_error(now)
                 return False
             return True
-        tok_pat, empty_pat = self.tok_pat, self.empty_pat
+        tok_pat = self.tok_pat
         for ev in self.parser.feed(data):
             if (
                 rec.first is not None
                 and _NULL_PAT in ev
                 and tok_pat in ev
-                and empty_pat not in ev
                 and (b'"usage"' not in ev or b'"usage":null' in ev)
                 and b'"error"' not in ev
             ):
@@ -150,12 +156,7 @@ class StreamSink:
         choices = obj.get("choices")
         if choices and isinstance(choices, list) and isinstance(choices[0], dict):
             ch = choices[0]
-            tok = ch.get("text")
-            if tok is None:
-                d = ch.get("delta")
-                if isinstance(d, dict):
-                    tok = d.get("content") or d.get("reasoning_content") or d.get("reasoning") or d.get("tool_calls")
-            if tok:
+            if _is_token_event(ch):
                 if rec.first is None:
                     rec.first = now
                     srv = obj.get("t_srv")
@@ -173,6 +174,17 @@ class StreamSink:
         if isinstance(u, dict) and u:
             self.usage = u
         return True
+
+
+def _is_token_event(choice: dict[str, Any]) -> bool:
+    """Whether a choice is a token event: any choice but a chat role announcement."""
+    if "text" in choice:
+        return True
+    d = choice.get("delta")
+    if isinstance(d, dict) and "role" in d:
+        # vLLM's first chat chunk: {"role": "assistant", "content": ""}, sent before the first token.
+        return any(d.get(k) for k in ("content", "reasoning_content", "reasoning", "tool_calls"))
+    return True
 
 
 def error_message(text: str) -> str:

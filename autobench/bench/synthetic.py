@@ -8,7 +8,10 @@ in every chunk (and the request's arrival time ``t_arr`` in the first one).
 Faults are injected deterministically: with rate ``r`` the
 request number ``n`` (0-based, counted per server) is hit when
 ``floor((n + 1) * r) > floor(n * r)``, so exactly ``floor(N * r)`` of the first
-``N`` requests are hit, evenly spread.
+``N`` requests are hit, evenly spread.  Empty-text chunks (``empty_chunk_rate``,
+like the tokens of a byte-level tokenizer that end inside a UTF-8 sequence) use
+the same rule on ``n + i`` for chunk ``i`` of request ``n``, so across requests
+the first and the last chunk are hit too.
 
 Speculative decoding is emulated: every chunk is one verify step of
 ``j`` tokens, which adds 1 draft, ``spec_tokens`` draft tokens, ``j - 1``
@@ -71,6 +74,7 @@ class SyntheticConfig:
     stall_rate: float = 0.0
     stall_seconds: float = 30.0
     no_usage: bool = False
+    empty_chunk_rate: float = 0.0  # fraction of token chunks sent with "text": "" (a partial UTF-8 token)
     boot_delay: float = 0.0
     fail_boot_with: str | None = None
     die_after_requests: int | None = None
@@ -671,6 +675,7 @@ class _Stream:
         counters = srv.counters
         spec = cfg.spec_enabled
         early = srv.overshoot
+        empty = cfg.empty_chunk_rate
         while self.idx < len(plan) and (due or self.target - early <= pc()):
             due = False
             idx = self.idx
@@ -679,7 +684,9 @@ class _Stream:
                 return
             size = plan[idx]
             e = self.emitted
-            toks = "".join([f" t{e + i}" for i in range(size)])
+            # A token whose text ends inside a UTF-8 sequence: vLLM sends "text": "".
+            empty_text = empty and fault_hit(empty, self.n + idx)
+            toks = "" if empty_text else "".join([f" t{e + i}" for i in range(size)])
             self.emitted = e + size
             finish = '"length"' if self.emitted >= self.n_out else "null"
             stamp = f'"t_srv":{pc():.9f}' + (f',"t_arr":{self.t_arr:.9f}' if idx == 0 else "")

@@ -298,6 +298,14 @@ def _print_summary(d: dict[str, Any]) -> None:
     help="Fraction of requests that wait --stall-seconds before answering.",
 )
 @click.option("--stall-seconds", type=click.FloatRange(min=0), default=30.0, show_default=True)
+@click.option(
+    "--empty-chunk-rate",
+    type=click.FloatRange(0, 1),
+    default=0.0,
+    show_default=True,
+    help='Fraction of token chunks sent with empty text ("text": "", as vLLM does for a token '
+    "ending inside a UTF-8 sequence); they still count as tokens.",
+)
 @click.option("--no-usage", is_flag=True, help="Never send the usage chunk.")
 @click.option(
     "--boot-delay",

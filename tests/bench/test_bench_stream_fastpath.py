@@ -27,15 +27,16 @@ def sse(*events: Any) -> bytes:
 
 
 USAGE = {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}}
+USAGE6 = {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 6, "total_tokens": 9}}
 
 COMPLETIONS = sse(
     {"choices": [{"index": 0, "text": " a", "logprobs": None, "finish_reason": None}]},
-    {"choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": None}]},  # not a token
+    {"choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": None}]},  # a token (fast path)
     {"choices": [{"index": 0, "text": " b", "finish_reason": None}], "usage": None},  # fast path
     b'{"choices": [{"index": 0, "text": " c", "finish_reason": null}]}',  # spaced JSON: parsed
     {"choices": [{"index": 0, "text": " d", "finish_reason": None}]},  # fast path
     {"choices": [{"index": 0, "text": " e", "finish_reason": "length"}]},  # the finish: parsed
-    USAGE,
+    USAGE6,
     b"[DONE]",
 )
 
@@ -43,11 +44,11 @@ CHAT = sse(
     {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]},
     {"choices": [{"index": 0, "delta": {"reasoning_content": "r"}, "finish_reason": None}]},  # a token
     {"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": None}]},  # fast path
-    {"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": None}]},  # not a token
+    {"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": None}]},  # a token (partial UTF-8)
     {"choices": [{"index": 0, "delta": {"content": 'y \\"usage\\": {'}, "finish_reason": None}]},
     {"choices": [{"index": 0, "delta": {"content": "z"}, "finish_reason": None}]},
     {"choices": [{"index": 0, "delta": {"content": "!"}, "finish_reason": "stop"}]},
-    USAGE,
+    USAGE6,
     b"[DONE]",
 )
 
@@ -107,17 +108,35 @@ def run(url: str, **kw: Any) -> dict[str, Any]:
     return run_bench(cfg).to_json_dict()
 
 
-def test_completions_counts_only_token_chunks(canned: Any) -> None:
+def test_completions_counts_every_chunk_with_a_choice(canned: Any) -> None:
     d = run(canned(COMPLETIONS))
     assert d["completed"] == 3 and d["failed"] == 0
-    assert d["total_output_tokens"] == 15 and d["finish_reasons"] == {"length": 3}
-    assert d["mean_tokens_per_chunk"] == pytest.approx(1.0)  # a b c d e: 5 token chunks of 6 events
+    assert d["total_output_tokens"] == 18 and d["finish_reasons"] == {"length": 3}
+    # a "" b c d e: 6 token chunks (the empty one too), 5 gaps each; the usage chunk is not one
+    assert (d["token_chunks"], d["itl_samples"]) == (18, 15)
+    assert d["mean_tokens_per_chunk"] == pytest.approx(1.0)
 
 
-def test_chat_counts_reasoning_and_skips_empty_content(canned: Any) -> None:
+def test_chat_counts_reasoning_and_empty_content_but_not_the_role(canned: Any) -> None:
     d = run(canned(CHAT), endpoint="chat")
     assert d["completed"] == 3 and d["finish_reasons"] == {"stop": 3}
-    assert d["mean_tokens_per_chunk"] == pytest.approx(1.0)  # r x y z !: 5 token chunks
+    assert (d["token_chunks"], d["itl_samples"]) == (18, 15)  # r x "" y z !: 6 token chunks
+    assert d["mean_tokens_per_chunk"] == pytest.approx(1.0)
+
+
+EMPTY_FIRST_AND_LAST = sse(
+    {"choices": [{"index": 0, "text": "", "finish_reason": None}]},
+    {"choices": [{"index": 0, "text": " a", "finish_reason": None}]},
+    {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]},
+    {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 3, "total_tokens": 6}},
+    b"[DONE]",
+)
+
+
+def test_empty_first_and_last_token_chunks_bound_ttft_and_e2el(canned: Any) -> None:
+    d = run(canned(EMPTY_FIRST_AND_LAST))
+    assert d["completed"] == 3 and d["token_chunks"] == 9 and d["itl_samples"] == 6
+    assert d["mean_tokens_per_chunk"] == pytest.approx(1.0)
 
 
 def test_error_after_tokens_is_an_error(canned: Any) -> None:
