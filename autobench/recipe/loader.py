@@ -565,6 +565,12 @@ def _describe(err: dict[str, Any], path: KeyPath, data: Any, extra_hint: str | N
         if path == ("name",):
             hint += "; name defaults to the file stem: set `name:` explicitly or rename the file"
         return f"{label}: {json.dumps(err.get('input'))} does not match {pattern}", hint
+    if kind == "value_error" and path == ("container", "image"):
+        reason = str(err.get("ctx", {}).get("error", "")) or err["msg"]
+        return (
+            f"{label}: not an image reference: {reason}",
+            "write [registry/]repository[:tag][@sha256:digest], e.g. vllm/vllm-openai:v0.11.0",
+        )
     hint = _TYPE_HINTS.get(kind) or extra_hint
     return f"{label}: {err['msg']}", hint
 

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from autobench.recipe.imageref import parse_image_ref
 from autobench.recipe.loader import LoadedRecipe, Position, format_path
 from autobench.recipe.schema import is_full_sha
 
@@ -512,10 +513,9 @@ def _duplicates(c: _Ctx) -> None:
 
 def _container(c: _Ctx) -> None:
     ctr = c.r.container
-    image = ctr.image
-    if "@sha256:" not in image:
-        last = image.rsplit("/", 1)[-1]
-        tag = last.split(":", 1)[1] if ":" in last else "latest"
+    ref = parse_image_ref(ctr.image)  # the schema accepted it, so it parses
+    if not ref.pinned:
+        tag = ref.effective_tag or "latest"
         if FLOATING_TAGS.fullmatch(tag):
             c.add("AB050", ("container", "image"), f"image tag {tag!r} moves over time")
         else:

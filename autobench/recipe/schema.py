@@ -108,6 +108,15 @@ class Container(StrictModel):
     volumes: list[str] = Field(default_factory=list, description='Bind mounts, "SRC:DST[:ro]".')
     extra_args: list[str] = Field(default_factory=list, description="Extra docker run flags, one per item.")
 
+    @field_validator("image")
+    @classmethod
+    def _image_is_a_reference(cls, image: str) -> str:
+        # docker reads a value that is not an image reference as an option (`--volume=/:/host`).
+        from autobench.recipe.imageref import parse_image_ref
+
+        parse_image_ref(image)  # ImageRefError is a ValueError: pydantic reports it at the key
+        return image
+
 
 class Engine(StrictModel):
     host: str = "0.0.0.0"

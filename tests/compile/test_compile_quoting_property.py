@@ -75,6 +75,14 @@ NONEMPTY = TEXT.filter(bool)
 MAYBE = st.none() | TEXT
 ENV_KEY = st.from_regex(r"E_[A-Za-z0-9_]{0,6}", fullmatch=True)
 SECRET = st.from_regex(r"SECRET_[A-Z0-9_]{0,6}", fullmatch=True)
+# container.image must parse as an image reference (autobench.recipe.imageref; other text is
+# refused at validation, tests/recipe/test_imageref.py), so only references are drawn here.
+IMAGE = st.builds(
+    lambda host, path, tag: host + path + tag,
+    st.sampled_from(["", "localhost:5000/", "ghcr.io/", "[::1]/"]),
+    st.from_regex(r"[a-z0-9]+(?:[._-][a-z0-9]+)?(?:/[a-z0-9]+){0,2}", fullmatch=True),
+    st.sampled_from(["", ":v1", ":Latest_1.x-y", "@sha256:" + "0" * 64]),
+)
 
 
 @st.composite
@@ -89,7 +97,7 @@ def recipes(draw) -> dict:
             "tokenizer_revision": d(MAYBE),
         },
         "container": {
-            "image": d(NONEMPTY),
+            "image": d(IMAGE),
             "name": d(MAYBE),
             "gpus": d(MAYBE),
             "ipc": d(MAYBE),
