@@ -4,6 +4,7 @@
     ├── UsageError                exit 2   bad command-line input
     ├── RecipeError               exit 2   a recipe file is malformed or breaks a rule
     ├── HubError                  exit 3   resolving or reading from the Hugging Face Hub / cache
+    │   └── RegistryError         exit 3   resolving an image from a container registry / docker
     ├── LedgerError               exit 4   the run ledger (open, append, verify, query)
     ├── BenchError                exit 5   the benchmark client or its dataset
     ├── RunError                  exit 6   orchestrating a run (server, readiness, teardown)
@@ -49,6 +50,10 @@ class RecipeError(AutobenchError):
 
 class HubError(AutobenchError):
     exit_code = 3
+
+
+class RegistryError(HubError):
+    """Pinning a container image: the registry, the docker config, the local docker images."""
 
 
 class LedgerError(AutobenchError):
