@@ -74,22 +74,6 @@ def _rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
-def _redacted(obj: Any, secrets: dict[str, str] | None = None) -> Any:
-    """``obj`` with every secret value of this environment (and every hf_ token) redacted:
-    a log read from disk may hold what the server echoed, and nothing we print may."""
-    from autobench.logs.redact import environment_secrets, redact
-
-    if secrets is None:
-        secrets = environment_secrets()
-    if isinstance(obj, str):
-        return redact(obj, secrets)
-    if isinstance(obj, dict):
-        return {k: _redacted(v, secrets) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_redacted(v, secrets) for v in obj]
-    return obj
-
-
 @click.group()
 def logs() -> None:
     """Read vLLM server logs: boot facts, runtime stats, root causes."""
@@ -101,8 +85,10 @@ def logs() -> None:
 def parse(file: str, as_json: bool) -> None:
     """Parse a vLLM server log FILE and print what it states."""
     from autobench.logs import parse_log
+    from autobench.redaction import environment_secrets, redact_tree
 
-    data = _redacted(parse_log(file).to_json_dict())
+    # a log read from disk may hold what the server echoed; nothing we print may
+    data = redact_tree(parse_log(file).to_json_dict(), environment_secrets())
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return

@@ -40,7 +40,8 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
     """
     from autobench.recipe.validate import validate_paths
 
-    results = validate_paths(recipe_files(paths), strict=strict)
+    # the environment's secret values must not be written in a recipe (AB030)
+    results = validate_paths(recipe_files(paths), strict=strict, env=os.environ)
     # A finding in a parent recipe shows up again through every recipe that extends it:
     # print and count it once.
     findings = list({f.text(): f for _, fs in results for f in fs}.values())

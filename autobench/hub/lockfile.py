@@ -255,7 +255,10 @@ def read_lock(recipe_path: Path) -> dict[str, Any] | None:
 
 
 def dump_lock(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """The lock file's text; every string redacted (token shapes, secret-named variables' values)."""
+    from autobench.redaction import environment_secrets, redact_tree
+
+    return json.dumps(redact_tree(data, environment_secrets()), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def lock_entry(lock: dict[str, Any] | None, spec: RefSpec) -> dict[str, Any] | None:

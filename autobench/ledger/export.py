@@ -11,20 +11,21 @@ from typing import Any, TextIO
 from autobench.errors import LedgerError
 from autobench.ledger.models import RUNS
 from autobench.ledger.rows import record_from_row
+from autobench.redaction import environment_secrets, redact, redact_tree
 
 FORMATS = ("jsonl", "csv")
 CSV_COLUMNS: tuple[str, ...] = tuple(c.name for c in RUNS.columns)
 
 
-def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
+def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO, secrets: Mapping[str, str] | None = None) -> int:
     count = 0
     for row in rows:
-        out.write(json.dumps(record_from_row(row).to_json_dict(), ensure_ascii=False) + "\n")
+        out.write(json.dumps(redact_tree(record_from_row(row).to_json_dict(), secrets), ensure_ascii=False) + "\n")
         count += 1
     return count
 
 
-def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
+def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO, secrets: Mapping[str, str] | None = None) -> int:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     count = 0
@@ -34,17 +35,20 @@ def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
             value = row[key]
             if isinstance(value, bool):
                 value = "true" if value else "false"
-            values.append("" if value is None else value)
+            values.append("" if value is None else redact(value, secrets) if isinstance(value, str) else value)
         writer.writerow(values)
         count += 1
     return count
 
 
 def write(rows: Iterable[Mapping[str, Any]], out: TextIO, fmt: str) -> int:
+    """Write ``rows`` as ``fmt``; every string redacted (``autobench.redaction``: token shapes, and
+    the values of secret-named variables of this environment)."""
+    secrets = environment_secrets()
     if fmt == "jsonl":
-        return write_jsonl(rows, out)
+        return write_jsonl(rows, out, secrets)
     if fmt == "csv":
-        return write_csv(rows, out)
+        return write_csv(rows, out, secrets)
     raise LedgerError(f"unknown export format {fmt!r}", hint="use jsonl or csv")
 
 

@@ -56,20 +56,9 @@ def read_log(path: str, secret_names: list[str] | tuple[str, ...] = ()) -> dict[
     """The log's facts, with secret values (the recipe's secrets, secret-like environment
     variables, any ``hf_`` token) redacted from every string it quotes."""
     from autobench.logs import parse_log
-    from autobench.logs.redact import environment_secrets, redact
+    from autobench.redaction import environment_secrets, redact_tree
 
-    secrets = environment_secrets(secret_names)
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return redact(value, secrets)
-        if isinstance(value, dict):
-            return {k: clean(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [clean(v) for v in value]
-        return value
-
-    return clean(parse_log(Path(path)).to_json_dict())
+    return redact_tree(parse_log(Path(path)).to_json_dict(), environment_secrets(secret_names))
 
 
 def log_root_cause(doc: dict[str, Any]) -> tuple[str | None, str | None]:

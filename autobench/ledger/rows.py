@@ -24,9 +24,9 @@ from autobench.ledger.models import (
     RunRecord,
 )
 from autobench.recipe.schema import is_full_sha
+from autobench.redaction import find_token
 
-# A Hugging Face user access token; secrets travel by name, never by value.
-_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{30,}\b")
+_SHAPE_WORDS = {"hf_token": "a Hugging Face token"}
 
 
 def _json_text(value: Any, key: str) -> str | None:
@@ -142,9 +142,10 @@ def new_run_values(run: NewRun) -> dict[str, Any]:
         values[key] = run.boot.get(key)
     out = {key: _value(key, value) for key, value in values.items()}
     for key, value in out.items():
-        if isinstance(value, str) and _TOKEN_RE.search(value):
+        shape = find_token(value) if isinstance(value, str) else None
+        if shape is not None:  # secrets travel by name, never by value
             raise LedgerError(
-                f"{key} contains what looks like a Hugging Face token; refusing to store it",
+                f"{key} contains what looks like {_SHAPE_WORDS.get(shape, 'a secret token')}; refusing to store it",
                 hint="secrets travel by name (e.g. HF_TOKEN), never by value",
             )
     return out

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from autobench.recipe.imageref import parse_image_ref
 from autobench.recipe.loader import LoadedRecipe, Position, format_path
 from autobench.recipe.schema import is_full_sha
+from autobench.redaction import WELL_KNOWN_SECRET_NAMES, environment_secrets, find_token, is_secret_name, secret_in
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -194,26 +195,6 @@ NO_DRAFT = {"ngram", "suffix"}
 
 SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DOCKER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
-SECRET_VALUE = re.compile(
-    r"(hf_[A-Za-z0-9]{20,}|sk-[A-Za-z0-9_\-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
-    r"|xox[abpr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_\-]{20})"
-)
-WELL_KNOWN_SECRETS = {
-    "HF_TOKEN",
-    "HUGGING_FACE_HUB_TOKEN",
-    "HUGGINGFACE_HUB_TOKEN",
-    "HF_API_TOKEN",
-    "OPENAI_API_KEY",
-    "ANTHROPIC_API_KEY",
-    "GITHUB_TOKEN",
-    "GH_TOKEN",
-    "WANDB_API_KEY",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "NGC_API_KEY",
-    "VLLM_API_KEY",
-}
-SECRETISH_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY)$")
 FLOATING_TAGS = re.compile(r"^(latest|nightly.*|main|master|edge|dev.*)$")
 
 # Typed engine fields and the vllm serve flags they emit (see autobench.compile.argv).
@@ -298,9 +279,11 @@ class Finding:
 
 
 class _Ctx:
-    def __init__(self, loaded: LoadedRecipe):
+    def __init__(self, loaded: LoadedRecipe, env: Mapping[str, str] | None = None):
         self.loaded = loaded
         self.r = loaded.recipe
+        # values that must not be written in the recipe: its secrets and secret-named variables
+        self.secret_values = environment_secrets(self.r.secrets, env) if env is not None else {}
         self.out: list[Finding] = []
 
     def add(
@@ -452,8 +435,10 @@ def _walk_strings(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any,
 def _secrets(c: _Ctx) -> None:
     secrets = c.r.secrets
     for path, value in _walk_strings(c.loaded.data, ()):
-        if SECRET_VALUE.search(value):
+        if find_token(value):
             c.add("AB030", path, "looks like a literal token/key value")
+        elif (name := secret_in(value, c.secret_values)) is not None:
+            c.add("AB030", path, f"holds the value of the secret variable {name}")
         if "\x00" in value:
             c.add("AB055", path, "contains a NUL character")
     seen: set[str] = set()
@@ -468,9 +453,9 @@ def _secrets(c: _Ctx) -> None:
             c.add("AB033", ("env", key), f"env name {key!r} is not a valid shell name")
         if key in secrets:
             c.add("AB031", ("env", key), f"{key} is declared under secrets: and also given a value in env")
-        elif key in WELL_KNOWN_SECRETS:
+        elif key in WELL_KNOWN_SECRET_NAMES:
             c.add("AB032", ("env", key), f"{key} is a secret; its value must not be written in the recipe")
-        elif SECRETISH_NAME.search(key.upper()):
+        elif is_secret_name(key):
             c.add(
                 "AB032",
                 ("env", key),
@@ -487,7 +472,7 @@ def _secrets(c: _Ctx) -> None:
                 value = arg.split("=", 1)[1]
             if value and "=" in value:
                 name = value.split("=", 1)[0]
-                if name in WELL_KNOWN_SECRETS or name in secrets:
+                if name in WELL_KNOWN_SECRET_NAMES or name in secrets:
                     c.add("AB032", (base, "extra_args", i), f"{name} is given a value in extra_args")
 
 
@@ -535,9 +520,12 @@ def _meta(c: _Ctx) -> None:
 CHECKS = (_speculative, _pins, _engine_vs_bench, _ports, _secrets, _duplicates, _container, _meta)
 
 
-def check(loaded: LoadedRecipe, *, strict: bool = False) -> list[Finding]:
-    """Every rule's findings for one loaded recipe, ordered by file position."""
-    ctx = _Ctx(loaded)
+def check(loaded: LoadedRecipe, *, strict: bool = False, env: Mapping[str, str] | None = None) -> list[Finding]:
+    """Every rule's findings for one loaded recipe, ordered by file position.
+
+    With ``env`` (e.g. ``os.environ``), AB030 also refuses any string that holds the value
+    of a declared secret or of a secret-named variable set there (``autobench.redaction``)."""
+    ctx = _Ctx(loaded, env)
     for rule in CHECKS:
         rule(ctx)
     findings = ctx.out

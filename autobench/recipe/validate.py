@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,8 +11,9 @@ from autobench.recipe.loader import Position, RecipeSchemaError, load_recipe
 from autobench.recipe.rules import RULES, Finding, _parse_location, check, load_error_finding
 
 
-def validate_file(path: Path, *, strict: bool = False) -> list[Finding]:
-    """Findings for one file; a file that cannot be loaded yields AB000 findings."""
+def validate_file(path: Path, *, strict: bool = False, env: Mapping[str, str] | None = None) -> list[Finding]:
+    """Findings for one file; a file that cannot be loaded yields AB000 findings.  ``env``: see
+    :func:`autobench.recipe.rules.check` (secret values that must not be in the recipe)."""
     try:
         loaded = load_recipe(path)
     except RecipeSchemaError as exc:
@@ -26,8 +28,10 @@ def validate_file(path: Path, *, strict: bool = False) -> list[Finding]:
         if finding.location is None:
             finding = replace(finding, location=Position(path, 0, 0))
         return [finding]
-    return check(loaded, strict=strict)
+    return check(loaded, strict=strict, env=env)
 
 
-def validate_paths(paths: list[Path], *, strict: bool = False) -> list[tuple[Path, list[Finding]]]:
-    return [(path, validate_file(path, strict=strict)) for path in paths]
+def validate_paths(
+    paths: list[Path], *, strict: bool = False, env: Mapping[str, str] | None = None
+) -> list[tuple[Path, list[Finding]]]:
+    return [(path, validate_file(path, strict=strict, env=env)) for path in paths]

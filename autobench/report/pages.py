@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from autobench.errors import ReportError, UsageError
+from autobench.redaction import environment_secrets, redact
 from autobench.report.model import (
     Run,
     build_index_view,
@@ -150,11 +151,13 @@ def plan_outputs(
     index: bool = False,
     plots: bool = True,
     recipes: Mapping[str, Mapping[str, Any]] | None = None,
+    secrets: Mapping[str, str] | None = None,
 ) -> list[Output]:
     """The pages to write.  ``index`` adds docs/index.md and the page of every recipe it lists.
 
     ``recipes`` (recipe files by name) fill in what runs did not record; a target given as a
-    file takes precedence over it.
+    file takes precedence over it.  Every page is redacted (``autobench.redaction``): token
+    shapes always, and the values of ``secrets`` (name -> value).
     """
     wanted: dict[str, Target] = {t.name: t for t in targets}
     if index:
@@ -167,11 +170,10 @@ def plan_outputs(
         view = build_recipe_view(name, runs_by_recipe, files)
         specs = tuple(plot_specs(view)) if plots else ()
         view = replace(view, plots=[(s.title, s.file) for s in specs])
-        outputs.append(Output(out_dir / PAGES_DIR / f"{name}.md", render_recipe(view), specs, view))
+        outputs.append(Output(out_dir / PAGES_DIR / f"{name}.md", redact(render_recipe(view), secrets), specs, view))
     if index:
-        outputs.append(
-            Output(out_dir / INDEX_FILE, render_index(build_index_view(runs_by_recipe, files), pages=PAGES_DIR))
-        )
+        page = render_index(build_index_view(runs_by_recipe, files), pages=PAGES_DIR)
+        outputs.append(Output(out_dir / INDEX_FILE, redact(page, secrets)))
     return outputs
 
 
@@ -266,7 +268,13 @@ def report(
     targets = resolve_targets(args)
     runs_by_recipe = load_runs(ledger)
     outputs = plan_outputs(
-        runs_by_recipe, targets, Path(out_dir), index=index, plots=plots, recipes=RecipeFiles(recipes_dir)
+        runs_by_recipe,
+        targets,
+        Path(out_dir),
+        index=index,
+        plots=plots,
+        recipes=RecipeFiles(recipes_dir),
+        secrets=environment_secrets(),
     )
     result = ReportResult()
     known = sorted(runs_by_recipe)

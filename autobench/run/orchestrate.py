@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from autobench.errors import AutobenchError, RecipeError, RunError
-from autobench.logs.redact import environment_secrets
 from autobench.recipe import LoadedRecipe, is_full_sha, load_recipe
+from autobench.redaction import environment_secrets
 from autobench.run import plan as P
 from autobench.run.plan import RunPlan, build_plan, unpinned_refs
 from autobench.run.readiness import Readiness, http_get, wait_ready
@@ -99,22 +99,16 @@ class RunOutcome:
         }
 
 
-# ---------------------------------------------------------------- secrets
-def secret_values(recipe_secrets: list[str] | tuple[str, ...], env: Mapping[str, str]) -> dict[str, str]:
-    """Secrets to redact (name -> value): every declared secret, and any env var named like one."""
-    return environment_secrets(recipe_secrets, env)
-
-
 # ---------------------------------------------------------------- checks
-def check_recipe(loaded: LoadedRecipe, echo: Echo) -> None:
+def check_recipe(loaded: LoadedRecipe, echo: Echo, env: Mapping[str, str] | None = None) -> None:
     """Run the recipe rules: the first error stops the run, warnings are printed.
 
     The pin rules (AB010-AB012) are left to :func:`require_pinned`, which honours
-    ``--allow-unpinned``.
+    ``--allow-unpinned``.  ``env``: secret values that must not be in the recipe (AB030).
     """
     from autobench.recipe.rules import check
 
-    findings = [f for f in check(loaded) if f.code not in PIN_CODES]
+    findings = [f for f in check(loaded, env=env) if f.code not in PIN_CODES]
     errors = [f for f in findings if f.severity == "error"]
     for f in findings:
         if f.severity == "warning":
@@ -145,12 +139,13 @@ def prepare(
     path: str | Path,
     options: RunOptions,
     echo: Echo = lambda s: None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[LoadedRecipe, RunPlan, str]:
     """Everything before anything runs: load, validate, pin check, compile, plan."""
     from autobench.compile import compile_recipe
 
     loaded = load_recipe(path)
-    check_recipe(loaded, echo)
+    check_recipe(loaded, echo, env)
     require_pinned(loaded, options.allow_unpinned or options.dry_run)  # a dry run shows them
     script = compile_recipe(loaded, target="full")
     plan = build_plan(
@@ -246,7 +241,7 @@ def run_recipe(
 ) -> RunOutcome:
     """Run a recipe end to end and record it (or, with ``dry_run``, only plan it)."""
     options = options or RunOptions()
-    loaded, plan, script = prepare(path, options, echo)
+    loaded, plan, script = prepare(path, options, echo, os.environ if env is None else env)
     if options.dry_run:
         return RunOutcome(status="PLANNED", plan=plan, script=script, notes=list(plan.unpinned))
 
@@ -254,7 +249,7 @@ def run_recipe(
 
     ledger = open_ledger(options.ledger)
     base_env = dict(os.environ if env is None else env)
-    secrets = secret_values(plan.secret_names, base_env)
+    secrets = environment_secrets(plan.secret_names, base_env)
     child_env = {**base_env, **plan.env}
 
     run_dir = plan.run_dir
@@ -539,4 +534,4 @@ def _record(
     outcome.display_id = getattr(rec, "display_id", None)
 
 
-__all__ = ["RunOptions", "RunOutcome", "prepare", "run_recipe", "secret_values"]
+__all__ = ["RunOptions", "RunOutcome", "prepare", "run_recipe"]

@@ -11,7 +11,7 @@
              name is taken, a bad flag): then no container ran, the run is not
              recorded (a RunError says why), and nothing is removed.
 
-Every line passes through a :class:`autobench.logs.Redactor` before it is written.
+Every line passes through a :class:`autobench.redaction.Redactor` before it is written.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from autobench.errors import RunError
-from autobench.logs import Redactor, redact
+from autobench.redaction import Redactor, redact
 
 DOCKER_REFUSED = 125  # docker run's own exit code: the daemon/CLI refused the run
 

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from autobench.compile import bench_argv, compile_recipe, container_name, docker_argv
 from autobench.compile.quoting import comment_text, shell_word
 from autobench.recipe.loader import LoadedRecipe, canonical_digest
-from autobench.recipe.rules import SECRET_VALUE
 from autobench.recipe.schema import Recipe
+from autobench.redaction import TOKEN as SECRET_VALUE
 
 NASTY = [
     "",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autobench.logs import Redactor, redact
+from autobench.redaction import Redactor, redact
 
 TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 

@@ -1,0 +1,224 @@
+"""What a secret looks like, and how it is taken out of text: the one place for both.
+
+A leaf module (standard library only).  Every writer of text that leaves the process
+-- the stored server log, ``logs parse`` output, ledger rows and their export, report
+pages, lock files -- redacts through it, and the recipe rules refuse what it matches.
+
+Token shapes (:data:`TOKEN`, one named group per shape):
+
+* ``hf_token``: a Hugging Face token, ``hf_`` + 20 or more letters/digits.
+* ``openai_key`` (``sk-…``), ``github_token`` (``ghp_…``, ``github_pat_…``),
+  ``slack_token`` (``xox?-…``), ``aws_key`` (``AKIA…``), ``gitlab_token`` (``glpat-…``).
+
+Secret-looking names (:func:`is_secret_name`): a well-known name
+(:data:`WELL_KNOWN_SECRET_NAMES`) or one with a ``_``-separated part from
+:data:`SECRET_NAME` (``MY_SERVICE_TOKEN``, ``DB_PASSWORD``; not ``TOKENIZERS_PARALLELISM``).
+
+Redaction (:func:`redact`, :class:`Redactor` for streams, :func:`redact_tree` for JSON):
+
+* Every value of ``secrets`` (name -> value) is replaced by ``[REDACTED:NAME]``,
+  longest values first so a value containing another is replaced whole.
+* Values shorter than :data:`MIN_SECRET_LEN` characters are ignored: replacing
+  "1" or "on" everywhere would shred the log and protect nothing.
+* Every token shape is replaced by ``[REDACTED:<shape>]`` (``[REDACTED:hf_token]``)
+  even when nobody named it.
+* A multi-line value is also redacted line by line (each line of 4+ characters),
+  because a line-oriented stream never holds the whole value at once.
+
+:func:`environment_secrets` decides which variables count: the declared names, and
+any variable named like a secret whose value has :data:`MIN_ENV_SECRET_LEN`+ characters.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+MIN_SECRET_LEN = 4
+#: A variable named like a secret counts (for redaction and the AB030 rule) from this many characters on.
+MIN_ENV_SECRET_LEN = 6
+
+#: Names that are secrets wherever they appear.
+WELL_KNOWN_SECRET_NAMES = frozenset(
+    {
+        "HF_TOKEN",
+        "HUGGING_FACE_HUB_TOKEN",
+        "HUGGINGFACE_HUB_TOKEN",
+        "HF_API_TOKEN",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "WANDB_API_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "NGC_API_KEY",
+        "VLLM_API_KEY",
+    }
+)
+#: A name part (between ``_`` or at either end) that makes a variable name look like a secret.
+SECRET_NAME = re.compile(
+    r"(?:^|_)(?:TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)(?:_|$)",
+    re.IGNORECASE,
+)
+
+HF_TOKEN = re.compile(r"hf_[A-Za-z0-9]{20,}")
+_SHAPES: tuple[tuple[str, str], ...] = (
+    ("hf_token", HF_TOKEN.pattern),
+    ("openai_key", r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_\-]{20,}"),
+    ("github_token", r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"),
+    ("slack_token", r"xox[abpr]-[A-Za-z0-9-]{10,}"),
+    ("aws_key", r"AKIA[0-9A-Z]{16}"),
+    ("gitlab_token", r"glpat-[A-Za-z0-9_\-]{20}"),
+)
+#: Any token shape; ``match.lastgroup`` names the shape.
+TOKEN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _SHAPES))
+#: What a stream may still be in the middle of: the trailing run of token characters.
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]{1,256}$")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a variable named ``name`` holds a secret (well-known, or named like one)."""
+    return name.upper() in WELL_KNOWN_SECRET_NAMES or SECRET_NAME.search(name) is not None
+
+
+def find_token(text: str) -> str | None:
+    """The shape name of the first token in ``text`` (``"hf_token"``...), or None."""
+    m = TOKEN.search(text)
+    return m.lastgroup if m else None
+
+
+def secret_in(text: str, secrets: Mapping[str, str]) -> str | None:
+    """The name of a secret whose value (or a line of it) occurs in ``text``, or None."""
+    for value, name in _pairs(secrets):
+        if value in text:
+            return name
+    return None
+
+
+def environment_secrets(names: Iterable[str] = (), env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Secrets to redact (name -> value): every variable in ``names`` that is set, and any
+    variable named like a secret (:func:`is_secret_name`) with a value of at least
+    :data:`MIN_ENV_SECRET_LEN` characters.  ``env`` defaults to ``os.environ``."""
+    env = os.environ if env is None else env
+    out = {n: env[n] for n in names if env.get(n)}
+    for name, value in env.items():
+        if name not in out and value and len(value) >= MIN_ENV_SECRET_LEN and is_secret_name(name):
+            out[name] = value
+    return out
+
+
+def _pairs(secrets: Mapping[str, str]) -> list[tuple[str, str]]:
+    pairs: dict[str, str] = {}
+    for name, value in secrets.items():
+        if not isinstance(value, str):
+            continue
+        for piece in [value, *value.splitlines()] if "\n" in value or "\r" in value else [value]:
+            piece = piece.strip("\r\n") if piece is not value else piece
+            if len(piece) >= MIN_SECRET_LEN and piece not in pairs:
+                pairs[piece] = name
+    return sorted(((v, n) for v, n in pairs.items()), key=lambda p: len(p[0]), reverse=True)
+
+
+def _compile(pairs: list[tuple[str, str]]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    if not pairs:
+        return None, {}
+    names = {value: f"[REDACTED:{name}]" for value, name in pairs}
+    return re.compile("|".join(re.escape(v) for v, _ in pairs)), names
+
+
+def _token_label(m: re.Match[str]) -> str:
+    return f"[REDACTED:{m.lastgroup}]"
+
+
+def _apply(text: str, pattern: re.Pattern[str] | None, names: Mapping[str, str]) -> str:
+    if pattern is not None:
+        text = pattern.sub(lambda m: names[m.group(0)], text)
+    return TOKEN.sub(_token_label, text)
+
+
+def redact(text: str, secrets: Mapping[str, str] | None = None) -> str:
+    """``text`` with every secret value and every token shape replaced."""
+    pattern, names = _compile(_pairs(secrets or {}))
+    return _apply(text, pattern, names)
+
+
+def redact_tree(obj: Any, secrets: Mapping[str, str] | None = None) -> Any:
+    """``obj`` (JSON-like: dicts, lists, strings, scalars) with every string redacted."""
+    pattern, names = _compile(_pairs(secrets or {}))
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, str):
+            return _apply(node, pattern, names)
+        if isinstance(node, dict):
+            return {k: walk(v) for k, v in node.items()}
+        if isinstance(node, list | tuple):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(obj)
+
+
+class Redactor:
+    """Streaming redaction: ``feed(chunk) -> str`` then ``flush() -> str``.
+
+    Output is emitted per complete line, so a secret split across two chunks is
+    still caught.  A line longer than ``max_line`` characters is emitted in pieces,
+    holding back enough characters that no secret or token is cut.
+    """
+
+    def __init__(self, secrets: Mapping[str, str] | None = None, *, max_line: int = 1 << 20):
+        pairs = _pairs(secrets or {})
+        self._pattern, self._names = _compile(pairs)
+        self._longest = max((len(v) for v, _ in pairs), default=0)
+        self._max_line = max(max_line, 2 * self._longest + 64)
+        self._buf = ""
+
+    def _redact(self, text: str) -> str:
+        return _apply(text, self._pattern, self._names)
+
+    def feed(self, chunk: str) -> str:
+        self._buf += chunk
+        cut = self._buf.rfind("\n") + 1
+        if cut:
+            ready, self._buf = self._buf[:cut], self._buf[cut:]
+            return self._redact(ready)
+        if len(self._buf) <= self._max_line:
+            return ""
+        # An endless line: emit all but a tail that could still hold the start of a secret.
+        keep = max(self._longest - 1, 0)
+        partial = _TOKEN_TAIL.search(self._buf)
+        if partial:
+            keep = max(keep, len(self._buf) - partial.start())
+        cut = len(self._buf) - keep
+        for rx in (self._pattern, TOKEN):
+            if rx is None:
+                continue
+            for m in rx.finditer(self._buf):
+                if m.start() < cut < m.end():
+                    cut = m.end()  # never split a match that is already complete
+        head, self._buf = self._buf[:cut], self._buf[cut:]
+        return self._redact(head)
+
+    def flush(self) -> str:
+        text, self._buf = self._buf, ""
+        return self._redact(text)
+
+
+__all__ = [
+    "HF_TOKEN",
+    "MIN_ENV_SECRET_LEN",
+    "MIN_SECRET_LEN",
+    "SECRET_NAME",
+    "TOKEN",
+    "WELL_KNOWN_SECRET_NAMES",
+    "Redactor",
+    "environment_secrets",
+    "find_token",
+    "is_secret_name",
+    "redact",
+    "redact_tree",
+    "secret_in",
+]
