@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 from typing import Any
 
 from autobench.compile.quoting import Word, path_word
 from autobench.recipe.rules import flag_name, parse_port, uses_host_network
+from autobench.recipe.schema import is_local_model
 
 Lines = list[list[Word]]
 
@@ -97,10 +99,49 @@ def _bool_flag(lines: Lines, value: bool | None, flag: str) -> None:
         lines.append(_w(f"--no-{flag}"))
 
 
-def serve_lines(recipe: Any) -> Lines:
-    """``vllm serve MODEL --revision REV ...`` (first line is ["vllm", "serve", MODEL])."""
+#: Where mods are mounted in the container (read-only), one folder per setup step.
+MOD_MOUNT = "/autobench/mods"
+
+
+def mod_target(index: int, path: Path) -> str:
+    """The container path of setup step ``index``'s mod."""
+    return f"{MOD_MOUNT}/{index}-{path.name}"
+
+
+def setup_script(recipe: Any, mods: dict[int, Path], *, in_container: bool) -> str:
+    """The bash text that runs the setup steps in order, then ``exec "$@"`` (the serve argv)."""
+    from autobench.compile.quoting import shell_word
+
+    out = ["set -euo pipefail"]
+    for i, step in enumerate(recipe.launch.setup):
+        if step.mod is not None:
+            path = mods.get(i, Path(step.mod))
+            where = mod_target(i, path) if in_container else str(path)
+            label = step.name or path.name
+            out.append(f"echo {shell_word('autobench: setup ' + label)} >&2")
+            if path.is_dir() or (i not in mods and not Path(step.mod).suffix):
+                out.append(f"(cd {shell_word(where)} && bash ./run.sh)")
+            else:
+                out.append(f"bash {shell_word(where)}")
+        else:
+            label = step.name or f"step {i + 1}"
+            out.append(f"echo {shell_word('autobench: setup ' + label)} >&2")
+            out.append(step.run)
+    out.append('exec "$@"')
+    return "\n".join(out)
+
+
+def model_words(recipe: Any) -> list[str]:
+    flag = recipe.launch.model_flag
+    return [flag, recipe.model.repo] if flag else [recipe.model.repo]
+
+
+def engine_flag_lines(recipe: Any) -> Lines:
+    """Every ``vllm serve`` flag after the model: ``--revision REV``, typed flags, extra_args."""
     m, e = recipe.model, recipe.engine
-    lines: Lines = [_w("vllm", "serve", m.repo), _w("--revision", m.revision)]
+    lines: Lines = []
+    if not is_local_model(m.repo):
+        lines.append(_w("--revision", m.revision))
     if m.tokenizer:
         lines.append(_w("--tokenizer", m.tokenizer))
     if m.tokenizer_revision:
@@ -118,6 +159,9 @@ def serve_lines(recipe: Any) -> Lines:
         ("--kv-cache-dtype", e.kv_cache_dtype),
         ("--tensor-parallel-size", e.tensor_parallel_size),
         ("--pipeline-parallel-size", e.pipeline_parallel_size),
+        ("--data-parallel-size", e.data_parallel_size),
+        ("--quantization", e.quantization),
+        ("--runner", e.runner),
         ("--load-format", e.load_format),
         ("--attention-backend", e.attention_backend),
     ):
@@ -128,6 +172,7 @@ def serve_lines(recipe: Any) -> Lines:
     spec = speculative_json(recipe)
     if spec is not None:
         lines.append(_w("--speculative-config", spec))
+    _bool_flag(lines, e.enable_expert_parallel, "enable-expert-parallel")
     _bool_flag(lines, e.enable_prefix_caching, "enable-prefix-caching")
     _bool_flag(lines, e.enable_chunked_prefill, "enable-chunked-prefill")
     if e.enforce_eager:
@@ -136,10 +181,36 @@ def serve_lines(recipe: Any) -> Lines:
     return lines
 
 
-def docker_lines(recipe: Any) -> Lines:
-    """``docker run -d --name ... IMAGE MODEL --revision ...`` (the image's entrypoint is vllm serve)."""
-    c = recipe.container
-    lines: Lines = [_w("docker", "run"), _w("-d"), _w("--name", container_name(recipe))]
+def serve_lines(recipe: Any, mods: dict[int, Path] | None = None, extra: Lines | None = None) -> Lines:
+    """The serve command as run outside a container: ``[prefix] vllm serve MODEL --revision REV ...``
+    (setup steps first, through ``bash -c``).  ``extra`` (multi-node flags) goes before extra_args'
+    position-independent tail, right after the typed flags."""
+    launch = recipe.launch
+    lines: Lines = []
+    if launch.setup:
+        lines.append(_w("bash", "-c", setup_script(recipe, mods or {}, in_container=False), "autobench-setup"))
+    lines.append(_w(*launch.prefix, *launch.command, *model_words(recipe)))
+    lines.extend(engine_flag_lines(recipe))
+    lines.extend(extra or [])
+    return lines
+
+
+def docker_lines(
+    recipe: Any,
+    mods: dict[int, Path] | None = None,
+    *,
+    name: str | None = None,
+    extra: Lines | None = None,
+    detach: bool = True,
+) -> Lines:
+    """``docker run -d --name ... IMAGE MODEL --revision ...``.  By default the image's entrypoint
+    is ``vllm serve``; a launch section (command, prefix, setup, entrypoint) replaces it."""
+    c, launch = recipe.container, recipe.launch
+    mods = mods or {}
+    lines: Lines = [_w("docker", "run")]
+    if detach:
+        lines.append(_w("-d"))
+    lines.append(_w("--name", name or container_name(recipe)))
     if c.gpus:
         lines.append(_w("--gpus", c.gpus))
     if c.ipc:
@@ -150,15 +221,27 @@ def docker_lines(recipe: Any) -> Lines:
         lines.append(_w("-p", port))
     for volume in c.volumes:
         lines.append([Word("-v"), path_word(volume)])
-    for name in recipe.secrets:
-        lines.append(_w("--env", name))  # by reference: docker copies it from the caller's env
+    for i, step in enumerate(launch.setup):
+        if step.mod is not None:
+            path = mods.get(i, Path(step.mod))
+            lines.append(_w("-v", f"{path}:{mod_target(i, path)}:ro"))
+    for secret in recipe.secrets:
+        lines.append(_w("--env", secret))  # by reference: docker copies it from the caller's env
     for key, value in recipe.env.items():
         lines.append(_w("--env", f"{key}={value}"))
     lines.extend(group_args(c.extra_args))
-    lines.append(_w(c.image))
-    serve = serve_lines(recipe)
-    lines.append(serve[0][2:])  # the model; "vllm serve" is the image's entrypoint
-    lines.extend(serve[1:])
+    if launch.is_default:
+        lines.append(_w(c.image))
+        lines.append(_w(*model_words(recipe)))  # "vllm serve" is the image's entrypoint
+    else:
+        entrypoint = "bash" if launch.setup else (launch.entrypoint or "")
+        lines.append(_w("--entrypoint", entrypoint))
+        lines.append(_w(c.image))
+        if launch.setup:
+            lines.append(_w("-c", setup_script(recipe, mods, in_container=True), "autobench-setup"))
+        lines.append(_w(*launch.prefix, *launch.command, *model_words(recipe)))
+    lines.extend(engine_flag_lines(recipe))
+    lines.extend(extra or [])
     return lines
 
 
@@ -235,15 +318,15 @@ def _flatten(lines: Lines, home: str | None) -> list[str]:
     return [w.argv(home) for line in lines for w in line]
 
 
-def serve_argv(recipe: Any, *, home: str | None = None) -> list[str]:
+def serve_argv(recipe: Any, *, home: str | None = None, mods: dict[int, Path] | None = None) -> list[str]:
     """``["vllm", "serve", MODEL, "--revision", REV, ...]`` for the process runtime."""
-    return _flatten(serve_lines(recipe), home)
+    return _flatten(serve_lines(recipe, mods), home)
 
 
-def docker_argv(recipe: Any, *, home: str | None = None) -> list[str]:
+def docker_argv(recipe: Any, *, home: str | None = None, mods: dict[int, Path] | None = None) -> list[str]:
     """``["docker", "run", "-d", "--name", NAME, ...]``; ``~/`` volume sources joined onto ``home``
     (default: the current user's home directory)."""
-    return _flatten(docker_lines(recipe), home)
+    return _flatten(docker_lines(recipe, mods), home)
 
 
 def bench_argv(recipe: Any, *, home: str | None = None) -> list[str]:

@@ -131,7 +131,7 @@ def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool =
                 secrets=list(recipe.secrets),
                 api_key_env=bench_api_key_env(recipe),
                 vllm_client=recipe.bench.client == "vllm",
-                docker=docker_lines(recipe),
+                docker=docker_lines(recipe, loaded.mods),
                 bench=bench_lines(recipe),
             )
         )

@@ -51,7 +51,14 @@ class RefSpec:
 
 
 def references(recipe: Any) -> list[RefSpec]:
-    refs = [RefSpec("model", recipe.model.repo, recipe.model.revision, ("model", "repo"), ("model", "revision"))]
+    """The Hub references of a recipe (a local model or draft directory is not one)."""
+    from autobench.recipe.schema import is_local_model
+
+    refs: list[RefSpec] = []
+    if not is_local_model(recipe.model.repo):
+        refs.append(
+            RefSpec("model", recipe.model.repo, recipe.model.revision, ("model", "repo"), ("model", "revision"))
+        )
     if recipe.model.tokenizer:
         refs.append(
             RefSpec(
@@ -63,7 +70,7 @@ def references(recipe: Any) -> list[RefSpec]:
             )
         )
     spec = recipe.speculative
-    if spec is not None and spec.model:
+    if spec is not None and spec.model and not is_local_model(spec.model):
         refs.append(RefSpec("draft", spec.model, spec.revision, ("speculative", "model"), ("speculative", "revision")))
     return refs
 
@@ -383,7 +390,17 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver) -> LockResult:
             result.edited.append(target)
         result.pins.append(pin)
 
-    data = {"autobench_lock": LOCK_FORMAT, "recipe": recipe_path.name, "references": entries}
+    data: dict[str, Any] = {"autobench_lock": LOCK_FORMAT, "recipe": recipe_path.name, "references": entries}
+    if loaded.mods:  # each mod's content hash: the lock says exactly which patches the recipe runs
+        data["mods"] = [
+            {
+                "step": index,
+                "mod": loaded.recipe.launch.setup[index].mod,
+                "path": os.path.relpath(path, recipe_path.resolve().parent),
+                "sha256": loaded.recipe.launch.setup[index].sha256,
+            }
+            for index, path in sorted(loaded.mods.items())
+        ]
     try:
         lock_file.write_text(dump_lock(data), encoding="utf-8")
     except OSError as exc:

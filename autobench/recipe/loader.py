@@ -13,6 +13,9 @@ CONTRACT (other modules rely on it):
                             Sequence items are keyed by their index: ("engine", "extra_args", 0).
     LoadedRecipe.value_positions  same, pointing at the value instead of the key
     LoadedRecipe.files      every file read, the given one first, then its parents
+    LoadedRecipe.mods       {setup step index: absolute path} of every mod step; each step's
+                            ``sha256`` (in ``recipe``, ``data`` and so the digest) is the mod's
+                            content hash, computed here (a written one must match)
     LoadedRecipe.position(*keys) -> Position | None   (nearest written ancestor if the key
                             itself was defaulted; None only when nothing on the path was written)
 Errors: RecipeError with location "file:line:col" and a hint, message "key.path: what is wrong".
@@ -69,6 +72,7 @@ class LoadedRecipe:
     positions: dict[KeyPath, Position] = field(default_factory=dict)
     value_positions: dict[KeyPath, Position] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    mods: dict[int, Path] = field(default_factory=dict)
 
     def position(self, *keys: Any) -> Position | None:
         """Where ``keys`` was written, else its nearest written ancestor, else None."""
@@ -604,6 +608,67 @@ def _nearest(positions: dict[KeyPath, Position], path: KeyPath) -> Position | No
     return None
 
 
+# --------------------------------------------------------------------------- mods
+
+
+def content_sha256(path: Path) -> str:
+    """``sha256:<hex>`` of a file's bytes; of a directory, over its files' relative paths and
+    bytes (sorted, symlinks and special files refused), so a renamed or edited patch changes it."""
+    if path.is_file():
+        return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    for item in sorted(path.rglob("*")):
+        rel = item.relative_to(path).as_posix()
+        if item.is_symlink() or not (item.is_file() or item.is_dir()):
+            raise OSError(f"{rel} is a symlink or special file")
+        if item.is_file():
+            digest.update(rel.encode() + b"\0" + hashlib.sha256(item.read_bytes()).digest())
+    return "sha256:" + digest.hexdigest()
+
+
+def _hash_mods(recipe: Any, doc: _Doc) -> dict[int, Path]:
+    """Resolve and hash every mod step in place; refuse a missing mod or a changed one."""
+    found: dict[int, Path] = {}
+    for i, step in enumerate(recipe.launch.setup):
+        if step.mod is None:
+            continue
+        keys = ("launch", "setup", i, "mod")
+        where = doc.value_positions.get(keys) or _nearest(doc.positions, keys) or Position(doc.path, 1, 1)
+        path = Path(step.mod).expanduser()
+        if not path.is_absolute():
+            path = where.file.parent / path
+        if not path.exists():
+            raise RecipeError(
+                f"launch.setup[{i}].mod: mod not found: {path}",
+                location=str(where),
+                hint="mod paths are relative to the recipe file that names them; fix the path or add the mod",
+            )
+        if path.is_dir() and not (path / "run.sh").is_file():
+            raise RecipeError(
+                f"launch.setup[{i}].mod: {path} is a directory without run.sh",
+                location=str(where),
+                hint="a mod is a script file, or a directory whose run.sh applies it",
+            )
+        try:
+            sha = content_sha256(path)
+        except OSError as exc:
+            raise RecipeError(
+                f"launch.setup[{i}].mod: cannot read {path}: {exc.strerror or exc}",
+                location=str(where),
+                hint="a mod holds regular files only",
+            ) from exc
+        if step.sha256 is not None and step.sha256 != sha:
+            pos = doc.value_positions.get(("launch", "setup", i, "sha256")) or where
+            raise RecipeError(
+                f"launch.setup[{i}].sha256: the mod {path.name} changed (it hashes to {sha})",
+                location=str(pos),
+                hint="review the mod's change, then update or delete the written sha256",
+            )
+        step.sha256 = sha
+        found[i] = path.resolve()
+    return found
+
+
 # --------------------------------------------------------------------------- entry point
 
 
@@ -611,7 +676,7 @@ def load_recipe(path: str | Path) -> LoadedRecipe:
     """Read, merge (``extends``) and validate one recipe; see the module docstring."""
     from pydantic import ValidationError
 
-    from autobench.recipe.schema import Recipe
+    from autobench.recipe.schema import Recipe, trim_later_defaults
 
     path = Path(path)
     files: list[Path] = []
@@ -622,7 +687,8 @@ def load_recipe(path: str | Path) -> LoadedRecipe:
         recipe = Recipe.model_validate(doc.data)
     except ValidationError as exc:
         raise _validation_error(exc, doc) from exc
-    resolved = recipe.model_dump(mode="json")
+    mods = _hash_mods(recipe, doc)
+    resolved = trim_later_defaults(recipe.model_dump(mode="json"))
     digest_data = {k: v for k, v in resolved.items() if k != "extends"}
     return LoadedRecipe(
         path=path,
@@ -632,4 +698,5 @@ def load_recipe(path: str | Path) -> LoadedRecipe:
         positions=doc.positions,
         value_positions=doc.value_positions,
         files=files,
+        mods=mods,
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 from autobench.recipe.imageref import parse_image_ref
 from autobench.recipe.loader import LoadedRecipe, Position, format_path
-from autobench.recipe.schema import is_full_sha
+from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS, is_full_sha, is_local_model
 from autobench.redaction import WELL_KNOWN_SECRET_NAMES, environment_secrets, find_token, is_secret_name, secret_in
 
 SEVERITIES = ("error", "warning", "info")
@@ -185,10 +185,64 @@ RULES: dict[str, Rule] = {
             "AB054", "warning", "meta.baseline names the recipe itself", "name the recipe this one is measured against"
         ),
         Rule("AB055", "error", "a value contains a NUL character", "remove the \\0 escape"),
+        Rule(
+            "AB060",
+            "warning",
+            "quantization method autobench does not know",
+            "check the spelling; a new method is fine (autobench passes it through)",
+        ),
+        Rule(
+            "AB061",
+            "warning",
+            "speculative method autobench does not know",
+            "check the spelling; a new method is fine (autobench passes it to --speculative-config)",
+        ),
+        Rule(
+            "AB062",
+            "error",
+            "model.quantization disagrees with the quantization the command passes",
+            "make model.quantization.method and engine.quantization (or --quantization) name the same method",
+        ),
+        Rule(
+            "AB063",
+            "warning",
+            "meta.description states a speculative token count the recipe does not use",
+            "fix the description or speculative.num_speculative_tokens",
+        ),
+        Rule(
+            "AB064",
+            "error",
+            "parallel sizes do not fit the topology",
+            "make TP x PP x DP a multiple of topology.nodes and at most nodes x gpus_per_node",
+        ),
+        Rule(
+            "AB065",
+            "error",
+            "topology.hosts does not name one host per node",
+            "list topology.nodes hosts, head first (or give --hosts to compile)",
+        ),
+        Rule(
+            "AB066",
+            "error",
+            "a multi-node topology needs topology.gpus_per_node",
+            "set topology.gpus_per_node (GPUs on each node)",
+        ),
+        Rule(
+            "AB067",
+            "error",
+            "launch.entrypoint cannot be combined with setup steps",
+            "drop launch.entrypoint (setup steps run through bash) or move it into launch.command",
+        ),
+        Rule(
+            "AB068",
+            "error",
+            "bench endpoint and engine runner disagree (embedding model)",
+            "an embedding model: engine.runner pooling, bench.endpoint embeddings, bench.client vllm",
+        ),
     ]
 }
 
-# Methods and what they need (vLLM SpeculativeConfig).
+# Methods and what they need (vLLM SpeculativeConfig); methods outside these sets are open (AB061).
 NEEDS_NUM_TOKENS = {"dflash", "eagle", "eagle3", "mtp", "draft_model", "ngram", "medusa", "mlp_speculator"}
 NEEDS_DRAFT = {"dflash", "eagle", "eagle3", "draft_model", "medusa", "mlp_speculator"}
 NO_DRAFT = {"ngram", "suffix"}
@@ -197,36 +251,61 @@ SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DOCKER_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]*$")
 FLOATING_TAGS = re.compile(r"^(latest|nightly.*|main|master|edge|dev.*)$")
 
-# Typed engine fields and the vllm serve flags they emit (see autobench.compile.argv).
-TYPED_ENGINE_FLAGS = {
-    "--revision",
-    "--served-model-name",
-    "--host",
-    "--port",
-    "--tokenizer",
-    "--tokenizer-revision",
-    "--max-model-len",
-    "--gpu-memory-utilization",
-    "--max-num-batched-tokens",
-    "--max-num-seqs",
-    "--dtype",
-    "--kv-cache-dtype",
-    "--tensor-parallel-size",
-    "-tp",
-    "--pipeline-parallel-size",
-    "-pp",
-    "--load-format",
-    "--attention-backend",
-    "--trust-remote-code",
-    "--speculative-config",
-    "--enable-prefix-caching",
-    "--no-enable-prefix-caching",
-    "--enable-chunked-prefill",
-    "--no-enable-chunked-prefill",
-    "--enforce-eager",
-    "--model",
+# The vllm serve flags typed fields emit (see autobench.compile.argv) -> the field that owns each.
+# Names are compared after normalisation (`_` and `-` alike, `--flag=value` split): see norm_flag.
+TYPED_ENGINE_FLAGS: dict[str, str] = {
+    "--model": "model.repo",
+    "--revision": "model.revision",
+    "--served-model-name": "model.served_name",
+    "--tokenizer": "model.tokenizer",
+    "--tokenizer-revision": "model.tokenizer_revision",
+    "--trust-remote-code": "model.trust_remote_code",
+    "--no-trust-remote-code": "model.trust_remote_code",
+    "--host": "engine.host",
+    "--port": "engine.port",
+    "--max-model-len": "engine.max_model_len",
+    "--gpu-memory-utilization": "engine.gpu_memory_utilization",
+    "--max-num-batched-tokens": "engine.max_num_batched_tokens",
+    "--max-num-seqs": "engine.max_num_seqs",
+    "--dtype": "engine.dtype",
+    "--kv-cache-dtype": "engine.kv_cache_dtype",
+    "--tensor-parallel-size": "engine.tensor_parallel_size",
+    "-tp": "engine.tensor_parallel_size",
+    "--pipeline-parallel-size": "engine.pipeline_parallel_size",
+    "-pp": "engine.pipeline_parallel_size",
+    "--data-parallel-size": "engine.data_parallel_size",
+    "-dp": "engine.data_parallel_size",
+    "--enable-expert-parallel": "engine.enable_expert_parallel",
+    "--no-enable-expert-parallel": "engine.enable_expert_parallel",
+    "-ep": "engine.enable_expert_parallel",
+    "--quantization": "engine.quantization",
+    "-q": "engine.quantization",
+    "--runner": "engine.runner",
+    "--load-format": "engine.load_format",
+    "--attention-backend": "engine.attention_backend",
+    "--speculative-config": "speculative",
+    "--enable-prefix-caching": "engine.enable_prefix_caching",
+    "--no-enable-prefix-caching": "engine.enable_prefix_caching",
+    "--enable-chunked-prefill": "engine.enable_chunked_prefill",
+    "--no-enable-chunked-prefill": "engine.enable_chunked_prefill",
+    "--enforce-eager": "engine.enforce_eager",
+    "--no-enforce-eager": "engine.enforce_eager",
+    "--nnodes": "topology.nodes",
+    "--node-rank": "topology (compile sets each node's rank)",
+    "--master-addr": "topology.hosts",
+    "--master-port": "topology.master_port",
+    "--headless": "topology (compile sets it on worker nodes)",
+    "--distributed-executor-backend": "topology.executor",
 }
-TYPED_DOCKER_FLAGS = {"--name", "--gpus", "--ipc", "--shm-size", "-d", "--detach"}
+TYPED_DOCKER_FLAGS: dict[str, str] = {
+    "--name": "container.name",
+    "--gpus": "container.gpus",
+    "--ipc": "container.ipc",
+    "--shm-size": "container.shm_size",
+    "-d": "(autobench runs the container detached)",
+    "--detach": "(autobench runs the container detached)",
+    "--entrypoint": "launch.entrypoint",
+}
 REPEATABLE_DOCKER_FLAGS = {
     "-p",
     "--publish",
@@ -309,11 +388,18 @@ def flag_name(arg: str) -> str | None:
     return arg.split("=", 1)[0]
 
 
+def norm_flag(name: str) -> str:
+    """A flag name as vLLM's parser compares it: "--max_model_len" -> "--max-model-len"."""
+    if name.startswith("--"):
+        return "--" + name[2:].replace("_", "-")
+    return name
+
+
 def _flags(args: list[str]) -> Iterator[tuple[int, str]]:
     for i, arg in enumerate(args):
         name = flag_name(arg)
         if name:
-            yield i, name
+            yield i, norm_flag(name)
 
 
 def parse_port(spec: str) -> tuple[int | None, int | None]:
@@ -345,6 +431,13 @@ def _speculative(c: _Ctx) -> None:
     spec = c.r.speculative
     if spec is None:
         return
+    if spec.method not in KNOWN_SPEC_METHODS:
+        c.add(
+            "AB061",
+            ("speculative", "method"),
+            f"speculative method {spec.method!r} is not one autobench knows",
+            hint="known: " + ", ".join(KNOWN_SPEC_METHODS) + "; a new method is passed through as written",
+        )
     if spec.method in NEEDS_NUM_TOKENS and spec.num_speculative_tokens is None:
         c.add(
             "AB001",
@@ -363,7 +456,7 @@ def _speculative(c: _Ctx) -> None:
 
 def _pins(c: _Ctx) -> None:
     m = c.r.model
-    if not is_full_sha(m.revision):
+    if not is_local_model(m.repo) and not is_full_sha(m.revision):
         c.add("AB010", ("model", "revision"), f"model revision {m.revision!r} is not a full commit sha")
         if m.trust_remote_code:
             c.add("AB013", ("model", "trust_remote_code"), f"trust_remote_code with model revision {m.revision!r}")
@@ -373,7 +466,7 @@ def _pins(c: _Ctx) -> None:
             "AB011", key, f"tokenizer revision {m.tokenizer_revision or '(none, i.e. main)'!r} is not a full commit sha"
         )
     spec = c.r.speculative
-    if spec is not None and spec.model and not is_full_sha(spec.revision):
+    if spec is not None and spec.model and not is_local_model(spec.model) and not is_full_sha(spec.revision):
         keys = ("speculative", "revision") if spec.revision else ("speculative", "model")
         c.add("AB012", keys, f"draft revision {spec.revision or '(none, i.e. main)'!r} is not a full commit sha")
 
@@ -390,7 +483,7 @@ def _engine_vs_bench(c: _Ctx) -> None:
             ("engine", "gpu_memory_utilization"),
             f"gpu_memory_utilization {e.gpu_memory_utilization} is outside (0, 1]",
         )
-    if e.max_model_len is not None and b.max_tokens > e.max_model_len:
+    if isinstance(e.max_model_len, int) and b.max_tokens > e.max_model_len:
         c.add("AB024", ("bench", "max_tokens"), f"max_tokens {b.max_tokens} > max_model_len {e.max_model_len}")
     d = b.dataset
     if d.kind in ("sharegpt", "jsonl") and not d.path:
@@ -479,17 +572,19 @@ def _secrets(c: _Ctx) -> None:
 def _duplicates(c: _Ctx) -> None:
     for base, args, typed, repeatable in (
         ("engine", c.r.engine.extra_args, TYPED_ENGINE_FLAGS, REPEATABLE_ENGINE_FLAGS),
-        ("container", c.r.container.extra_args, TYPED_DOCKER_FLAGS | {"--ipc"}, REPEATABLE_DOCKER_FLAGS),
+        ("container", c.r.container.extra_args, TYPED_DOCKER_FLAGS, REPEATABLE_DOCKER_FLAGS),
     ):
         seen: dict[str, int] = {}
         for i, name in _flags(args):
             if name in typed:
-                field = name.lstrip("-").replace("-", "_").removeprefix("no_")
+                field = typed[name]
+                written = flag_name(args[i]) or name
+                same = "" if written == name else f" (vLLM reads it as {name})"
                 c.add(
                     "AB040",
                     (base, "extra_args", i),
-                    f"{name} in extra_args duplicates a typed field",
-                    hint=f"delete {name} from {base}.extra_args and set the typed field ({field}) instead",
+                    f"{written} in extra_args shadows the typed field {field}{same}",
+                    hint=f"delete {written} from {base}.extra_args and set {field} instead",
                 )
             elif name in seen and name not in repeatable:
                 c.add("AB041", (base, "extra_args", i), f"{name} appears twice in {base}.extra_args")
@@ -501,7 +596,14 @@ def _container(c: _Ctx) -> None:
     ref = parse_image_ref(ctr.image)  # the schema accepted it, so it parses
     if not ref.pinned:
         tag = ref.effective_tag or "latest"
-        if FLOATING_TAGS.fullmatch(tag):
+        if ref.untagged:
+            c.add(
+                "AB050",
+                ("container", "image"),
+                f"image {ctr.image!r} is untagged (docker reads it as :latest, which moves over time)",
+                hint=f"pin it by digest ({ctr.image}@sha256:...) or name a fixed tag",
+            )
+        elif FLOATING_TAGS.fullmatch(tag):
             c.add("AB050", ("container", "image"), f"image tag {tag!r} moves over time")
         else:
             c.add("AB051", ("container", "image"), f"image tag {tag!r} is not a digest")
@@ -517,7 +619,147 @@ def _meta(c: _Ctx) -> None:
         c.add("AB054", ("meta", "baseline"), "baseline is the recipe itself")
 
 
-CHECKS = (_speculative, _pins, _engine_vs_bench, _ports, _secrets, _duplicates, _container, _meta)
+def _arg_value(args: list[str], flag: str) -> tuple[int, str] | None:
+    """(index, value) of ``flag`` in ``args`` (names normalised, ``--flag=value`` split), if given."""
+    for i, name in _flags(args):
+        if name != flag:
+            continue
+        if "=" in args[i]:
+            return i, args[i].split("=", 1)[1]
+        if i + 1 < len(args) and flag_name(args[i + 1]) is None:
+            return i, args[i + 1]
+    return None
+
+
+def _quant_name(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+_K_RE = re.compile(r"(?:\bk\s*=\s*(\d+)\b|\b(\d+)\s+(?:speculative|draft|spec)\s+tokens?\b)", re.IGNORECASE)
+
+
+def _consistency(c: _Ctx) -> None:
+    q = c.r.model.quantization
+    if q is not None and q.method not in KNOWN_QUANT_METHODS:
+        c.add(
+            "AB060",
+            ("model", "quantization", "method"),
+            f"quantization method {q.method!r} is not one autobench knows",
+            hint="known: " + ", ".join(KNOWN_QUANT_METHODS) + "; a new method is kept as written",
+        )
+    for i, part in enumerate(q.components if q is not None else []):
+        if part.method not in KNOWN_QUANT_METHODS:
+            c.add(
+                "AB060",
+                ("model", "quantization", "components", i, "method"),
+                f"quantization method {part.method!r} is not one autobench knows",
+                hint="known: " + ", ".join(KNOWN_QUANT_METHODS) + "; a new method is kept as written",
+            )
+    passed: tuple[tuple[Any, ...], str] | None = None
+    if c.r.engine.quantization is not None:
+        passed = (("engine", "quantization"), c.r.engine.quantization)
+    else:
+        found = _arg_value(c.r.engine.extra_args, "--quantization") or _arg_value(c.r.engine.extra_args, "-q")
+        if found is not None:
+            passed = (("engine", "extra_args", found[0]), found[1])
+    if q is not None and passed is not None and q.method not in ("mixed", "none"):
+        said, used = _quant_name(q.method), _quant_name(passed[1])
+        if not (said == used or said.startswith(used) or used.startswith(said)):
+            c.add(
+                "AB062",
+                passed[0],
+                f"the command passes --quantization {passed[1]} but model.quantization.method is {q.method}",
+            )
+    spec = c.r.speculative
+    text = c.r.meta.description or ""
+    if spec is not None and spec.num_speculative_tokens is not None:
+        for m in _K_RE.finditer(text):
+            stated = int(m.group(1) or m.group(2))
+            if stated != spec.num_speculative_tokens:
+                c.add(
+                    "AB063",
+                    ("meta", "description"),
+                    f"the description says {m.group(0).strip()!r} but num_speculative_tokens is "
+                    f"{spec.num_speculative_tokens}",
+                )
+                break
+
+
+def world_size(engine: Any) -> int:
+    """GPUs one engine uses: TP x PP x DP."""
+    return (engine.tensor_parallel_size or 1) * (engine.pipeline_parallel_size or 1) * (engine.data_parallel_size or 1)
+
+
+def _topology(c: _Ctx) -> None:
+    t, e = c.r.topology, c.r.engine
+    world = world_size(e)
+    sizes = f"TP {e.tensor_parallel_size or 1} x PP {e.pipeline_parallel_size or 1} x DP {e.data_parallel_size or 1}"
+    if t.nodes > 1 and t.gpus_per_node is None:
+        c.add("AB066", ("topology", "nodes"), f"{t.nodes} nodes but no gpus_per_node")
+    if t.gpus_per_node is not None:
+        total = t.nodes * t.gpus_per_node
+        if world > total:
+            c.add(
+                "AB064",
+                ("topology", "gpus_per_node"),
+                f"{sizes} = {world} GPUs, but {t.nodes} node(s) x {t.gpus_per_node} GPU(s) = {total}",
+            )
+        elif t.nodes > 1 and world < t.nodes:
+            c.add("AB064", ("topology", "nodes"), f"{sizes} = {world} GPUs leaves some of the {t.nodes} nodes idle")
+        elif world % t.nodes:
+            c.add(
+                "AB064",
+                ("topology", "nodes"),
+                f"{sizes} = {world} GPUs cannot be split evenly over {t.nodes} nodes",
+            )
+        elif t.nodes > 1 and world // t.nodes > t.gpus_per_node:
+            c.add(
+                "AB064",
+                ("topology", "gpus_per_node"),
+                f"{world // t.nodes} GPUs per node needed, {t.gpus_per_node} given",
+            )
+    elif t.nodes > 1 and world % t.nodes:
+        c.add("AB064", ("topology", "nodes"), f"{sizes} = {world} GPUs cannot be split evenly over {t.nodes} nodes")
+    if t.hosts and len(t.hosts) != t.nodes:
+        c.add("AB065", ("topology", "hosts"), f"{len(t.hosts)} host(s) listed for {t.nodes} node(s)")
+    if len(set(t.hosts)) != len(t.hosts):
+        c.add("AB065", ("topology", "hosts"), "a host is listed twice", hint="list each node once, head first")
+
+
+def _launch(c: _Ctx) -> None:
+    launch = c.r.launch
+    if launch.setup and launch.entrypoint:
+        c.add(
+            "AB067",
+            ("launch", "entrypoint"),
+            f"entrypoint {launch.entrypoint!r} with {len(launch.setup)} setup step(s)",
+        )
+    e, b = c.r.engine, c.r.bench
+    if b.endpoint == "embeddings" and b.client != "vllm":
+        c.add(
+            "AB068",
+            ("bench", "endpoint"),
+            "bench.endpoint embeddings needs bench.client vllm (autobench's client streams completions)",
+        )
+    if b.endpoint == "embeddings" and e.runner not in ("pooling", None):
+        c.add("AB068", ("engine", "runner"), f"engine.runner {e.runner} serves no embeddings endpoint")
+    if e.runner == "pooling" and b.endpoint != "embeddings":
+        c.add("AB068", ("bench", "endpoint"), f"an embedding model (runner pooling) benched on {b.endpoint}")
+
+
+CHECKS = (
+    _speculative,
+    _pins,
+    _engine_vs_bench,
+    _ports,
+    _secrets,
+    _duplicates,
+    _container,
+    _meta,
+    _consistency,
+    _topology,
+    _launch,
+)
 
 
 def check(loaded: LoadedRecipe, *, strict: bool = False, env: Mapping[str, str] | None = None) -> list[Finding]:

@@ -11,11 +11,14 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+LOCAL_PATH = r"/[^\x00\n]*"
+MODEL_REF = rf"^(?:{REPO_ID[1:-1]}|{LOCAL_PATH})$"
 NAME_RE = r"^[a-z0-9][a-z0-9._\-]*$"
+HOST_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.:\-\[\]@]*$"
 
 Scalar = str | int | float | bool
 
@@ -29,24 +32,59 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_default=True)
 
 
+#: Quantization methods autobench knows; any other name is a warning (AB060), not an error.
+KNOWN_QUANT_METHODS = (
+    "auto-round",
+    "awq",
+    "gptq",
+    "fp8",
+    "nvfp4",
+    "mxfp4",
+    "int4",
+    "int8",
+    "bitsandbytes",
+    "gguf",
+    "compressed-tensors",
+    "modelopt",
+    "modelopt_fp4",
+    "modelopt_mixed",
+    "mixed",
+    "none",
+)
+#: Speculative methods autobench knows; new ones appear monthly, so others are a warning (AB061).
+KNOWN_SPEC_METHODS = (
+    "dflash",
+    "eagle",
+    "eagle3",
+    "mtp",
+    "ngram",
+    "draft_model",
+    "medusa",
+    "mlp_speculator",
+    "suffix",
+)
+METHOD_RE = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+
+
+class QuantComponent(StrictModel):
+    """One part of a mixed quantization (e.g. int4 experts + fp8 attention)."""
+
+    method: Annotated[str, Field(pattern=METHOD_RE)]
+    bits: Annotated[int, Field(ge=1, le=32)] | None = None
+    scope: str | None = Field(None, description='What it covers, e.g. "experts", "attention", "lm_head".')
+
+
 class Quantization(StrictModel):
-    method: Literal[
-        "auto-round",
-        "awq",
-        "gptq",
-        "fp8",
-        "nvfp4",
-        "mxfp4",
-        "int8",
-        "bitsandbytes",
-        "gguf",
-        "compressed-tensors",
-        "modelopt",
-        "none",
+    method: Annotated[
+        str,
+        Field(pattern=METHOD_RE, description="Known: " + ", ".join(KNOWN_QUANT_METHODS) + " (others warn, AB060)."),
     ]
     bits: Annotated[int, Field(ge=1, le=32)] | None = None
     group_size: Annotated[int, Field(ge=-1)] | None = None
     variant: str | None = Field(None, description='Producer variant, e.g. "EC" (error-corrected).')
+    components: list[QuantComponent] = Field(
+        default_factory=list, description="Mixed quantization: one entry per part (method mixed/modelopt_mixed)."
+    )
 
 
 class Architecture(StrictModel):
@@ -64,8 +102,17 @@ class Architecture(StrictModel):
 
 
 class Model(StrictModel):
-    repo: Annotated[str, Field(pattern=REPO_ID, description="Hugging Face repo id, owner/name.")]
-    revision: str = Field("main", description="Branch, tag or full 40-hex commit sha.")
+    """The served model: Hub repo (or local directory), revision, name, quantization."""
+
+    repo: Annotated[
+        str,
+        Field(
+            pattern=MODEL_REF,
+            description="Hugging Face repo id, owner/name; or an absolute local model directory "
+            "(process runtime, or mounted into the container; pinned by a content hash).",
+        ),
+    ]
+    revision: str = Field("main", description="Branch, tag or full 40-hex commit sha (Hub repos only).")
     served_name: str | None = Field(None, description="--served-model-name; defaults to the repo id.")
     tokenizer: Annotated[str, Field(pattern=REPO_ID)] | None = None
     tokenizer_revision: str | None = None
@@ -74,22 +121,21 @@ class Model(StrictModel):
     architecture: Architecture | None = None
 
 
-SpecMethod = Literal[
-    "dflash",
-    "eagle",
-    "eagle3",
-    "mtp",
-    "ngram",
-    "draft_model",
-    "medusa",
-    "mlp_speculator",
-    "suffix",
-]
+def is_local_model(ref: str) -> bool:
+    """True for a local model directory (an absolute path) rather than a Hub repo id."""
+    return ref.startswith("/")
 
 
 class Speculative(StrictModel):
-    method: SpecMethod
-    model: Annotated[str, Field(pattern=REPO_ID)] | None = Field(None, description="Draft repo id.")
+    """Speculative decoding: compiled into one --speculative-config JSON."""
+
+    method: Annotated[
+        str,
+        Field(pattern=METHOD_RE, description="Known: " + ", ".join(KNOWN_SPEC_METHODS) + " (others warn, AB061)."),
+    ]
+    model: Annotated[str, Field(pattern=MODEL_REF)] | None = Field(
+        None, description="Draft repo id (or an absolute local directory)."
+    )
     revision: str | None = Field(None, description="Draft revision; pin to a full sha.")
     num_speculative_tokens: Annotated[int, Field(ge=1, le=64)] | None = None
     options: dict[str, Any] = Field(
@@ -99,6 +145,8 @@ class Speculative(StrictModel):
 
 
 class Container(StrictModel):
+    """The docker container the engine runs in."""
+
     image: str = Field(..., min_length=1, description="Image reference; pin with @sha256:… for reproducibility.")
     name: str | None = Field(None, description="Container name (docker --name).")
     gpus: str | None = "all"
@@ -118,10 +166,136 @@ class Container(StrictModel):
         return image
 
 
+class SetupStep(StrictModel):
+    """One step run inside the container (or next to the process) before serve, in order."""
+
+    name: str | None = Field(None, description="A label for logs; defaults to the mod's file name.")
+    mod: str | None = Field(
+        None,
+        description="A mod: a script file, or a directory with run.sh (eugr style), relative to the recipe. "
+        "Mounted read-only and run with bash; its sha256 goes into the digest, lock file and ledger.",
+    )
+    run: str | None = Field(None, description="A shell command (bash -c) run before serve.")
+    sha256: str | None = Field(
+        None,
+        description="The mod's content hash. Filled in by the loader; if written, the mod must match it.",
+    )
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> SetupStep:
+        if (self.mod is None) == (self.run is None):
+            raise ValueError("a setup step is either `mod: PATH` or `run: COMMAND`, exactly one of them")
+        if self.run is not None and self.sha256 is not None:
+            raise ValueError("sha256 belongs to a mod step, not a run step")
+        return self
+
+
+class Launch(StrictModel):
+    """How the server starts: entrypoint, command, a prefix, setup steps."""
+
+    entrypoint: str | None = Field(
+        None,
+        description='docker --entrypoint; "" clears the image\'s entrypoint; unset keeps it '
+        "(the default assumes the image's entrypoint is `vllm serve`).",
+    )
+    command: list[str] = Field(
+        default_factory=lambda: ["vllm", "serve"],
+        description='The serve command before the model, e.g. ["python3", "-m", "vllm.entrypoints.openai.api_server"] '
+        'or a wrapper script ["/opt/serve.sh"].',
+    )
+    model_flag: str | None = Field(
+        None, description='Pass the model as this flag (e.g. "--model") instead of a positional argument.'
+    )
+    prefix: list[str] = Field(
+        default_factory=list, description='Words run before the command, e.g. ["taskset", "-c", "0-9"].'
+    )
+    setup: list[SetupStep] = Field(default_factory=list, description="Steps run in order before serve.")
+
+    @field_validator("command", mode="before")
+    @classmethod
+    def _split_command(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            import shlex
+
+            return shlex.split(value)
+        return value
+
+    @field_validator("prefix", mode="before")
+    @classmethod
+    def _split_prefix(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            import shlex
+
+            return shlex.split(value)
+        return value
+
+    @property
+    def is_default(self) -> bool:
+        return (
+            self.entrypoint is None
+            and self.command == ["vllm", "serve"]
+            and self.model_flag is None
+            and not self.prefix
+            and not self.setup
+        )
+
+
+class Topology(StrictModel):
+    """Where the engine runs: nodes, GPUs per node and the multi-node executor.
+
+    Parallel sizes stay engine options (engine.tensor_parallel_size, pipeline_parallel_size,
+    data_parallel_size, enable_expert_parallel); validate checks they fit these nodes."""
+
+    nodes: Annotated[int, Field(ge=1, le=1024)] = 1
+    gpus_per_node: Annotated[int, Field(ge=1, le=64)] | None = Field(
+        None, description="GPUs on each node; required when nodes > 1."
+    )
+    executor: Literal["native", "ray"] = Field(
+        "native",
+        description="native: vLLM's --nnodes/--node-rank/--master-addr (workers --headless); "
+        "ray: a Ray head and workers, vllm serve --distributed-executor-backend ray on the head.",
+    )
+    hosts: list[Annotated[str, Field(pattern=HOST_RE)]] = Field(
+        default_factory=list,
+        description="Host names or addresses, head first (or give --hosts to compile).",
+    )
+    master_port: Annotated[int, Field(ge=1, le=65535)] = Field(
+        29500, description="native: --master-port; ray: the head's GCS port is ray_port."
+    )
+    ray_port: Annotated[int, Field(ge=1, le=65535)] = 6379
+    cluster_timeout_s: Annotated[float, Field(gt=0)] = Field(
+        600, description="How long the driver waits for the cluster to form."
+    )
+
+
+class Build(StrictModel):
+    """Build the engine image from source before the run; container.image names the local tag."""
+
+    base_image: Annotated[str, Field(min_length=1, description="The image the build starts from.")]
+    vllm_repo: str = Field("https://github.com/vllm-project/vllm.git", description="Git URL of vLLM.")
+    vllm_ref: Annotated[str, Field(min_length=1, description="Tag, branch or commit of vLLM to build.")]
+    prs: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=list, description="Upstream pull requests applied on top of vllm_ref, in order."
+    )
+    build_args: dict[str, Scalar] = Field(default_factory=dict, description="docker build --build-arg NAME=VALUE.")
+    dockerfile: str | None = Field(
+        None, description="A Dockerfile relative to the recipe; default: autobench's templates/vllm-build.Dockerfile."
+    )
+
+    @field_validator("build_args")
+    @classmethod
+    def _args_as_strings(cls, args: dict[str, Scalar]) -> dict[str, Scalar]:
+        return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in args.items()}
+
+
 class Engine(StrictModel):
+    """vllm serve options; each typed key is the flag of the same name (max_num_seqs -> --max-num-seqs)."""
+
     host: str = "0.0.0.0"
     port: Annotated[int, Field(ge=1, le=65535)] = 8000
-    max_model_len: Annotated[int, Field(ge=1)] | None = None
+    max_model_len: Annotated[int, Field(ge=1)] | Literal["auto"] | None = Field(
+        None, description='Context length, or "auto" (vLLM fits it to the KV cache).'
+    )
     gpu_memory_utilization: float | None = None
     max_num_batched_tokens: Annotated[int, Field(ge=1)] | None = None
     max_num_seqs: Annotated[int, Field(ge=1)] | None = None
@@ -129,6 +303,14 @@ class Engine(StrictModel):
     kv_cache_dtype: str | None = None
     tensor_parallel_size: Annotated[int, Field(ge=1)] | None = None
     pipeline_parallel_size: Annotated[int, Field(ge=1)] | None = None
+    data_parallel_size: Annotated[int, Field(ge=1)] | None = None
+    enable_expert_parallel: bool | None = Field(
+        None, description="--enable-expert-parallel: experts sharded over TP x DP ranks (EP size = TP x DP)."
+    )
+    quantization: str | None = Field(None, description="--quantization (must agree with model.quantization).")
+    runner: Literal["auto", "generate", "pooling"] | None = Field(
+        None, description="--runner; pooling for embedding models."
+    )
     enable_prefix_caching: bool | None = None
     enable_chunked_prefill: bool | None = None
     enforce_eager: bool | None = None
@@ -138,6 +320,8 @@ class Engine(StrictModel):
 
 
 class Dataset(StrictModel):
+    """The prompts the bench sends."""
+
     kind: Literal["sharegpt", "random", "jsonl"] = "sharegpt"
     path: str | None = None
     input_len: Annotated[int, Field(ge=1)] | None = Field(None, description="random: prompt tokens.")
@@ -145,6 +329,8 @@ class Dataset(StrictModel):
 
 
 class Sampler(StrictModel):
+    """Sampling parameters sent with every request (unset: the server's defaults)."""
+
     temperature: Annotated[float, Field(ge=0)] | None = None
     top_p: Annotated[float, Field(gt=0, le=1)] | None = None
     top_k: int | None = None
@@ -155,10 +341,14 @@ class Sampler(StrictModel):
 
 
 class Bench(StrictModel):
+    """The benchmark: client, endpoint, dataset, load."""
+
     client: Literal["autobench", "vllm"] = Field(
         "autobench", description="autobench's own client, or `vllm bench serve` inside the container."
     )
-    endpoint: Literal["completions", "chat"] = "completions"
+    endpoint: Literal["completions", "chat", "embeddings"] = Field(
+        "completions", description="embeddings: a pooling (embedding) model; needs client vllm."
+    )
     model: str | None = Field(None, description="Model name sent by the client; defaults to served_name.")
     dataset: Dataset = Field(default_factory=Dataset)
     num_prompts: Annotated[int, Field(ge=1)] = 500
@@ -174,6 +364,8 @@ class Bench(StrictModel):
 
 
 class Meta(StrictModel):
+    """Facts for people and reports; none of them changes the compiled commands."""
+
     description: str | None = None
     tags: list[str] = Field(default_factory=list)
     notes: str | None = None
@@ -193,9 +385,12 @@ class Recipe(StrictModel):
     model: Model
     speculative: Speculative | None = None
     container: Container
+    launch: Launch = Field(default_factory=lambda: Launch.model_validate({}))
+    topology: Topology = Field(default_factory=lambda: Topology.model_validate({}))
+    build: Build | None = None
     env: dict[str, Scalar] = Field(default_factory=dict, description="Plain environment variables.")
     secrets: list[str] = Field(default_factory=list, description="Names of secrets passed by reference (never values).")
-    engine: Engine = Field(default_factory=Engine)
+    engine: Engine = Field(default_factory=lambda: Engine.model_validate({}))
     bench: Bench = Field(default_factory=Bench)
     meta: Meta = Field(default_factory=Meta)
 
@@ -212,6 +407,42 @@ class Recipe(StrictModel):
     @property
     def bench_model(self) -> str:
         return self.bench.model or self.served_name
+
+
+#: Keys added after recipes were first recorded.  When they hold their default they are left out
+#: of the resolved data (and so of the digest): an old recipe keeps its digest and its compiled
+#: script byte for byte.
+LATER_KEYS: tuple[tuple[str, ...], ...] = (
+    ("launch",),
+    ("topology",),
+    ("build",),
+    ("engine", "data_parallel_size"),
+    ("engine", "enable_expert_parallel"),
+    ("engine", "quantization"),
+    ("engine", "runner"),
+    ("model", "quantization", "components"),
+)
+
+
+def _default_at(path: tuple[str, ...]) -> Any:
+    model: Any = Recipe
+    for part in path[:-1]:
+        annotation = model.model_fields[part].annotation
+        model = next(a for a in (annotation, *getattr(annotation, "__args__", ())) if isinstance(a, type))
+    info = model.model_fields[path[-1]]
+    value = info.get_default(call_default_factory=True)
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
+def trim_later_defaults(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a resolved recipe dump) without the LATER_KEYS that hold their default."""
+    for path in LATER_KEYS:
+        node: Any = data
+        for part in path[:-1]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict) and path[-1] in node and node[path[-1]] == _default_at(path):
+            del node[path[-1]]
+    return data
 
 
 def schema_json() -> str:

@@ -227,11 +227,17 @@ def build_plan(
         )
     container_name: str | None = None
     if runtime == "process":
-        argv = list(serve_argv(recipe))
+        argv = list(serve_argv(recipe, mods=loaded.mods))
         if vllm_exec:
             exe = shlex.split(vllm_exec)
             if not exe:
                 raise UsageError("--vllm-exec is empty", hint='e.g. --vllm-exec "/opt/vllm/bin/vllm"')
+            launch = recipe.launch
+            if launch.setup or launch.prefix or launch.command[:1] != ["vllm"]:
+                raise UsageError(
+                    "--vllm-exec replaces `vllm` in the default launch command only",
+                    hint="set launch.command in the recipe instead",
+                )
             argv = exe + argv[1:]
         base = f"http://{client_host(engine.host)}:{engine.port}"
         teardown = f"SIGTERM to the server's process group, SIGKILL after {grace_s:g} s"
@@ -239,7 +245,7 @@ def build_plan(
     else:
         if vllm_exec:
             raise UsageError("--vllm-exec applies to --runtime process only")
-        argv = list(docker_argv(recipe))
+        argv = list(docker_argv(recipe, mods=loaded.mods))
         container_name = _option_value(argv, "--name")
         if not container_name:
             raise RunError(

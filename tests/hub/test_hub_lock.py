@@ -193,3 +193,20 @@ def test_defining_file_follows_extends_without_loader_positions(recipes):
     assert defining_file(loaded, ("speculative", "revision")) == (recipes / "dflash.yaml").resolve()
     assert defining_file(loaded, ("model", "tokenizer")) is None
     assert frozen_label_at(recipes / "dflash.yaml", ("speculative", "revision")) is None
+
+
+def test_lock_records_each_mods_content_hash(hub_env, tmp_path, capsys):
+    """Issue 13: a mod's sha256 is in the lock file beside the Hub pins."""
+    (tmp_path / "mods" / "fix").mkdir(parents=True)
+    (tmp_path / "mods" / "fix" / "run.sh").write_text("patch -p1 < fix.patch\n")
+    (tmp_path / "mods" / "fix" / "fix.patch").write_text("--- a\n+++ b\n")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"model:\n  repo: {BASE_REPO}\ncontainer: {{image: x}}\n"
+        "launch:\n  setup:\n    - mod: mods/fix\n    - run: echo hi\n"
+    )
+    assert run(capsys, "lock", str(recipe))[0] == 0
+    lock = json.loads((tmp_path / "r.yaml.lock.json").read_text())
+    sha = load_recipe(recipe).recipe.launch.setup[0].sha256
+    assert lock["mods"] == [{"step": 0, "mod": "mods/fix", "path": "mods/fix", "sha256": sha}]
+    assert sha.startswith("sha256:") and len(sha) == 71

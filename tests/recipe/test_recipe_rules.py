@@ -239,7 +239,7 @@ OVERRIDES = [
         "warning",
     ),
     ("AB050", "container:\n  image: vllm/vllm-openai:latest\n", "AB050", 3, "container.image", "'latest'", "warning"),
-    ("AB050-notag", "container:\n  image: vllm/vllm-openai\n", "AB050", 3, "container.image", "'latest'", "warning"),
+    ("AB050-notag", "container:\n  image: vllm-node\n", "AB050", 3, "container.image", "is untagged", "warning"),
     ("AB051", "container:\n  image: vllm/vllm-openai:v0.11.0\n", "AB051", 3, "container.image", "'v0.11.0'", "info"),
     ("AB052", "container:\n  name: 'bad name'\n", "AB052", 3, "container.name", "not a valid docker name", "error"),
     ("AB053", "env:\n  HF_HUB_OFFLINE: 1\n", "AB053", 3, "env.HF_HUB_OFFLINE", "offline", "warning"),
