@@ -50,6 +50,12 @@ def _rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
         where = f" at {rc['location']}" if rc.get("location") else ""
         note = " (generic: the log does not state the cause)" if rc.get("generic") else ""
         rows.append(("root cause", f"[{rc['category']}] {rc['message']}{where}{note}", str(rc["line"])))
+        if rc.get("detail"):
+            rows.append(("detail", rc["detail"], ""))
+        from autobench.logs.rootcause import hint
+
+        if hint(rc.get("category")):
+            rows.append(("hint", hint(rc.get("category")) or "", ""))
     st = data.get("stats")
     if st:
         rows.append(

@@ -90,6 +90,15 @@ BOOT_PATTERNS: list[FactPattern] = [
         r"Available KV cache memory: " + _NUM + r" GiB",
         lambda m: {"kv_cache_gib": _f(m[1])},
     ),
+    # CPU backend cpu_worker.py: "Auto set (%.2f/%.2f) GiB for KV cache on node %d, ..." /
+    # "Explicitly set (%.2f/%.2f) GiB for KV cache on node %d." (KV space / node memory)
+    _p(
+        "GiB for KV cache",
+        r"(?:Auto|Explicitly) set \(" + _NUM + r"/" + _NUM + r"\) GiB for KV cache",
+        lambda m: {"kv_cache_gib": _f(m[1])},
+    ),
+    # CPU platform (0.9-0.11): "VLLM_CPU_KVCACHE_SPACE not set. Using %.2f GiB for KV cache."
+    _p("GiB for KV cache", r"Using " + _NUM + r" GiB for KV cache", lambda m: {"kv_cache_gib": _f(m[1])}),
     # V0 worker.py: "... the rest of the memory reserved for KV Cache is %.2fGiB."
     _p("reserved for KV Cache", r"reserved for KV Cache is " + _NUM + r" ?GiB", lambda m: {"kv_cache_gib": _f(m[1])}),
     # V0 0.6 worker.py: "Memory profiling results: ... kv_cache_size=%.2fGiB"
@@ -252,8 +261,10 @@ class StatsSummary:
         if m[4] is not None:
             self.swapped_max = max(self.swapped_max or 0, int(m[4]))
         self.waiting_max = max(self.waiting_max, int(m[5]))
-        if m[6] is not None:
-            kv = float(m[6])
+        # the CPU backend logs only "CPU KV cache usage" (V0 logged it after the GPU column)
+        kv_text = m[6] if m[6] is not None else m[7]
+        if kv_text is not None:
+            kv = float(kv_text)
             self.kv_usage_pct_max = kv if self.kv_usage_pct_max is None else max(self.kv_usage_pct_max, kv)
         if m[8] is not None:
             self.prefix_cache_hit_rate_pct_last = float(m[8])
@@ -284,6 +295,8 @@ class StatsSummary:
             self.swapped_max = max(self.swapped_max or 0, max(map(int, set(swapped))))
         self.waiting_max = max(self.waiting_max, max(map(int, set(map(itemgetter(4), rows)))))
         kv = [v for v in map(itemgetter(5), rows) if v]
+        if len(kv) < len(rows):  # rows without a GPU column: the CPU backend's column counts
+            kv += [r[6] for r in rows if not r[5] and r[6]]
         if kv:
             top = max(map(float, set(kv)))
             prev = self.kv_usage_pct_max

@@ -19,22 +19,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# ESC[...m and the same sequence whose ESC was mangled into U+FFFD by a paste.
-_ANSI = re.compile(r"(?:\x1b|\ufffd)\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+from autobench.logs.unwrap import strip_ansi, unwrap
 
-# Outer transport prefixes, tried in order, each at most once.
-_TRANSPORT = [
-    # docker logs --timestamps / kubectl --timestamps: 2025-10-15T00:06:46.700988901Z
-    re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? "),
-    # CI systems: [2025-03-10T15:07:20Z]
-    re.compile(r"^\[\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\] ?"),
-    # journald: "Aug 18 14:15:04 host python3[28059]: " (month in any language)
-    re.compile(r"^\S{3,5}\.? {1,2}\d{1,2} \d\d:\d\d:\d\d \S+ [\w.@/-]+\[\d+\]: "),
-    # docker compose: "vllm-1  | "
-    re.compile(r"^[A-Za-z0-9][\w.-]*\s+\| "),
-    # a bare CI column: "  | "
-    re.compile(r"^\s+\| "),
-]
+__all__ = ["Record", "is_progress", "split_records", "strip_ansi", "unwrap"]
 
 # (EngineCore pid=123) (EngineCore_DP0 pid=9) (VllmWorker rank=0 pid=9)
 # (Worker_TP0_EP0 pid=1) (APIServer pid=1) (RayWorkerWrapper pid=2202490)
@@ -51,6 +38,13 @@ _HEADER = re.compile(
     r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[?(?P<src>[\w./<>-]+:\d+)\] ?"
 )
 
+# uvicorn's own records: "ERROR:    [Errno 98] error while attempting to bind ..."
+_UVICORN = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?: +|$)")
+
+# torch's C++ (glog-style) records: "[W923 17:01:42.510487211 ProcessGroupNCCL.cpp:981] Warning: ..."
+_GLOG = re.compile(r"^(?:\[rank\d+\]:)?\[(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?(?P<src>[\w.]+:\d+)\] ?")
+_GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
+
 _TQDM = re.compile(r"\d+%\|.*\|.*(?:it/s|s/it|\?it/s)")
 
 
@@ -62,32 +56,6 @@ class Record:
     level: str | None  # INFO/WARNING/ERROR/... or None (tracebacks, prints)
     src: str | None  # "core.py:1229"
     msg: str  # the message, leading indentation kept (traceback frames)
-
-
-def strip_ansi(text: str) -> str:
-    if "\x1b" not in text and "\ufffd[" not in text:
-        return text
-    return _ANSI.sub("", text)
-
-
-def strip_transport(text: str) -> str:
-    c = text[:1]
-    if c == "(" or not c:  # a vLLM process prefix: nothing outside it (the common case)
-        return text
-    head = text[:96]
-    if c.isdigit():
-        candidates = _TRANSPORT[:1]
-    elif c == "[":
-        candidates = _TRANSPORT[1:2]
-    elif c.isspace():
-        candidates = _TRANSPORT[4:] if "| " in head else []
-    else:
-        candidates = [p for p, needle in ((_TRANSPORT[2], "]: "), (_TRANSPORT[3], "| ")) if needle in head]
-    for pattern in candidates:
-        m = pattern.match(text)
-        if m:
-            return strip_transport(text[m.end() :])
-    return text
 
 
 def is_progress(text: str) -> bool:
@@ -108,6 +76,17 @@ def _record(text: str) -> Record:
         level = "WARNING" if h.group("level") == "WARN" else h.group("level")
         src = h.group("src")
         text = text[h.end() :]
+    elif text[:1] in "DIWEC":
+        u = _UVICORN.match(text)
+        if u:
+            level = u.group("level")
+            text = text[u.end() :]
+    elif text[:1] == "[":
+        g = _GLOG.match(text)
+        if g:
+            level = _GLOG_LEVEL[g.group("level")]
+            src = g.group("src")
+            text = text[g.end() :]
     return Record(proc, level, src, text)
 
 
@@ -117,14 +96,14 @@ def split_records(line: str) -> list[Record]:
     out: list[Record] = []
     # tqdm redraws with \r; every segment is a frame or a record that followed it.
     for segment in line.split("\r") if "\r" in line else (line,):
-        segment = strip_transport(segment)
+        segment = unwrap(segment)
         if not segment.strip() or is_progress(segment):
             continue
         # Interleaved writers: a process prefix after the start begins a new record.
         interleaved = segment.find("pid=", 1) != -1
         parts = [p for p in _PROC_MID.split(segment) if p.strip()] if interleaved else [segment]
         for part in parts:
-            rec = _record(strip_transport(part))
+            rec = _record(unwrap(part))
             if rec.msg.strip():
                 out.append(rec)
     return out

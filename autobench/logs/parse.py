@@ -138,14 +138,47 @@ class LogReport:
         return out
 
 
+# autobench's own note where it begins to stop the server (autobench/run/runtimes.py)
+TEARDOWN_MARK = "[autobench] teardown"
+# Evidence that the server served a request: an access line of a POST, or vLLM's own
+# request log lines.
+_POST_B = b'"POST '
+_REQUEST_NEEDLES = ("Received request", "Added request")
+
+
 class _Parser:
-    def __init__(self) -> None:
+    def __init__(self, teardown_line: int | None = None) -> None:
         self.report = LogReport()
         self.stats = StatsSummary()
         self.spec = SpecSummary()
         self.cause = RootCauseTracker()
+        self.teardown_line = teardown_line  # lines after it are autobench's teardown
+        self.ready_line: int | None = None
+        self.served_line: int | None = None  # the first request served after ready
         self._pending_age = 0
         self._refresh()
+
+    @property
+    def _want_request(self) -> bool:
+        """Ready, no request seen yet, and a later failure could still clear readiness."""
+        return self.ready_line is not None and self._may_want_request
+
+    @property
+    def _may_want_request(self) -> bool:
+        """The same, before readiness is known: what the block classifier and the
+        trigger (decided once per block) must let through."""
+        return self.served_line is None and not self._cause_done
+
+    def _served(self, lineno: int) -> None:
+        if self.served_line is None:
+            self.served_line = lineno
+            self._refresh()
+
+    def teardown(self) -> None:
+        """Autobench began to stop the server: what follows is no cause."""
+        if not self.cause.stopped:
+            self.cause.stop()
+            self._refresh()
 
     def _refresh(self) -> None:
         """Recompute the live trigger after a line changed what is known."""
@@ -157,6 +190,10 @@ class _Parser:
         if not self._cause_done:
             needles.update(CAUSE_NEEDLES)
             needles.add("assert")
+            needles.add(TEARDOWN_MARK)
+            if self._may_want_request:
+                needles.update(_REQUEST_NEEDLES)
+        self._want_post = self._want_request
         self._trigger = _trigger(frozenset(needles))
 
     def _pending(self) -> bool:
@@ -182,8 +219,12 @@ class _Parser:
                     for m in STATS_BYTES.finditer(raw):
                         self.stats.add(m, lineno)
                     return
-            elif _ACCESS_B in raw or (_DEBUG_NEEDLE in raw and _DEBUG_B.search(raw)):
-                return  # uvicorn access lines and DEBUG records state no fact and no cause
+            elif _ACCESS_B in raw:
+                if self._want_post and _POST_B in raw:
+                    self._served(lineno)
+                return  # uvicorn access lines state no fact and no cause
+            elif _DEBUG_NEEDLE in raw and _DEBUG_B.search(raw):
+                return  # DEBUG records state no fact and no cause
             elif not self._trigger.search(raw):
                 return
         self._records(raw, lineno)
@@ -211,8 +252,15 @@ class _Parser:
                         if key not in report.lines:
                             setattr(report, key, value)
                             report.lines[key] = lineno
-                    if report.ready:
+                    if report.ready and self.ready_line is None:
                         cause.ready = True
+                        self.ready_line = report.lines["ready"]
+            if feed_cause and self._want_post and any(n in msg for n in _REQUEST_NEEDLES):
+                self._served(lineno)
+            if feed_cause and msg.startswith(TEARDOWN_MARK):
+                self.teardown()
+                feed_cause = False
+                continue
             if feed_cause and (
                 cause._expect_code
                 or (rec.level not in ("INFO", "DEBUG") and (any(n in msg for n in CAUSE_NEEDLES) or "assert" in msg))
@@ -223,7 +271,18 @@ class _Parser:
 
     def feed_lines(self, lines: list[bytes], base: int) -> None:
         """``feed(lines[k], base + k + 1)`` for every k, in bulk: the same decisions,
-        with the per-line work done only where :meth:`feed` would do more than skip."""
+        with the per-line work done only where :meth:`feed` would do more than skip.
+        Lines after ``teardown_line`` are fed after :meth:`teardown`."""
+        cut = self.teardown_line
+        if cut is not None and not self.cause.stopped and cut < base + len(lines):
+            head = max(cut - base, 0)
+            if head:
+                self._feed_lines(lines[:head], base)
+            self.teardown()
+            lines, base = lines[head:], base + head
+        self._feed_lines(lines, base)
+
+    def _feed_lines(self, lines: list[bytes], base: int) -> None:
         n = len(lines)
         i = 0
         feed = self.feed
@@ -255,11 +314,15 @@ class _Parser:
         mark = marked.append
         trigger = self._trigger.search
         debug = _DEBUG_B.search
-        s_b, a_b, d_b = _STATS_B, _ACCESS_B, _DEBUG_NEEDLE
+        s_b, a_b, d_b, post = _STATS_B, _ACCESS_B, _DEBUG_NEEDLE, _POST_B
+        want_post = self._may_want_request
         for k, line in enumerate(islice(lines, start, None) if start else lines, start):
             if s_b in line:
                 add_stats(k)
-            elif (b'"' in line and a_b in line) or (d_b in line and debug(line)):
+            elif b'"' in line and a_b in line:
+                if want_post and post in line:
+                    mark(k)  # maybe the first request after ready: feed() decides
+            elif d_b in line and debug(line):
                 continue
             elif trigger(line):
                 mark(k)
@@ -304,9 +367,19 @@ class _Parser:
         report.lines_read = lines_read
         report.stats = self.stats.to_dict()
         report.spec_decode = self.spec.to_dict()
-        report.root_cause = self.cause.result()
-        if report.root_cause is not None:
-            report.lines["root_cause"] = report.root_cause.line
+        cause = report.root_cause = self.cause.result()
+        if cause is not None:
+            report.lines["root_cause"] = cause.line
+            ready_at = self.ready_line
+            if (
+                ready_at is not None
+                and cause.line > ready_at
+                and (self.served_line is None or self.served_line > cause.line)
+            ):
+                # ready means ready: the server failed after its startup line and before
+                # it served anything (it never bound its port, or its engine died)
+                report.ready = False
+                del report.lines["ready"]
         return report
 
 
@@ -392,14 +465,21 @@ def _feed_iterable(parser: _Parser, source: Iterable[str] | Iterable[bytes], bat
     return n
 
 
-def parse_log(path_or_lines: str | os.PathLike[str] | IO[bytes] | Iterable[str] | Iterable[bytes]) -> LogReport:
+def parse_log(
+    path_or_lines: str | os.PathLike[str] | IO[bytes] | Iterable[str] | Iterable[bytes],
+    *,
+    teardown_line: int | None = None,
+) -> LogReport:
     """Parse a vLLM server log: a path, a binary file object, or any iterable of lines
     (str or bytes, e.g. a text file).
 
-    A str is a path (use ``text.splitlines()`` to parse text).  Raises LogError for a
-    missing, unreadable or binary file.
+    A str is a path (use ``text.splitlines()`` to parse text).  ``teardown_line``: the
+    number of lines the log had when autobench began to stop the server; what the
+    server logs after it (its shutdown) is never a root cause.  A line starting with
+    ``[autobench] teardown`` (autobench's own note) marks the same.  Raises LogError
+    for a missing, unreadable or binary file.
     """
-    parser = _Parser()
+    parser = _Parser(teardown_line)
     if isinstance(path_or_lines, (str, os.PathLike)):
         with _open(path_or_lines) as f:
             n = _feed_reader(parser, f, str(path_or_lines))

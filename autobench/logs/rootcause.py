@@ -27,80 +27,173 @@ from typing import Any
 
 from autobench.logs.lines import Record
 
-CATEGORIES: tuple[str, ...] = (
-    "assertion",
-    "cuda_oom",
-    "no_kv_cache_memory",
-    "max_model_len_too_large",
-    "unsupported_architecture",
-    "config_validation",
-    "hub_auth",
-    "hub_not_found",
-    "missing_files",
-    "unsupported_quantization_or_kernel",
-    "other",
-)
-
-# Ordered: the first matching category wins (hub_not_found before hub_auth because the
-# Hub answers 401 for a repository that does not exist when the caller is anonymous).
-_CLASSES: list[tuple[str, re.Pattern[str]]] = [
-    (name, re.compile(rx))
-    for name, rx in [
-        ("cuda_oom", r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory"),
-        (
-            "no_kv_cache_memory",
-            r"No available memory for the cache blocks|[Nn]ot enough (?:GPU )?memory (?:available )?"
-            r"for (?:the )?KV cache|Insufficient memory for (?:the )?KV cache",
-        ),
-        (
-            "max_model_len_too_large",
-            r"max seq len \(\d+\) is larger than the maximum number of tokens"
-            r"|To serve at least one request with the models?'s max seq len",
-        ),
-        (
-            "hub_not_found",
-            r"RepositoryNotFoundError|RevisionNotFoundError|Repository Not Found for url"
-            r"|404 Client Error|is not a valid model identifier",
-        ),
-        (
-            "hub_auth",
-            r"GatedRepoError|gated repo|401 Client Error|403 Client Error|Invalid user token"
-            r"|is restricted\. You must|Unauthorized for url",
-        ),
-        (
-            "missing_files",
-            r"EntryNotFoundError|does not appear to have a file named|Cannot find any model weights"
-            r"|No such file or directory|FileNotFoundError|Invalid repository ID or local directory"
-            r"|Can't load (?:the )?(?:tokenizer|config)|outgoing traffic has been disabled",
-        ),
-        (
-            "unsupported_quantization_or_kernel",
-            r"quantization method \S+ is not supported|Quantization scheme is not supported"
-            r"|Unknown quantization method|[Uu]nsupported quantization"
-            r"|Failed to find a kernel that can implement|is not valid for this configuration"
-            r"|not supported for the current GPU|No \S+ MoE backend supports"
-            r"|no kernel image is available",
-        ),
-        (
-            "unsupported_architecture",
-            r"Model architectures? \[[^\]]*\] (?:are|is) not supported|Cannot find model module",
-        ),
-        (
-            "config_validation",
-            r"ValidationError|validation errors? for \w+|Value error, |argument --[\w-]+: "
-            r"|unrecognized arguments|invalid choice: ",
-        ),
-    ]
+# name -> (one-line hint for the user, pattern or None).  Ordered: the first matching
+# pattern wins (port and driver failures quote other words; NCCL errors mention CUDA;
+# hub errors mention files; a page-size assertion may involve a draft model).
+_TABLE: list[tuple[str, str, str | None]] = [
+    (
+        "port_in_use",
+        "another process holds the server's port: stop it or give the recipe another port",
+        r"[Aa]ddress already in use|\[Errno 98\]|\[Errno 48\]|EADDRINUSE",
+    ),
+    (
+        "driver_mismatch",
+        "the image's CUDA needs a newer host driver: upgrade the NVIDIA driver or use an image built for an older CUDA",
+        r"driver version is insufficient|NVIDIA driver on your system is too old|Found no NVIDIA driver"
+        r"|cudaErrorInsufficientDriver|CUDA_ERROR_SYSTEM_DRIVER_MISMATCH|forward compatibility was attempted"
+        r"|unsupported display driver|[Dd]river/library version mismatch|cudaErrorCompatNotSupportedOnDevice"
+        r"|CUDA driver (?:version )?is (?:too old|insufficient)|NVML_ERROR_LIB_RM_VERSION_MISMATCH",
+    ),
+    (
+        "distributed",
+        "the workers could not connect or be placed: check NCCL/Gloo networking (NCCL_DEBUG=INFO), shared "
+        "memory (--ipc=host or a larger --shm-size) and that every node has the GPUs the parallel sizes need",
+        r"\bNCCL error|nccl\w*Error|ncclInternalError|ncclUnhandledCudaError|ncclSystemError|ncclInvalidUsage"
+        r"|ncclRemoteError|NCCL (?:WARN|failure|communicator was aborted)|ProcessGroupNCCL|DistBackendError"
+        r"|DistNetworkError|DistStoreError|\[Gloo\].*(?:[Ee]rror|failed|[Tt]imed out)|gloo/transport"
+        r"|placement group|No available node types can fulfill|Cannot provide a placement group"
+        r"|[Nn]o CUDA GPUs are available|[Nn]o GPUs? (?:is |are )?(?:available|found)|has no GPU"
+        r"|required GPUs exceeds|larger than the number of available GPUs|Ray does not allocate any GPUs"
+        r"|not enough GPUs",
+    ),
+    (
+        "hub_access",
+        "the Hub refused the model: check the repo id and revision, accept a gated model's licence on the Hub, "
+        "and pass HF_TOKEN by name",
+        r"RepositoryNotFoundError|RevisionNotFoundError|GatedRepoError|Repository Not Found for url"
+        r"|(?:401|403|404) Client Error|is not a valid model identifier|gated repo|is restricted\. You must"
+        r"|Invalid user token|Unauthorized for url|Invalid credentials in Authorization header"
+        r"|not a valid git identifier \(branch name, tag name or commit id\)",
+    ),
+    (
+        "kv_page_size",
+        "hybrid (mamba + attention) KV page sizes do not line up: set --block-size explicitly, change the KV "
+        "cache dtype, or use a vLLM release that supports this model",
+        r"page_size_bytes|max_page_size|page_size_padded|[Mm]amba page size|attention page size"
+        r"|page size (?:of|for) (?:the )?(?:mamba|attention)|same page size|unify_kv_cache_spec"
+        r"|unify_hybrid_kv_cache_specs|KV cache groups? with different page sizes",
+    ),
+    (
+        "speculative_config",
+        "check the speculative-decoding settings: method, draft model and num_speculative_tokens, and whether "
+        "this vLLM supports that method with this target model",
+        r"[Ss]peculative|SpeculativeConfig|num_speculative_tokens|[Dd]raft model|draft_model|\bEAGLE|[Ee]agle\d?\b"
+        r"|spec_decode",
+    ),
+    (
+        "gpu_memory",
+        "the model, KV cache and activations do not fit: raise --gpu-memory-utilization, lower --max-model-len "
+        "or --max-num-seqs, free the GPU, or shard over more GPUs",
+        r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory|CUBLAS_STATUS_ALLOC_FAILED"
+        r"|No available memory for the cache blocks|[Nn]ot enough (?:GPU )?memory (?:available )?"
+        r"for (?:the )?KV cache|Insufficient memory for (?:the )?KV cache|less than desired [GC]PU memory utilization"
+        r"|max seq len \(\d+\) is larger than the maximum number of tokens"
+        r"|To serve at least one request with the models?'s max seq len|Error in memory profiling"
+        r"|larger than the available KV cache memory|[Ii]nsufficient (?:GPU )?memory|out of memory",
+    ),
+    (
+        "cuda_oom",
+        "the GPU ran out of memory while serving: lower --max-num-seqs or --max-num-batched-tokens, or lower "
+        "--gpu-memory-utilization to leave room for activations",
+        None,  # a gpu_memory out-of-memory error after the server was ready
+    ),
+    (
+        "compile_failed",
+        "torch.compile or Triton failed: retry with --enforce-eager (or compilation level 0), clear "
+        "~/.cache/vllm/torch_compile_cache, or use a matching torch/Triton build",
+        r"torch\._dynamo|torch\._inductor|BackendCompilerFailed|InductorError|triton\.compiler"
+        r"|CompilationError|TritonError|[Tt]riton (?:[Ee]rror|compil)|ptxas (?:fatal|error)|nvcc fatal"
+        r"|failed to compile|Compilation failed|torch\.compile",
+    ),
+    (
+        "missing_kernel",
+        "no usable kernel for this GPU, dtype or quantization (or a kernel library built for another torch): "
+        "choose another quantization, attention backend or dtype, a GPU with the compute capability it needs, "
+        "or matching wheels",
+        r"Failed to find a kernel that can implement|no kernel image is available|not supported for the current GPU"
+        r"|[Mm]inimum capability|compute capability|No \S+ MoE backend supports|is not valid for this configuration"
+        r"|undefined symbol|not compiled with|is not supported on this (?:GPU|device)|requires (?:a )?GPU with"
+        r"|FlashAttention only supports|does not support (?:the )?(?:current|this) (?:GPU|device)"
+        r"|Bfloat16 is only supported on GPUs with|No available (?:attention )?backend|sm_\d+ is not",
+    ),
+    (
+        "unsupported_model",
+        "this vLLM (or its transformers) cannot run this model or quantization: use a release that supports "
+        "it, another checkpoint, or --trust-remote-code where the model needs it",
+        r"Model architectures? \[[^\]]*\] (?:are|is) not supported|Cannot find model module"
+        r"|quantization method \S+ is not supported|Unknown quantization method|[Uu]nsupported quantization"
+        r"|Quantization scheme is not supported|does not recognize this architecture|is not supported for now"
+        r"|model type `?\w+`? but Transformers does not recognize|[Uu]nsupported model (?:type|architecture)"
+        r"|not supported by vLLM|Currently, only \S+ quantization",
+    ),
+    (
+        "missing_files",
+        "a file the server needs is not there: check the model path or mount, that the download finished "
+        "(safetensors shards, tokenizer files), and HF_HUB_OFFLINE",
+        r"EntryNotFoundError|does not appear to have a file named|Cannot find any model weights"
+        r"|No such file or directory|FileNotFoundError|Invalid repository ID or local directory"
+        r"|Can't load (?:the )?(?:tokenizer|config)|outgoing traffic has been disabled"
+        r"|HeaderTooLarge|SafetensorError|incomplete metadata|MetadataIncompleteBuffer|LocalEntryNotFoundError",
+    ),
+    (
+        "tokenizer",
+        "the tokenizer or chat template could not be used: pass --tokenizer, --tokenizer-mode or "
+        "--chat-template, or install the package the tokenizer needs",
+        r"chat template|chat_template|TemplateError|TemplateSyntaxError|UndefinedError"
+        r"|[Tt]okenizer class \S+ does not exist|tokenizer_mode|[Tt]okenizer\w*(?:Error| failed| is not)"
+        r"|sentencepiece|tiktoken|mistral_common|Failed to load (?:the )?tokenizer",
+    ),
+    (
+        "launcher_usage",
+        "the command line was refused: check the flag names and values against `vllm serve --help` of "
+        "this vLLM version",
+        r"unrecognized arguments|No such option|invalid choice: |argument --[\w-]+: |the following arguments "
+        r"are required|Got unexpected extra argument|ambiguous option|[Ee]xpected one argument|Missing argument",
+    ),
+    (
+        "config_validation",
+        "a setting was rejected: the detail line names the field and what it allows",
+        r"ValidationError|validation errors? for \w+|Value error, ",
+    ),
+    (
+        "assertion",
+        "an internal assertion failed: look at its location and search vLLM's issues for it",
+        None,  # the exception is AssertionError and nothing more specific matched
+    ),
+    (
+        "boot_failed",
+        "the engine failed to start but this log never says why: the cause is in output that did not reach "
+        "it (a worker's log, or rerun with VLLM_LOGGING_LEVEL=DEBUG)",
+        None,  # only a wrapper ("EngineCore failed to start", ...) before the server was ready
+    ),
+    (
+        "engine_died",
+        "the engine died after the server was up but this log never says why: look at the worker's output",
+        None,  # only a wrapper (EngineDeadError, ...) after the server was ready
+    ),
+    ("other", "not a known failure: read the message and its location", None),
 ]
+
+CATEGORIES: tuple[str, ...] = tuple(name for name, _, _ in _TABLE)
+#: one line per category telling a user what to do
+HINTS: dict[str, str] = {name: hint for name, hint, _ in _TABLE}
+_CLASSES: list[tuple[str, re.Pattern[str]]] = [(name, re.compile(rx)) for name, _, rx in _TABLE if rx]
+_OOM = re.compile(r"out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED")
+# Categories an API server reports for one bad request once it serves: not a server failure.
+_REQUEST_LEVEL = frozenset({"other", "tokenizer", "config_validation", "launcher_usage", "assertion"})
 
 # Messages that only say "something above failed".
 _WRAPPER = re.compile(
     r"EngineCore failed to start|Engine core initialization failed|EngineDeadError"
     r"|EngineCore encountered (?:an issue|a fatal error)|EngineCore hit an exception"
     r"|WorkerProc failed to start|WorkerProc hit an exception|Worker proc \S+ died unexpectedly"
-    r"|Error executing method|Exception in worker|MQLLMEngine terminated|failed to start the engine"
+    r"|WorkerProc initialization failed|initialization failed due to an exception in a background process"
+    r"|Engine core proc \S+ died unexpectedly|Error executing method|Exception in worker|MQLLMEngine terminated"
+    r"|failed to start the engine|Engine process failed to start"
 )
-_WRAPPER_EXC = {"KeyboardInterrupt", "SystemExit", "EngineDeadError", "EngineGenerateError", "CancelledError"}
+_WRAPPER_EXC = {"EngineDeadError", "EngineGenerateError"}
+# A stop by signal: an interrupted boot says nothing more; after the server was ready it is no failure.
+_SIGNAL_EXC = {"KeyboardInterrupt", "SystemExit", "CancelledError"}
 
 _EXC = re.compile(
     r"^(?:[A-Za-z_]\w*\.)*(?P<exc>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))(?:: ?(?P<text>.*))?$"
@@ -132,12 +225,20 @@ NEEDLES: tuple[str, ...] = (
     "does not appear",
     "Cannot",
     "Can't",
-    "No such file",
+    "No such",
     "Value error",
     "argument",
     "kernel",
     "memory for",
     "Quantization",
+    "less than desired",
+    "already in use",
+    "NCCL",
+    "driver",
+    "placement group",
+    "Unrecognized",
+    "unrecognized",
+    "Got unexpected",
 )
 _MAX_MESSAGE = 600
 
@@ -153,15 +254,28 @@ class RootCause:
     detail: str | None = None  # first detail line of a pydantic ValidationError
     generic: bool = False  # True: only a wrapper was found; the log never states the cause
 
+    @property
+    def hint(self) -> str:
+        return HINTS.get(self.category, HINTS["other"])
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def classify(text: str) -> str:
+def classify(text: str, ready: bool = False) -> str:
+    """The category of a cause message; an out-of-memory error is ``gpu_memory`` while
+    the server boots and ``cuda_oom`` once it was ready."""
     for name, rx in _CLASSES:
         if rx.search(text):
+            if name == "gpu_memory" and ready and _OOM.search(text):
+                return "cuda_oom"
             return name
     return "other"
+
+
+def hint(category: str | None) -> str | None:
+    """The one-line hint of a category (None for a category this version does not know)."""
+    return HINTS.get(category or "")
 
 
 class RootCauseTracker:
@@ -171,6 +285,7 @@ class RootCauseTracker:
         self.cause: RootCause | None = None
         self.wrapper: RootCause | None = None
         self.ready = False  # set by the parser once the server said it is up
+        self.stopped = False  # set by the parser where autobench's teardown began
         self._frame: dict[str | None, tuple[str, int, str | None]] = {}
         self._expect_code: dict[str | None, bool] = {}
         self._code: dict[str | None, str] = {}
@@ -179,10 +294,19 @@ class RootCauseTracker:
     @property
     def done(self) -> bool:
         """True once nothing fed from now on can change :meth:`result`: the cause is
-        known and no pydantic detail line is awaited.  The parser stops feeding then."""
-        return self.cause is not None and self._detail_for is False
+        known and no pydantic detail line is awaited, or the teardown began.  The
+        parser stops feeding then."""
+        return self.stopped or (self.cause is not None and self._detail_for is False)
+
+    def stop(self) -> None:
+        """Autobench's own teardown began: nothing after it is a cause."""
+        self.stopped = True
+        self._detail_for = False
+        self._expect_code.clear()
 
     def feed(self, rec: Record, line: int) -> None:
+        if self.stopped:
+            return
         proc, msg = rec.proc, rec.msg
         if rec.level in ("INFO", "DEBUG", "WARNING"):
             self._expect_code.pop(proc, None)
@@ -193,6 +317,11 @@ class RootCauseTracker:
         if self._detail_for is not False and self._detail_for == proc and self.cause is not None:
             if msg[:1].isspace() and not stripped.startswith("For further information"):
                 self.cause.detail = re.sub(r"\s*\[type=.*$", "", stripped)[:_MAX_MESSAGE]
+                if self.cause.category == "config_validation":
+                    # "1 validation error for SpeculativeConfig" says little; its detail says what
+                    self.cause.category = classify(self.cause.detail, self.ready)
+                    if self.cause.category in ("other", "launcher_usage"):
+                        self.cause.category = "config_validation"
             self._detail_for = False
         if stripped.startswith("Traceback (most recent call last)"):
             self._frame.pop(proc, None)
@@ -216,11 +345,21 @@ class RootCauseTracker:
             self._exception(rec, line, em.group("exc"), (em.group("text") or "").strip(), stripped)
             return
         if self.cause is None:
-            category = classify(stripped)
-            if category != "other":
+            if _WRAPPER.search(stripped):
+                self._wrapper(stripped, line, None)
+                return
+            category = classify(stripped, self.ready)
+            if category != "other" and not self._request_level(category, proc):
                 self._set(RootCause(category, stripped[:_MAX_MESSAGE], line))
-            elif self.wrapper is None and _WRAPPER.search(stripped):
-                self.wrapper = RootCause("other", stripped[:_MAX_MESSAGE], line, generic=True)
+
+    def _request_level(self, category: str, proc: str | None) -> bool:
+        """An error a serving API server logs for one bad request, not a failure of the server."""
+        return self.ready and category in _REQUEST_LEVEL and not (proc and ("EngineCore" in proc or "Worker" in proc))
+
+    def _wrapper(self, full: str, line: int, exc: str | None) -> None:
+        if self.wrapper is None:
+            category = "engine_died" if self.ready else "boot_failed"
+            self.wrapper = RootCause(category, full[:_MAX_MESSAGE], line, exception=exc, generic=True)
 
     def _exception(self, rec: Record, line: int, exc: str, text: str, full: str) -> None:
         proc = rec.proc
@@ -228,24 +367,30 @@ class RootCauseTracker:
         code = self._code.pop(proc, None)
         if self.cause is not None:
             return
-        wrapper = exc in _WRAPPER_EXC or bool(_WRAPPER.search(full))
-        if wrapper:
-            if self.wrapper is None:
+        if exc in _SIGNAL_EXC:
+            if self.wrapper is None and not self.ready:
                 self.wrapper = RootCause("other", full[:_MAX_MESSAGE], line, exception=exc, generic=True)
             return
-        category = "assertion" if exc == "AssertionError" else classify(full)
-        if self.ready and category == "other" and not (proc and ("EngineCore" in proc or "Worker" in proc)):
+        if exc in _WRAPPER_EXC or _WRAPPER.search(full):
+            self._wrapper(full, line, exc)
+            return
+        category = classify(full, self.ready)
+        if exc == "AssertionError":
+            # a bare assert: its source line (shown in the traceback) says what failed
+            if not text and code and code.startswith("assert"):
+                full = code
+            category = classify(full, self.ready)
+            if category in ("other", "config_validation", "launcher_usage"):
+                category = "assertion"
+        if self._request_level(category, proc):
             return  # a request-level error of a serving API server, not a failure of the server
-        message = full
-        if exc == "AssertionError" and not text and code and code.startswith("assert"):
-            message = code
-        cause = RootCause(category, message[:_MAX_MESSAGE], line, exception=exc)
+        cause = RootCause(category, full[:_MAX_MESSAGE], line, exception=exc)
         if frame is not None:
             path, lineno, func = frame
             cause.location = f"{os.path.basename(path)}:{lineno}"
             cause.function = func
         self._set(cause)
-        if category == "config_validation":
+        if exc.endswith("ValidationError"):
             self._detail_for = proc
 
     def _set(self, cause: RootCause) -> None:

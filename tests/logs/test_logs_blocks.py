@@ -295,7 +295,7 @@ def test_every_fact_pattern_knows_the_keys_it_can_set() -> None:
                 if m:
                     assert set(p.facts(m)) <= set(p.keys), p.needle
                     matched.add(p.needle)
-    assert {p.needle for p in BOOT_PATTERNS} - matched <= {"LLM engine (v", "kv_cache_size="}
+    assert {p.needle for p in BOOT_PATTERNS} - matched <= {"LLM engine (v", "kv_cache_size=", "GiB for KV cache"}
 
 
 def test_known_facts_and_a_settled_cause_stop_triggering() -> None:
@@ -314,7 +314,7 @@ def test_known_facts_and_a_settled_cause_stop_triggering() -> None:
             b"ERROR 01-01 00:00:00 [x.py:1] ValueError: No available memory for the cache blocks.",
         ]
     )
-    assert r.root_cause is not None and (r.root_cause.category, r.root_cause.line) == ("cuda_oom", 2)
+    assert r.root_cause is not None and (r.root_cause.category, r.root_cause.line) == ("gpu_memory", 2)
 
 
 _GREEDY_NUM = r"(\d+(?:\.\d+)?)"

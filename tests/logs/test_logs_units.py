@@ -13,7 +13,7 @@ import pytest
 from autobench.errors import LogError
 from autobench.logs import parse_log
 from autobench.logs.lines import split_records
-from autobench.logs.rootcause import classify
+from autobench.logs.rootcause import HINTS, classify
 
 # --- normalisation -----------------------------------------------------------------
 
@@ -97,23 +97,49 @@ def test_moe_line_is_not_an_attention_backend() -> None:
 @pytest.mark.parametrize(
     ("text", "category"),
     [
-        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "cuda_oom"),
-        ("ValueError: No available memory for the cache blocks. Try increasing", "no_kv_cache_memory"),
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "gpu_memory"),
+        ("ValueError: No available memory for the cache blocks. Try increasing", "gpu_memory"),
         (
             "ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can "
             "be stored in KV cache (2400).",
-            "max_model_len_too_large",
+            "gpu_memory",
         ),
-        ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now.", "unsupported_architecture"),
-        ("pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig", "config_validation"),
-        ("huggingface_hub.errors.GatedRepoError: 401 Client Error.", "hub_auth"),
-        ("huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error.", "hub_not_found"),
+        (
+            "ValueError: Free memory on device (14.5/15.7 GiB) on startup is less than desired GPU memory "
+            "utilization (0.95, 14.9 GiB). Decrease GPU memory utilization or reduce GPU memory used by other "
+            "processes.",
+            "gpu_memory",
+        ),
+        ("ValueError: Model architectures ['FooForCausalLM'] are not supported for now.", "unsupported_model"),
+        (
+            "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig",
+            "speculative_config",
+        ),
+        ("pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig", "config_validation"),
+        ("huggingface_hub.errors.GatedRepoError: 401 Client Error.", "hub_access"),
+        ("huggingface_hub.errors.RepositoryNotFoundError: 404 Client Error.", "hub_access"),
         ("OSError: /m does not appear to have a file named config.json.", "missing_files"),
-        ("ValueError: Unknown quantization method: foo.", "unsupported_quantization_or_kernel"),
+        ("ValueError: Unknown quantization method: foo.", "unsupported_model"),
+        (
+            "torch.distributed.DistBackendError: NCCL error in: ../torch/csrc/distributed/c10d/NCCLUtils.hpp:275",
+            "distributed",
+        ),
+        ("RuntimeError: No CUDA GPUs are available", "distributed"),
+        (
+            "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): address already in use",
+            "port_in_use",
+        ),
+        ("vllm serve: error: unrecognized arguments: --foo", "launcher_usage"),
+        ("Error: No such option: --max-model-length", "launcher_usage"),
+        ("RuntimeError: The NVIDIA driver on your system is too old (found version 11040).", "driver_mismatch"),
+        ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:", "compile_failed"),
+        ("ValueError: Cannot use chat template functions because tokenizer.chat_template is not set", "tokenizer"),
+        ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "missing_kernel"),
         ("RuntimeError: something else broke", "other"),
     ],
 )
 def test_classification(text: str, category: str) -> None:
+    assert category in HINTS
     assert classify(text) == category
 
 
@@ -142,7 +168,7 @@ def test_first_real_cause_beats_later_wrappers_and_earlier_wrapper() -> None:
         ]
     )
     rc = r.root_cause
-    assert rc is not None and (rc.category, rc.line, rc.location, rc.generic) == ("cuda_oom", 5, "a.py:5", False)
+    assert rc is not None and (rc.category, rc.line, rc.location, rc.generic) == ("gpu_memory", 5, "a.py:5", False)
 
 
 def test_request_errors_after_startup_are_not_server_failures() -> None:
@@ -210,11 +236,11 @@ def test_cli_json_and_one_line_errors(tmp_path, repo_root) -> None:
         check=True,
     )
     data = json.loads(run.stdout)
-    assert data["root_cause"]["category"] == "assertion" and data["vllm_version"] == "0.23.1"
+    assert data["root_cause"]["category"] == "kv_page_size" and data["vllm_version"] == "0.23.1"
     text = subprocess.run(
         [sys.executable, "-m", "autobench", "logs", "parse", str(log)], capture_output=True, text=True, check=True
     ).stdout
-    assert "root cause: [assertion] assert page_size_bytes == max_page_size at kv_cache_utils.py:1077" in text
+    assert "root cause: [kv_page_size] assert page_size_bytes == max_page_size at kv_cache_utils.py:1077" in text
     for bad in (tmp_path / "missing.log", tmp_path):
         err = subprocess.run(
             [sys.executable, "-m", "autobench", "logs", "parse", str(bad)], capture_output=True, text=True

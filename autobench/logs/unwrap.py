@@ -1,0 +1,99 @@
+"""Unwrap one physical log line: strip what carried or pasted it, keep what vLLM wrote.
+
+A vLLM line reaches us inside layers added by whoever moved it, in any order and
+any number:
+
+* transports: docker ``--timestamps`` (``2025-10-15T00:06:46.7Z ``), CI stamps
+  (``[2025-03-10T15:07:20Z] ``), journald (``Aug 18 14:15:04 host python3[28059]: ``),
+  docker compose (``vllm-1  | `` and ``[vllm] | ``), a bare CI column (``  | ``),
+  ``kubectl logs --prefix`` (``[pod/vllm-0/vllm] ``), Slurm ``srun --label``
+  (``0: ``);
+* paste artefacts: Markdown quote markers (``> ``, ``>> ``), emphasis or inline
+  code around the whole line (``**...**``, ``*...*``, ``__...__``, `` `...` ``);
+* ANSI colour codes (also with the ESC mangled into U+FFFD by a paste).
+
+:func:`unwrap` strips them one layer at a time until none is left (at most
+:data:`MAX_LAYERS`), so ``> **vllm-1  | 2025-...Z ERROR ...**`` comes out as
+``ERROR ...``.  The text is never otherwise changed, and the caller keeps the
+physical line number: unwrapping works on one line and never joins or splits lines.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_LAYERS = 8
+
+# ESC[...m and the same sequence whose ESC was mangled into U+FFFD by a paste.
+_ANSI = re.compile(r"(?:\x1b|\ufffd)\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+# docker logs --timestamps / kubectl --timestamps: 2025-10-15T00:06:46.700988901Z
+_DOCKER_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ")
+# CI systems: [2025-03-10T15:07:20Z]
+_CI_TS = re.compile(r"\[\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\] ?")
+# kubectl logs --prefix: [pod/vllm-7d9f-x2/vllm]
+_KUBECTL = re.compile(r"\[pod/[^\]\s/]+/[^\]\s]+\] ")
+# docker compose with a bracketed service: "[vllm] | "
+_COMPOSE_BRACKET = re.compile(r"\[[\w.-]+\]\s*\| ")
+# journald: "Aug 18 14:15:04 host python3[28059]: " (month in any language)
+_JOURNALD = re.compile(r"\S{3,5}\.? {1,2}\d{1,2} \d\d:\d\d:\d\d \S+ [\w.@/-]+\[\d+\]: ")
+# docker compose: "vllm-1  | " (also "vllm-1 | ")
+_COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]*\s+\| ")
+# a bare CI column: "  | "
+_COLUMN = re.compile(r"\s+\| ")
+# Slurm srun --label: "0: " / "12: " (task id)
+_SLURM = re.compile(r" {0,3}\d{1,4}: (?=\S)")
+# Markdown block quotes: "> ", ">> ", "> > "
+_QUOTE = re.compile(r"(?:> ?)+")
+# Markdown emphasis or inline code around the whole line
+_EMPHASIS = re.compile(r"(\*\*|__|\*|_|`+)(?=\S)(.*\S)\1\s*$")
+
+
+def strip_ansi(text: str) -> str:
+    if "\x1b" not in text and "\ufffd[" not in text:
+        return text
+    return _ANSI.sub("", text)
+
+
+def _layer(text: str) -> str | None:
+    """``text`` without its outermost layer, or None when it has none."""
+    c = text[:1]
+    if c.isdigit():
+        m = _DOCKER_TS.match(text) or _SLURM.match(text)
+    elif c == "[":
+        m = _CI_TS.match(text) or _KUBECTL.match(text) or _COMPOSE_BRACKET.match(text)
+    elif c == ">":
+        m = _QUOTE.match(text)
+    elif c in "*_`":
+        e = _EMPHASIS.match(text)
+        return e.group(2) if e else None
+    elif c == " ":
+        head = text[:96]
+        m = _COLUMN.match(text) if "| " in head else None
+        if m is None and ": " in head:
+            m = _SLURM.match(text)
+    elif c.isalpha():
+        head = text[:96]
+        m = None
+        if "]: " in head:
+            m = _JOURNALD.match(text)
+        if m is None and "| " in head:
+            m = _COMPOSE.match(text)
+    else:
+        return None
+    return text[m.end() :] if m else None
+
+
+def unwrap(text: str) -> str:
+    """``text`` (one line, no newline) without its transport prefixes and paste artefacts."""
+    c = text[:1]
+    if c == "(" or not c:  # a vLLM process prefix: nothing outside it (the common case)
+        return text
+    for _ in range(MAX_LAYERS):
+        inner = _layer(text)
+        if inner is None:
+            break
+        text = inner
+        if text[:1] == "(":
+            break
+    return text
