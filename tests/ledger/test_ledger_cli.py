@@ -115,7 +115,7 @@ def test_record_with_log_takes_boot_facts_and_root_cause(capsys, db_path, tmp_pa
     assert code == 0, err
     assert out.startswith("recorded run #1-")
     rec = open_ledger(db_path).get(1)
-    assert rec.root_cause_category == "assertion"
+    assert rec.root_cause_category == "kv_page_size"
     assert rec.root_cause_message == (
         "assert page_size_bytes == max_page_size at kv_cache_utils.py:1077 in get_kv_cache_groups"
     )
@@ -137,7 +137,7 @@ def test_record_with_log_redacts_secret_values_it_quotes(capsys, db_path, tmp_pa
     )
     assert code == 0, err
     rec = open_ledger(db_path).get(1)
-    assert rec.root_cause_category == "hub_auth"
+    assert rec.root_cause_category == "hub_access"
     assert "401" in rec.root_cause_message
     raw = db_path.read_bytes()
     for secret in (b"s3cret-value-from-env", b"hf_abcdefghijklmnopqrstuvwxyz0123456789"):

@@ -68,7 +68,7 @@ def test_server_that_never_becomes_ready_is_blocked_with_the_log_root_cause(make
     assert res.stdout.startswith("BLOCKED synth-run")
     [row] = ledger_rows(tmp_path)
     assert row.status == "BLOCKED"
-    assert row.root_cause_category == "assertion"
+    assert row.root_cause_category == "kv_page_size"
     assert "page_size_bytes == max_page_size" in row.root_cause_message
     assert "(kv_cache_utils.py:1077)" in row.root_cause_message  # the innermost frame, not core.py
     assert "EngineCore failed to start" not in row.root_cause_message
