@@ -184,12 +184,20 @@ def export(fmt: str | None, output: str | None, ledger_url: str | None) -> None:
 
 
 @ledger.command("verify")
+@click.option(
+    "--head",
+    "known_head",
+    default=None,
+    metavar="HASH",
+    help="A head_hash printed by an earlier verify: fail unless the chain still contains it.",
+)
 @ledger_option
 @json_option
-def verify(ledger_url: str | None, as_json: bool) -> None:
-    """Recompute the hash chain; name the first broken row (exit 4 if broken)."""
+def verify(known_head: str | None, ledger_url: str | None, as_json: bool) -> None:
+    """Recompute the hash chain; name the first broken row; check the append-only
+    triggers and, with --head, an earlier head (exit 4 if anything fails)."""
     with _open(ledger_url) as book:
-        result = book.verify()
+        result = book.verify(known_head)
     if as_json:
         _print_json(result.to_json_dict())
     if not result.ok:

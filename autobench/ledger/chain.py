@@ -98,19 +98,41 @@ def row_hash(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json(row).encode("utf-8")).hexdigest()
 
 
+def check_head(text: str) -> str:
+    """A known chain head as given to ``verify --head``: 64 hex digits (lowercased)."""
+    head = text.strip().lower()
+    if len(head) != 64 or any(c not in "0123456789abcdef" for c in head):
+        from autobench.errors import LedgerError
+
+        raise LedgerError(
+            f"--head {text.strip()[:80]!r} is not a chain head (64 hex digits)",
+            hint="use the head_hash that autobench ledger verify printed earlier",
+        )
+    return head
+
+
 @dataclass(frozen=True)
 class VerifyResult:
-    """Outcome of ``Ledger.verify()``: ``ok``, runs checked, head hash, first broken row."""
+    """Outcome of ``Ledger.verify()``: ``ok``, runs checked, head hash, first broken row,
+    the append-only triggers found missing, and where a known head was found (run id;
+    0 for the genesis hash) when one was given."""
 
     ok: bool
     runs: int
     head_hash: str
     first_bad_id: int | None = None
     problem: str | None = None
+    missing_triggers: tuple[str, ...] = ()
+    known_head_at: int | None = None
 
     def __str__(self) -> str:
         if self.ok:
-            return f"ledger OK: {self.runs} runs, chain head {self.head_hash}"
+            text = f"ledger OK: {self.runs} runs, chain head {self.head_hash}"
+            if self.known_head_at:
+                text += f"; the known head is run #{self.known_head_at}"
+            return text
+        if self.first_bad_id is None:
+            return f"ledger NOT OK: {self.problem}"
         return f"ledger chain BROKEN at run #{self.first_bad_id}: {self.problem}"
 
     def to_json_dict(self) -> dict[str, Any]:
@@ -120,14 +142,22 @@ class VerifyResult:
             "head_hash": self.head_hash,
             "first_bad_id": self.first_bad_id,
             "problem": self.problem,
+            "missing_triggers": list(self.missing_triggers),
+            "known_head_at": self.known_head_at,
         }
 
 
-def verify_rows(rows: Iterable[Mapping[str, Any]]) -> VerifyResult:
-    """Walk rows in ascending id order; stop at the first row that breaks the chain."""
+def verify_rows(rows: Iterable[Mapping[str, Any]], known_head: str | None = None) -> VerifyResult:
+    """Walk rows in ascending id order; stop at the first row that breaks the chain.
+
+    With ``known_head``, the chain must contain that row hash (or be anchored at genesis
+    when it is 64 zeros): a head kept earlier that is gone means the tail was removed or
+    the chain rewritten from some point on.
+    """
     prev_hash = GENESIS_HASH
     prev_id = 0
     count = 0
+    head_at: int | None = 0 if known_head == GENESIS_HASH else None
     for row in rows:
         rid = row["id"]
         if rid != prev_id + 1:
@@ -157,4 +187,12 @@ def verify_rows(rows: Iterable[Mapping[str, Any]]) -> VerifyResult:
         prev_hash = row["row_hash"]
         prev_id = rid
         count += 1
-    return VerifyResult(True, count, prev_hash)
+        if known_head is not None and head_at is None and prev_hash == known_head:
+            head_at = rid
+    if known_head is not None and head_at is None:
+        problem = (
+            f"the known head {known_head[:12]}... is not in the chain ({count} runs, head {prev_hash[:12]}...): "
+            "runs were removed from its end, or the chain was rewritten"
+        )
+        return VerifyResult(False, count, prev_hash, problem=problem)
+    return VerifyResult(True, count, prev_hash, known_head_at=head_at)

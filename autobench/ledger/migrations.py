@@ -15,26 +15,16 @@ from sqlalchemy.schema import CreateTable
 from sqlalchemy.types import TypeEngine
 
 from autobench.errors import LedgerError
+from autobench.ledger import appendonly
+from autobench.ledger.appendonly import APPEND_ONLY_MESSAGE
 from autobench.ledger.models import ADDED_IN, RUNS, SchemaVersion
 
 VERSIONS = SchemaVersion.__table__  # type: ignore[attr-defined]
-APPEND_ONLY_MESSAGE = (
-    "ledger rows are append-only: record a correction as a new run (autobench record --corrects ID / --supersedes ID)"
-)
 
 
 def _append_only_triggers(conn: Connection, *tables: str) -> None:
-    """Make the database itself refuse UPDATE and DELETE on ledger tables."""
-    if conn.dialect.name != "sqlite":
-        # Other backends: use grants (REVOKE UPDATE, DELETE); the hash chain still
-        # detects any change.  See docs/ledger.md.
-        return
-    for table in tables:
-        for op in ("UPDATE", "DELETE"):
-            conn.exec_driver_sql(
-                f"CREATE TRIGGER IF NOT EXISTS {table}_no_{op.lower()} BEFORE {op} ON {table} "
-                f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END"
-            )
+    """Make the database itself refuse UPDATE and DELETE (PostgreSQL: and TRUNCATE)."""
+    appendonly.create(conn, *tables)
 
 
 def _v1_table() -> Table:
@@ -130,8 +120,9 @@ def migrate(conn: Connection, where: str) -> int:
         if "schema_version" not in present:
             conn.execute(CreateTable(VERSIONS))
             _append_only_triggers(conn, "schema_version")
-    else:
-        VERSIONS.create(conn, checkfirst=True)
+    elif not conn.dialect.has_table(conn, VERSIONS.name):
+        conn.execute(CreateTable(VERSIONS))
+        _append_only_triggers(conn, "schema_version")
     version = current_version(conn)
     check_not_newer(version, where)
     for number, description, apply in MIGRATIONS:
@@ -149,4 +140,4 @@ def migrate(conn: Connection, where: str) -> int:
     return version
 
 
-__all__ = ["LATEST", "MIGRATIONS", "check_not_newer", "current_version", "migrate"]
+__all__ = ["APPEND_ONLY_MESSAGE", "LATEST", "MIGRATIONS", "check_not_newer", "current_version", "migrate"]

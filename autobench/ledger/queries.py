@@ -93,9 +93,15 @@ def history(conn: Connection, kind: str, subject: str) -> History:
     key = RUNS.c[group_col]
     where = RUNS.c[where_col] == subject
     parts = (key, RUNS.c.status, RUNS.c.root_cause_category, RUNS.c.root_cause_message)
-    sqlite = conn.dialect.name == "sqlite"
+    dialect = conn.dialect.name
+    joined = dialect in ("sqlite", "postgresql")  # both aggregate a comma-joined list in SQL
     # recipe names match [a-z0-9._-]+, so a comma-joined list is unambiguous
-    recipes = func.group_concat(RUNS.c.recipe_name.distinct()) if sqlite else func.min(RUNS.c.recipe_name)
+    if dialect == "sqlite":
+        recipes = func.group_concat(RUNS.c.recipe_name.distinct())
+    elif dialect == "postgresql":
+        recipes = func.string_agg(RUNS.c.recipe_name.distinct(), ",")
+    else:
+        recipes = func.min(RUNS.c.recipe_name)
     rows = conn.execute(
         select(
             *parts,
@@ -110,7 +116,7 @@ def history(conn: Connection, kind: str, subject: str) -> History:
         .where(where)
         .group_by(*parts)
     ).all()
-    if not sqlite:  # portable fallback: the recipes of each revision in a second query
+    if not joined:  # portable fallback: the recipes of each revision in a second query
         names: dict[Any, set[str]] = {}
         for k, name in conn.execute(select(key, RUNS.c.recipe_name).where(where).distinct()):
             names.setdefault(k, set()).add(name)
@@ -139,7 +145,7 @@ def history(conn: Connection, kind: str, subject: str) -> History:
         g.first_run = min(g.first_run, r.first_run)
         g.last_run = max(g.last_run, r.last_run)
         g.best_decode_tok_s = _pick(max, g.best_decode_tok_s, r.best_decode)
-        found = (r.recipes or "").split(",") if sqlite else names.get(k, ())
+        found = (r.recipes or "").split(",") if joined else names.get(k, ())
         for name in found:
             if name and name not in g.recipes:
                 g.recipes.append(name)

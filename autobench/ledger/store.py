@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import stat
 
 try:
     import fcntl
@@ -25,10 +26,9 @@ from typing import Any, TextIO
 from sqlalchemy import Connection, Engine, create_engine, event, insert, select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
 
 from autobench.errors import LedgerError
-from autobench.ledger import chain, export, queries
+from autobench.ledger import appendonly, chain, export, postgres, queries
 from autobench.ledger.migrations import LATEST, check_not_newer, current_version, migrate
 from autobench.ledger.models import GENESIS_HASH, RUNS, STATUSES, NewRun, RunRecord
 from autobench.ledger.rows import new_run_values, record_from_row
@@ -51,9 +51,16 @@ def resolve_location(url_or_path: str | os.PathLike[str] | None = None) -> tuple
         url = make_url(text)
     except ArgumentError as exc:
         raise LedgerError(f"not a database URL: {text!r}", hint="use a path or e.g. sqlite:///ledger.db") from exc
-    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+    if url.get_backend_name() == "sqlite" and url.database and not _sqlite_in_memory(url):
         return url, Path(url.database).expanduser()
     return url, None
+
+
+def _sqlite_in_memory(url: URL) -> bool:
+    database = url.database or ""
+    return database in ("", ":memory:") or (
+        database.startswith("file:") and ("mode=memory" in database or database.startswith("file::memory:"))
+    )
 
 
 def _check_file(path: Path, create: bool) -> None:
@@ -61,6 +68,20 @@ def _check_file(path: Path, create: bool) -> None:
     if path.is_dir():
         raise LedgerError("is a directory, not a ledger database", location=str(path))
     if path.exists():
+        kind = path.stat().st_mode
+        if not stat.S_ISREG(kind):
+            what = (
+                "a FIFO"
+                if stat.S_ISFIFO(kind)
+                else "a device"
+                if stat.S_ISCHR(kind) or stat.S_ISBLK(kind)
+                else "a socket or other special file"
+            )
+            raise LedgerError(
+                f"is {what}, not a ledger database",
+                location=str(path),
+                hint="point --ledger / AUTOBENCH_LEDGER at a regular file; nothing was read from it",
+            )
         try:
             with path.open("rb") as fh:
                 head = fh.read(len(SQLITE_MAGIC))
@@ -83,11 +104,8 @@ def _check_file(path: Path, create: bool) -> None:
         raise LedgerError("the ledger's directory does not exist", location=str(path))
 
 
-def _sqlite_engine(url: URL, memory: bool) -> Engine:
-    kwargs: dict[str, Any] = {"connect_args": {"timeout": BUSY_TIMEOUT_MS / 1000}}
-    if memory:
-        kwargs.update(poolclass=StaticPool, connect_args={"check_same_thread": False})
-    engine = create_engine(url, **kwargs)
+def _sqlite_engine(url: URL) -> Engine:
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -136,14 +154,28 @@ def open_ledger(url_or_path: str | os.PathLike[str] | None = None, *, create: bo
     """
     url, path = resolve_location(url_or_path)
     where = str(path) if path is not None else url.render_as_string(hide_password=True)
+    if url.get_backend_name() == "sqlite" and path is None:
+        raise LedgerError(
+            "an in-memory SQLite database is not a ledger: every run recorded there is lost when the command exits",
+            location=where,
+            hint="give a file path (e.g. --ledger ledger.db) or a database server URL",
+        )
     if path is not None:
         _check_file(path, create)
     try:
         if url.get_backend_name() == "sqlite":
-            engine = _sqlite_engine(url, memory=path is None)
+            engine = _sqlite_engine(url)
+        elif postgres.is_postgres(url):
+            engine = postgres.engine(url)
         else:
             engine = create_engine(url, pool_pre_ping=True)
-    except (ArgumentError, ImportError, SQLAlchemyError) as exc:
+    except ImportError as exc:
+        raise LedgerError(
+            f"cannot open ledger database: {exc}",
+            location=where,
+            hint="PostgreSQL needs psycopg: pip install 'autobench[postgres]'" if postgres.is_postgres(url) else None,
+        ) from exc
+    except (ArgumentError, SQLAlchemyError) as exc:
         raise LedgerError(f"cannot open ledger database: {exc}", location=where) from exc
     try:
         _prepare(engine, where, create)
@@ -184,6 +216,8 @@ def _prepare(engine: Engine, where: str, create: bool) -> None:
         with engine.connect() as conn:
             conn = conn.execution_options(ledger_begin="IMMEDIATE")
             with conn.begin():
+                if engine.dialect.name == "postgresql":
+                    postgres.lock_chain(conn)  # one migrator at a time; the others then see LATEST
                 migrate(conn, where)
     except LedgerError:
         raise
@@ -194,6 +228,13 @@ def _prepare(engine: Engine, where: str, create: bool) -> None:
                 f"not a ledger database ({message})",
                 location=where,
                 hint="the file was left unchanged",
+            ) from exc
+        if "permission denied" in message or "no schema has been selected" in message:
+            raise LedgerError(
+                f"cannot create the ledger's tables: {message}",
+                location=where,
+                hint="create the ledger once as a role that may (see docs/ledger.md, PostgreSQL), "
+                "or point ?options=-csearch_path%3DSCHEMA at an existing schema; nothing was created",
             ) from exc
         raise LedgerError(f"cannot open ledger database: {message}", location=where) from exc
     except SQLAlchemyError as exc:
@@ -208,6 +249,7 @@ class Ledger:
         self.where = where
         self._path = path
         self._lock_fd: int | None = None
+        self._checked = False
 
     # -- lifecycle
     def close(self) -> None:
@@ -282,10 +324,32 @@ class Ledger:
             time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _check_before_writing(self) -> None:
+        """Once per open ledger, before its first append: refuse a damaged SQLite file
+        (``PRAGMA quick_check``) rather than chain a new run onto it."""
+        if self._checked or self.engine.dialect.name != "sqlite":
+            return
+        try:
+            with self.engine.connect() as conn:
+                found = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check(5)")]
+                conn.rollback()
+        except DBAPIError as exc:
+            found = [str(exc.orig) if exc.orig is not None else str(exc)]
+        if found != ["ok"]:
+            raise LedgerError(
+                f"the database fails SQLite's integrity check ({'; '.join(found)[:200]}); nothing was appended",
+                location=self.where,
+                hint="restore the ledger from a copy or record to a new one; autobench ledger verify shows the damage",
+            )
+        self._checked = True
+
     def _append_once(self, values: dict[str, Any]) -> RunRecord:
+        self._check_before_writing()
         with self._writer_turn(), self.engine.connect() as conn:
             conn = conn.execution_options(ledger_begin="IMMEDIATE")
             with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    postgres.lock_chain(conn)
                 last = conn.execute(select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)).first()
                 for key in ("corrects", "supersedes"):
                     ref = values.get(key)
@@ -322,12 +386,11 @@ class Ledger:
             return self.get(int(head)).id
         if len(text) >= 6 and all(c in "0123456789abcdef" for c in text.lower()):
             prefix = text.lower()
+            # row hashes are lowercase hex, so [prefix, prefix + "g") is exactly the prefix range
+            # (an index range scan on every backend whose text order is byte order).
+            match = RUNS.c.row_hash.between(prefix, prefix + "g") & RUNS.c.row_hash.startswith(prefix)
             with self._read() as conn:
-                ids = (
-                    conn.execute(select(RUNS.c.id).where(RUNS.c.row_hash.between(prefix, prefix + "g")).limit(2))
-                    .scalars()
-                    .all()
-                )
+                ids = conn.execute(select(RUNS.c.id).where(match).limit(2)).scalars().all()
             if len(ids) == 1:
                 return ids[0]
             if len(ids) > 1:
@@ -404,10 +467,29 @@ class Ledger:
         for raw in cursor:
             yield dict(zip(names, raw, strict=True))
 
-    def verify(self) -> chain.VerifyResult:
-        """Recompute the hash chain; report the first broken row."""
+    def verify(self, known_head: str | None = None) -> chain.VerifyResult:
+        """Recompute the hash chain and report the first broken row; then check that the
+        append-only triggers are in place and, given ``known_head`` (a ``head_hash`` kept
+        elsewhere earlier), that the chain still contains it (a truncated or rewritten
+        tail does not)."""
+        if known_head is not None:
+            known_head = chain.check_head(known_head)
         with self._read() as conn:
-            return chain.verify_rows(self._raw_rows(conn))
+            result = chain.verify_rows(self._raw_rows(conn), known_head=known_head)
+            lacking = appendonly.missing(conn)
+        if result.ok and lacking:
+            return chain.VerifyResult(
+                False,
+                result.runs,
+                result.head_hash,
+                problem=(
+                    f"the append-only triggers {', '.join(lacking)} are missing or disabled: the chain verifies "
+                    f"({result.runs} runs), but the database no longer refuses changes"
+                ),
+                missing_triggers=tuple(lacking),
+                known_head_at=result.known_head_at,
+            )
+        return result
 
     def export(self, out: TextIO, fmt: str = "jsonl") -> int:
         """Write every run to ``out`` as JSONL or CSV; return the number of runs."""

@@ -331,3 +331,24 @@ def test_compare_warns_on_concurrency(capsys, seeded, tmp_path):
     )
     code, out, err = run(capsys, "compare", "3", "4", "--ledger", str(seeded))
     assert code == 0 and "warning: concurrency differs (8 vs 4)" in err
+
+
+def test_verify_head_and_missing_triggers_through_the_cli(capsys, backend):
+    """`ledger verify --head HASH` on both backends: a kept head anchors the chain's end;
+    dropped triggers fail verify though the chain still holds (issue 12 item 13)."""
+    for _ in range(3):
+        assert run(capsys, "record", str(BASE), "--status", "DONE", "--ledger", backend.url)[0] == 0
+    code, out, _ = run(capsys, "ledger", "verify", "--json", "--ledger", backend.url)
+    kept = json.loads(out)["head_hash"]
+    assert code == 0 and json.loads(out)["missing_triggers"] == []
+    code, out, _ = run(capsys, "ledger", "verify", "--head", kept, "--ledger", backend.url)
+    assert code == 0 and out.startswith("ledger OK: 3 runs") and "the known head is run #3" in out
+    code, _, err = run(capsys, "ledger", "verify", "--head", "nothex", "--ledger", backend.url)
+    assert code == 4 and "not a chain head" in err
+    backend.sql(backend.drop_triggers + "DELETE FROM runs WHERE id = 3;")
+    code, out, err = run(capsys, "ledger", "verify", "--head", kept, "--ledger", backend.url)
+    assert code == 4 and out == "" and err.count("\n") == 1
+    assert "the known head" in err and "removed from its end" in err
+    code, out, err = run(capsys, "ledger", "verify", "--json", "--ledger", backend.url)
+    doc = json.loads(out)
+    assert code == 4 and doc["ok"] is False and "runs_no_update" in doc["missing_triggers"]

@@ -1,5 +1,6 @@
-"""The ledger library against real SQLite files: append/get, validation, append-only
-triggers, the hash chain and tamper detection, refusing non-ledgers, queries, export."""
+"""The ledger library against real SQLite files and the real PostgreSQL server (tests
+taking ``book`` / ``backend`` run on both): append/get, validation, append-only triggers,
+the hash chain and tamper detection, refusing non-ledgers, queries, export."""
 
 from __future__ import annotations
 
@@ -7,9 +8,7 @@ import csv
 import hashlib
 import io
 import json
-import shutil
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,23 +24,9 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _sql(path: Path, script: str) -> None:
-    """Change the database behind autobench's back: the sqlite3 shell when present."""
-    shell = shutil.which("sqlite3")
-    if shell:
-        subprocess.run([shell, str(path)], input=script, text=True, check=True, capture_output=True)
-    else:  # same effect through the sqlite3 module
-        con = sqlite3.connect(path)
-        con.executescript(script)
-        con.close()
-
-
-DROP_TRIGGERS = "DROP TRIGGER runs_no_update; DROP TRIGGER runs_no_delete;"
-
-
 # ------------------------------------------------------------------ append / get
-def test_append_and_get_round_trip_every_field(ledger):
-    rec = ledger.append(
+def test_append_and_get_round_trip_every_field(book):
+    rec = book.append(
         make_run(
             recipe_digest="sha256:" + "1" * 64,
             recipe_snapshot={"name": "demo-recipe", "bench": {"concurrency": 8}},
@@ -70,7 +55,7 @@ def test_append_and_get_round_trip_every_field(ledger):
             boot={"kv_cache_tokens": 800129, "architecture": "DFlashDraftModel", "max_concurrency": 3.05},
         )
     )
-    got = ledger.get(rec.id)
+    got = book.get(rec.id)
     assert got == rec
     assert got.id == 1 and got.prev_hash == GENESIS_HASH and len(got.row_hash) == 64
     assert got.display_id == f"#1-{got.row_hash[:8]}"
@@ -88,20 +73,19 @@ def test_append_and_get_round_trip_every_field(ledger):
     assert got.to_json_dict()["metrics"]["completed"] == 385
 
 
-def test_unknown_values_are_null_in_the_database(ledger, db_path):
-    ledger.append(make_run(metrics={}))
-    con = sqlite3.connect(db_path)
-    row = con.execute("SELECT decode_tok_s, errors, kv_cache_tokens, model_sha FROM runs").fetchone()
-    con.close()
-    assert row == (None, None, None, None)
+def test_unknown_values_are_null_in_the_database(book, backend):
+    book.append(make_run(metrics={}))
+    assert backend.query("SELECT decode_tok_s, errors, kv_cache_tokens, model_sha FROM runs") == [
+        (None, None, None, None)
+    ]
 
 
-def test_ids_are_monotonic_and_chained(ledger):
-    recs = [ledger.append(make_run(notes=str(i))) for i in range(5)]
+def test_ids_are_monotonic_and_chained(book):
+    recs = [book.append(make_run(notes=str(i))) for i in range(5)]
     assert [r.id for r in recs] == [1, 2, 3, 4, 5]
     for prev, cur in zip(recs, recs[1:], strict=False):
         assert cur.prev_hash == prev.row_hash
-    result = ledger.verify()
+    result = book.verify()
     assert result.ok and result.runs == 5 and result.head_hash == recs[-1].row_hash
 
 
@@ -122,33 +106,33 @@ def test_ids_are_monotonic_and_chained(ledger):
         ({"source": "web"}, "unknown source"),
     ],
 )
-def test_bad_input_is_refused_and_changes_nothing(ledger, db_path, overrides, message):
-    ledger.append(make_run())
-    before = ledger.verify().head_hash
+def test_bad_input_is_refused_and_changes_nothing(book, overrides, message):
+    book.append(make_run())
+    before = book.verify().head_hash
     with pytest.raises(LedgerError, match=message):
-        ledger.append(make_run(**overrides))
-    assert ledger.count() == 1 and ledger.verify().head_hash == before
+        book.append(make_run(**overrides))
+    assert book.count() == 1 and book.verify().head_hash == before
 
 
-def test_get_unknown_run_id(ledger):
+def test_get_unknown_run_id(book):
     with pytest.raises(LedgerError, match=r"no run #42"):
-        ledger.get(42)
+        book.get(42)
 
 
-def test_run_references(ledger):
-    a = ledger.append(make_run())
-    b = ledger.append(make_run())
-    assert ledger.resolve("2") == 2 and ledger.resolve("#1") == 1
-    assert ledger.resolve(b.display_id) == 2
-    assert ledger.resolve(a.row_hash[:10]) == 1
+def test_run_references(book):
+    a = book.append(make_run())
+    b = book.append(make_run())
+    assert book.resolve("2") == 2 and book.resolve("#1") == 1
+    assert book.resolve(b.display_id) == 2
+    assert book.resolve(a.row_hash[:10]) == 1
     with pytest.raises(LedgerError, match="not a run reference"):
-        ledger.resolve("latest")
+        book.resolve("latest")
 
 
-def test_corrections_are_new_rows(ledger):
-    old = ledger.append(make_run(status="DONE", metrics={"decode_tok_s": 1.0}))
-    fix = ledger.append(make_run(status="DONE", metrics={"decode_tok_s": 2.0}, corrects=old.id))
-    assert fix.corrects == old.id and ledger.get(old.id).metrics["decode_tok_s"] == 1.0
+def test_corrections_are_new_rows(book):
+    old = book.append(make_run(status="DONE", metrics={"decode_tok_s": 1.0}))
+    fix = book.append(make_run(status="DONE", metrics={"decode_tok_s": 2.0}, corrects=old.id))
+    assert fix.corrects == old.id and book.get(old.id).metrics["decode_tok_s"] == 1.0
 
 
 # ------------------------------------------------------------------ append-only
@@ -157,81 +141,107 @@ def test_corrections_are_new_rows(ledger):
     [
         "UPDATE runs SET decode_tok_s = 999 WHERE id = 1",
         "DELETE FROM runs WHERE id = 1",
+        "DELETE FROM runs",
+        "TRUNCATE runs",
         "UPDATE schema_version SET version = 99",
         "DELETE FROM schema_version",
+        "TRUNCATE schema_version",
     ],
 )
-def test_database_refuses_update_and_delete(ledger, db_path, statement):
-    ledger.append(make_run())
-    con = sqlite3.connect(db_path)
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-        con.execute(statement)
-    con.close()
-    assert ledger.verify().ok and ledger.count() == 1
+def test_database_refuses_update_delete_and_truncate(book, backend, statement):
+    book.append(make_run())
+    if statement.startswith("TRUNCATE") and backend.name == "sqlite":
+        pytest.skip("SQLite has no TRUNCATE (its DELETE FROM runs is covered)")
+    assert "append-only" in backend.refused(statement)
+    assert book.verify().ok and book.count() == 1
 
 
 # ------------------------------------------------------------------ tamper detection
-def _three(ledger):
+def _three(book):
     for i in range(3):
-        ledger.append(make_run(notes=f"run {i}", metrics={"decode_tok_s": 100.0 + i}))
+        book.append(make_run(notes=f"run {i}", metrics={"decode_tok_s": 100.0 + i}))
 
 
-def test_verify_detects_a_changed_row(ledger, db_path):
-    _three(ledger)
-    _sql(db_path, DROP_TRIGGERS + "UPDATE runs SET decode_tok_s = 120 WHERE id = 2;")
-    result = ledger.verify()
+def test_verify_detects_a_changed_row(book, backend):
+    _three(book)
+    backend.sql(backend.drop_triggers + "UPDATE runs SET decode_tok_s = 120 WHERE id = 2;")
+    result = book.verify()
     assert not result.ok and result.first_bad_id == 2 and result.runs == 1
     assert "changed after it was appended" in result.problem
 
 
-def test_verify_detects_a_change_that_keeps_the_type(ledger, db_path):
-    _three(ledger)
-    _sql(db_path, DROP_TRIGGERS + "UPDATE runs SET status = 'BLOCKED' WHERE id = 3;")
-    result = ledger.verify()
+def test_verify_detects_a_change_that_keeps_the_type(book, backend):
+    _three(book)
+    backend.sql(backend.drop_triggers + "UPDATE runs SET status = 'BLOCKED' WHERE id = 3;")
+    result = book.verify()
     assert not result.ok and result.first_bad_id == 3
 
 
-def test_verify_detects_a_deleted_row(ledger, db_path):
-    _three(ledger)
-    _sql(db_path, DROP_TRIGGERS + "DELETE FROM runs WHERE id = 2;")
-    result = ledger.verify()
+def test_verify_detects_a_deleted_row(book, backend):
+    _three(book)
+    backend.sql(backend.drop_triggers + "DELETE FROM runs WHERE id = 2;")
+    result = book.verify()
     assert not result.ok and result.first_bad_id == 3 and "#2 is missing" in result.problem
 
 
-def test_verify_detects_a_deleted_row_with_ids_renumbered(ledger, db_path):
-    _three(ledger)
-    _sql(db_path, DROP_TRIGGERS + "DELETE FROM runs WHERE id = 2; UPDATE runs SET id = 2 WHERE id = 3;")
-    result = ledger.verify()
+def test_verify_detects_a_deleted_row_with_ids_renumbered(book, backend):
+    _three(book)
+    backend.sql(backend.drop_triggers + "DELETE FROM runs WHERE id = 2; UPDATE runs SET id = 2 WHERE id = 3;")
+    result = book.verify()
     assert not result.ok and result.first_bad_id == 2 and "prev_hash" in result.problem
 
 
-def test_verify_detects_a_reordered_chain(ledger, db_path):
-    _three(ledger)
-    _sql(
-        db_path,
-        DROP_TRIGGERS
+def test_verify_detects_a_reordered_chain(book, backend):
+    _three(book)
+    backend.sql(
+        backend.drop_triggers
         + "UPDATE runs SET id = 100 WHERE id = 2; UPDATE runs SET id = 2 WHERE id = 3;"
         + " UPDATE runs SET id = 3 WHERE id = 100;",
     )
-    result = ledger.verify()
+    result = book.verify()
     assert not result.ok and result.first_bad_id == 2
 
 
-def test_verify_detects_a_rehashed_row_at_the_next_link(ledger, db_path):
+def test_verify_detects_a_rehashed_row_at_the_next_link(book, backend):
     """Someone edits row 1 and recomputes its row_hash: row 2's prev_hash no longer matches."""
     from autobench.ledger.chain import row_hash
+    from autobench.ledger.models import RUNS
 
-    _three(ledger)
-    con = sqlite3.connect(db_path)
-    con.row_factory = sqlite3.Row
-    con.executescript(DROP_TRIGGERS)
-    row = dict(con.execute("SELECT * FROM runs WHERE id = 1").fetchone())
+    _three(book)
+    names = [c.name for c in RUNS.columns]
+    row = dict(zip(names, backend.query(f"SELECT {', '.join(names)} FROM runs WHERE id = 1")[0], strict=True))
     row["notes"] = "edited"
-    con.execute("UPDATE runs SET notes = ?, row_hash = ? WHERE id = 1", ("edited", row_hash(row)))
-    con.commit()
-    con.close()
-    result = ledger.verify()
+    backend.sql(backend.drop_triggers + f"UPDATE runs SET notes = 'edited', row_hash = '{row_hash(row)}' WHERE id = 1;")
+    result = book.verify()
     assert not result.ok and result.first_bad_id == 2 and "prev_hash" in result.problem
+
+
+def test_verify_reports_dropped_triggers_even_when_the_chain_holds(book, backend):
+    """Issue 12 item 13: verify said "ledger OK" with the append-only triggers gone."""
+    _three(book)
+    assert book.verify().ok and book.verify().missing_triggers == ()
+    backend.sql(backend.drop_triggers)
+    result = book.verify()
+    assert not result.ok and result.first_bad_id is None and result.runs == 3
+    assert "runs_no_update" in result.missing_triggers and "runs_no_delete" in result.missing_triggers
+    assert str(result).startswith("ledger NOT OK: the append-only triggers") and "no longer refuses" in str(result)
+
+
+def test_verify_against_a_known_head_catches_a_truncated_tail(book, backend):
+    """Issue 12 item 13: deleting the last rows left a valid chain; a head kept earlier catches it."""
+    _three(book)
+    kept = book.verify().head_hash
+    book.append(make_run(notes="later"))
+    assert book.verify(kept).ok and book.verify(kept).known_head_at == 3  # the chain grew from the kept head
+    assert book.verify("0" * 64).ok  # every chain starts at genesis
+    backend.sql(backend.drop_triggers + "DELETE FROM runs WHERE id >= 3;")
+    plain = book.verify()
+    assert plain.first_bad_id is None and plain.runs == 2  # the chain alone still holds
+    result = book.verify(kept)
+    assert not result.ok and result.first_bad_id is None
+    assert "the known head" in result.problem and "removed from its end" in result.problem
+    with pytest.raises(LedgerError, match="not a chain head"):
+        book.verify("abc")
 
 
 # ------------------------------------------------------------------ open: refuse non-ledgers
@@ -350,15 +360,17 @@ def test_v1_ledger_is_migrated_and_indexes_match_the_model(tmp_path):
     assert "COVERING INDEX ix_runs_hist_draft" in plan and "TEMP B-TREE FOR GROUP BY" not in plan
 
 
-def test_in_memory_url():
-    with open_ledger("sqlite://") as book:
-        book.append(make_run())
-        assert book.verify().ok
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:", "sqlite:///file::memory:?uri=true"])
+def test_in_memory_urls_are_refused(url):
+    """Issue 12 item 13: `--ledger sqlite://` "recorded" into a database that was then lost."""
+    with pytest.raises(LedgerError, match="in-memory SQLite database is not a ledger") as info:
+        open_ledger(url)
+    assert "\n" not in str(info.value)
 
 
 # ------------------------------------------------------------------ queries
-def _history_fixture(ledger):
-    ledger.append(
+def _history_fixture(book):
+    book.append(
         make_run(
             draft_repo=DRAFT,
             draft_sha=SHA_A,
@@ -368,7 +380,7 @@ def _history_fixture(ledger):
             root_cause_message="assert x",
         )
     )
-    ledger.append(
+    book.append(
         make_run(
             draft_repo=DRAFT,
             draft_sha=SHA_A,
@@ -378,7 +390,7 @@ def _history_fixture(ledger):
             root_cause_message="assert x",
         )
     )
-    ledger.append(
+    book.append(
         make_run(
             draft_repo=DRAFT,
             draft_sha=SHA_B,
@@ -387,13 +399,13 @@ def _history_fixture(ledger):
             metrics={"decode_tok_s": 107.43, "concurrency": 8},
         )
     )
-    ledger.append(make_run(draft_repo=DRAFT, status="FAILED", root_cause_category="cuda_oom"))
-    ledger.append(make_run(recipe_name="other", draft_repo="x/other-draft", draft_sha=SHA_A))
+    book.append(make_run(draft_repo=DRAFT, status="FAILED", root_cause_category="cuda_oom"))
+    book.append(make_run(recipe_name="other", draft_repo="x/other-draft", draft_sha=SHA_A))
 
 
-def test_history_by_draft_groups_per_revision(ledger):
-    _history_fixture(ledger)
-    h = ledger.history(draft=DRAFT)
+def test_history_by_draft_groups_per_revision(book):
+    _history_fixture(book)
+    h = book.history(draft=DRAFT)
     assert h.runs == 4 and [g.key for g in h.groups] == [SHA_A, SHA_B, None]
     a, b, unknown = h.groups
     assert a.by_status == {"DONE": 0, "BLOCKED": 2, "FAILED": 0, "ABORTED": 0}
@@ -404,56 +416,56 @@ def test_history_by_draft_groups_per_revision(ledger):
     assert json.loads(json.dumps(h.to_json_dict()))["groups"][0]["key"] == SHA_A
 
 
-def test_history_by_model_and_recipe(ledger):
-    _history_fixture(ledger)
-    assert ledger.history(model="org/model").runs == 5
-    h = ledger.history(recipe="other")
+def test_history_by_model_and_recipe(book):
+    _history_fixture(book)
+    assert book.history(model="org/model").runs == 5
+    h = book.history(recipe="other")
     assert h.runs == 1 and h.groups[0].recipes == ["other"]
-    assert ledger.history(draft="nobody/nothing").groups == []
+    assert book.history(draft="nobody/nothing").groups == []
     with pytest.raises(LedgerError, match="exactly one"):
-        ledger.history(draft=DRAFT, model="org/model")
+        book.history(draft=DRAFT, model="org/model")
 
 
-def test_runs_filters_and_limit(ledger):
-    _history_fixture(ledger)
-    assert [r.id for r in ledger.runs()] == [1, 2, 3, 4, 5]
-    assert [r.id for r in ledger.runs(limit=2)] == [4, 5]  # the most recent two, in order
-    assert [r.id for r in ledger.runs(limit=2, newest_first=True)] == [5, 4]
-    assert [r.id for r in ledger.runs(status="blocked")] == [1, 2]
-    assert [r.id for r in ledger.runs(recipe="other")] == [5]
-    assert [r.id for r in ledger.runs(draft=DRAFT, status="DONE")] == [3]
+def test_runs_filters_and_limit(book):
+    _history_fixture(book)
+    assert [r.id for r in book.runs()] == [1, 2, 3, 4, 5]
+    assert [r.id for r in book.runs(limit=2)] == [4, 5]  # the most recent two, in order
+    assert [r.id for r in book.runs(limit=2, newest_first=True)] == [5, 4]
+    assert [r.id for r in book.runs(status="blocked")] == [1, 2]
+    assert [r.id for r in book.runs(recipe="other")] == [5]
+    assert [r.id for r in book.runs(draft=DRAFT, status="DONE")] == [3]
     with pytest.raises(LedgerError, match="unknown status"):
-        ledger.runs(status="GOOD")
+        book.runs(status="GOOD")
 
 
-def test_compare_ratios_and_warnings(ledger):
-    ledger.append(make_run(metrics={"decode_tok_s": 85.5, "concurrency": 8}))
-    ledger.append(make_run(metrics={"decode_tok_s": 107.43, "concurrency": 8, "ttft_median_ms": 681}))
-    ledger.append(make_run(status="BLOCKED", metrics={"decode_tok_s": 50.0, "concurrency": 4}))
-    c = ledger.compare(1, 2)
+def test_compare_ratios_and_warnings(book):
+    book.append(make_run(metrics={"decode_tok_s": 85.5, "concurrency": 8}))
+    book.append(make_run(metrics={"decode_tok_s": 107.43, "concurrency": 8, "ttft_median_ms": 681}))
+    book.append(make_run(status="BLOCKED", metrics={"decode_tok_s": 50.0, "concurrency": 4}))
+    c = book.compare(1, 2)
     assert c.decode_speedup == pytest.approx(1.2565, abs=1e-4) and c.warnings == []
     row = next(r for r in c.rows if r.key == "ttft_median_ms")
     assert (row.a, row.b, row.ratio) == (None, 681.0, None)
-    c2 = ledger.compare("1", "#3")
+    c2 = book.compare("1", "#3")
     assert any("concurrency differs (8 vs 4)" in w for w in c2.warnings)
     assert any("BLOCKED" in w for w in c2.warnings)
     with pytest.raises(LedgerError, match="no run #9"):
-        ledger.compare(1, 9)
+        book.compare(1, 9)
 
 
 # ------------------------------------------------------------------ export
-def test_export_jsonl_and_csv(ledger):
-    _history_fixture(ledger)
+def test_export_jsonl_and_csv(book):
+    _history_fixture(book)
     out = io.StringIO()
-    assert ledger.export(out, "jsonl") == 5
+    assert book.export(out, "jsonl") == 5
     lines = [json.loads(x) for x in out.getvalue().splitlines()]
     assert [x["id"] for x in lines] == [1, 2, 3, 4, 5]
     assert lines[2]["metrics"]["decode_tok_s"] == 107.43 and lines[0]["root_cause_message"] == "assert x"
-    assert lines[4]["row_hash"] == ledger.head()[1]
+    assert lines[4]["row_hash"] == book.head()[1]
     out = io.StringIO()
-    assert ledger.export(out, "csv") == 5
+    assert book.export(out, "csv") == 5
     rows = list(csv.DictReader(io.StringIO(out.getvalue())))
     assert len(rows) == 5 and rows[2]["decode_tok_s"] == "107.43" and rows[3]["draft_sha"] == ""
     assert {"kv_cache_tokens", "row_hash", "prev_hash", "spec_per_position"} <= set(rows[0])
     with pytest.raises(LedgerError, match="unknown export format"):
-        ledger.export(io.StringIO(), "xml")
+        book.export(io.StringIO(), "xml")
