@@ -20,6 +20,13 @@ _timeout = click.option(
     help="Seconds per Hub request (default 10, or AUTOBENCH_HUB_TIMEOUT).",
 )
 _json = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+_images = click.option(
+    "--images/--no-images",
+    default=True,
+    envvar="AUTOBENCH_IMAGES",
+    show_default=True,
+    help="Also pin / check container.image against its registry (AUTOBENCH_IMAGES=0 turns it off).",
+)
 
 
 def _resolver(offline: bool, timeout: float | None) -> Any:
@@ -38,16 +45,40 @@ def _short(sha: str | None) -> str:
 @_offline
 @_timeout
 @_json
-def lock(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_json: bool) -> None:
-    """Pin model, tokenizer and draft revisions of RECIPES to full commit shas.
+@_images
+@click.option(
+    "--platform",
+    "platforms",
+    multiple=True,
+    metavar="OS/ARCH",
+    help="A platform the image's index must offer (repeatable; default: whichever of linux/arm64, linux/amd64 it has).",
+)
+def lock(
+    recipes: tuple[Path, ...],
+    offline: bool,
+    timeout: float | None,
+    as_json: bool,
+    images: bool,
+    platforms: tuple[str, ...],
+) -> None:
+    """Pin model, tokenizer and draft revisions of RECIPES to full commit shas, and the
+    container image to a digest.
 
-    Edits each revision in place (`revision: <sha>  # frozen: <label>`) and writes
-    <recipe>.lock.json beside the recipe with fingerprints and trust facts.
+    Edits each revision in place (`revision: <sha>  # frozen: <label>`) and the image
+    (`image: <name>@sha256:…  # frozen: <tag>`), and writes <recipe>.lock.json beside the
+    recipe with fingerprints, trust facts and the image's per-platform digests.  --offline
+    reads the HF cache and the images docker already has.
     """
     from autobench.hub.lockfile import lock_recipe
+    from autobench.image.pins import image_extras
 
     resolver = _resolver(offline, timeout)
-    results = [lock_recipe(path, resolver) for path in recipes]
+    extras, client = image_extras(offline=resolver.settings.offline, timeout=timeout, platforms=platforms)
+    try:
+        results = [lock_recipe(path, resolver, extras=extras if images else None) for path in recipes]
+    finally:
+        if client is not None:
+            client.close()
     if as_json:
         click.echo(json.dumps([r.to_json() for r in results], indent=2, sort_keys=True))
         return
@@ -63,6 +94,17 @@ def lock(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_jso
                     f"      note: {pin.label} has moved to {pin.label_now[:7]} since this pin; "
                     f"see `autobench outdated {result.recipe}`"
                 )
+        for image in result.extra:
+            was = "" if image.previous == image.pinned else f" (was {image.previous})"
+            where = f"  -> {image.file}" if image.changed else ""
+            tag = f"  # frozen: {image.tag}" if image.tag else ""
+            click.echo(f"  {'image':<9} {image.name}  {image.digest}{tag}{was}{where}")
+            platforms_ = image.entry.get("platforms") or {}
+            if platforms_:
+                shown = ", ".join(f"{k} {(v.get('digest') or 'digest unknown')[:19]}" for k, v in platforms_.items())
+                click.echo(f"      platforms: {shown} (from {image.source})")
+            if image.note:
+                click.echo(f"      note: {image.note}")
         click.echo(f"  lock file: {result.lock_file}")
 
 
@@ -71,9 +113,13 @@ def lock(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_jso
 @_offline
 @_timeout
 @_json
-@click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has moved upstream.")
-def outdated(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_json: bool, exit_code: bool) -> None:
-    """Show pins whose branch has moved upstream, with the config changes (default: recipes/*.yaml)."""
+@_images
+@click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has moved upstream (or its image tag is gone).")
+def outdated(
+    recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_json: bool, images: bool, exit_code: bool
+) -> None:
+    """Show pins whose branch or image tag has moved upstream, with the config changes
+    (default: recipes/*.yaml)."""
     from autobench.errors import UsageError
     from autobench.hub.outdated import check_recipe
 
@@ -81,12 +127,27 @@ def outdated(recipes: tuple[Path, ...], offline: bool, timeout: float | None, as
     if not paths:
         raise UsageError("no recipes given and none found in ./recipes", hint="pass RECIPE paths")
     resolver = _resolver(offline, timeout)
-    items = [item for path in paths for item in check_recipe(path, resolver)]
+    items: list[Any] = []
+    client = None
+    if images and not resolver.settings.offline:
+        from autobench.image.registry import RegistryClient, RegistrySettings
+
+        client = RegistryClient(RegistrySettings.from_env(timeout=timeout))
+    try:
+        for path in paths:
+            items.extend(check_recipe(path, resolver))
+            if images:
+                from autobench.image.pins import check_image
+
+                items.append(check_image(path, client))
+    finally:
+        if client is not None:
+            client.close()
     if as_json:
         click.echo(json.dumps([i.to_json() for i in items], indent=2, sort_keys=True))
     else:
         _print_outdated(items)
-    if exit_code and any(i.status == "moved" for i in items):
+    if exit_code and any(i.status in ("moved", "deleted") for i in items):
         # SystemExit, not click's Exit: main() runs click with standalone_mode=False, which turns
         # Exit into a return value that main() does not pass on.
         raise SystemExit(1)
@@ -100,6 +161,9 @@ def _print_outdated(items: list[Any]) -> None:
         if item.recipe != recipe:
             recipe = item.recipe
             click.echo(str(recipe))
+        if item.kind == "image":
+            _print_image(item)
+            continue
         head = f"  {item.kind:<9} {item.repo}"
         if item.status == "unpinned":
             click.echo(f"{head}  unpinned: {item.label} is at {_short(item.current)}")
@@ -118,6 +182,31 @@ def _print_outdated(items: list[Any]) -> None:
                 click.echo(f"      {mark} {change.field}: {show(change.old)} -> {show(change.new)}")
         if item.note:
             click.echo(f"      note: {item.note}")
+
+
+def _print_image(item: Any) -> None:
+    from autobench.image.registry import short
+
+    def built(when: str | None) -> str:
+        return f" (built {when})" if when else ""
+
+    head = f"  {'image':<9} {item.image}"
+    if item.status == "moved":
+        click.echo(
+            f"{head}  moved: pinned {short(item.pinned)}{built(item.pinned_created)}, {item.tag} is now "
+            f"{short(item.current)}{built(item.current_created)} ({item.current})"
+        )
+        click.echo(f"      hint: `autobench lock` after a test run takes {item.tag} at {short(item.current)}")
+    elif item.status == "deleted":
+        click.echo(f"{head}  deleted: {item.tag} no longer exists; pinned {short(item.pinned)}")
+    elif item.status == "up-to-date":
+        click.echo(f"{head}  up-to-date: {short(item.pinned)} = {item.tag}")
+    elif item.status == "unpinned":
+        click.echo(f"{head}  unpinned: {item.tag} is at {short(item.current)}")
+    else:
+        click.echo(f"{head}  {item.status}: pinned {short(item.pinned)}")
+    if item.note:
+        click.echo(f"      note: {item.note}")
 
 
 @click.group()

@@ -59,6 +59,12 @@ def _echo_err(text: str) -> None:
     show_default=True,
     help="process runtime: seconds between SIGTERM and SIGKILL at teardown.",
 )
+@click.option(
+    "--pull",
+    is_flag=True,
+    help="docker runtime: `docker pull` the pinned image digest when the local image lacks it "
+    "(without it, a missing or different local image is refused).",
+)
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the plan) as JSON on stdout.")
 @click.pass_context
@@ -72,6 +78,7 @@ def run(
     allow_unpinned: bool,
     ready_timeout: float | None,
     grace: float,
+    pull: bool,
     dry_run: bool,
     as_json: bool,
 ) -> None:
@@ -93,6 +100,7 @@ def run(
         ready_timeout_s=ready_timeout,
         grace_s=grace,
         dry_run=dry_run,
+        pull=pull,
     )
     outcome = run_recipe(recipe, options, echo=_echo_err)
     if as_json:

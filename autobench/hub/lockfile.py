@@ -20,9 +20,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from autobench.errors import HubError, RecipeError
 from autobench.hub.fingerprint import fingerprint
@@ -285,12 +286,34 @@ class Pin:
     label_now: str | None = None  # where the label points now (None: unknown)
 
 
+class ExtraPin(Protocol):
+    """A pin resolved by another package (autobench.image): lock writes it with the Hub pins."""
+
+    section: str  # the lock file's top-level key
+    key: str  # its entry's key in that section
+    entry: dict[str, Any]
+    file: Path
+    changed: bool
+
+    def apply(self) -> bool:
+        """Edit the recipe; True if a file changed."""
+        ...
+
+    def to_json(self) -> dict[str, Any]: ...
+
+
+#: Resolves extra pins (no writes): (loaded recipe, recipe path, previous lock) -> pins.
+ExtraPins = Callable[[Any, Path, "dict[str, Any] | None"], "list[ExtraPin]"]
+HUB_KEYS = frozenset({"autobench_lock", "recipe", "references", "mods"})  # rewritten by every lock
+
+
 @dataclass
 class LockResult:
     recipe: Path
     lock_file: Path
     pins: list[Pin] = field(default_factory=list)
     edited: list[Path] = field(default_factory=list)
+    extra: list[Any] = field(default_factory=list)  # ExtraPin (image pins)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -311,6 +334,7 @@ class LockResult:
                 }
                 for p in self.pins
             ],
+            "images": [p.to_json() for p in self.extra],
         }
 
 
@@ -329,8 +353,12 @@ def pin_label(loaded: Any, spec: RefSpec, lock: dict[str, Any] | None) -> tuple[
     return "main", True
 
 
-def lock_recipe(recipe_path: str | Path, resolver: Resolver) -> LockResult:
-    """Resolve, then edit the recipe(s) and write the sidecar lock.  Nothing is written on error."""
+def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPins | None = None) -> LockResult:
+    """Resolve, then edit the recipe(s) and write the sidecar lock.  Nothing is written on error.
+
+    ``extras`` resolves further pins (the container image) after the Hub references; they are
+    written in the same write phase, each into its own lock-file section.  Sections of the
+    previous lock file that this lock does not resolve (``lock --no-images``) are kept."""
     from autobench.recipe.loader import load_recipe
 
     recipe_path = Path(recipe_path)
@@ -384,13 +412,20 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver) -> LockResult:
             "trust": trust,
         }
 
+    extra_pins = extras(loaded, recipe_path, previous_lock) if extras is not None else []
+
     for pin, target, repo_key in plan:
         pin.changed = set_revision(target, pin.spec.rev_key, repo_key, pin.sha, pin.label)
         if pin.changed and target not in result.edited:
             result.edited.append(target)
         result.pins.append(pin)
+    for extra in extra_pins:
+        if extra.apply() and extra.file not in result.edited:
+            result.edited.append(extra.file)
+        result.extra.append(extra)
 
-    data: dict[str, Any] = {"autobench_lock": LOCK_FORMAT, "recipe": recipe_path.name, "references": entries}
+    data: dict[str, Any] = {k: v for k, v in (previous_lock or {}).items() if k not in HUB_KEYS}
+    data.update({"autobench_lock": LOCK_FORMAT, "recipe": recipe_path.name, "references": entries})
     if loaded.mods:  # each mod's content hash: the lock says exactly which patches the recipe runs
         data["mods"] = [
             {
@@ -401,6 +436,8 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver) -> LockResult:
             }
             for index, path in sorted(loaded.mods.items())
         ]
+    for extra in extra_pins:
+        data[extra.section] = {**(data.get(extra.section) or {}), extra.key: extra.entry}
     try:
         lock_file.write_text(dump_lock(data), encoding="utf-8")
     except OSError as exc:

@@ -55,6 +55,7 @@ class RunOptions:
     ready_timeout_s: float | None = None
     grace_s: float = 10.0
     dry_run: bool = False
+    pull: bool = False  # docker runtime: pull the pinned image digest when docker lacks it
 
 
 @dataclass
@@ -72,6 +73,7 @@ class RunOutcome:
     ended_at: str | None = None
     script: str | None = None
     signal: str | None = None
+    image_digest: str | None = None  # docker runtime: the registry digest of the image that ran
 
     @property
     def exit_code(self) -> int:
@@ -95,6 +97,7 @@ class RunOutcome:
             "started_at": self.started_at,
             "ended_at": self.ended_at,
             "signal": self.signal,
+            "image_digest": self.image_digest,
             "plan": self.plan.to_json_dict(),
         }
 
@@ -228,10 +231,6 @@ def _host_facts(plan: RunPlan) -> dict[str, Any]:
     }
 
 
-def _image_digest(image: str) -> str | None:
-    return image.split("@", 1)[1] if "@sha256:" in image else None
-
-
 def run_recipe(
     path: str | Path,
     options: RunOptions | None = None,
@@ -247,8 +246,19 @@ def run_recipe(
 
     from autobench.ledger import open_ledger
 
-    ledger = open_ledger(options.ledger)
     base_env = dict(os.environ if env is None else env)
+    image = None
+    if plan.runtime == "docker":  # the local image must be the pinned one (refused before anything runs)
+        from autobench.run.image_check import check_local_image
+
+        image = check_local_image(
+            loaded.recipe.container.image,
+            docker=plan.server_argv[0],
+            env={**base_env, **plan.env},
+            pull=options.pull,
+            echo=echo,
+        )
+    ledger = open_ledger(options.ledger)
     secrets = environment_secrets(plan.secret_names, base_env)
     child_env = {**base_env, **plan.env}
 
@@ -270,6 +280,10 @@ def run_recipe(
 
     outcome = RunOutcome(status="FAILED", plan=plan, script=script)
     outcome.started_at = _now().isoformat()
+    if image is not None:
+        outcome.image_digest = image.digest
+        if image.note:
+            outcome.notes.append(image.note)
     if plan.unpinned:
         outcome.notes.append("unpinned: " + ", ".join(plan.unpinned))
     missing = [n for n in plan.secret_names if not base_env.get(n)]
@@ -323,6 +337,12 @@ def run_recipe(
                     _BENCH_THREADS.pop().join(timeout=10)
                 log.close()
             _finish(loaded, plan, outcome, readiness, bench_error, guard)
+            if image is not None and outcome.image_digest is None:  # `docker run` may have pulled it
+                from autobench.run.image_check import local_digest
+
+                outcome.image_digest = local_digest(
+                    loaded.recipe.container.image, docker=plan.server_argv[0], env=child_env
+                )
             outcome.ended_at = _now().isoformat()
             _record(ledger, loaded, plan, outcome, script, redact)
             _write(plan.path(P.OUTCOME_JSON), json.dumps(outcome.to_json_dict(), indent=2) + "\n")
@@ -517,7 +537,7 @@ def _record(
         draft_repo=spec.model if spec is not None else None,
         draft_sha=spec.revision if spec is not None and is_full_sha(spec.revision) else None,
         image=r.container.image if plan.runtime == "docker" else None,
-        image_digest=_image_digest(r.container.image) if plan.runtime == "docker" else None,
+        image_digest=outcome.image_digest if plan.runtime == "docker" else None,
         engine_version=outcome.boot.get("vllm_version"),
         host_facts=_host_facts(plan),
         root_cause_category=outcome.root_cause_category,

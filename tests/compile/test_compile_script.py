@@ -177,9 +177,21 @@ def test_frozen_refuses_unpinned_revisions(tmp_path):
     text = str(info.value)
     assert text.startswith(f"{BASE}:12:13: model.revision: model revision 'main'")
     assert f"(hint: autobench lock {DFLASH})" in text
+    by_tag = tmp_path / "by-tag.yaml"
+    by_tag.write_text(f"extends: {DFLASH}\nmodel:\n  revision: {'a' * 40}\n")
+    with pytest.raises(RecipeError) as info:  # every revision pinned, the image by tag only
+        compile_recipe(load_recipe(by_tag), frozen=True)
+    assert str(info.value) == (
+        f"{BASE}:25:10: container.image is not pinned by digest (name@sha256:...); --frozen refuses it "
+        f"(hint: autobench lock {by_tag})"
+    )
     pinned = tmp_path / "pinned.yaml"
-    pinned.write_text(f"extends: {DFLASH}\nmodel:\n  revision: {'a' * 40}\n")
+    digest = "sha256:" + "d" * 64
+    pinned.write_text(
+        f"extends: {DFLASH}\nmodel:\n  revision: {'a' * 40}\ncontainer:\n  image: vllm/vllm-openai@{digest}\n"
+    )
     script = compile_recipe(load_recipe(pinned), frozen=True)
+    assert f"vllm/vllm-openai@{digest}" in script
     assert "--revision aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" in script
     assert "UNPINNED" not in script
     draft = tmp_path / "draft.yaml"

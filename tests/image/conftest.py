@@ -7,8 +7,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "hub"))  # the fake Hub, for the recipes' model pins
+sys.path.insert(0, str(HERE.parent / "run"))  # the fake docker CLI (no Docker engine here)
 
+from fakehub import seed_hub  # noqa: E402
 from registry_rig import LiveRegistry  # noqa: E402
 
 
@@ -27,11 +31,17 @@ def auth_registry(tmp_path: Path):
 
 
 @pytest.fixture
-def image_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No docker config of the user's, no registry credentials, short timeouts."""
+def image_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """The fake Hub for the model pins, no docker config of the user's, no registry
+    credentials, short timeouts."""
+    hub = seed_hub().start()
     home = tmp_path / "home"
     home.mkdir()
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("AUTOBENCH_HUB_TIMEOUT", "2")
     monkeypatch.setenv("DOCKER_CONFIG", str(home / ".docker"))
     monkeypatch.delenv("AUTOBENCH_REGISTRY_CREDENTIALS", raising=False)
+    monkeypatch.delenv("AUTOBENCH_IMAGES", raising=False)
     monkeypatch.setenv("AUTOBENCH_REGISTRY_TIMEOUT", "2")
-    return home
+    yield home
+    hub.stop()

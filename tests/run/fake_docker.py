@@ -9,6 +9,10 @@ in $FAKE_DOCKER_STATE/calls.jsonl) and emulates just what `autobench run` uses:
   docker logs -f NAME     follows the container's output until it stops
   docker inspect -f ... NAME   prints the container's exit code
   docker rm -f NAME       kills the container's process group, forgets NAME
+  docker image inspect REF   the local images in $FAKE_DOCKER_STATE/images.json (reference ->
+      docker's inspect object); a `name@digest` REF also finds an image whose RepoDigests hold it
+  docker pull REF         copies $FAKE_DOCKER_STATE/registry.json[REF] into images.json (exit 1
+      "manifest unknown" when absent)
 """
 
 from __future__ import annotations
@@ -103,6 +107,36 @@ def logs(name: str) -> int:
         time.sleep(0.05)
 
 
+def _load(name: str) -> dict:
+    path = STATE / name
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def image_inspect(ref: str) -> int:
+    images = _load("images.json")
+    found = images.get(ref)
+    if found is None and "@" in ref:
+        found = next((i for i in images.values() if ref in (i.get("RepoDigests") or [])), None)
+    if found is None:
+        print("[]")
+        print(f"Error response from daemon: No such image: {ref}", file=sys.stderr)
+        return 1
+    print(json.dumps([found], indent=4))
+    return 0
+
+
+def pull(ref: str) -> int:
+    remote = _load("registry.json").get(ref)
+    if remote is None:
+        print(f"Error response from daemon: manifest for {ref} not found: manifest unknown", file=sys.stderr)
+        return 1
+    images = _load("images.json")
+    images[ref] = remote
+    (STATE / "images.json").write_text(json.dumps(images))
+    print(f"Status: Downloaded newer image for {ref}")
+    return 0
+
+
 def main() -> int:
     argv = sys.argv[1:]
     if argv and argv[0] == "_supervise":
@@ -112,6 +146,10 @@ def main() -> int:
     verb = argv[0] if argv else ""
     if verb == "run":
         return run(argv)
+    if verb == "image" and argv[1:2] == ["inspect"]:
+        return image_inspect(argv[-1])
+    if verb == "pull":
+        return pull(argv[-1])
     if verb == "logs":
         return logs(argv[-1])
     if verb == "inspect":

@@ -32,6 +32,7 @@ def recipe_text(
     max_tokens: int = 8,
     ready_timeout: float = 20,
     extra: str = "",
+    image: str = "vllm/vllm-openai:v0.23.1",
 ) -> str:
     return f"""\
 name: {name}
@@ -40,7 +41,7 @@ model:
   revision: {revision}
   served_name: tiny
 container:
-  image: vllm/vllm-openai:v0.23.1
+  image: {image}
   name: ab-{name}
   ports: ["{port}:{port}"]
 secrets: {secrets}

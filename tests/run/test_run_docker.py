@@ -64,9 +64,12 @@ def test_docker_runtime_runs_the_compiled_command_and_removes_the_container(make
     res = _run(recipe, tmp_path, env)
     assert res.returncode == 0, res.stdout + res.stderr
     calls = _calls(tmp_path)
-    assert calls[0] == docker_argv(load_recipe(recipe).recipe)[1:]  # exactly the compiled argv
+    # the image is asked for its digest first (a tag: not refused, recorded when docker knows it),
+    assert calls[0] == ["image", "inspect", "vllm/vllm-openai:v0.23.1"]
+    assert calls[1] == docker_argv(load_recipe(recipe).recipe)[1:]  # then exactly the compiled argv
     assert ["logs", "-f", "ab-synth-run"] in calls
-    assert calls[-1] == ["rm", "-f", "ab-synth-run"]
+    # and once more after the run, since `docker run` pulls an image docker did not have
+    assert calls[-2:] == [["rm", "-f", "ab-synth-run"], ["image", "inspect", "vllm/vllm-openai:v0.23.1"]]
     [row] = ledger_rows(tmp_path)
     assert row.status == "DONE" and row.metrics["completed"] == 8
     assert row.image == "vllm/vllm-openai:v0.23.1"
