@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from autobench.compile.quoting import Word, path_word
+from autobench.errors import RecipeError
 from autobench.recipe.rules import flag_name, parse_port, uses_host_network
 from autobench.recipe.schema import is_local_model
 
@@ -33,7 +34,39 @@ def num(value: float | int) -> str:
 
 
 def _w(*values: str) -> list[Word]:
+    """Fixed words written by autobench itself (program names, sub-commands, literal flags) and
+    words that are a command by design (launch.prefix / launch.command)."""
     return [Word(v) for v in values]
+
+
+def _opt(flag: str, value: str, *, path: bool = False) -> list[Word]:
+    """A flag and its recipe value: the ONE way a recipe value follows an option.
+
+    A value that starts with ``-`` is glued on as ``FLAG=VALUE``, so no parser (docker's pflag,
+    vllm's argparse, click) can read it as an option of its own; every other value stays a
+    separate word.  ``path``: the value may start with ``~/`` (expanded against $HOME).
+    """
+    if value == "--":  # argparse drops a "--" even from "FLAG=--": vllm could never receive it
+        raise RecipeError(
+            f"the value of {flag} is '--', which no command can receive as a value",
+            hint="fix the recipe field that sets " + flag,
+        )
+    if value.startswith("-"):
+        return [Word(f"{flag}={value}")]
+    return [Word(flag), path_word(value) if path else Word(value)]
+
+
+def _positional(value: str, key: str) -> Word:
+    """A recipe value in a positional slot (the image, the model).  Parsers read a word that
+    starts with ``-`` there as an option, and no fence (``=``) exists for a positional, so it is
+    refused (the schema refuses such values first; this guards every builder that adds one)."""
+    if not value or value.startswith("-"):
+        raise RecipeError(
+            f"{key}: a value that is empty or starts with '-' cannot stand where a command reads its "
+            "arguments (it would be read as an option)",
+            hint=f"fix {key} in the recipe",
+        )
+    return Word(value)
 
 
 def group_args(args: list[str]) -> Lines:
@@ -131,9 +164,12 @@ def setup_script(recipe: Any, mods: dict[int, Path], *, in_container: bool) -> s
     return "\n".join(out)
 
 
-def model_words(recipe: Any) -> list[str]:
+def model_word_list(recipe: Any) -> list[Word]:
+    """The model as the serve command reads it: ``--model-flag REPO`` or the positional REPO."""
     flag = recipe.launch.model_flag
-    return [flag, recipe.model.repo] if flag else [recipe.model.repo]
+    if flag:
+        return _opt(flag, recipe.model.repo)
+    return [_positional(recipe.model.repo, "model.repo")]
 
 
 def engine_flag_lines(recipe: Any) -> Lines:
@@ -141,15 +177,15 @@ def engine_flag_lines(recipe: Any) -> Lines:
     m, e = recipe.model, recipe.engine
     lines: Lines = []
     if not is_local_model(m.repo):
-        lines.append(_w("--revision", m.revision))
+        lines.append(_opt("--revision", m.revision))
     if m.tokenizer:
-        lines.append(_w("--tokenizer", m.tokenizer))
+        lines.append(_opt("--tokenizer", m.tokenizer))
     if m.tokenizer_revision:
-        lines.append(_w("--tokenizer-revision", m.tokenizer_revision))
+        lines.append(_opt("--tokenizer-revision", m.tokenizer_revision))
     if m.served_name:
-        lines.append(_w("--served-model-name", m.served_name))
-    lines.append(_w("--host", e.host))
-    lines.append(_w("--port", str(e.port)))
+        lines.append(_opt("--served-model-name", m.served_name))
+    lines.append(_opt("--host", e.host))
+    lines.append(_opt("--port", str(e.port)))
     for flag, value in (
         ("--max-model-len", e.max_model_len),
         ("--gpu-memory-utilization", e.gpu_memory_utilization),
@@ -166,12 +202,12 @@ def engine_flag_lines(recipe: Any) -> Lines:
         ("--attention-backend", e.attention_backend),
     ):
         if value is not None:
-            lines.append(_w(flag, value if isinstance(value, str) else num(value)))
+            lines.append(_opt(flag, value if isinstance(value, str) else num(value)))
     if m.trust_remote_code:
         lines.append(_w("--trust-remote-code"))
     spec = speculative_json(recipe)
     if spec is not None:
-        lines.append(_w("--speculative-config", spec))
+        lines.append(_opt("--speculative-config", spec))
     _bool_flag(lines, e.enable_expert_parallel, "enable-expert-parallel")
     _bool_flag(lines, e.enable_prefix_caching, "enable-prefix-caching")
     _bool_flag(lines, e.enable_chunked_prefill, "enable-chunked-prefill")
@@ -189,7 +225,7 @@ def serve_lines(recipe: Any, mods: dict[int, Path] | None = None, extra: Lines |
     lines: Lines = []
     if launch.setup:
         lines.append(_w("bash", "-c", setup_script(recipe, mods or {}, in_container=False), "autobench-setup"))
-    lines.append(_w(*launch.prefix, *launch.command, *model_words(recipe)))
+    lines.append([*_w(*launch.prefix, *launch.command), *model_word_list(recipe)])
     lines.extend(engine_flag_lines(recipe))
     lines.extend(extra or [])
     return lines
@@ -210,36 +246,36 @@ def docker_lines(
     lines: Lines = [_w("docker", "run")]
     if detach:
         lines.append(_w("-d"))
-    lines.append(_w("--name", name or container_name(recipe)))
+    lines.append(_opt("--name", name or container_name(recipe)))
     if c.gpus:
-        lines.append(_w("--gpus", c.gpus))
+        lines.append(_opt("--gpus", c.gpus))
     if c.ipc:
         lines.append(_w(f"--ipc={c.ipc}"))
     if c.shm_size:
-        lines.append(_w("--shm-size", c.shm_size))
+        lines.append(_opt("--shm-size", c.shm_size))
     for port in c.ports:
-        lines.append(_w("-p", port))
+        lines.append(_opt("-p", port))
     for volume in c.volumes:
-        lines.append([Word("-v"), path_word(volume)])
+        lines.append(_opt("-v", volume, path=True))
     for i, step in enumerate(launch.setup):
         if step.mod is not None:
             path = mods.get(i, Path(step.mod))
-            lines.append(_w("-v", f"{path}:{mod_target(i, path)}:ro"))
+            lines.append(_opt("-v", f"{path}:{mod_target(i, path)}:ro"))
     for secret in recipe.secrets:
-        lines.append(_w("--env", secret))  # by reference: docker copies it from the caller's env
+        lines.append(_opt("--env", secret))  # by reference: docker copies it from the caller's env
     for key, value in recipe.env.items():
-        lines.append(_w("--env", f"{key}={value}"))
+        lines.append(_opt("--env", f"{key}={value}"))
     lines.extend(group_args(c.extra_args))
     if launch.is_default:
-        lines.append(_w(c.image))
-        lines.append(_w(*model_words(recipe)))  # "vllm serve" is the image's entrypoint
+        lines.append([_positional(c.image, "container.image")])
+        lines.append(model_word_list(recipe))  # "vllm serve" is the image's entrypoint
     else:
         entrypoint = "bash" if launch.setup else (launch.entrypoint or "")
-        lines.append(_w("--entrypoint", entrypoint))
-        lines.append(_w(c.image))
+        lines.append(_opt("--entrypoint", entrypoint))
+        lines.append([_positional(c.image, "container.image")])
         if launch.setup:
             lines.append(_w("-c", setup_script(recipe, mods, in_container=True), "autobench-setup"))
-        lines.append(_w(*launch.prefix, *launch.command, *model_words(recipe)))
+        lines.append([*_w(*launch.prefix, *launch.command), *model_word_list(recipe)])
     lines.extend(engine_flag_lines(recipe))
     lines.extend(extra or [])
     return lines
@@ -253,63 +289,64 @@ def bench_lines(recipe: Any) -> Lines:
     if b.client == "vllm":
         key_env = bench_api_key_env(recipe)
         exec_env = ["-e", "OPENAI_API_KEY"] if key_env is not None else []  # set from key_env by the script
-        lines: Lines = [_w("docker", "exec", *exec_env, container_name(recipe), "vllm", "bench", "serve")]
+        name = _positional(container_name(recipe), "container.name")
+        lines: Lines = [[*_w("docker", "exec", *exec_env), name, *_w("vllm", "bench", "serve")]]
         chat = b.endpoint == "chat"
         lines.append(_w("--backend", "openai-chat" if chat else "openai"))
-        lines.append(_w("--base-url", f"http://localhost:{recipe.engine.port}"))
+        lines.append(_opt("--base-url", f"http://localhost:{recipe.engine.port}"))
         lines.append(_w("--endpoint", "/v1/chat/completions" if chat else "/v1/completions"))
-        lines.append(_w("--model", recipe.model.repo))
-        lines.append(_w("--served-model-name", recipe.bench_model))
+        lines.append(_opt("--model", recipe.model.repo))
+        lines.append(_opt("--served-model-name", recipe.bench_model))
         dataset_name = {"jsonl": "custom"}.get(d.kind, d.kind)
-        lines.append(_w("--dataset-name", dataset_name))
+        lines.append(_opt("--dataset-name", dataset_name))
         if d.path:
-            lines.append([Word("--dataset-path"), path_word(d.path)])
-        lines.append(_w("--num-prompts", str(b.num_prompts)))
-        lines.append(_w("--max-concurrency", str(b.concurrency)))
+            lines.append(_opt("--dataset-path", d.path, path=True))
+        lines.append(_opt("--num-prompts", str(b.num_prompts)))
+        lines.append(_opt("--max-concurrency", str(b.concurrency)))
         if d.kind == "random":
-            lines.append(_w("--random-input-len", str(d.input_len or 1024)))
-            lines.append(_w("--random-output-len", str(d.output_len or b.max_tokens)))
+            lines.append(_opt("--random-input-len", str(d.input_len or 1024)))
+            lines.append(_opt("--random-output-len", str(d.output_len or b.max_tokens)))
         else:
             lines.append(_w(f"--{dataset_name}-output-len", str(b.max_tokens)))
         if b.request_rate is not None:
-            lines.append(_w("--request-rate", num(b.request_rate)))
+            lines.append(_opt("--request-rate", num(b.request_rate)))
         if b.ignore_eos:
             lines.append(_w("--ignore-eos"))
-        lines.append(_w("--seed", str(b.seed)))
+        lines.append(_opt("--seed", str(b.seed)))
         if b.warmup:
-            lines.append(_w("--num-warmups", str(b.warmup)))
+            lines.append(_opt("--num-warmups", str(b.warmup)))
     else:
         lines = [_w("autobench", "bench")]
-        lines.append(_w("--base-url", base_url(recipe)))
-        lines.append(_w("--model", recipe.bench_model))
+        lines.append(_opt("--base-url", base_url(recipe)))
+        lines.append(_opt("--model", recipe.bench_model))
         key_env = bench_api_key_env(recipe)
         if key_env is not None:
-            lines.append(_w("--api-key-env", key_env))
+            lines.append(_opt("--api-key-env", key_env))
         if b.endpoint != "completions":
-            lines.append(_w("--endpoint", b.endpoint))
+            lines.append(_opt("--endpoint", b.endpoint))
         if d.kind != "sharegpt":
-            lines.append(_w("--dataset-kind", d.kind))
+            lines.append(_opt("--dataset-kind", d.kind))
         if d.path:
-            lines.append([Word("--dataset"), path_word(d.path)])
+            lines.append(_opt("--dataset", d.path, path=True))
         if d.kind == "random" and d.input_len is not None:
-            lines.append(_w("--random-input-len", str(d.input_len)))
-        lines.append(_w("--num-prompts", str(b.num_prompts)))
+            lines.append(_opt("--random-input-len", str(d.input_len)))
+        lines.append(_opt("--num-prompts", str(b.num_prompts)))
         if b.max_seconds is not None:
-            lines.append(_w("--max-seconds", num(b.max_seconds)))
-        lines.append(_w("--concurrency", str(b.concurrency)))
-        lines.append(_w("--max-tokens", str(b.max_tokens)))
+            lines.append(_opt("--max-seconds", num(b.max_seconds)))
+        lines.append(_opt("--concurrency", str(b.concurrency)))
+        lines.append(_opt("--max-tokens", str(b.max_tokens)))
         if b.request_rate is not None:
-            lines.append(_w("--request-rate", num(b.request_rate)))
+            lines.append(_opt("--request-rate", num(b.request_rate)))
         if b.ignore_eos:
             lines.append(_w("--ignore-eos"))
         if b.seed:
-            lines.append(_w("--seed", str(b.seed)))
+            lines.append(_opt("--seed", str(b.seed)))
         if b.warmup:
-            lines.append(_w("--warmup", str(b.warmup)))
+            lines.append(_opt("--warmup", str(b.warmup)))
     if s is not None:
         for key, value in s.model_dump().items():
             if value is not None and (b.client == "vllm" or key in AUTOBENCH_SAMPLER_KEYS):
-                lines.append(_w("--" + key.replace("_", "-"), num(value)))
+                lines.append(_opt("--" + key.replace("_", "-"), num(value)))
     return lines
 
 

@@ -15,8 +15,10 @@ from autobench.recipe.schema import is_full_sha
 from autobench.templates_dir import templates_dir as _templates_dir
 
 TARGETS = ("full", "serve", "bench")
-# Rule findings that make a script unsafe or wrong; compile refuses them even with check=False.
-UNSAFE_CODES = {"AB030", "AB031", "AB032", "AB033", "AB034", "AB055"}
+# Rule findings that make a script unsafe or wrong; compile refuses them even with check=False
+# (AB052: a container name is a positional word of docker rm/logs/exec; AB056: a stray word in
+# container.extra_args would become docker's image).
+UNSAFE_CODES = {"AB030", "AB031", "AB032", "AB033", "AB034", "AB052", "AB055", "AB056"}
 
 
 def templates_dir() -> Path:

@@ -186,6 +186,12 @@ RULES: dict[str, Rule] = {
         ),
         Rule("AB055", "error", "a value contains a NUL character", "remove the \\0 escape"),
         Rule(
+            "AB056",
+            "error",
+            "a word in container.extra_args would be read as the image, not as a flag's value",
+            "write the flag and its value as one item, e.g. --network=host; put the image in container.image",
+        ),
+        Rule(
             "AB060",
             "warning",
             "quantization method autobench does not know",
@@ -324,6 +330,30 @@ REPEATABLE_DOCKER_FLAGS = {
     "--env-file",
     "--group-add",
     "--tmpfs",
+}
+# docker run flags that take no value: a plain word right after one of them is where docker's
+# option parsing stops, i.e. it becomes the image (docker run --help).
+DOCKER_BOOL_FLAGS = {
+    "-d",
+    "--detach",
+    "--disable-content-trust",
+    "--init",
+    "-i",
+    "--interactive",
+    "--no-healthcheck",
+    "--oom-kill-disable",
+    "--privileged",
+    "-P",
+    "--publish-all",
+    "-q",
+    "--quiet",
+    "--read-only",
+    "--rm",
+    "--sig-proxy",
+    "-t",
+    "--tty",
+    "--help",
+    "--use-api-socket",
 }
 REPEATABLE_ENGINE_FLAGS = {"--middleware", "--allowed-origins", "--lora-modules", "--api-key"}
 
@@ -591,6 +621,35 @@ def _duplicates(c: _Ctx) -> None:
             seen.setdefault(name, i)
 
 
+def _takes_value(arg: str) -> bool:
+    """Whether docker reads the next word as this argument's value."""
+    name = flag_name(arg)
+    if name is None or "=" in arg:
+        return False
+    if re.fullmatch(r"-[A-Za-z]{2,}", arg):  # combined short flags such as -it
+        return arg[-1] not in "dtiPq"
+    return name not in DOCKER_BOOL_FLAGS
+
+
+def _stray_words(c: _Ctx) -> None:
+    args = c.r.container.extra_args
+    value_due = False  # the previous word was a flag that takes the next word as its value
+    for i, arg in enumerate(args):
+        if value_due:  # docker takes this word verbatim, even "--" or "-x"
+            value_due = False
+        elif arg == "--":
+            c.add("AB056", ("container", "extra_args", i), "'--' ends docker's options here")
+            return  # what follows is the image and its arguments: one finding says it
+        elif flag_name(arg) is None:
+            c.add(
+                "AB056",
+                ("container", "extra_args", i),
+                f"item {i} is not a flag and follows no flag that takes a value",
+            )
+        else:
+            value_due = _takes_value(arg)
+
+
 def _container(c: _Ctx) -> None:
     ctr = c.r.container
     ref = parse_image_ref(ctr.image)  # the schema accepted it, so it parses
@@ -754,6 +813,7 @@ CHECKS = (
     _ports,
     _secrets,
     _duplicates,
+    _stray_words,
     _container,
     _meta,
     _consistency,

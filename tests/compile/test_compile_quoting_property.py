@@ -70,11 +70,16 @@ TEXT = st.one_of(
     st.sampled_from(NASTY),
     st.text(CHARS, max_size=12),
     st.lists(st.sampled_from(NASTY), min_size=2, max_size=4).map("".join),
-).filter(lambda s: not SECRET_VALUE.search(s))
+).filter(lambda s: not SECRET_VALUE.search(s) and s != "--")  # "--" as a value: test_compile_fences
 NONEMPTY = TEXT.filter(bool)
 MAYBE = st.none() | TEXT
 ENV_KEY = st.from_regex(r"E_[A-Za-z0-9_]{0,6}", fullmatch=True)
 SECRET = st.from_regex(r"SECRET_[A-Z0-9_]{0,6}", fullmatch=True)
+DOCKER_EXTRA = st.lists(
+    st.tuples(st.sampled_from(["--label", "--network", "-e", "--cap-add"]), TEXT).map(list)
+    | TEXT.map(lambda v: ["--label=" + v]),
+    max_size=2,
+).map(lambda groups: [word for group in groups for word in group])
 # container.image must parse as an image reference (autobench.recipe.imageref; other text is
 # refused at validation, tests/recipe/test_imageref.py), so only references are drawn here.
 IMAGE = st.builds(
@@ -98,13 +103,14 @@ def recipes(draw) -> dict:
         },
         "container": {
             "image": d(IMAGE),
-            "name": d(MAYBE),
+            "name": d(st.none() | st.from_regex(r"[a-zA-Z0-9][a-zA-Z0-9_.-]{0,8}", fullmatch=True)),  # AB052
             "gpus": d(MAYBE),
             "ipc": d(MAYBE),
             "shm_size": d(MAYBE),
             "ports": d(st.lists(TEXT, max_size=2)),
             "volumes": d(st.lists(TEXT | TEXT.map(lambda s: "~/" + s), max_size=2)),
-            "extra_args": d(st.lists(TEXT, max_size=3)),
+            # flags with hostile values (a stray plain word would become the image: AB056 refuses it)
+            "extra_args": d(DOCKER_EXTRA),
         },
         "env": d(st.dictionaries(ENV_KEY, TEXT, max_size=3)),
         "secrets": d(st.lists(SECRET, unique=True, max_size=2)),
