@@ -9,7 +9,8 @@
     ├── BenchError                exit 5   the benchmark client or its dataset
     ├── RunError                  exit 6   orchestrating a run (server, readiness, teardown)
     ├── LogError                  exit 7   reading a server log
-    └── ReportError               exit 8   rendering pages and plots
+    ├── ReportError               exit 8   rendering pages and plots
+    └── PreflightError            exit 9   preflight cannot predict a boot (config, version, model)
 
 Every error renders as ONE line: ``[location: ]message[ (hint: fix)]``.  The CLI
 catches ``AutobenchError`` once, prints that line to stderr and exits with the
@@ -74,3 +75,9 @@ class LogError(AutobenchError):
 
 class ReportError(AutobenchError):
     exit_code = 8
+
+
+class PreflightError(AutobenchError):
+    """Preflight cannot predict (missing config field, unknown vLLM version, uncovered model)."""
+
+    exit_code = 9

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "autobench.cli.bench_cmds:synthetic_server",
         "Run the synthetic OpenAI-compatible streaming server.",
     ),
+    "preflight": ("autobench.cli.preflight_cmds:preflight", "Predict the KV-cache layout and failing boots."),
     "run": ("autobench.cli.run_cmds:run", "Run a recipe end to end and record it."),
     "logs": ("autobench.cli.logs_cmds:logs", "Read vLLM server logs: boot facts, root causes."),
     "record": ("autobench.cli.ledger_cmds:record", "Append a run to the ledger by hand."),

@@ -32,16 +32,25 @@ def recipe_files(paths: tuple[str, ...]) -> list[Path]:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--strict", is_flag=True, help="Treat warnings (e.g. unpinned revisions) as errors.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def validate(paths: tuple[str, ...], strict: bool, fmt: str) -> None:
+@click.option(
+    "--no-preflight", is_flag=True, help="Skip the KV-cache preflight (it runs when the configs are in the HF cache)."
+)
+def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool) -> None:
     """Check recipes (files or folders) against the schema and the AB rules.
 
     Prints one line per finding, `file:line:col: CODE severity: message (hint: fix)`,
     and exits 2 if any finding is an error.
     """
-    from autobench.recipe.validate import validate_paths
+    from autobench.recipe.validate import ExtraCheck, validate_paths
+
+    extra: ExtraCheck | None = None
+    if not no_preflight:
+        from autobench.preflight.findings import check as preflight_check
+
+        extra = preflight_check
 
     # the environment's secret values must not be written in a recipe (AB030)
-    results = validate_paths(recipe_files(paths), strict=strict, env=os.environ)
+    results = validate_paths(recipe_files(paths), strict=strict, env=os.environ, extra=extra)
     # A finding in a parent recipe shows up again through every recipe that extends it:
     # print and count it once.
     findings = list({f.text(): f for _, fs in results for f in fs}.values())

@@ -245,6 +245,18 @@ RULES: dict[str, Rule] = {
             "bench endpoint and engine runner disagree (embedding model)",
             "an embedding model: engine.runner pooling, bench.endpoint embeddings, bench.client vllm",
         ),
+        Rule(
+            "AB070",
+            "warning",
+            "preflight predicts a boot failure (KV-cache layout from the cached configs)",
+            "see `autobench preflight RECIPE`: pin another draft revision or vLLM version",
+        ),
+        Rule(
+            "AB071",
+            "info",
+            "preflight cannot predict this recipe's boot from the cached configs",
+            "see `autobench preflight RECIPE` for what is missing",
+        ),
     ]
 }
 

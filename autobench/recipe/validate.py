@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from autobench.errors import RecipeError
-from autobench.recipe.loader import Position, RecipeSchemaError, load_recipe
+from autobench.recipe.loader import LoadedRecipe, Position, RecipeSchemaError, load_recipe
 from autobench.recipe.rules import RULES, Finding, _parse_location, check, load_error_finding
 
+# An extra check over a loaded recipe (e.g. autobench.preflight.findings.check), passed in by the
+# caller so that ``recipe`` imports nothing above it.
+ExtraCheck = Callable[[LoadedRecipe, bool], list[Finding]]
 
-def validate_file(path: Path, *, strict: bool = False, env: Mapping[str, str] | None = None) -> list[Finding]:
+
+def validate_file(
+    path: Path, *, strict: bool = False, env: Mapping[str, str] | None = None, extra: ExtraCheck | None = None
+) -> list[Finding]:
     """Findings for one file; a file that cannot be loaded yields AB000 findings.  ``env``: see
-    :func:`autobench.recipe.rules.check` (secret values that must not be in the recipe)."""
+    :func:`autobench.recipe.rules.check` (secret values that must not be in the recipe).  ``extra``:
+    a further check over the loaded recipe (the preflight)."""
     try:
         loaded = load_recipe(path)
     except RecipeSchemaError as exc:
@@ -28,10 +35,17 @@ def validate_file(path: Path, *, strict: bool = False, env: Mapping[str, str] | 
         if finding.location is None:
             finding = replace(finding, location=Position(path, 0, 0))
         return [finding]
-    return check(loaded, strict=strict, env=env)
+    findings = check(loaded, strict=strict, env=env)
+    if extra is not None:
+        findings += extra(loaded, strict)
+    return findings
 
 
 def validate_paths(
-    paths: list[Path], *, strict: bool = False, env: Mapping[str, str] | None = None
+    paths: list[Path],
+    *,
+    strict: bool = False,
+    env: Mapping[str, str] | None = None,
+    extra: ExtraCheck | None = None,
 ) -> list[tuple[Path, list[Finding]]]:
-    return [(path, validate_file(path, strict=strict, env=env)) for path in paths]
+    return [(path, validate_file(path, strict=strict, env=env, extra=extra)) for path in paths]

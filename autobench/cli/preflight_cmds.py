@@ -1,0 +1,71 @@
+"""CLI: ``autobench preflight RECIPE`` (thin: options -> autobench.preflight.predict)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("preflight")
+@click.argument("recipe", type=click.Path(dir_okay=False))
+@click.option("--vllm-version", default=None, metavar="X.Y.Z", help="vLLM version the image runs (else from the tag).")
+@click.option(
+    "--kv-blocks", type=click.IntRange(min=1), default=None, help="KV blocks a real boot reported: exact concurrency."
+)
+@click.option("--gpu", default=None, metavar="NAME", help="GPU for the KV budget (GB10, H200); or --gpu-memory-gib.")
+@click.option(
+    "--gpu-memory-gib", type=click.FloatRange(min=0, min_open=True), default=None, help="Memory of one GPU, GiB."
+)
+@click.option(
+    "--weights-gib", type=click.FloatRange(min=0), default=None, help="Override the weights' size (GiB, all GPUs)."
+)
+@click.option(
+    "--target-config", type=click.Path(exists=True), default=None, help="Local config.json (or folder) of the model."
+)
+@click.option(
+    "--draft-config", type=click.Path(exists=True), default=None, help="Local config.json (or folder) of the draft."
+)
+@click.option("--offline", is_flag=True, help="Read configs from the local HF cache only.")
+@click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
+@click.pass_context
+def preflight(
+    ctx: click.Context,
+    recipe: str,
+    vllm_version: str | None,
+    kv_blocks: int | None,
+    gpu: str | None,
+    gpu_memory_gib: float | None,
+    weights_gib: float | None,
+    target_config: str | None,
+    draft_config: str | None,
+    offline: bool,
+    as_json: bool,
+) -> None:
+    """Predict the KV-cache layout of RECIPE's boot, and whether it fails, from configs alone.
+
+    Prints page sizes per layer kind, the attention block size, mamba padding, the KV groups,
+    blocks per request and the unification verdict, each with the vLLM function it mirrors.
+    Exit 0 when the boot is predicted to succeed, 6 when it is predicted to fail, 9 when it
+    cannot be predicted.
+    """
+    from autobench.preflight.budget import gpu_memory_gib as table_memory
+    from autobench.preflight.predict import Options, predict_recipe
+    from autobench.recipe.loader import load_recipe
+
+    memory = gpu_memory_gib if gpu_memory_gib is not None else (table_memory(gpu) if gpu else None)
+    options = Options(
+        vllm_version=vllm_version,
+        target_config=target_config,
+        draft_config=draft_config,
+        kv_blocks=kv_blocks,
+        gpu_memory_gib=memory,
+        weights_gib=weights_gib,
+        offline=offline or None,
+    )
+    prediction = predict_recipe(load_recipe(recipe), options)
+    if as_json:
+        click.echo(json.dumps(prediction.to_dict(), indent=2))
+    else:
+        click.echo(prediction.render_text())
+    ctx.exit(6 if prediction.fails else 0)
