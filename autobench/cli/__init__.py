@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("autobench.cli.run_cmds:run", "Run a recipe end to end and record it."),
     "logs": ("autobench.cli.logs_cmds:logs", "Read vLLM server logs: boot facts, root causes."),
     "record": ("autobench.cli.ledger_cmds:record", "Append a run to the ledger by hand."),
-    "ledger": ("autobench.cli.ledger_cmds:ledger", "List, show, export and verify the ledger."),
+    "ledger": ("autobench.cli.ledger_cmds:ledger", "List, show, export, verify, push and pull the ledger."),
     "history": ("autobench.cli.ledger_cmds:history", "Run history per draft, model or recipe."),
     "compare": ("autobench.cli.ledger_cmds:compare", "Compare two runs side by side."),
     "report": ("autobench.cli.report_cmds:report", "Render Markdown pages from the ledger."),

@@ -122,7 +122,7 @@ def record(
 # ------------------------------------------------------------------ ledger group
 @click.group("ledger")
 def ledger() -> None:
-    """List, show, export and verify the run ledger."""
+    """List, show, export, verify, push and pull the run ledger."""
 
 
 @ledger.command("list")
@@ -263,3 +263,13 @@ def compare(run_a: str, run_b: str, ledger_url: str | None, as_json: bool) -> No
     _print_table(*compare_table(result))
     if result.decode_speedup is not None:
         click.echo(f"decode speedup (B/A): {result.decode_speedup:.2f}x")
+
+
+def _add_sync_commands() -> None:
+    from autobench.cli.sync_cmds import pull, push
+
+    ledger.add_command(push)
+    ledger.add_command(pull)
+
+
+_add_sync_commands()

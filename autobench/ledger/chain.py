@@ -93,6 +93,19 @@ def canonical_json(row: Mapping[str, Any]) -> str:
     return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+#: Not part of a run's own content: its place in one ledger (id, chain links, references to
+#: other runs by id, which ``ledger push`` renumbers) and its stable id.
+LOCAL_KEYS = frozenset({"id", "prev_hash", "row_hash", "corrects", "supersedes", "run_uid"})
+
+
+def content_hash(row: Mapping[str, Any]) -> str:
+    """sha256 hex of what the run itself is: the canonical content without ``LOCAL_KEYS``.
+    The same in every ledger the run is pushed to (its row hash is not: that covers the chain)."""
+    content = {k: v for k, v in canonical_content(row).items() if k not in LOCAL_KEYS}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def row_hash(row: Mapping[str, Any]) -> str:
     """sha256 hex of the canonical JSON of ``row``'s content (prev_hash included)."""
     return hashlib.sha256(canonical_json(row).encode("utf-8")).hexdigest()

@@ -85,6 +85,13 @@ def _v3_more_boot_facts(conn: Connection) -> None:
         conn.exec_driver_sql(f"ALTER TABLE runs ADD COLUMN {name} {ddl}")
 
 
+def _v4_run_uid(conn: Connection) -> None:
+    # Nullable, so the rows written before v4 keep their content and hashes (a NULL added
+    # column is left out of the hashed content); UNIQUE, so a run pushed twice is stored once.
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN run_uid TEXT")
+    conn.exec_driver_sql("CREATE UNIQUE INDEX ix_runs_run_uid ON runs (run_uid)")
+
+
 # (version, description, apply).  Append new migrations; never edit an applied one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "runs table with metrics and boot facts, indexes, append-only triggers", _v1_runs_table),
@@ -95,6 +102,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
         "mamba padding, CUDA graph pool",
         _v3_more_boot_facts,
     ),
+    (4, "run_uid: a run's stable id across ledgers (push / pull)", _v4_run_uid),
 ]
 LATEST = MIGRATIONS[-1][0]
 

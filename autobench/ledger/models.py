@@ -79,7 +79,7 @@ BOOT_KEYS: tuple[str, ...] = (
 #: The hash chain's rule for them (autobench.ledger.chain): such a column enters a row's
 #: canonical content only when it is not NULL, so rows written before it existed hash
 #: exactly as they did.  Add every new column here with its migration's number.
-ADDED_IN: dict[str, int] = {key: 3 for key in V3_BOOT_KEYS}
+ADDED_IN: dict[str, int] = {**{key: 3 for key in V3_BOOT_KEYS}, "run_uid": 4}
 
 #: Run columns other than metrics, boot facts and the chain.
 CORE_KEYS: tuple[str, ...] = (
@@ -104,6 +104,7 @@ CORE_KEYS: tuple[str, ...] = (
     "corrects",
     "supersedes",
     "source",
+    "run_uid",
 )
 
 #: JSON-encoded text columns (decoded in RunRecord).
@@ -138,6 +139,7 @@ class RunRow(SQLModel, table=True):
         Index("ix_runs_hist_model", "model_repo", "model_sha", *_HIST_TAIL),
         Index("ix_runs_status", "status"),
         Index("ix_runs_started_at", "started_at"),
+        Index("ix_runs_run_uid", "run_uid", unique=True),  # schema v4
     )
 
     id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
@@ -210,6 +212,8 @@ class RunRow(SQLModel, table=True):
     cuda_graph_s: float | None = None
     cuda_graph_gib: float | None = None
     engine_init_s: float | None = None
+    # -- schema v4: the run's stable id across ledgers (32 hex; NULL on runs appended before v4)
+    run_uid: str | None = _text()
     # -- hash chain
     prev_hash: str = Field(nullable=False, unique=True)
     row_hash: str = Field(nullable=False, unique=True)
@@ -221,6 +225,15 @@ CONTENT_KEYS: tuple[str, ...] = tuple(c.name for c in RUNS.columns if c.name != 
 
 assert set(CONTENT_KEYS) == {"id", "prev_hash", *CORE_KEYS, *METRIC_KEYS, *BOOT_KEYS}
 assert set(ADDED_IN) <= set(CONTENT_KEYS)
+
+
+def legacy_uid(row_hash: str) -> str:
+    """The stable id of a run appended before schema v4 (no ``run_uid``): derived from its
+    row hash, which never changes in an append-only ledger.  ``ledger push`` stores it as
+    the run's ``run_uid`` in the destination, so the run is found there again."""
+    import hashlib
+
+    return hashlib.sha256(f"autobench-legacy-run:{row_hash}".encode()).hexdigest()[:32]
 
 
 @dataclass
@@ -255,6 +268,8 @@ class NewRun:
     source: str = "manual"
     metrics: dict[str, Any] = field(default_factory=dict)
     boot: dict[str, Any] = field(default_factory=dict)
+    #: The run's stable id (32 lowercase hex); None -> a new random one at append.
+    run_uid: str | None = None
 
 
 @dataclass
@@ -287,6 +302,12 @@ class RunRecord:
     boot: dict[str, Any]
     prev_hash: str
     row_hash: str
+    run_uid: str | None = None
+
+    @property
+    def stable_id(self) -> str:
+        """``run_uid``, or for a run appended before schema v4 one derived from its row hash."""
+        return self.run_uid or legacy_uid(self.row_hash)
 
     @property
     def display_id(self) -> str:

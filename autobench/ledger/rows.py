@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import uuid
 from collections.abc import Mapping
 from dataclasses import fields
 from datetime import UTC, date, datetime
@@ -26,6 +27,7 @@ from autobench.ledger.models import (
 from autobench.recipe.schema import is_full_sha
 from autobench.redaction import find_token
 
+_UID_RE = re.compile(r"[0-9a-f]{32}")
 _SHAPE_WORDS = {"hf_token": "a Hugging Face token"}
 
 
@@ -125,6 +127,8 @@ def new_run_values(run: NewRun) -> dict[str, Any]:
             raise LedgerError(f"{key} must be a run id (a positive integer), got {ref!r}")
     _check_keys(run.metrics, METRIC_KEYS, "metrics")
     _check_keys(run.boot, BOOT_KEYS, "boot")
+    if run.run_uid is not None and not _UID_RE.fullmatch(str(run.run_uid)):
+        raise LedgerError(f"run_uid must be 32 lowercase hex digits, got {str(run.run_uid)[:40]!r}")
 
     values: dict[str, Any] = {}
     for f in fields(NewRun):
@@ -132,6 +136,7 @@ def new_run_values(run: NewRun) -> dict[str, Any]:
             continue
         values[f.name] = getattr(run, f.name)
     values["status"] = status
+    values["run_uid"] = run.run_uid or uuid.uuid4().hex
     values["started_at"] = normalize_time(run.started_at, "started_at")
     values["ended_at"] = normalize_time(run.ended_at, "ended_at")
     if run.root_cause_category is not None:

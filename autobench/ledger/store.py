@@ -30,7 +30,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, Operationa
 from autobench.errors import LedgerError
 from autobench.ledger import appendonly, chain, export, postgres, queries
 from autobench.ledger.migrations import LATEST, check_not_newer, current_version, migrate
-from autobench.ledger.models import GENESIS_HASH, RUNS, STATUSES, NewRun, RunRecord
+from autobench.ledger.models import GENESIS_HASH, RUNS, STATUSES, NewRun, RunRecord, legacy_uid
 from autobench.ledger.rows import new_run_values, record_from_row
 
 DEFAULT_PATH = "ledger.db"
@@ -461,11 +461,68 @@ class Ledger:
     def _raw_rows(self, conn: Connection) -> Iterator[dict[str, Any]]:
         """All rows, ascending id, as the driver returns them (no type processing)."""
         names = [c.name for c in RUNS.columns]
+        if conn.dialect.name == "postgresql":  # a server-side cursor: never the whole table in memory
+            conn = conn.execution_options(stream_results=True, max_row_buffer=1000)
         cursor = conn.exec_driver_sql(
             f"SELECT {', '.join(names)} FROM runs ORDER BY id"  # noqa: S608 (fixed column names)
         )
         for raw in cursor:
             yield dict(zip(names, raw, strict=True))
+
+    @contextmanager
+    def raw_rows(self) -> Iterator[Iterator[dict[str, Any]]]:
+        """Every row in id order as stored (for ``ledger push``), read in one transaction."""
+        with self._read() as conn:
+            yield self._raw_rows(conn)
+
+    def stable_ids(self) -> dict[str, int]:
+        """The stable id (``run_uid``, or derived from the row hash before v4) -> id of every run."""
+        with self._read() as conn:
+            rows = conn.execute(select(RUNS.c.id, RUNS.c.run_uid, RUNS.c.row_hash)).all()
+        return {uid or legacy_uid(row_hash): rid for rid, uid, row_hash in rows}
+
+    def import_runs(self, runs: list[dict[str, Any]], known: dict[str, int]) -> int:
+        """Append runs copied from another ledger, in order, in ONE transaction; return how
+        many were new.  Each run is its content values with ``run_uid`` set and ``corrects``
+        / ``supersedes`` given as stable ids; ``known`` maps stable ids to ids here and is
+        updated once the transaction commits.  A run already here (by ``run_uid``, also one
+        that a concurrent push stored a moment ago) is skipped."""
+        self._check_before_writing()
+        uids = [values["run_uid"] for values in runs]
+        with self._errors(), self._writer_turn(), self.engine.connect() as conn:
+            conn = conn.execution_options(ledger_begin="IMMEDIATE")
+            with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    postgres.lock_chain(conn)
+                here = dict(known)
+                for uid, rid in conn.execute(select(RUNS.c.run_uid, RUNS.c.id).where(RUNS.c.run_uid.in_(uids))):
+                    here[uid] = rid
+                last = conn.execute(select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)).first()
+                last_id, last_hash = (last.id, last.row_hash) if last else (0, GENESIS_HASH)
+                new_rows = []
+                for values in runs:
+                    if values["run_uid"] in here:
+                        continue
+                    row = dict(values)
+                    for key in ("corrects", "supersedes"):
+                        ref = row.get(key)
+                        if ref is not None:
+                            if ref not in here:
+                                raise LedgerError(
+                                    f"run {values['run_uid']} {key} a run that is not in this ledger ({ref})",
+                                    location=self.where,
+                                )
+                            row[key] = here[ref]
+                    last_id += 1
+                    row["id"] = last_id
+                    row["prev_hash"] = last_hash
+                    row["row_hash"] = last_hash = chain.row_hash(row)
+                    here[values["run_uid"]] = last_id
+                    new_rows.append(row)
+                if new_rows:
+                    conn.execute(insert(RUNS), new_rows)
+        known.update(here)
+        return len(new_rows)
 
     def verify(self, known_head: str | None = None) -> chain.VerifyResult:
         """Recompute the hash chain and report the first broken row; then check that the

@@ -171,11 +171,12 @@ def test_a_fresh_ledger_has_the_schema_of_a_migrated_one(tmp_path, v2_copy):
     with open_ledger(tmp_path / "fresh.db"):
         pass
     assert _schema(tmp_path / "fresh.db") == _schema(v2_copy)
-    # v1 still creates exactly the table the v2 code created; v3 appends its columns
+    # v1 still creates exactly the table the v2 code created; v3 appends its columns, v4 run_uid
     old = _sql(FIXTURE, "SELECT name FROM pragma_table_info('runs')")
     new = _sql(tmp_path / "fresh.db", "SELECT name FROM pragma_table_info('runs')")
-    assert new == old + [(name,) for name, _ in V3_COLUMNS]
-    assert {name for name, _ in V3_COLUMNS} == set(ADDED_IN) == set(V3_BOOT_KEYS)
+    assert new == old + [(name,) for name, _ in V3_COLUMNS] + [("run_uid",)]
+    assert {name for name, _ in V3_COLUMNS} == {k for k, v in ADDED_IN.items() if v == 3} == set(V3_BOOT_KEYS)
+    assert {k for k, v in ADDED_IN.items() if v == 4} == {"run_uid"}
     assert set(V3_BOOT_KEYS) <= set(BOOT_KEYS)
 
 

@@ -1,0 +1,216 @@
+"""`ledger push --to` / `pull --from` between real ledgers: two SQLite "boxes" into one
+PostgreSQL ledger (and into SQLite), idempotent by stable id, re-chained with each run's
+content hash kept, a source failing verify refused, a push SIGKILLed half-way completed by
+the next one."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from ledger_helpers import DRAFT, SHA_A, SHA_B, make_run
+
+from autobench.cli import main
+from autobench.ledger import open_ledger
+from autobench.ledger.chain import content_hash
+from autobench.ledger.models import legacy_uid
+
+FIXTURE_V2 = Path(__file__).with_name("fixtures") / "ledger_v2.db"
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _box_a(path: Path) -> None:
+    with open_ledger(path) as book:
+        book.append(
+            make_run(
+                recipe_name="box-a",
+                draft_repo=DRAFT,
+                draft_sha=SHA_A,
+                status="BLOCKED",
+                root_cause_category="assertion",
+                root_cause_message="assert x",
+                started_at="2026-06-23",
+            )
+        )
+        book.append(make_run(recipe_name="box-a", model_repo="org/other", status="DONE"))
+
+
+def _box_b(path: Path) -> None:
+    with open_ledger(path) as book:
+        first = book.append(
+            make_run(
+                recipe_name="box-b",
+                draft_repo=DRAFT,
+                draft_sha=SHA_B,
+                status="DONE",
+                metrics={"decode_tok_s": 100.0},
+                started_at="2026-06-24",
+            )
+        )
+        book.append(
+            make_run(
+                recipe_name="box-b",
+                draft_repo=DRAFT,
+                draft_sha=SHA_B,
+                status="DONE",
+                metrics={"decode_tok_s": 107.43},
+                started_at="2026-06-24",
+                supersedes=first.id,
+            )
+        )
+
+
+def _by_uid(url: str) -> dict[str, tuple[int, str, dict]]:
+    """run_uid -> (id, content hash, raw row) of every run in a ledger."""
+    with open_ledger(url, create=False) as book, book.raw_rows() as rows:
+        return {r["run_uid"] or legacy_uid(r["row_hash"]): (r["id"], content_hash(r), r) for r in rows}
+
+
+def test_two_boxes_push_into_one_ledger_then_history_answers_with_both(capsys, tmp_path, backend):
+    a, b = tmp_path / "box-a.db", tmp_path / "box-b.db"
+    _box_a(a)
+    _box_b(b)
+    for box in (a, b):
+        code, out, err = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(box))
+        assert code == 0, err
+        assert out.startswith("pushed 2 runs from") and "(0 already there)" in out
+    code, out, _ = run(capsys, "history", "--draft", DRAFT, "--json", "--ledger", backend.url)
+    groups = {g["key"]: g for g in json.loads(out)["groups"]}
+    assert code == 0 and set(groups) == {SHA_A, SHA_B}
+    assert groups[SHA_A]["by_status"]["BLOCKED"] == 1 and groups[SHA_A]["recipes"] == ["box-a"]
+    assert groups[SHA_B]["runs"] == 2 and groups[SHA_B]["best_decode_tok_s"] == 107.43
+    # each run keeps its content hash; the chain is the destination's own
+    here = _by_uid(backend.url)
+    for box in (a, b):
+        for uid, (_, digest, _) in _by_uid(str(box)).items():
+            assert here[uid][1] == digest
+    assert [i for i, _, _ in sorted(here.values())] == [1, 2, 3, 4]
+    # the correction points at the destination id of the run it supersedes
+    superseding = next(r for _, _, r in here.values() if r["supersedes"] is not None)
+    assert superseding["supersedes"] == here[next(u for u, v in _by_uid(str(b)).items() if v[0] == 1)][0]
+    # pushing again adds nothing
+    for box in (a, b):
+        code, out, _ = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(box), "--json")
+        assert code == 0 and json.loads(out)["copied"] == 0 and json.loads(out)["present"] == 2
+    code, out, _ = run(capsys, "ledger", "verify", "--ledger", backend.url)
+    assert code == 0 and out.startswith("ledger OK: 4 runs")
+    # and a third box pulls the team's runs
+    c = tmp_path / "box-c.db"
+    code, out, _ = run(capsys, "ledger", "pull", "--from", backend.url, "--ledger", str(c))
+    assert code == 0 and out.startswith("pulled 4 runs")
+    assert set(_by_uid(str(c))) == set(here)
+    assert (
+        run(capsys, "ledger", "pull", "--from", backend.url, "--ledger", str(c), "--json")[1].count('"copied": 0') == 1
+    )
+
+
+def test_a_source_that_fails_verify_is_refused_and_nothing_is_created(capsys, tmp_path, backend):
+    a = tmp_path / "box-a.db"
+    _box_a(a)
+    import sqlite3
+
+    con = sqlite3.connect(a)
+    con.executescript("DROP TRIGGER runs_no_update; UPDATE runs SET notes = 'edited' WHERE id = 1;")
+    con.close()
+    code, out, err = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(a))
+    assert code == 4 and out == "" and err.count("\n") == 1
+    assert "the source ledger fails verify, nothing was copied" in err and "BROKEN at run #1" in err
+    if backend.path is not None:
+        assert not backend.path.exists()
+    else:
+        assert backend.query(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+        ) == [(0,)]
+
+
+def test_runs_from_before_v4_get_a_stable_id_and_are_not_duplicated(capsys, tmp_path, backend):
+    """A ledger written before run_uid existed: pushed twice, stored once; pulled back, nothing new."""
+    old = tmp_path / "old.db"
+    shutil.copy2(FIXTURE_V2, old)
+    with open_ledger(old) as book:  # migrates to v4; its rows keep NULL run_uid
+        n = book.count()
+        assert all(r.run_uid is None for r in book.runs())
+    for _ in range(2):
+        assert run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(old))[0] == 0
+    here = _by_uid(backend.url)
+    there = _by_uid(str(old))
+    assert len(here) == n and set(here) == set(there)
+    assert all(here[u][1] == there[u][1] for u in here)  # content hashes kept
+    code, out, _ = run(capsys, "ledger", "pull", "--from", backend.url, "--ledger", str(old), "--json")
+    assert code == 0 and json.loads(out)["copied"] == 0
+    with open_ledger(old) as book:
+        assert book.count() == n and book.verify().ok
+
+
+def _fill(path: Path, runs: int) -> None:
+    """A box with many runs, appended in batches (the push path itself, from another ledger)."""
+    with open_ledger(path) as book:
+        for i in range(runs // 500):
+            book.import_runs(
+                [{**_values(make_run(notes=f"{i}:{j}", metrics={"decode_tok_s": float(j)}))} for j in range(500)],
+                {},
+            )
+
+
+def _values(new_run):
+    from autobench.ledger.rows import new_run_values
+
+    return new_run_values(new_run)
+
+
+@pytest.mark.slow
+def test_a_push_killed_half_way_leaves_both_valid_and_the_next_push_completes(tmp_path, backend):
+    box = tmp_path / "box.db"
+    total = 2000
+    _fill(box, total)
+    before = box.read_bytes()
+    cmd = [
+        sys.executable,
+        "-m",
+        "autobench",
+        "ledger",
+        "push",
+        "--to",
+        backend.url,
+        "--ledger",
+        str(box),
+        "--batch",
+        "20",
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    seen = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            seen = backend.query("SELECT count(*) FROM runs")[0][0]
+        except Exception:  # the tables are not created yet
+            seen = 0
+        if seen >= 100:
+            break
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL, "the push finished before it could be killed"
+    with open_ledger(backend.url, create=False) as dest:
+        half = dest.verify()
+        assert half.ok and 0 < half.runs < total, str(half)
+    assert box.read_bytes() == before  # the source is only read
+    done = subprocess.run(cmd + ["--json"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["copied"] == total - half.runs and doc["present"] == half.runs
+    with open_ledger(backend.url, create=False) as dest:
+        assert dest.verify().ok and dest.count() == total
+    assert backend.query("SELECT count(DISTINCT run_uid) FROM runs") == [(total,)]
