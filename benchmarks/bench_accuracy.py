@@ -1,6 +1,6 @@
 """Accuracy and cost of the benchmark client against the synthetic server (prints figures).
 
-The synthetic server runs in its own process (``python -m autobench.bench.synthetic``);
+The synthetic server runs in its own process (``python -m autobench synthetic-server``);
 the client runs here.  Two workloads, reported apart:
 
 * **lockstep** (the worst case): every request asks for the same N tokens, so the C
@@ -72,7 +72,8 @@ def start_server(k: int, nice: int = 0, empty_rate: float = 0.0) -> tuple[subpro
     cmd = [
         sys.executable,
         "-m",
-        "autobench.bench.synthetic",
+        "autobench",
+        "synthetic-server",
         "--port",
         str(port),
         "--model",

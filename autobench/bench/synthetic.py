@@ -869,14 +869,3 @@ class ThreadedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m autobench.bench.synthetic ...``: the same options as ``autobench synthetic-server``."""
-    from autobench.cli import main as cli_main
-
-    return cli_main(["synthetic-server", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
 
 import click
 
+from autobench.cli.options import json_option, print_json, print_table
 from autobench.errors import BenchError, UsageError
 
 
@@ -96,22 +96,77 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
     "Default: OPENAI_API_KEY when set.",
 )
 @click.option("--result", "result_path", default=None, help="Write the result JSON to this file.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result JSON on stdout.")
-def bench(dataset_path: str | None, result_path: str | None, as_json: bool, **opts: Any) -> None:
+@json_option("Print the result JSON on stdout.")
+@click.pass_context
+def bench(
+    ctx: click.Context,
+    base_url: str,
+    model: str,
+    endpoint: str,
+    dataset_kind: str | None,
+    dataset_path: str | None,
+    num_prompts: int,
+    max_seconds: float | None,
+    grace_seconds: float,
+    concurrency: int,
+    max_tokens: int,
+    temperature: float | None,
+    top_p: float | None,
+    top_k: int | None,
+    presence_penalty: float | None,
+    ignore_eos: bool,
+    seed: int,
+    warmup: int,
+    request_rate: float | None,
+    read_timeout: float,
+    allow_missing_usage: bool,
+    min_prompt_tokens: int,
+    max_prompt_tokens: int,
+    random_input_len: int,
+    random_range_ratio: float,
+    label: str | None,
+    api_key_env: str | None,
+    result_path: str | None,
+    as_json: bool,
+) -> None:
     """Benchmark an OpenAI-compatible streaming server (closed loop or Poisson arrivals)."""
     from autobench.bench.client import BenchConfig, run_bench
 
-    if opts["api_key_env"] is None:
-        del opts["api_key_env"]
-    else:
-        opts["api_key_required"] = True
-    cfg = BenchConfig(dataset=dataset_path, **opts)
+    cfg = BenchConfig(
+        base_url=base_url,
+        model=model,
+        endpoint=endpoint,
+        dataset_kind=dataset_kind,
+        dataset=dataset_path,
+        num_prompts=num_prompts,
+        max_seconds=max_seconds,
+        grace_seconds=grace_seconds,
+        concurrency=concurrency,
+        max_tokens=max_tokens,
+        temperature=temperature,
+        top_p=top_p,
+        top_k=top_k,
+        presence_penalty=presence_penalty,
+        ignore_eos=ignore_eos,
+        seed=seed,
+        warmup=warmup,
+        request_rate=request_rate,
+        read_timeout=read_timeout,
+        allow_missing_usage=allow_missing_usage,
+        min_prompt_tokens=min_prompt_tokens,
+        max_prompt_tokens=max_prompt_tokens,
+        random_input_len=random_input_len,
+        random_range_ratio=random_range_ratio,
+        label=label,
+    )
+    if api_key_env is not None:  # a name given explicitly must be set
+        cfg.api_key_env, cfg.api_key_required = api_key_env, True
     with _Progress(enabled=not as_json and sys.stderr.isatty()) as prog:
         result = run_bench(cfg, progress=prog.update)
     if result_path:
         result.write(result_path)
     if as_json:
-        click.echo(json.dumps(result.to_json_dict(), indent=2))
+        print_json(result.to_json_dict())
     else:
         _print_summary(result.to_json_dict())
     d = result.to_json_dict()
@@ -122,7 +177,7 @@ def bench(dataset_path: str | None, result_path: str | None, as_json: bool, **op
             f"flight, {d['not_dispatched']} not sent){where}",
             err=True,
         )
-        raise SystemExit(130)  # cli.main() drops click.Exit codes under standalone_mode=False
+        ctx.exit(130)
     if d["completed"] == 0 and d["failed"] > 0:
         kinds = ", ".join(f"{k}: {n}" for k, n in sorted(d["errors_by_kind"].items()))
         where = f"; the result is in {result_path}" if result_path else ""
@@ -207,21 +262,13 @@ def _summary_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def _print_summary(d: dict[str, Any]) -> None:
-    rows = _summary_rows(d)
-    if sys.stdout.isatty():
-        from rich.console import Console
-        from rich.table import Table
-
-        t = Table(title=f"autobench bench: {d['model_id']} @ {d['base_url']}", show_header=False)
-        t.add_column("metric")
-        t.add_column("value", justify="right")
-        for k, v in rows:
-            t.add_row(k, v)
-        Console().print(t)
-    else:
-        width = max(len(k) for k, _ in rows)
-        for k, v in rows:
-            click.echo(f"{k.ljust(width)}  {v}")
+    print_table(
+        None,
+        _summary_rows(d),
+        title=f"autobench bench: {d['model_id']} @ {d['base_url']}",
+        justify=("left", "right"),
+        plain_title=False,
+    )
     if d.get("client_bound_warning"):
         click.echo(
             "warning: the client itself was busy (CPU > 75% of a core or loop lag p99 > 5 ms); "
@@ -330,16 +377,64 @@ def _print_summary(d: dict[str, Any]) -> None:
     show_default=True,
     help="Seconds between vLLM-like throughput/spec-decode log lines (0: off).",
 )
-def synthetic_server(**opts: Any) -> None:
+@click.pass_context
+def synthetic_server(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    model: str,
+    ttft_ms: float,
+    itl_ms: float,
+    tokens_per_chunk: int,
+    accept_profile: tuple[float, ...],
+    spec_tokens: int | None,
+    output_tokens: int | None,
+    error_rate: float,
+    error_status: int,
+    midstream_error_rate: float,
+    drop_rate: float,
+    non_json_rate: float,
+    stall_rate: float,
+    stall_seconds: float,
+    empty_chunk_rate: float,
+    no_usage: bool,
+    boot_delay: float,
+    fail_boot_with: str | None,
+    die_after_requests: int | None,
+    log_stats_interval: float,
+) -> None:
     """Serve a fake OpenAI-compatible streaming model with known timings (a vllm serve stand-in).
 
     Like vllm serve, a set VLLM_API_KEY makes /v1/* require "Authorization: Bearer <key>".
     """
     from autobench.bench.synthetic import SyntheticConfig, run
 
-    if opts["accept_profile"] and opts["tokens_per_chunk"] != 1:
+    if accept_profile and tokens_per_chunk != 1:
         raise UsageError("--accept-profile and --tokens-per-chunk are exclusive (the profile sets chunk sizes)")
-    # Like vllm serve: VLLM_API_KEY, when set, guards /v1/* (read by name, never printed).
-    code = run(SyntheticConfig(**opts, api_key=os.environ.get("VLLM_API_KEY") or None))
-    if code:
-        raise SystemExit(code)  # cli.main() drops click.Exit codes under standalone_mode=False
+    config = SyntheticConfig(
+        host=host,
+        port=port,
+        model=model,
+        ttft_ms=ttft_ms,
+        itl_ms=itl_ms,
+        tokens_per_chunk=tokens_per_chunk,
+        accept_profile=accept_profile,
+        spec_tokens=spec_tokens,
+        output_tokens=output_tokens,
+        error_rate=error_rate,
+        error_status=error_status,
+        midstream_error_rate=midstream_error_rate,
+        drop_rate=drop_rate,
+        non_json_rate=non_json_rate,
+        stall_rate=stall_rate,
+        stall_seconds=stall_seconds,
+        empty_chunk_rate=empty_chunk_rate,
+        no_usage=no_usage,
+        boot_delay=boot_delay,
+        fail_boot_with=fail_boot_with,
+        die_after_requests=die_after_requests,
+        log_stats_interval=log_stats_interval,
+        # Like vllm serve: VLLM_API_KEY, when set, guards /v1/* (read by name, never printed).
+        api_key=os.environ.get("VLLM_API_KEY") or None,
+    )
+    ctx.exit(run(config))

@@ -6,11 +6,12 @@ Thin commands: parse options, call one library function in autobench.hub, print.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
+
+from autobench.cli.options import json_option, print_json
 
 _offline = click.option("--offline", is_flag=True, help="Read only the local HF cache (same as HF_HUB_OFFLINE=1).")
 _timeout = click.option(
@@ -19,7 +20,6 @@ _timeout = click.option(
     default=None,
     help="Seconds per Hub request (default 10, or AUTOBENCH_HUB_TIMEOUT).",
 )
-_json = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 _images = click.option(
     "--images/--no-images",
     default=True,
@@ -44,7 +44,7 @@ def _short(sha: str | None) -> str:
 @click.argument("recipes", nargs=-1, required=True, type=click.Path(path_type=Path))
 @_offline
 @_timeout
-@_json
+@json_option
 @_images
 @click.option(
     "--platform",
@@ -80,7 +80,7 @@ def lock(
         if client is not None:
             client.close()
     if as_json:
-        click.echo(json.dumps([r.to_json() for r in results], indent=2, sort_keys=True))
+        print_json([r.to_json() for r in results], sort_keys=True)
         return
     for result in results:
         click.echo(f"{result.recipe}")
@@ -112,11 +112,18 @@ def lock(
 @click.argument("recipes", nargs=-1, type=click.Path(path_type=Path))
 @_offline
 @_timeout
-@_json
+@json_option
 @_images
 @click.option("--exit-code", is_flag=True, help="Exit 1 when any pin has moved upstream (or its image tag is gone).")
+@click.pass_context
 def outdated(
-    recipes: tuple[Path, ...], offline: bool, timeout: float | None, as_json: bool, images: bool, exit_code: bool
+    ctx: click.Context,
+    recipes: tuple[Path, ...],
+    offline: bool,
+    timeout: float | None,
+    as_json: bool,
+    images: bool,
+    exit_code: bool,
 ) -> None:
     """Show pins whose branch or image tag has moved upstream, with the config changes
     (default: recipes/*.yaml)."""
@@ -144,13 +151,11 @@ def outdated(
         if client is not None:
             client.close()
     if as_json:
-        click.echo(json.dumps([i.to_json() for i in items], indent=2, sort_keys=True))
+        print_json([i.to_json() for i in items], sort_keys=True)
     else:
         _print_outdated(items)
     if exit_code and any(i.status in ("moved", "deleted") for i in items):
-        # SystemExit, not click's Exit: main() runs click with standalone_mode=False, which turns
-        # Exit into a return value that main() does not pass on.
-        raise SystemExit(1)
+        ctx.exit(1)
 
 
 def _print_outdated(items: list[Any]) -> None:
@@ -218,7 +223,7 @@ def hub() -> None:
 @click.argument("ref", metavar="REPO[@REV]")
 @_offline
 @_timeout
-@_json
+@json_option
 def info(ref: str, offline: bool, timeout: float | None, as_json: bool) -> None:
     """Commit sha, architecture fingerprint and trust facts of REPO at REV (default main)."""
     from autobench.hub.fingerprint import describe
@@ -227,7 +232,7 @@ def info(ref: str, offline: bool, timeout: float | None, as_json: bool) -> None:
 
     data = hub_info(ref, _resolver(offline, timeout))
     if as_json:
-        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        print_json(data, sort_keys=True)
         return
     t, fp = data["trust"], data["fingerprint"]
 

@@ -7,58 +7,19 @@ imported inside the commands so ``autobench --help`` stays fast.
 
 from __future__ import annotations
 
-import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
 import click
 
+from autobench.cli.options import json_option, ledger_option, print_json, print_table
 from autobench.errors import LedgerError, UsageError
-
-
-def ledger_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--ledger",
-        "ledger_url",
-        envvar="AUTOBENCH_LEDGER",
-        default=None,
-        metavar="PATH|URL",
-        help="Ledger database: a path or SQLAlchemy URL [env AUTOBENCH_LEDGER; default ./ledger.db].",
-    )(func)
-
-
-def json_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--json", "as_json", is_flag=True, help="Print JSON for machines.")(func)
 
 
 def _open(ledger_url: str | None, *, create: bool = False) -> Any:
     from autobench.ledger import open_ledger
 
     return open_ledger(ledger_url, create=create)
-
-
-def _print_json(doc: Any) -> None:
-    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
-
-
-def _print_table(head: list[str], rows: list[list[str]], title: str | None = None) -> None:
-    if sys.stdout.isatty():
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title=title, show_lines=False)
-        for name in head:
-            table.add_column(name, overflow="fold")
-        for row in rows:
-            table.add_row(*row)
-        Console().print(table)
-        return
-    if title:
-        click.echo(title)
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=False)]
-    for row in [head, *rows]:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=False)).rstrip())
 
 
 def _run_id(text: str | None) -> int | None:
@@ -98,23 +59,45 @@ def record(
     recipe: str,
     ledger_url: str | None,
     as_json: bool,
+    status: str,
+    root_cause: str | None,
+    root_cause_category: str | None,
+    root_cause_message: str | None,
+    metrics_file: str | None,
+    log_file: str | None,
+    notes: tuple[str, ...],
+    started_at: str | None,
+    ended_at: str | None,
+    model_sha: str | None,
+    draft_sha: str | None,
     corrects: str | None,
     supersedes: str | None,
-    notes: tuple[str, ...],
-    **opts: Any,
 ) -> None:
     """Append a run of RECIPE (a recipe file) to the ledger by hand."""
     from autobench.ledger.record import RecordInput, build_new_run
 
     run = build_new_run(
         RecordInput(
-            recipe_path=recipe, corrects=_run_id(corrects), supersedes=_run_id(supersedes), notes=list(notes), **opts
+            recipe_path=recipe,
+            status=status,
+            root_cause=root_cause,
+            root_cause_category=root_cause_category,
+            root_cause_message=root_cause_message,
+            metrics_file=metrics_file,
+            log_file=log_file,
+            notes=list(notes),
+            started_at=started_at,
+            ended_at=ended_at,
+            model_sha=model_sha,
+            draft_sha=draft_sha,
+            corrects=_run_id(corrects),
+            supersedes=_run_id(supersedes),
         )
     )
     with _open(ledger_url, create=True) as book:
         rec = book.append(run)
     if as_json:
-        _print_json(rec.to_json_dict())
+        print_json(rec.to_json_dict())
     else:
         click.echo(f"recorded run {rec.display_id}: {rec.recipe_name} {rec.status} ({book.where})")
 
@@ -133,16 +116,24 @@ def ledger() -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True, help="Most recent N runs.")
 @ledger_option
 @json_option
-def list_(ledger_url: str | None, as_json: bool, **filters: Any) -> None:
+def list_(
+    ledger_url: str | None,
+    as_json: bool,
+    recipe: str | None,
+    status: str | None,
+    model: str | None,
+    draft: str | None,
+    limit: int,
+) -> None:
     """The most recent runs, newest first."""
     from autobench.ledger.render import runs_table
 
     with _open(ledger_url) as book:
-        records = book.runs(newest_first=True, **filters)
+        records = book.runs(recipe, status, limit, model=model, draft=draft, newest_first=True)
     if as_json:
-        _print_json([r.to_json_dict() for r in records])
+        print_json([r.to_json_dict() for r in records])
     else:
-        _print_table(*runs_table(records))
+        print_table(*runs_table(records))
 
 
 @ledger.command("show")
@@ -157,7 +148,7 @@ def show(run: str, full: bool, ledger_url: str | None, as_json: bool) -> None:
     with _open(ledger_url) as book:
         rec = book.get(book.resolve(run))
     if as_json:
-        _print_json(rec.to_json_dict())
+        print_json(rec.to_json_dict())
     else:
         click.echo("\n".join(run_lines(rec, full=full)))
 
@@ -199,7 +190,7 @@ def verify(known_head: str | None, ledger_url: str | None, as_json: bool) -> Non
     with _open(ledger_url) as book:
         result = book.verify(known_head)
     if as_json:
-        _print_json(result.to_json_dict())
+        print_json(result.to_json_dict())
     if not result.ok:
         raise LedgerError(
             str(result), location=book.where, hint="the ledger was changed outside autobench; restore it from a copy"
@@ -225,7 +216,7 @@ def history(draft: str | None, model: str | None, recipe: str | None, ledger_url
         result = book.history(draft=draft, model=model, recipe=recipe)
         known = book.known(result.kind) if not result.groups else []
     if as_json:
-        _print_json(result.to_json_dict())
+        print_json(result.to_json_dict())
         return
     if not result.groups:
         import difflib
@@ -234,7 +225,7 @@ def history(draft: str | None, model: str | None, recipe: str | None, ledger_url
         hint = f"; did you mean {close[0]}?" if close else ""
         click.echo(f"no runs with {result.kind} {result.subject}{hint}", err=True)
         return
-    _print_table(
+    print_table(
         *history_table(result, short_keys=sys.stdout.isatty()),
         title=f"{result.kind} {result.subject}: {result.runs} runs",
     )
@@ -256,11 +247,11 @@ def compare(run_a: str, run_b: str, ledger_url: str | None, as_json: bool) -> No
     with _open(ledger_url) as book:
         result = book.compare(run_a, run_b)
     if as_json:
-        _print_json(result.to_json_dict())
+        print_json(result.to_json_dict())
         return
     for warning in result.warnings:
         click.echo(f"warning: {warning}", err=True)
-    _print_table(*compare_table(result))
+    print_table(*compare_table(result))
     if result.decode_speedup is not None:
         click.echo(f"decode speedup (B/A): {result.decode_speedup:.2f}x")
 

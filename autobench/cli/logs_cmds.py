@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from typing import Any
 
 import click
+
+from autobench.cli.options import json_option, print_json, print_table
 
 _LABELS = [
     ("vllm_version", "vLLM version", ""),
@@ -87,7 +87,7 @@ def logs() -> None:
 
 @logs.command("parse")
 @click.argument("file", type=click.Path(dir_okay=True, path_type=str))
-@click.option("--json", "as_json", is_flag=True, help="Print the flat JSON report.")
+@json_option("Print the flat JSON report.")
 def parse(file: str, as_json: bool) -> None:
     """Parse a vLLM server log FILE and print what it states."""
     from autobench.logs import parse_log
@@ -96,19 +96,12 @@ def parse(file: str, as_json: bool) -> None:
     # a log read from disk may hold what the server echoed; nothing we print may
     data = redact_tree(parse_log(file).to_json_dict(), environment_secrets())
     if as_json:
-        click.echo(json.dumps(data, indent=2, sort_keys=True))
+        print_json(data, sort_keys=True)
         return
-    rows = _rows(data)
-    if sys.stdout.isatty():
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title=file, show_header=True)
-        for col in ("fact", "value", "line"):
-            table.add_column(col)
-        for row in rows:
-            table.add_row(*row)
-        Console().print(table)
-    else:
-        for label, value, line in rows:
-            click.echo(f"{label}: {value}" + (f"  (line {line})" if line else ""))
+    print_table(
+        ("fact", "value", "line"),
+        _rows(data),
+        title=file,
+        plain_title=False,
+        plain_row=lambda row: f"{row[0]}: {row[1]}" + (f"  (line {row[2]})" if row[2] else ""),
+    )

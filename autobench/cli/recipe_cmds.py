@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from autobench.cli.options import json_option, print_json
 from autobench.errors import RecipeError, UsageError
 
 
@@ -35,7 +35,8 @@ def recipe_files(paths: tuple[str, ...]) -> list[Path]:
 @click.option(
     "--no-preflight", is_flag=True, help="Skip the KV-cache preflight (it runs when the configs are in the HF cache)."
 )
-def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool) -> None:
+@json_option("Same as --format json.")
+def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool, as_json: bool) -> None:
     """Check recipes (files or folders) against the schema and the AB rules.
 
     Prints one line per finding, `file:line:col: CODE severity: message (hint: fix)`,
@@ -49,6 +50,7 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool)
 
         extra = preflight_check
 
+    fmt = "json" if as_json else fmt
     # the environment's secret values must not be written in a recipe (AB030)
     results = validate_paths(recipe_files(paths), strict=strict, env=os.environ, extra=extra)
     # A finding in a parent recipe shows up again through every recipe that extends it:
@@ -62,7 +64,7 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool)
             "errors": errors,
             "warnings": warnings,
         }
-        click.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        print_json(payload)
     else:
         for finding in findings:
             click.echo(finding.text())

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from autobench.cli.options import json_option, ledger_option, print_json
 from autobench.errors import ReportError
 
 
 @click.command("report")
 @click.argument("recipes", nargs=-1, metavar="RECIPE_NAME_OR_FILE...")
-@click.option(
-    "--ledger",
-    default=None,
-    metavar="URL",
-    help="Ledger path or SQLAlchemy URL (default: $AUTOBENCH_LEDGER or ./ledger.db).",
-)
+@ledger_option
 @click.option(
     "-o",
     "--output",
@@ -37,10 +31,10 @@ from autobench.errors import ReportError
     help="Recipe files (<name>.yaml) that fill in what runs did not record.",
 )
 @click.option("--no-plots", is_flag=True, help="Neither link nor draw plots.")
-@click.option("--json", "as_json", is_flag=True, help="Print what was written (or found stale) as JSON.")
+@json_option("Print what was written (or found stale) as JSON.")
 def report(
     recipes: tuple[str, ...],
-    ledger: str | None,
+    ledger_url: str | None,
     out_dir: str,
     index: bool,
     check: bool,
@@ -56,7 +50,7 @@ def report(
 
     result = render(
         list(recipes),
-        ledger=ledger,
+        ledger=ledger_url,
         out_dir=out_dir,
         index=index,
         check=check,
@@ -64,17 +58,14 @@ def report(
         recipes_dir=recipes_dir,
     )
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "written": [str(p) for p in result.written],
-                    "unchanged": [str(p) for p in result.unchanged],
-                    "plots": [str(p) for p in result.plots],
-                    "stale": result.stale,
-                    "notes": result.notes,
-                },
-                indent=2,
-            )
+        print_json(
+            {
+                "written": [str(p) for p in result.written],
+                "unchanged": [str(p) for p in result.unchanged],
+                "plots": [str(p) for p in result.plots],
+                "stale": result.stale,
+                "notes": result.notes,
+            }
         )
     else:
         for note in result.notes:

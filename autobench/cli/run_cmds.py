@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Any
 
 import click
+
+from autobench.cli.options import json_option, ledger_option, print_json
 
 
 def _echo_err(text: str) -> None:
@@ -28,12 +29,7 @@ def _echo_err(text: str) -> None:
     metavar="CMD",
     help='process runtime: the command that replaces `vllm` (shell words), e.g. "/opt/vllm/bin/vllm".',
 )
-@click.option(
-    "--ledger",
-    envvar="AUTOBENCH_LEDGER",
-    default=None,
-    help="Ledger file or URL (default: AUTOBENCH_LEDGER, else ./ledger.db).",
-)
+@ledger_option
 @click.option(
     "--runs-dir",
     default="runs",
@@ -66,14 +62,14 @@ def _echo_err(text: str) -> None:
     "(without it, a missing or different local image is refused).",
 )
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome (or the plan) as JSON on stdout.")
+@json_option("Print the outcome (or the plan) as JSON on stdout.")
 @click.pass_context
 def run(
     ctx: click.Context,
     recipe: str,
     runtime: str,
     vllm_exec: str | None,
-    ledger: str | None,
+    ledger_url: str | None,
     runs_dir: str,
     allow_unpinned: bool,
     ready_timeout: float | None,
@@ -94,7 +90,7 @@ def run(
     options = RunOptions(
         runtime=runtime,
         runs_dir=runs_dir,
-        ledger=ledger,
+        ledger=ledger_url,
         allow_unpinned=allow_unpinned,
         vllm_exec=vllm_exec,
         ready_timeout_s=ready_timeout,
@@ -107,7 +103,7 @@ def run(
         doc: dict[str, Any] = outcome.plan.to_json_dict() if dry_run else outcome.to_json_dict()
         if dry_run:
             doc["script"] = outcome.script
-        click.echo(json.dumps(doc, indent=2, default=str))
+        print_json(doc)
     elif dry_run:
         click.echo(outcome.plan.render_text())
         click.echo("\n# compiled script (stored with the run in the ledger)\n" + (outcome.script or ""))

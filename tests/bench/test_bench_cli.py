@@ -23,7 +23,17 @@ def free_port() -> int:
 
 def start_server(*args: str, port: int) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "autobench.bench.synthetic", "--port", str(port), "--log-stats-interval", "0", *args],
+        [
+            sys.executable,
+            "-m",
+            "autobench",
+            "synthetic-server",
+            "--port",
+            str(port),
+            "--log-stats-interval",
+            "0",
+            *args,
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

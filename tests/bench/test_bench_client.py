@@ -42,7 +42,8 @@ def subprocess_server() -> Iterator[str]:
         [
             sys.executable,
             "-m",
-            "autobench.bench.synthetic",
+            "autobench",
+            "synthetic-server",
             "--port",
             str(port),
             "--model",

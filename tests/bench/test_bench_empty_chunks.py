@@ -22,7 +22,7 @@ def empty_chunk_server() -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "autobench.bench.synthetic", "--port", str(port), "--model", "m"]
+        [sys.executable, "-m", "autobench", "synthetic-server", "--port", str(port), "--model", "m"]
         + ["--ttft-ms", "50", "--itl-ms", "10", "--empty-chunk-rate", "0.1", "--log-stats-interval", "0"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

@@ -13,10 +13,7 @@ from autobench.recipe.loader import load_recipe
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # `outdated --exit-code` exits 1 through SystemExit
-        code = exc.code
+    code = main(list(argv))  # exit codes come back through click (`outdated --exit-code` -> 1)
     out, err = capsys.readouterr()
     return code, out, err
 

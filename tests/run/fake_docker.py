@@ -4,7 +4,7 @@ Installed as `docker` on PATH by the tests.  It records every argv (one JSON lin
 in $FAKE_DOCKER_STATE/calls.jsonl) and emulates just what `autobench run` uses:
 
   docker run [-d] ... --name NAME ... IMAGE MODEL ... --served-model-name N --port P ...
-      starts the REAL synthetic server (python -m autobench.bench.synthetic) on
+      starts the REAL synthetic server (python -m autobench synthetic-server) on
       127.0.0.1:P serving N (plus $FAKE_VLLM_ARGS); exit 125 if NAME is taken
   docker logs -f NAME     follows the container's output until it stops
   docker inspect -f ... NAME   prints the container's exit code
@@ -61,7 +61,8 @@ def run(argv: list[str]) -> int:
     cmd = [
         sys.executable,
         "-m",
-        "autobench.bench.synthetic",
+        "autobench",
+        "synthetic-server",
         "--host",
         "127.0.0.1",
         "--port",

@@ -4,7 +4,7 @@
 `python fake_vllm.py serve MODEL --revision SHA --served-model-name N --host H --port P ...`.
 This script keeps the subset the synthetic server understands (served name, host,
 port), ignores every other vLLM flag, and execs the REAL synthetic server
-(`python -m autobench.bench.synthetic`), adding the fault options found in
+(`python -m autobench synthetic-server`), adding the fault options found in
 FAKE_VLLM_ARGS (shell words).  It first prints one vLLM-like line that echoes
 HF_TOKEN when FAKE_VLLM_ECHO_TOKEN is set, so redaction of the stored log is tested
 against a server that really leaks a secret to its output.  With FAKE_VLLM_ARGV it
@@ -40,7 +40,8 @@ def main() -> None:
     cmd = [
         sys.executable,
         "-m",
-        "autobench.bench.synthetic",
+        "autobench",
+        "synthetic-server",
         "--host",
         opts["--host"],
         "--port",

@@ -1,0 +1,99 @@
+"""What every command shares: the ``--ledger`` and ``--json`` options, JSON and table output.
+
+    @ledger_option                  # --ledger PATH|URL -> ledger_url (env AUTOBENCH_LEDGER)
+    @json_option                    # --json -> as_json (or @json_option("Print the plan as JSON."))
+    print_json(doc)
+    print_table(head, rows, title=...)   # a rich table on a terminal, plain columns otherwise
+
+Commands end with an exit code through click (``ctx.exit(code)``, or raise an
+``AutobenchError``); ``autobench.cli.main`` passes it on.  Only modules under
+``autobench/cli/`` import this one.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar, overload
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+LEDGER_HELP = "Ledger database: a path or SQLAlchemy URL [env AUTOBENCH_LEDGER; default ./ledger.db]."
+JSON_HELP = "Print JSON for machines."
+
+
+def ledger_option(func: F) -> F:
+    """``--ledger PATH|URL`` as the parameter ``ledger_url`` (default: $AUTOBENCH_LEDGER, else ./ledger.db)."""
+    return click.option(
+        "--ledger",
+        "ledger_url",
+        envvar="AUTOBENCH_LEDGER",
+        default=None,
+        metavar="PATH|URL",
+        help=LEDGER_HELP,
+    )(func)
+
+
+@overload
+def json_option(func: F) -> F: ...
+@overload
+def json_option(func: str) -> Callable[[F], F]: ...
+def json_option(func: F | str) -> F | Callable[[F], F]:
+    """``--json`` as the flag ``as_json``; ``@json_option`` or ``@json_option("what it prints")``."""
+    if isinstance(func, str):
+        text = func
+        return lambda f: click.option("--json", "as_json", is_flag=True, help=text)(f)
+    return click.option("--json", "as_json", is_flag=True, help=JSON_HELP)(func)
+
+
+def print_json(doc: Any, *, sort_keys: bool = False) -> None:
+    click.echo(json.dumps(doc, indent=2, sort_keys=sort_keys, ensure_ascii=False, default=str))
+
+
+def print_table(
+    head: Sequence[str] | None,
+    rows: Sequence[Sequence[str]],
+    *,
+    title: str | None = None,
+    justify: Sequence[str] | None = None,
+    plain_row: Callable[[Sequence[str]], str] | None = None,
+    plain_title: bool = True,
+) -> None:
+    """``rows`` as a rich table on a terminal; otherwise plain text: the title, then columns
+    padded to their widths (``head`` first, if given), or one ``plain_row(row)`` line per row.
+    ``plain_title=False`` shows the title on the terminal only.
+
+    ``head=None`` is a table without a header row (key/value tables).  ``justify`` gives
+    each column's alignment on the terminal (``"left"``, ``"right"``).
+    """
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        columns = list(head) if head is not None else [""] * max((len(r) for r in rows), default=0)
+        table = Table(title=title, show_header=head is not None)
+        for i, name in enumerate(columns):
+            align = justify[i] if justify and i < len(justify) else "left"
+            table.add_column(name, overflow="fold", justify=align)  # type: ignore[arg-type]
+        for row in rows:
+            table.add_row(*row)
+        Console().print(table)
+        return
+    if title and plain_title:
+        click.echo(title)
+    if plain_row is not None:
+        for row in rows:
+            click.echo(plain_row(row))
+        return
+    lines = [list(head), *rows] if head is not None else list(rows)
+    if not lines:
+        return
+    widths = [max(len(str(x)) for x in col) for col in zip(*lines, strict=False)]
+    for row in lines:
+        click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=False)).rstrip())
+
+
+__all__ = ["JSON_HELP", "LEDGER_HELP", "json_option", "ledger_option", "print_json", "print_table"]
