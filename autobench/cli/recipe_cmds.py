@@ -82,21 +82,49 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool,
 @click.argument("recipe", type=click.Path())
 @click.option(
     "--target",
-    type=click.Choice(["full", "serve", "bench"]),
+    type=click.Choice(["full", "serve", "bench", "slurm"]),
     default="full",
     show_default=True,
-    help="full: serve + wait + bench + teardown; serve: start and wait only; bench: bench only.",
+    help="full: serve + wait + bench + teardown; serve: start and wait only; bench: bench only; "
+    "slurm: an sbatch script (docs/slurm.md).",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the script here (mode 755).")
 @click.option("--frozen", is_flag=True, help="Refuse any model/tokenizer/draft revision that is not a full sha.")
-def compile_(recipe: str, target: str, output: str | None, frozen: bool) -> None:
+@click.option("--partition", default=None, help="slurm: #SBATCH --partition.")
+@click.option("--account", default=None, help="slurm: #SBATCH --account.")
+@click.option("--time", "time_limit", default=None, help="slurm: #SBATCH --time (default: boot + bench cap + 5 min).")
+@click.option(
+    "--container",
+    type=click.Choice(["none", "docker", "pyxis", "apptainer"]),
+    default="none",
+    show_default=True,
+    help="slurm: how the node runs the server: none (the serve command on the node), docker, "
+    "pyxis (srun --container-image) or apptainer.",
+)
+def compile_(
+    recipe: str,
+    target: str,
+    output: str | None,
+    frozen: bool,
+    partition: str | None,
+    account: str | None,
+    time_limit: str | None,
+    container: str,
+) -> None:
     """Compile RECIPE into a bash script (stdout, or -o FILE)."""
-    from autobench.compile import compile_recipe
+    from autobench.compile import check_frozen, compile_recipe
     from autobench.recipe.loader import load_recipe
     from autobench.recipe.rules import check
 
     loaded = load_recipe(recipe)
-    script = compile_recipe(loaded, target, frozen=frozen)
+    if target == "slurm":
+        from autobench.compile.slurm import compile_slurm
+
+        if frozen:
+            check_frozen(loaded)
+        script = compile_slurm(loaded, partition=partition, account=account, time_limit=time_limit, container=container)
+    else:
+        script = compile_recipe(loaded, target, frozen=frozen)
     for finding in check(loaded):
         if finding.severity == "warning":
             click.echo(finding.text(), err=True)

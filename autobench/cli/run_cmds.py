@@ -18,10 +18,23 @@ def _echo_err(text: str) -> None:
 @click.argument("recipe", type=click.Path(dir_okay=False))
 @click.option(
     "--runtime",
-    type=click.Choice(["docker", "process"]),
+    type=click.Choice(["docker", "process", "slurm"]),
     default="docker",
     show_default=True,
-    help="docker: the compiled `docker run` command; process: `vllm serve ...` as a child process.",
+    help="docker: the compiled `docker run` command; process: `vllm serve ...` as a child process; "
+    "slurm: sbatch the compiled job script and follow it (docs/slurm.md).",
+)
+@click.option("--partition", default=None, help="slurm: the partition to submit to.")
+@click.option("--account", default=None, help="slurm: the account to charge.")
+@click.option(
+    "--time", "time_limit", default=None, help="slurm: the job's time limit (default: boot + bench cap + 5 min)."
+)
+@click.option(
+    "--container",
+    type=click.Choice(["none", "docker", "pyxis", "apptainer"]),
+    default="none",
+    show_default=True,
+    help="slurm: how the node runs the server.",
 )
 @click.option(
     "--vllm-exec",
@@ -77,6 +90,10 @@ def run(
     pull: bool,
     dry_run: bool,
     as_json: bool,
+    partition: str | None,
+    account: str | None,
+    time_limit: str | None,
+    container: str,
 ) -> None:
     """Run a recipe end to end and record the outcome in the ledger.
 
@@ -97,8 +114,17 @@ def run(
         grace_s=grace,
         dry_run=dry_run,
         pull=pull,
+        partition=partition,
+        account=account,
+        time_limit=time_limit,
+        container=container,
     )
-    outcome = run_recipe(recipe, options, echo=_echo_err)
+    if runtime == "slurm":
+        from autobench.run.slurm import run_slurm
+
+        outcome = run_slurm(recipe, options, echo=_echo_err)
+    else:
+        outcome = run_recipe(recipe, options, echo=_echo_err)
     if as_json:
         doc: dict[str, Any] = outcome.plan.to_json_dict() if dry_run else outcome.to_json_dict()
         if dry_run:

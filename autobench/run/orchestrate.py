@@ -56,6 +56,11 @@ class RunOptions:
     grace_s: float = 10.0
     dry_run: bool = False
     pull: bool = False  # docker runtime: pull the pinned image digest when docker lacks it
+    # slurm runtime (autobench.run.slurm): sbatch resources and how the node runs the server
+    partition: str | None = None
+    account: str | None = None
+    time_limit: str | None = None
+    container: str = "none"
 
 
 @dataclass
@@ -520,6 +525,7 @@ def _record(
     outcome: RunOutcome,
     script: str,
     redact: Callable[[str], str],
+    host_facts: dict[str, Any] | None = None,
 ) -> None:
     from autobench.ledger import NewRun
 
@@ -539,7 +545,7 @@ def _record(
         image=r.container.image if plan.runtime == "docker" else None,
         image_digest=outcome.image_digest if plan.runtime == "docker" else None,
         engine_version=outcome.boot.get("vllm_version"),
-        host_facts=_host_facts(plan),
+        host_facts=host_facts if host_facts is not None else _host_facts(plan),
         root_cause_category=outcome.root_cause_category,
         root_cause_message=redact(outcome.root_cause_message) if outcome.root_cause_message else None,
         started_at=outcome.started_at,

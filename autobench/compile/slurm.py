@@ -1,0 +1,137 @@
+"""``compile --target slurm``: an ``sbatch`` script that serves, waits, benches and tears down.
+
+One node: the server (the recipe's serve command on the node, or in a container by the
+site's choice: Docker, pyxis/enroot ``srun --container-image``, or Apptainer) runs in the
+background, the script polls ``/health`` and ``/v1/models``, runs ``autobench bench`` with
+the result JSON in the run folder, and always tears the server down.  Resources come from
+the recipe (``topology.gpus_per_node``) and the command line (partition, account, time).
+Pure: no I/O besides reading the template.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from autobench.compile.argv import (
+    Lines,
+    _opt,
+    _w,
+    bench_api_key_env,
+    bench_lines,
+    container_name,
+    docker_lines,
+    published_port,
+    serve_lines,
+)
+from autobench.compile.quoting import Word
+from autobench.errors import RecipeError
+from autobench.recipe.loader import LoadedRecipe
+
+CONTAINER_MODES = ("none", "docker", "pyxis", "apptainer")
+_SLURM_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+_TIME = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$")
+
+
+def default_time_limit(recipe: Any) -> str:
+    """Boot timeout + the bench's time cap (1 h when uncapped) + 5 min, in whole minutes."""
+    seconds = recipe.bench.ready_timeout_s + (recipe.bench.max_seconds or 3600) + 300
+    return str(math.ceil(seconds / 60))
+
+
+def _check_name(value: str | None, what: str) -> None:
+    if value is not None and not _SLURM_NAME.fullmatch(value):
+        raise RecipeError(
+            f"--{what} must be a Slurm name (letters, digits, . _ -; at most 64)",
+            hint=f"e.g. --{what} gpu",
+        )
+
+
+def _serve(loaded: LoadedRecipe, mode: str) -> tuple[Lines, str]:
+    """The serve command for ``mode`` and the port the bench reaches it on (on the node)."""
+    recipe = loaded.recipe
+    port = str(recipe.engine.port)
+    if mode == "docker":
+        return docker_lines(recipe, loaded.mods, detach=False, extra=None), str(published_port(recipe))
+    lines = serve_lines(recipe, loaded.mods)
+    image = recipe.container.image
+    if mode == "pyxis":
+        head = [*_w("srun", "--ntasks=1"), *_opt("--container-image", image)]
+        return [head, *lines], port
+    if mode == "apptainer":
+        return [[*_w("apptainer", "exec", "--nv"), Word("docker://" + image)], *lines], port
+    return lines, port
+
+
+def _bench(recipe: Any, port: str) -> Lines:
+    """``autobench bench`` against the server on this node (the docker form already is)."""
+    lines = bench_lines(recipe)
+    if recipe.bench.client != "autobench":
+        raise RecipeError(
+            "compile --target slurm runs autobench's own bench client",
+            hint="set bench.client: autobench",
+        )
+    for line in lines:
+        if line and line[0].value == "--base-url":
+            line[1:] = [Word(f"http://localhost:{port}")]
+    return lines
+
+
+def compile_slurm(
+    loaded: LoadedRecipe,
+    *,
+    partition: str | None = None,
+    account: str | None = None,
+    time_limit: str | None = None,
+    container: str = "none",
+    check: bool = True,
+) -> str:
+    """The sbatch script of ``loaded`` (see the module doc)."""
+    from autobench import __version__
+    from autobench.compile.render import UNSAFE_CODES, _pins, _refuse, environment
+
+    recipe = loaded.recipe
+    if container not in CONTAINER_MODES:
+        raise RecipeError(f"unknown --container {container!r}", hint="use one of " + ", ".join(CONTAINER_MODES))
+    _refuse(loaded, None if check else UNSAFE_CODES)
+    nodes = recipe.topology.nodes
+    if nodes > 1:
+        raise RecipeError(
+            f"topology.nodes is {nodes}, and compile --target slurm emits one-node jobs only",
+            location=str(loaded.path),
+            hint="run one node per job, or use --target k8s (LeaderWorkerSet) for a multi-node server",
+        )
+    _check_name(partition, "partition")
+    _check_name(account, "account")
+    limit = time_limit or default_time_limit(recipe)
+    if not _TIME.fullmatch(limit):
+        raise RecipeError(f"--time {limit[:40]!r} is not a Slurm time", hint="minutes, MM:SS, HH:MM:SS or D-HH:MM:SS")
+    serve, port = _serve(loaded, container)
+    try:
+        return (
+            environment()
+            .get_template("slurm.sh.j2")
+            .render(
+                version=__version__,
+                name=recipe.name,
+                digest=loaded.digest,
+                pins=_pins(recipe),
+                job_name=f"autobench-{recipe.name}"[:64],
+                nodes=nodes,
+                gpus_per_node=recipe.topology.gpus_per_node,
+                time_limit=limit,
+                partition=partition,
+                account=account,
+                container_mode=container,
+                container=container_name(recipe),
+                base_url=f"http://localhost:{port}",
+                ready_timeout_s=str(math.ceil(recipe.bench.ready_timeout_s)),
+                secrets=list(recipe.secrets),
+                api_key_env=bench_api_key_env(recipe),
+                serve=serve,
+                bench=_bench(recipe, port),
+            )
+        )
+    except ValueError as exc:  # a NUL byte reached the quoting path
+        raise RecipeError(f"cannot compile: {exc}", location=str(loaded.path)) from exc

