@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import math
 import os
 import random
 import signal
@@ -51,6 +52,19 @@ MAX_PROMPTS = 1_000_000
 #: reference cycles (refcounting frees everything), so collecting less often only delays
 #: reclaiming the cycles of error paths, by at most this many objects.
 YOUNG_GC_THRESHOLD = 10_000
+
+#: BenchConfig's float fields: each must be finite (``check``).
+FLOAT_FIELDS = (
+    "max_seconds",
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "request_rate",
+    "grace_seconds",
+    "read_timeout",
+    "connect_timeout",
+    "random_range_ratio",
+)
 
 
 @dataclass
@@ -89,6 +103,17 @@ class BenchConfig:
     extra_body: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> None:
+        for name in FLOAT_FIELDS:
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)):
+                raise BenchError(
+                    f"--{name.replace('_', '-')} must be a finite number, got {v!r}",
+                    hint="NaN and infinity are refused (they are not valid JSON and compare false)",
+                )
+        try:
+            json.dumps(self.extra_body, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise BenchError(f"extra request body fields are not strict JSON: {exc}") from exc
         if self.endpoint not in ENDPOINTS:
             raise BenchError(f"unknown endpoint {self.endpoint!r}", hint="use completions or chat")
         if self.concurrency < 1:
@@ -105,6 +130,8 @@ class BenchConfig:
             raise BenchError("--max-seconds must be positive")
         if self.request_rate is not None and self.request_rate <= 0:
             raise BenchError("--request-rate must be positive (omit it for a closed loop)")
+        if self.read_timeout <= 0 or self.connect_timeout <= 0:
+            raise BenchError("--read-timeout and the connect timeout must be positive")
         if self.grace_seconds < 0 or self.warmup < 0:
             raise BenchError("--grace-seconds and --warmup must not be negative")
         if not self.base_url.startswith(("http://", "https://")):
@@ -204,7 +231,7 @@ class _Runner:
         if c.ignore_eos:
             b["ignore_eos"] = True
         b.update(c.extra_body)
-        return json.dumps(b, separators=(",", ":")).encode()
+        return json.dumps(b, separators=(",", ":"), allow_nan=False).encode()
 
     # ---- main flow --------------------------------------------------------
     async def run_interruptible(self) -> BenchResult:
@@ -486,7 +513,7 @@ class _Runner:
             conn.abort()
             # Our own read-timeout watchdog cancelled the request (and nothing else did).
             if rec.timed_out and task.uncancel() == 0:
-                rec.fail("timeout", f"no data for {self.cfg.read_timeout:g} s")
+                rec.fail("timeout", f"no response head or SSE data event for {self.cfg.read_timeout:g} s")
             else:
                 raise
         finally:
@@ -501,7 +528,8 @@ class _Runner:
         """The read timeout: one timer per request, re-armed lazily (reads only store ``rec.io``).
 
         A timer re-armed on every socket read would cost a heap operation per chunk; this
-        one costs nothing per chunk.  After ``read_timeout`` seconds without a byte the
+        one costs nothing per chunk.  After ``read_timeout`` seconds without progress (the response
+        head, an SSE data event; comments and partial events do not count) the
         request's task is cancelled and the request counted as a ``timeout``.
         """
         idle = time.perf_counter() - rec.io

@@ -17,10 +17,12 @@ import json
 import math
 import random
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import Any
 
 from autobench.errors import BenchError
+from autobench.files import human_bytes, open_regular, read_regular
 
 KINDS = ("sharegpt", "random", "jsonl")
 
@@ -112,27 +114,76 @@ def load_dataset(
     return Dataset(kind, path, pool[:num_prompts], pool[num_prompts:want], available, skipped, reused)
 
 
+#: The largest dataset file read (ShareGPT V3 is 642 MiB; a JSON array is parsed whole).
+MAX_DATASET_BYTES = 2**30
+#: The largest record: one JSONL line, or one prompt's text (bytes of UTF-8).  A longer one is
+#: skipped as ``record_too_large`` without being held in memory whole.
+MAX_RECORD_BYTES = 2**20
+
+_MISSING_HINT = "download ShareGPT_V3_unfiltered_cleaned_split.json or fix --dataset"
+
+
 def _read_text(path: str) -> str:
-    p = Path(path)
+    """The whole file as text: a regular file of at most MAX_DATASET_BYTES, UTF-8."""
+    raw = read_regular(path, what="dataset file", limit=MAX_DATASET_BYTES, error=BenchError, missing_hint=_MISSING_HINT)
     try:
-        return p.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise BenchError(
-            "dataset file not found",
-            location=path,
-            hint="download ShareGPT_V3_unfiltered_cleaned_split.json or fix --dataset",
-        ) from exc
-    except IsADirectoryError as exc:
-        raise BenchError("dataset path is a directory, not a file", location=path) from exc
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise BenchError(f"dataset is not UTF-8 text (byte {exc.start})", location=path) from exc
-    except OSError as exc:
-        raise BenchError(f"cannot read dataset: {exc.strerror or exc}", location=path) from exc
+
+
+def _loads(text: str, where: str, what: str, hint: str) -> Any:
+    """``json.loads`` whose every failure is one BenchError line (not a RecursionError or a traceback)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        loc = f"{where}:{exc.lineno}:{exc.colno}" if what == "dataset" else where
+        raise BenchError(f"{what} is not valid JSON: {exc.msg}", location=loc, hint=hint) from exc
+    except RecursionError as exc:
+        raise BenchError(f"{what} is nested too deeply to read", location=where, hint=hint) from exc
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise BenchError(f"{what} has a value that cannot be read: {exc}", location=where, hint=hint) from exc
+
+
+def _lines(path: str) -> Iterator[tuple[int, str | None]]:
+    """(line number, text) of each line; text None for a line over MAX_RECORD_BYTES (never held whole)."""
+    with open_regular(
+        path, what="dataset file", error=BenchError, limit=MAX_DATASET_BYTES, missing_hint=_MISSING_HINT
+    ) as f:
+        total = 0
+        lineno = 0
+        while True:
+            try:
+                line = f.readline(MAX_RECORD_BYTES + 1)
+            except OSError as exc:
+                raise BenchError(f"cannot read dataset: {exc.strerror or exc}", location=path) from exc
+            if not line:
+                return
+            lineno += 1
+            total += len(line)
+            too_large = len(line) > MAX_RECORD_BYTES and not line.endswith(b"\n")
+            while too_large and not line.endswith(b"\n"):  # skip the rest of the line, a piece at a time
+                line = f.readline(MAX_RECORD_BYTES)
+                total += len(line)
+                if not line:
+                    break
+            if total > MAX_DATASET_BYTES:  # it grew while it was read
+                raise BenchError(f"dataset is over the {human_bytes(MAX_DATASET_BYTES)} limit", location=path)
+            if too_large:
+                yield lineno, None
+                continue
+            try:
+                yield lineno, line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise BenchError(f"line is not UTF-8 text (byte {exc.start})", location=f"{path}:{lineno}") from exc
 
 
 def _accept(text: str, skipped: Counter[str], max_tokens: int, lo: int, hi: int) -> Prompt | None:
     if not text.strip():
         skipped["empty_prompt"] += 1
+        return None
+    if len(text) > MAX_RECORD_BYTES or len(text.encode("utf-8")) > MAX_RECORD_BYTES:
+        skipped["record_too_large"] += 1
         return None
     est = estimate_tokens(text)
     if est < lo:
@@ -145,15 +196,9 @@ def _accept(text: str, skipped: Counter[str], max_tokens: int, lo: int, hi: int)
 
 
 def _sharegpt(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: int) -> list[Prompt]:
-    raw = _read_text(path)
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise BenchError(
-            f"dataset is not valid JSON: {exc.msg}",
-            location=f"{path}:{exc.lineno}:{exc.colno}",
-            hint="ShareGPT V3 is one JSON array; use --dataset-kind jsonl for JSON lines",
-        ) from exc
+    data = _loads(
+        _read_text(path), path, "dataset", "ShareGPT V3 is one JSON array; use --dataset-kind jsonl for JSON lines"
+    )
     if not isinstance(data, list):
         raise BenchError(
             f"ShareGPT dataset must be a JSON array of conversations, got {type(data).__name__}", location=path
@@ -181,19 +226,16 @@ def _sharegpt(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: in
 
 
 def _jsonl(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: int) -> list[Prompt]:
-    raw = _read_text(path)
     out: list[Prompt] = []
-    for lineno, line in enumerate(raw.splitlines(), 1):
+    for lineno, line in _lines(path):
+        if line is None:
+            skipped["record_too_large"] += 1
+            continue
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BenchError(
-                f"line is not valid JSON: {exc.msg}",
-                location=f"{path}:{lineno}",
-                hint='each line must be a JSON string or {"prompt": "...", "max_tokens": N}',
-            ) from exc
+        obj = _loads(
+            line, f"{path}:{lineno}", "line", 'each line must be a JSON string or {"prompt": "...", "max_tokens": N}'
+        )
         mt = max_tokens
         if isinstance(obj, str):
             text = obj

@@ -14,11 +14,12 @@ INFLIGHT = "inflight"
 ERROR_KINDS = (
     "connect",  # could not open a connection (refused, unreachable, DNS, connect timeout)
     "connection_lost",  # the connection closed before a response header arrived
-    "timeout",  # no byte for --read-timeout seconds
+    "timeout",  # no progress (response head or SSE data event) for --read-timeout seconds
     "http_4xx",
     "http_5xx",
     "stream_dropped",  # the body ended or broke before [DONE] / a finish_reason
     "non_json",  # an event (or the body) was not JSON
+    "oversized_event",  # an SSE event (or line) grew past MAX_EVENT_BYTES without ending
     "in_stream_error",  # an {"error": ...} object inside a 200 stream
     "no_usage",  # the stream had no usage report (see --allow-missing-usage)
     "no_tokens",  # a complete 200 stream without any token

@@ -26,10 +26,11 @@ these byte patterns cannot come from generated text.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from autobench.bench.record import OK, RequestRecord
-from autobench.bench.sse import SSEParser
+from autobench.bench.sse import EventTooLarge, SSEParser
 from autobench.bench.transport import BadResponse
 
 #: How much of an error response's body is kept for its message.
@@ -55,20 +56,32 @@ class StreamSink:
 
     def on_head(self, status: int) -> None:
         self.status = self.rec.http_status = status
+        self.rec.io = time.perf_counter()  # the response head is progress (the read timeout restarts)
         if status != 200:
             self.err_body = bytearray()
 
     def on_body(self, data: bytes, now: float) -> bool:
         rec = self.rec
-        rec.io = now
         if self.err_body is not None:
+            rec.io = now
             self.err_body += data
             if len(self.err_body) >= ERROR_BODY_LIMIT:
                 self._http_error(now)
                 return False
             return True
+        try:
+            events = self.parser.feed(data)
+        except EventTooLarge as exc:
+            rec.end = now
+            rec.fail("oversized_event", str(exc))
+            return False
+        if not events:
+            # Comments, keep-alive blank lines and partial events are not progress: a server
+            # that sends ":\n" every second must not keep the read timeout from firing.
+            return True
+        rec.io = now
         tok_pat = self.tok_pat
-        for ev in self.parser.feed(data):
+        for ev in events:
             if (
                 rec.first is not None
                 and _NULL_PAT in ev

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from autobench.cli.options import json_option, print_json, print_table
+from autobench.cli.params import Finite
 from autobench.errors import BenchError, UsageError
 
 
@@ -38,23 +39,23 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--num-prompts", type=click.IntRange(min=1), default=1000, show_default=True)
 @click.option(
     "--max-seconds",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     default=None,
     help="Time cap: stop sending new requests after this many seconds.",
 )
 @click.option(
     "--grace-seconds",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=30.0,
     show_default=True,
     help="After the cap, in-flight requests may finish this long; then they are cancelled and counted incomplete.",
 )
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--temperature", type=float, default=None)
-@click.option("--top-p", type=float, default=None)
+@click.option("--temperature", type=Finite(), default=None)
+@click.option("--top-p", type=Finite(), default=None)
 @click.option("--top-k", type=int, default=None)
-@click.option("--presence-penalty", type=float, default=None)
+@click.option("--presence-penalty", type=Finite(), default=None)
 @click.option("--ignore-eos", is_flag=True, help="Ask the server to generate max-tokens tokens.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the prompt sample and arrivals.")
 @click.option(
@@ -66,13 +67,13 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
 )
 @click.option(
     "--request-rate",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     default=None,
     help="Poisson arrivals at this many requests/s (capped by --concurrency); default: closed loop.",
 )
 @click.option(
     "--read-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     default=300.0,
     show_default=True,
     help="Seconds without a byte before a request counts as a timeout.",
@@ -85,7 +86,7 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--min-prompt-tokens", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--max-prompt-tokens", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--random-input-len", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--random-range-ratio", type=click.FloatRange(0, 1, max_open=True), default=0.0, show_default=True)
+@click.option("--random-range-ratio", type=Finite(0, 1, max_open=True), default=0.0, show_default=True)
 @click.option("--label", default=None, help="Free-text label stored in the result.")
 @click.option(
     "--api-key-env",
@@ -178,12 +179,20 @@ def bench(
             err=True,
         )
         ctx.exit(130)
-    if d["completed"] == 0 and d["failed"] > 0:
+    if d["completed"] == 0:  # nothing measured: failed, cancelled at the time cap, or never sent
         kinds = ", ".join(f"{k}: {n}" for k, n in sorted(d["errors_by_kind"].items()))
+        parts = [f"{d['failed']} failed" + (f" ({kinds})" if kinds else "")]
+        if d["incomplete"]:
+            parts.append(f"{d['incomplete']} cancelled in flight at the time cap")
+        if d["not_dispatched"]:
+            parts.append(f"{d['not_dispatched']} not sent")
         where = f"; the result is in {result_path}" if result_path else ""
-        raise BenchError(
-            f"no request completed: {d['failed']} failed ({kinds}){where}", hint="the summary's error samples say why"
+        hint = (
+            "the summary's error samples say why"
+            if d["failed"]
+            else "raise --max-seconds / --grace-seconds so at least one request can finish"
         )
+        raise BenchError(f"no request completed: {', '.join(parts)}{where}", hint=hint)
 
 
 class _Progress:
@@ -281,8 +290,8 @@ def _print_summary(d: dict[str, Any]) -> None:
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @click.option("--model", default="synthetic", show_default=True, help="The one served model name.")
-@click.option("--ttft-ms", type=click.FloatRange(min=0), default=50.0, show_default=True)
-@click.option("--itl-ms", type=click.FloatRange(min=0), default=10.0, show_default=True, help="Delay between chunks.")
+@click.option("--ttft-ms", type=Finite(min=0), default=50.0, show_default=True)
+@click.option("--itl-ms", type=Finite(min=0), default=10.0, show_default=True, help="Delay between chunks.")
 @click.option(
     "--tokens-per-chunk",
     type=click.IntRange(min=1),
@@ -310,7 +319,7 @@ def _print_summary(d: dict[str, Any]) -> None:
 )
 @click.option(
     "--error-rate",
-    type=click.FloatRange(0, 1),
+    type=Finite(0, 1),
     default=0.0,
     show_default=True,
     help="Fraction of requests answered with --error-status.",
@@ -318,36 +327,36 @@ def _print_summary(d: dict[str, Any]) -> None:
 @click.option("--error-status", type=click.IntRange(400, 599), default=500, show_default=True)
 @click.option(
     "--midstream-error-rate",
-    type=click.FloatRange(0, 1),
+    type=Finite(0, 1),
     default=0.0,
     show_default=True,
     help='Fraction of streams that send an {"error": ...} event half-way.',
 )
 @click.option(
     "--drop-rate",
-    type=click.FloatRange(0, 1),
+    type=Finite(0, 1),
     default=0.0,
     show_default=True,
     help="Fraction of streams closed abruptly half-way.",
 )
 @click.option(
     "--non-json-rate",
-    type=click.FloatRange(0, 1),
+    type=Finite(0, 1),
     default=0.0,
     show_default=True,
     help="Fraction of streams that send a non-JSON event half-way.",
 )
 @click.option(
     "--stall-rate",
-    type=click.FloatRange(0, 1),
+    type=Finite(0, 1),
     default=0.0,
     show_default=True,
     help="Fraction of requests that wait --stall-seconds before answering.",
 )
-@click.option("--stall-seconds", type=click.FloatRange(min=0), default=30.0, show_default=True)
+@click.option("--stall-seconds", type=Finite(min=0), default=30.0, show_default=True)
 @click.option(
     "--empty-chunk-rate",
-    type=click.FloatRange(0, 1),
+    type=Finite(0, 1),
     default=0.0,
     show_default=True,
     help='Fraction of token chunks sent with empty text ("text": "", as vLLM does for a token '
@@ -356,7 +365,7 @@ def _print_summary(d: dict[str, Any]) -> None:
 @click.option("--no-usage", is_flag=True, help="Never send the usage chunk.")
 @click.option(
     "--boot-delay",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=0.0,
     show_default=True,
     help="Seconds to wait (not listening) before serving, like model loading.",
@@ -372,7 +381,7 @@ def _print_summary(d: dict[str, Any]) -> None:
 )
 @click.option(
     "--log-stats-interval",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=10.0,
     show_default=True,
     help="Seconds between vLLM-like throughput/spec-decode log lines (0: off).",

@@ -12,11 +12,12 @@ from typing import Any
 import click
 
 from autobench.cli.options import json_option, print_json
+from autobench.cli.params import Finite
 
 _offline = click.option("--offline", is_flag=True, help="Read only the local HF cache (same as HF_HUB_OFFLINE=1).")
 _timeout = click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     default=None,
     help="Seconds per Hub request (default 10, or AUTOBENCH_HUB_TIMEOUT).",
 )

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from autobench.cli.options import json_option, ledger_option, print_json
+from autobench.cli.params import Finite
 
 
 def _echo_err(text: str) -> None:
@@ -57,13 +58,13 @@ def _echo_err(text: str) -> None:
 )
 @click.option(
     "--ready-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Finite(min=0, min_open=True),
     default=None,
     help="Boot timeout in seconds (default: the recipe's bench.ready_timeout_s).",
 )
 @click.option(
     "--grace",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=10.0,
     show_default=True,
     help="process runtime: seconds between SIGTERM and SIGKILL at teardown.",
