@@ -6,6 +6,8 @@ import json
 
 import click
 
+from autobench.cli.params import Finite
+
 
 @click.command("preflight")
 @click.argument("recipe", type=click.Path(dir_okay=False))
@@ -14,12 +16,8 @@ import click
     "--kv-blocks", type=click.IntRange(min=1), default=None, help="KV blocks a real boot reported: exact concurrency."
 )
 @click.option("--gpu", default=None, metavar="NAME", help="GPU for the KV budget (GB10, H200); or --gpu-memory-gib.")
-@click.option(
-    "--gpu-memory-gib", type=click.FloatRange(min=0, min_open=True), default=None, help="Memory of one GPU, GiB."
-)
-@click.option(
-    "--weights-gib", type=click.FloatRange(min=0), default=None, help="Override the weights' size (GiB, all GPUs)."
-)
+@click.option("--gpu-memory-gib", type=Finite(min=0, min_open=True), default=None, help="Memory of one GPU, GiB.")
+@click.option("--weights-gib", type=Finite(min=0), default=None, help="Override the weights' size (GiB, all GPUs).")
 @click.option(
     "--target-config", type=click.Path(exists=True), default=None, help="Local config.json (or folder) of the model."
 )
