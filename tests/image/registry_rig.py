@@ -54,10 +54,71 @@ class Pushed:
     configs: dict[str, str] = field(default_factory=dict)  # platform -> config digest
 
 
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+class TokenIssuer:
+    """Signs registry bearer tokens the way a token service (auth.docker.io, ghcr.io/token) does:
+    an RS256 JWT whose x5c header carries a self-signed certificate that the registry trusts
+    (``auth: token: rootcertbundle``).  The HTTP realm in front of it lives in the test."""
+
+    ISSUER = "autobench-test-issuer"
+    SERVICE = "registry.autobench.test"
+
+    def __init__(self, folder: Path):
+        import datetime
+
+        from cryptography import x509
+        from cryptography.hazmat.primitives import hashes, serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+        from cryptography.x509.oid import NameOID
+
+        self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "autobench token issuer")])
+        now = datetime.datetime.now(datetime.UTC)
+        self.cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(self.key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(self.key, hashes.SHA256())
+        )
+        self.bundle = folder / "token-root.pem"
+        self.bundle.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
+        self._der = base64.b64encode(self.cert.public_bytes(serialization.Encoding.DER)).decode()
+
+    def token(self, access: list[dict], subject: str = "") -> str:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        now = int(time.time())
+        header = {"typ": "JWT", "alg": "RS256", "x5c": [self._der]}
+        claims = {
+            "iss": self.ISSUER,
+            "sub": subject,
+            "aud": self.SERVICE,
+            "exp": now + 600,
+            "nbf": now - 60,
+            "iat": now,
+            "jti": f"jti-{now}-{id(access)}",
+            "access": access,
+        }
+        signing_input = f"{_b64url(json.dumps(header).encode())}.{_b64url(json.dumps(claims).encode())}"
+        signature = self.key.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
+        return f"{signing_input}.{_b64url(signature)}"
+
+
 class LiveRegistry:
-    def __init__(self, root: Path, *, auth: tuple[str, str] | None = None):
+    def __init__(self, root: Path, *, auth: tuple[str, str] | None = None, token_realm: str | None = None):
         self.root = root
         self.auth = auth
+        self.token_realm = token_realm  # bearer-token auth: the registry sends clients to this realm
+        self.issuer: TokenIssuer | None = None
         self.port = free_port()
         self.host = f"127.0.0.1:{self.port}"
         self.url = f"http://{self.host}"
@@ -72,6 +133,12 @@ class LiveRegistry:
         if self.auth:
             (self.root / "htpasswd").write_text(htpasswd_line(*self.auth) + "\n")
             auth = f"auth:\n  htpasswd:\n    realm: autobench-test\n    path: {self.root / 'htpasswd'}\n"
+        if self.token_realm:
+            self.issuer = TokenIssuer(self.root)
+            auth = (
+                f"auth:\n  token:\n    realm: {self.token_realm}\n    service: {TokenIssuer.SERVICE}\n"
+                f"    issuer: {TokenIssuer.ISSUER}\n    rootcertbundle: {self.issuer.bundle}\n"
+            )
         config = self.root / "config.yml"
         config.write_text(
             "version: 0.1\n"
@@ -127,6 +194,10 @@ class LiveRegistry:
         if auth and self.auth:
             raw = base64.b64encode(f"{self.auth[0]}:{self.auth[1]}".encode()).decode()
             req.add_header("Authorization", f"Basic {raw}")
+        if auth and self.issuer is not None:  # the rig signs its own push token
+            repo = path.split("/v2/", 1)[1].split("/blobs/", 1)[0].split("/manifests/", 1)[0] if "/v2/" in path else ""
+            access = [{"type": "repository", "name": repo, "actions": ["pull", "push", "delete"]}] if repo else []
+            req.add_header("Authorization", f"Bearer {self.issuer.token(access)}")
         try:
             with urllib.request.urlopen(req, timeout=10) as resp:
                 return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()

@@ -264,3 +264,22 @@ def test_lock_offline_takes_the_digest_docker_has_and_names_what_it_cannot(image
     err = one_error_line(*run(capsys, "lock", "--offline", str(child)))
     assert f"{name}:v2: not among the local docker images, so --offline cannot resolve it" in err
     assert f"`docker pull {name}:v2` first, or lock online" in err
+
+
+def test_outdated_on_an_unpinned_tag_and_lock_json(image_env, registry, tmp_path, capsys):
+    pushed = registry.image("acme/engine", "v1")
+    image = f"{registry.host}/acme/engine"
+    _, child = write_recipes(tmp_path / "r", f"{image}:v1")
+    code, out, _ = run(capsys, "outdated", "--exit-code", str(child))
+    assert code == 0 and f"image     {image}  unpinned: v1 is at {pushed.digest[:19]}" in out
+    assert f"note: not pinned: follows v1; run `autobench lock {child}`" in out
+    code, out, _ = run(capsys, "lock", "--json", str(child))
+    [result] = json.loads(out)
+    [pin] = result["images"]
+    assert (pin["kind"], pin["tag"], pin["digest"], pin["pinned"]) == (
+        "image",
+        "v1",
+        pushed.digest,
+        f"{image}@{pushed.digest}",
+    )
+    assert pin["platforms"] == ["linux/amd64"] and pin["resolved_from"] == "registry"

@@ -238,3 +238,64 @@ def test_settings_pick_the_scheme_and_docker_hub_endpoint():
     assert s.base_url("mirror.lan:5000") == "http://mirror.lan:5000"
     with pytest.raises(RegistryError, match="AUTOBENCH_REGISTRY_TIMEOUT='soon' is not a number"):
         RegistrySettings.from_env(env={"AUTOBENCH_REGISTRY_TIMEOUT": "soon"})
+
+
+def test_the_bearer_token_flow_against_a_real_registry_with_token_auth(tmp_path):
+    """docker-registry with `auth: token` (as Docker Hub and ghcr.io run it): it answers 401 with a
+    Bearer challenge naming the realm; the token service (here a loopback realm signing JWTs the
+    registry verifies against its root certificate) grants pull to anyone, and to private/* only
+    with the right basic credentials."""
+    from urllib.parse import parse_qs, urlparse
+
+    from registry_rig import LiveRegistry
+
+    seen: list[tuple[str, str, str | None]] = []
+    box: dict[str, LiveRegistry] = {}
+
+    def token(h):
+        qs = parse_qs(urlparse(h.path).query)
+        scope = qs["scope"][0]
+        _, name, actions = scope.split(":")
+        auth = h.headers.get("Authorization")
+        seen.append((qs["service"][0], scope, auth))
+        if name.startswith("private/") and auth != "Basic " + base64.b64encode(b"me:pw-98765").decode():
+            return (
+                401,
+                {"Content-Type": "application/json"},
+                b'{"details": "access to the requested resource is not authorized"}',
+            )
+        issued = box["reg"].issuer.token([{"type": "repository", "name": name, "actions": actions.split(",")}])
+        return 200, {"Content-Type": "application/json"}, json.dumps({"token": issued, "expires_in": 300}).encode()
+
+    with StubRegistry({"/token": token}) as realm:
+        reg = box["reg"] = LiveRegistry(tmp_path / "token-registry", token_realm=f"{realm.url}/token").start()
+        try:
+            public = reg.index("library/ubuntu", "24.04")
+            private = reg.image("private/engine", "v1")
+            status, headers, _ = reg.request("GET", "/v2/library/ubuntu/manifests/24.04", auth=False)
+            assert status == 401 and headers["www-authenticate"].startswith(f'Bearer realm="{realm.url}/token"')
+
+            with client() as c:
+                got = resolve(c, reg.host, "library/ubuntu", "24.04")
+                assert got.digest == public.digest and set(got.platforms) == {"linux/arm64", "linux/amd64"}
+                assert seen == [
+                    ("registry.autobench.test", "repository:library/ubuntu:pull", None)
+                ]  # one anonymous token
+                with pytest.raises(RegistryError, match="token service refuses anonymous access"):
+                    c.manifest(reg.host, "private/engine", "v1")
+
+            env = {
+                "AUTOBENCH_REGISTRY_CREDENTIALS": f"{reg.host}=U:P",
+                "U": "me",
+                "P": "pw-98765",
+                "DOCKER_CONFIG": "/x",
+            }
+            with client(env) as c:
+                assert c.manifest(reg.host, "private/engine", "v1").digest == private.digest
+            env["P"] = "wrong-pass-1"
+            with client(env) as c, pytest.raises(RegistryError) as err:
+                c.manifest(reg.host, "private/engine", "v1")
+            assert "token service rejected the credentials from environment U/P (401)" in str(err.value)
+            assert "wrong-pass-1" not in str(err.value)
+        finally:
+            reg.stop()
