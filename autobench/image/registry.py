@@ -368,7 +368,18 @@ class RegistryClient:
         """The manifest or index at ``reference`` (a tag or a digest), verified."""
         sep = "@" if ":" in reference else ":"
         where = f"{registry}/{repository}{sep}{reference}"
-        headers, body = self._get(registry, repository, f"manifests/{reference}", ACCEPT, where)
+        try:
+            headers, body = self._get(registry, repository, f"manifests/{reference}", ACCEPT, where)
+        except ManifestNotFound as exc:
+            if not is_digest(reference):
+                raise
+            raise self._fail(
+                where,
+                f"{registry} does not (or no longer) serve this digest (404)",
+                "the image was deleted from the registry; `autobench outdated` shows where its tag points "
+                "now -- write the tag back and `autobench lock` to re-pin",
+                ManifestNotFound,
+            ) from exc
         if is_digest(reference):
             algorithm = reference.split(":", 1)[0]
             got = digest_of(body, algorithm)

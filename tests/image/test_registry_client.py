@@ -299,3 +299,14 @@ def test_the_bearer_token_flow_against_a_real_registry_with_token_auth(tmp_path)
             assert "wrong-pass-1" not in str(err.value)
         finally:
             reg.stop()
+
+
+def test_a_digest_the_registry_no_longer_serves_says_so(registry):
+    pushed = registry.image("acme/engine", "v1")
+    registry.delete_manifest("acme/engine", pushed.digest)
+    with client() as c, pytest.raises(ManifestNotFound) as err:
+        c.manifest(registry.host, "acme/engine", pushed.digest)
+    assert (
+        f"{registry.host}/acme/engine@{pushed.digest}: {registry.host} does not (or no longer) serve this digest (404)"
+        in str(err.value)
+    )
