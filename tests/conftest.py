@@ -19,6 +19,9 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("AUTOBENCH_LEDGER", raising=False)
+    # `lock` / `outdated` pin images against their registry (Docker Hub for most recipes): no test
+    # may reach a public registry.  Image tests turn it back on against a loopback registry.
+    monkeypatch.setenv("AUTOBENCH_IMAGES", "0")
     yield
 
 

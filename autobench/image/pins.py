@@ -149,29 +149,26 @@ def plan_image_pin(
     try:
         if client is None:
             if ref.digest and old and old.get("digest") == ref.digest:
-                resolved = ResolvedImage(
-                    ref.registry,
-                    ref.repository,
-                    ref.digest,
-                    ref.digest,
-                    old.get("media_type"),
-                    {
-                        n: PlatformImage(n, p.get("digest"), p.get("config"), p.get("created"))
-                        for n, p in _platforms(old)
-                    },
-                    str(old.get("resolved_at") or ""),
-                    str(old.get("resolved_from") or "registry"),
-                )
+                resolved = _from_entry(old, ref)
             else:
                 resolved = resolve_local(ref, docker=docker)
+        elif (
+            ref.digest
+            and old
+            and old.get("digest") == ref.digest
+            and old.get("resolved_from") == "registry"
+            and not platforms
+        ):
+            # A kept pin the lock file already describes: one HEAD proves it is still served.
+            client.head_digest(ref.registry, ref.repository, ref.digest)
+            resolved = _from_entry(old, ref)
         else:
-            reference = ref.digest or tag or "latest"
-            resolved = resolve(client, ref.registry, ref.repository, reference, platforms)
-            if ref.digest and tag:
-                try:
-                    tag_now = client.manifest(ref.registry, ref.repository, tag).digest
-                except ManifestNotFound:
-                    note = f"the tag {tag} no longer exists on {ref.registry}"
+            resolved = resolve(client, ref.registry, ref.repository, ref.digest or tag or "latest", platforms)
+        if client is not None and ref.digest and tag:
+            try:
+                tag_now = client.head_digest(ref.registry, ref.repository, tag)
+            except ManifestNotFound:
+                note = f"the tag {tag} no longer exists on {ref.registry}"
         if ref.digest is None and tag is None:  # pragma: no cover - image_tag gives latest
             raise RegistryError("no tag to resolve")
     except RegistryError as exc:
@@ -190,6 +187,21 @@ def plan_image_pin(
         source=resolved.source,
         tag_now=tag_now,
         note=note,
+    )
+
+
+def _from_entry(old: dict[str, Any], ref: ImageRef) -> ResolvedImage:
+    """A kept pin as the lock file recorded it (resolution time and source included)."""
+    digest = str(old["digest"])
+    return ResolvedImage(
+        ref.registry,
+        ref.repository,
+        digest,
+        digest,
+        old.get("media_type"),
+        {n: PlatformImage(n, p.get("digest"), p.get("config"), p.get("created")) for n, p in _platforms(old)},
+        str(old.get("resolved_at") or ""),
+        str(old.get("resolved_from") or "registry"),
     )
 
 
@@ -273,12 +285,12 @@ def check_image(recipe_path: str | Path, client: RegistryClient | None) -> Image
         return item
     try:
         try:
-            item.current = client.manifest(ref.registry, ref.repository, tag).digest
+            item.current = client.head_digest(ref.registry, ref.repository, tag)
         except ManifestNotFound:
             item.status = "deleted"
             if pinned:
                 try:
-                    client.manifest(ref.registry, ref.repository, pinned)
+                    client.head_digest(ref.registry, ref.repository, pinned)
                     item.pinned_served = True
                 except ManifestNotFound:
                     item.pinned_served = False

@@ -162,6 +162,7 @@ class RegistryClient:
         self._auth: dict[tuple[str, str], str] = {}
         self._creds: dict[str, Credentials | None] = {}
         self.requests = 0  # HTTP requests sent (for tests and the benchmark)
+        self.sent: list[tuple[str, str]] = []  # (method, path) of every registry request
 
     # -- plumbing ---------------------------------------------------------------------------------
     def close(self) -> None:
@@ -208,7 +209,16 @@ class RegistryClient:
     def _fail(self, where: str, message: str, hint: str, cls: type[RegistryError] = RegistryError) -> RegistryError:
         return cls(self.redact(f"{where}: {message}"), hint=self.redact(hint))
 
-    def _send(self, url: str, headers: dict[str, str], limit: int, deadline: float, where: str, registry: str) -> Any:
+    def _send(
+        self,
+        url: str,
+        headers: dict[str, str],
+        limit: int,
+        deadline: float,
+        where: str,
+        registry: str,
+        method: str = "GET",
+    ) -> Any:
         """GET ``url``; returns (status, headers, body) with the body read up to ``limit`` bytes."""
         import httpx2
 
@@ -218,8 +228,9 @@ class RegistryClient:
             "AUTOBENCH_REGISTRY_TIMEOUT, or lock from the images docker already has with --offline"
         )
         self.requests += 1
+        self.sent.append((method, url.split("/v2/", 1)[-1]))
         try:
-            with self.http.stream("GET", url, headers=headers) as resp:
+            with self.http.stream(method, url, headers=headers) as resp:
                 status = resp.status_code
                 cap = limit if status < 400 else MAX_ERROR_BODY
                 declared = resp.headers.get("content-length")
@@ -293,7 +304,9 @@ class RegistryClient:
             raise self._fail(where, f"{registry}'s token service sent no token", "check the registry")
         return token
 
-    def _get(self, registry: str, repository: str, path: str, accept: str | None, where: str) -> tuple[Any, bytes]:
+    def _get(
+        self, registry: str, repository: str, path: str, accept: str | None, where: str, method: str = "GET"
+    ) -> tuple[Any, bytes]:
         url = f"{self.settings.base_url(registry)}/v2/{repository}/{path}"
         deadline = time.monotonic() + 3 * self.settings.timeout
         key = (registry, repository)
@@ -301,7 +314,7 @@ class RegistryClient:
             headers = {"Accept": accept} if accept else {}
             if key in self._auth:
                 headers["Authorization"] = self._auth[key]
-            status, resp_headers, body = self._send(url, headers, MAX_BODY, deadline, where, registry)
+            status, resp_headers, body = self._send(url, headers, MAX_BODY, deadline, where, registry, method)
             if status == 401 and attempt == 0:
                 scheme, challenge = parse_challenge(resp_headers.get("www-authenticate", ""))
                 creds = self.credentials(registry)
@@ -410,6 +423,23 @@ class RegistryClient:
                 "autobench pins OCI / Docker schema 2 images and indexes; push the image with a current docker",
             )
         return Manifest(registry, repository, reference, digest, media_type, body, data)
+
+    def head_digest(self, registry: str, repository: str, reference: str) -> str:
+        """Where a tag points (or that a digest is served) by a HEAD request: Docker Hub does not
+        count HEADs against its pull rate limit.  Falls back to a verified GET when the registry
+        announces no digest."""
+        sep = "@" if is_digest(reference) else ":"
+        where = f"{registry}/{repository}{sep}{reference}"
+        try:
+            headers, _ = self._get(registry, repository, f"manifests/{reference}", ACCEPT, where, "HEAD")
+        except ManifestNotFound:
+            if not is_digest(reference):
+                raise
+            return self.manifest(registry, repository, reference).digest  # the digest-specific message
+        announced = headers.get("docker-content-digest")
+        if announced and is_digest(announced):
+            return str(announced)
+        return self.manifest(registry, repository, reference).digest
 
     def blob(self, registry: str, repository: str, digest: str, *, what: str = "blob") -> bytes:
         """A small blob (an image config), verified against ``digest``."""

@@ -43,13 +43,6 @@ speculative:
 """
 
 
-@pytest.fixture(autouse=True)
-def _hub_pins_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests pin and check Hub references; image pinning (`--images`, a registry) is
-    tested in tests/image against a real registry -- never the public one."""
-    monkeypatch.setenv("AUTOBENCH_IMAGES", "0")
-
-
 @pytest.fixture
 def fake_hub():
     hub = seed_hub().start()

@@ -100,8 +100,9 @@ def test_lock_pins_a_multi_arch_tag_in_place_and_records_every_platform(image_en
 
     # a re-lock keeps the digest, changes no recipe, and says when the tag has moved
     moved = registry.index("vllm/vllm-openai", "nightly", created="2026-11-21T03:00:00Z")
-    code, out, _ = run(capsys, "lock", str(child))
-    assert code == 0 and base.read_text() == after
+    code, out, err = run(capsys, "lock", str(child))
+    assert code == 0, err
+    assert base.read_text() == after
     assert f"note: nightly has moved to {moved.digest[:19]} since this pin" in out
 
 
@@ -123,8 +124,9 @@ def test_outdated_reports_a_moved_tag_with_creation_dates_then_a_deleted_one(ima
     image = f"{registry.host}/vllm/vllm-openai"
     _, child = write_recipes(tmp_path / "r", f"{image}:nightly")
     assert run(capsys, "lock", str(child))[0] == 0
-    code, out, _ = run(capsys, "outdated", "--exit-code", str(child))
-    assert code == 0 and f"image     {image}  up-to-date: {old.digest[:19]} = nightly" in out
+    code, out, err = run(capsys, "outdated", "--exit-code", str(child))
+    assert code == 0, err
+    assert f"image     {image}  up-to-date: {old.digest[:19]} = nightly" in out
 
     new = registry.index("vllm/vllm-openai", "nightly", created="2026-11-21T03:00:00Z")
     code, out, _ = run(capsys, "outdated", "--exit-code", str(child))
@@ -270,8 +272,9 @@ def test_outdated_on_an_unpinned_tag_and_lock_json(image_env, registry, tmp_path
     pushed = registry.image("acme/engine", "v1")
     image = f"{registry.host}/acme/engine"
     _, child = write_recipes(tmp_path / "r", f"{image}:v1")
-    code, out, _ = run(capsys, "outdated", "--exit-code", str(child))
-    assert code == 0 and f"image     {image}  unpinned: v1 is at {pushed.digest[:19]}" in out
+    code, out, err = run(capsys, "outdated", "--exit-code", str(child))
+    assert code == 0, err
+    assert f"image     {image}  unpinned: v1 is at {pushed.digest[:19]}" in out
     assert f"note: not pinned: follows v1; run `autobench lock {child}`" in out
     code, out, _ = run(capsys, "lock", "--json", str(child))
     [result] = json.loads(out)
@@ -283,3 +286,23 @@ def test_outdated_on_an_unpinned_tag_and_lock_json(image_env, registry, tmp_path
         f"{image}@{pushed.digest}",
     )
     assert pin["platforms"] == ["linux/amd64"] and pin["resolved_from"] == "registry"
+
+
+def test_relock_and_outdated_of_a_kept_pin_only_send_heads(image_env, registry, tmp_path, capsys):
+    """Docker Hub counts manifest GETs against its pull rate limit, not HEADs: once pinned, a
+    re-lock and an up-to-date check cost HEAD requests only."""
+    from autobench.hub.lockfile import read_lock
+    from autobench.image.pins import check_image, plan_image_pin
+    from autobench.image.registry import RegistryClient, RegistrySettings
+
+    pushed = registry.index("vllm/vllm-openai", "nightly")
+    _, child = write_recipes(tmp_path / "r", f"{registry.host}/vllm/vllm-openai:nightly")
+    assert run(capsys, "lock", str(child))[0] == 0
+    with RegistryClient(RegistrySettings.from_env()) as client:
+        pin = plan_image_pin(load_recipe(child), child, read_lock(child), client=client)
+        assert (pin.digest, pin.tag_now, pin.note) == (pushed.digest, pushed.digest, None)
+        assert set(pin.entry["platforms"]) == {"linux/arm64", "linux/amd64"}
+        item = check_image(child, client)
+        assert item.status == "up-to-date"
+        assert [m for m, _ in client.sent] == ["HEAD", "HEAD", "HEAD"]
+        assert client.sent[0][1] == f"vllm/vllm-openai/manifests/{pushed.digest}"
