@@ -12,7 +12,8 @@
     ├── ReportError               exit 8   rendering pages and plots
     └── PreflightError            exit 9   preflight cannot predict a boot (config, version, model)
 
-Every error renders as ONE line: ``[location: ]message[ (hint: fix)]``.  The CLI
+Every error renders as ONE line: ``[location: ]message[ (hint: fix)]``, with secret values
+redacted and control characters shown escaped (:func:`autobench.escape.human`).  The CLI
 catches ``AutobenchError`` once, prints that line to stderr and exits with the
 class's exit code.  Third-party exceptions are translated where they enter our
 code (``raise XError(...) from exc``); a traceback reaching a user is a bug.
@@ -38,7 +39,11 @@ class AutobenchError(Exception):
             text = f"{self.location}: {text}"
         if self.hint:
             text = f"{text} (hint: {' '.join(self.hint.split())})"
-        return text
+        # A message may quote a value from a recipe, a server or a log: never a secret, never a
+        # raw control character (autobench.escape.human: redacted, then escaped).
+        from autobench.escape import human
+
+        return human(text)
 
 
 class UsageError(AutobenchError):

@@ -164,7 +164,24 @@ def normalize_base_url(url: str) -> str:
 def run_bench(
     config: BenchConfig, *, progress: ProgressFn | None = None, dataset: Dataset | None = None
 ) -> BenchResult:
-    """Load the dataset (errors before any request), run the benchmark, return the result."""
+    """Load the dataset (errors before any request), run the benchmark, return the result.
+
+    The server's words (error bodies, the models probe) are kept in the result and in errors;
+    any secret in them -- the API key (some proxies echo the Authorization header), any
+    secret-named variable -- is redacted here, the one exit of both."""
+    from autobench.redaction import environment_secrets, redact, redact_tree
+
+    secrets = environment_secrets([config.api_key_env] if config.api_key_env else [])
+    try:
+        result = _run_bench(config, progress=progress, dataset=dataset)
+    except BenchError as exc:
+        exc.message = redact(exc.message, secrets)
+        raise
+    result.data = redact_tree(result.data, secrets)
+    return result
+
+
+def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dataset | None) -> BenchResult:
     config.check()
     if dataset is None:
         dataset = load_dataset(

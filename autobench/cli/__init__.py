@@ -74,7 +74,9 @@ def cli() -> None:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    from autobench.escape import human
+
+    return human(" ".join(text.split()))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("AUTOBENCH_TRACEBACK"):
             raise
         click.echo(
-            f"internal error: {type(exc).__name__}: {exc} "
+            f"internal error: {type(exc).__name__}: {_one_line(str(exc))} "
             "(this is a bug in autobench; rerun with AUTOBENCH_TRACEBACK=1 and report it)",
             err=True,
         )

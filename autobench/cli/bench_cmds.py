@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from autobench.cli.options import json_option, print_json, print_table
+from autobench.cli.output import say
 from autobench.cli.params import Finite
 from autobench.errors import BenchError, UsageError
 
@@ -173,7 +174,7 @@ def bench(
     d = result.to_json_dict()
     if d.get("interrupted"):
         where = f"; written to {result_path}" if result_path else ""
-        click.echo(
+        say(
             f"interrupted: partial result ({d['completed']} completed, {d['incomplete']} cancelled in "
             f"flight, {d['not_dispatched']} not sent){where}",
             err=True,
@@ -279,7 +280,7 @@ def _print_summary(d: dict[str, Any]) -> None:
         plain_title=False,
     )
     if d.get("client_bound_warning"):
-        click.echo(
+        say(
             "warning: the client itself was busy (CPU > 75% of a core or loop lag p99 > 5 ms); "
             "latencies may be inflated",
             err=True,

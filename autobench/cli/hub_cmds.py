@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from autobench.cli.options import json_option, print_json
+from autobench.cli.output import say
 from autobench.cli.params import Finite
 
 _offline = click.option("--offline", is_flag=True, help="Read only the local HF cache (same as HF_HUB_OFFLINE=1).")
@@ -84,14 +85,14 @@ def lock(
         print_json([r.to_json() for r in results], sort_keys=True)
         return
     for result in results:
-        click.echo(f"{result.recipe}")
+        say(f"{result.recipe}")
         for pin in result.pins:
             was = "" if pin.previous == pin.sha else f" (was {pin.previous or 'main, by default'})"
             assumed = " [label assumed: main]" if pin.label_assumed else ""
             where = f"  -> {pin.file}" if pin.changed else ""
-            click.echo(f"  {pin.spec.kind:<9} {pin.spec.repo}  {pin.sha}  # frozen: {pin.label}{assumed}{was}{where}")
+            say(f"  {pin.spec.kind:<9} {pin.spec.repo}  {pin.sha}  # frozen: {pin.label}{assumed}{was}{where}")
             if pin.label_now and pin.label_now != pin.sha:
-                click.echo(
+                say(
                     f"      note: {pin.label} has moved to {pin.label_now[:7]} since this pin; "
                     f"see `autobench outdated {result.recipe}`"
                 )
@@ -99,14 +100,14 @@ def lock(
             was = "" if image.previous == image.pinned else f" (was {image.previous})"
             where = f"  -> {image.file}" if image.changed else ""
             tag = f"  # frozen: {image.tag}" if image.tag else ""
-            click.echo(f"  {'image':<9} {image.name}  {image.digest}{tag}{was}{where}")
+            say(f"  {'image':<9} {image.name}  {image.digest}{tag}{was}{where}")
             platforms_ = image.entry.get("platforms") or {}
             if platforms_:
                 shown = ", ".join(f"{k} {(v.get('digest') or 'digest unknown')[:19]}" for k, v in platforms_.items())
-                click.echo(f"      platforms: {shown} (from {image.source})")
+                say(f"      platforms: {shown} (from {image.source})")
             if image.note:
-                click.echo(f"      note: {image.note}")
-        click.echo(f"  lock file: {result.lock_file}")
+                say(f"      note: {image.note}")
+        say(f"  lock file: {result.lock_file}")
 
 
 @click.command()
@@ -166,28 +167,28 @@ def _print_outdated(items: list[Any]) -> None:
     for item in items:
         if item.recipe != recipe:
             recipe = item.recipe
-            click.echo(str(recipe))
+            say(str(recipe))
         if item.kind == "image":
             _print_image(item)
             continue
         head = f"  {item.kind:<9} {item.repo}"
         if item.status == "unpinned":
-            click.echo(f"{head}  unpinned: {item.label} is at {_short(item.current)}")
+            say(f"{head}  unpinned: {item.label} is at {_short(item.current)}")
         elif item.status == "up-to-date":
-            click.echo(f"{head}  up-to-date: {_short(item.pinned)} = {item.label}")
+            say(f"{head}  up-to-date: {_short(item.pinned)} = {item.label}")
         else:
             flag = "  BREAKING" if item.breaking else ""
-            click.echo(
+            say(
                 f"{head}  moved: pinned {_short(item.pinned)}, {item.label} is now "
                 f"{_short(item.current)} ({item.current}){flag}"
             )
             if not item.changes:
-                click.echo("      config.json unchanged")
+                say("      config.json unchanged")
             for change in item.changes:
                 mark = "BREAKING" if change.breaking else "changed "
-                click.echo(f"      {mark} {change.field}: {show(change.old)} -> {show(change.new)}")
+                say(f"      {mark} {change.field}: {show(change.old)} -> {show(change.new)}")
         if item.note:
-            click.echo(f"      note: {item.note}")
+            say(f"      note: {item.note}")
 
 
 def _print_image(item: Any) -> None:
@@ -198,21 +199,21 @@ def _print_image(item: Any) -> None:
 
     head = f"  {'image':<9} {item.image}"
     if item.status == "moved":
-        click.echo(
+        say(
             f"{head}  moved: pinned {short(item.pinned)}{built(item.pinned_created)}, {item.tag} is now "
             f"{short(item.current)}{built(item.current_created)} ({item.current})"
         )
-        click.echo(f"      hint: `autobench lock` after a test run takes {item.tag} at {short(item.current)}")
+        say(f"      hint: `autobench lock` after a test run takes {item.tag} at {short(item.current)}")
     elif item.status == "deleted":
-        click.echo(f"{head}  deleted: {item.tag} no longer exists; pinned {short(item.pinned)}")
+        say(f"{head}  deleted: {item.tag} no longer exists; pinned {short(item.pinned)}")
     elif item.status == "up-to-date":
-        click.echo(f"{head}  up-to-date: {short(item.pinned)} = {item.tag}")
+        say(f"{head}  up-to-date: {short(item.pinned)} = {item.tag}")
     elif item.status == "unpinned":
-        click.echo(f"{head}  unpinned: {item.tag} is at {short(item.current)}")
+        say(f"{head}  unpinned: {item.tag} is at {short(item.current)}")
     else:
-        click.echo(f"{head}  {item.status}: pinned {short(item.pinned)}")
+        say(f"{head}  {item.status}: pinned {short(item.pinned)}")
     if item.note:
-        click.echo(f"      note: {item.note}")
+        say(f"      note: {item.note}")
 
 
 @click.group()
@@ -261,4 +262,4 @@ def info(ref: str, offline: bool, timeout: float | None, as_json: bool) -> None:
         ("last modified", t["last_modified"] or "?"),
     ]
     for key, value in rows:
-        click.echo(f"{key:<14} {value}")
+        say(f"{key:<14} {value}")

@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from autobench.cli.options import json_option, ledger_option, print_json, print_table
+from autobench.cli.output import say
 from autobench.errors import LedgerError, UsageError
 
 
@@ -99,7 +100,7 @@ def record(
     if as_json:
         print_json(rec.to_json_dict())
     else:
-        click.echo(f"recorded run {rec.display_id}: {rec.recipe_name} {rec.status} ({book.where})")
+        say(f"recorded run {rec.display_id}: {rec.recipe_name} {rec.status} ({book.where})")
 
 
 # ------------------------------------------------------------------ ledger group
@@ -150,7 +151,7 @@ def show(run: str, full: bool, ledger_url: str | None, as_json: bool) -> None:
     if as_json:
         print_json(rec.to_json_dict())
     else:
-        click.echo("\n".join(run_lines(rec, full=full)))
+        say("\n".join(run_lines(rec, full=full)))
 
 
 @ledger.command("export")
@@ -171,7 +172,7 @@ def export(fmt: str | None, output: str | None, ledger_url: str | None) -> None:
     with _open(ledger_url) as book:
         count = export_to(book, output, fmt)
     if output:
-        click.echo(f"exported {count} runs to {output} ({fmt})", err=True)
+        say(f"exported {count} runs to {output} ({fmt})", err=True)
 
 
 @ledger.command("verify")
@@ -196,7 +197,7 @@ def verify(known_head: str | None, ledger_url: str | None, as_json: bool) -> Non
             str(result), location=book.where, hint="the ledger was changed outside autobench; restore it from a copy"
         )
     if not as_json:
-        click.echo(str(result))
+        say(str(result))
 
 
 # ------------------------------------------------------------------ history / compare
@@ -223,7 +224,7 @@ def history(draft: str | None, model: str | None, recipe: str | None, ledger_url
 
         close = difflib.get_close_matches(result.subject, known, 1, 0.5)
         hint = f"; did you mean {close[0]}?" if close else ""
-        click.echo(f"no runs with {result.kind} {result.subject}{hint}", err=True)
+        say(f"no runs with {result.kind} {result.subject}{hint}", err=True)
         return
     print_table(
         *history_table(result, short_keys=sys.stdout.isatty()),
@@ -231,8 +232,8 @@ def history(draft: str | None, model: str | None, recipe: str | None, ledger_url
     )
     causes = history_causes(result)
     if causes:
-        click.echo("root causes:")
-        click.echo("\n".join(f"  {line}" for line in causes))
+        say("root causes:")
+        say("\n".join(f"  {line}" for line in causes))
 
 
 @click.command("compare")
@@ -250,10 +251,10 @@ def compare(run_a: str, run_b: str, ledger_url: str | None, as_json: bool) -> No
         print_json(result.to_json_dict())
         return
     for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
+        say(f"warning: {warning}", err=True)
     print_table(*compare_table(result))
     if result.decode_speedup is not None:
-        click.echo(f"decode speedup (B/A): {result.decode_speedup:.2f}x")
+        say(f"decode speedup (B/A): {result.decode_speedup:.2f}x")
 
 
 def _add_sync_commands() -> None:

@@ -68,7 +68,15 @@ def print_table(
 
     ``head=None`` is a table without a header row (key/value tables).  ``justify`` gives
     each column's alignment on the terminal (``"left"``, ``"right"``).
+
+    Every cell and the title are redacted and escaped (:func:`autobench.escape.human`): table
+    values come from ledgers, logs and servers; on the terminal they are plain text, never Rich
+    markup.
     """
+    from autobench.escape import human
+
+    rows = [[human(str(v)) for v in row] for row in rows]
+    title = human(title) if title else title
     if sys.stdout.isatty():
         from rich.console import Console
         from rich.table import Table
@@ -78,8 +86,10 @@ def print_table(
         for i, name in enumerate(columns):
             align = justify[i] if justify and i < len(justify) else "left"
             table.add_column(name, overflow="fold", justify=align)  # type: ignore[arg-type]
+        from rich.text import Text
+
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(Text(v) for v in row))
         Console().print(table)
         return
     if title and plain_title:

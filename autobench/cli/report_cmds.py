@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from autobench.cli.options import json_option, ledger_option, print_json
+from autobench.cli.output import say
 from autobench.errors import ReportError
 
 
@@ -69,15 +70,15 @@ def report(
         )
     else:
         for note in result.notes:
-            click.echo(f"note: {note}", err=True)
+            say(f"note: {note}", err=True)
         for line in result.stale:
-            click.echo(f"stale: {line}")
+            say(f"stale: {line}")
         for path in result.written + result.plots:
-            click.echo(f"wrote {path}")
+            say(f"wrote {path}")
         if result.unchanged and not check:
-            click.echo(f"{len(result.unchanged)} page(s) already up to date")
+            say(f"{len(result.unchanged)} page(s) already up to date")
         if check and not result.stale:
-            click.echo(f"{len(result.checked)} page(s) up to date")
+            say(f"{len(result.checked)} page(s) up to date")
     if result.stale:
         raise ReportError(
             f"{len(result.stale)} page(s) stale against the ledger",

@@ -12,7 +12,9 @@ from autobench.cli.params import Finite
 
 
 def _echo_err(text: str) -> None:
-    click.echo(text, err=True)
+    from autobench.escape import human
+
+    click.echo(human(text, newlines=True), err=True)
 
 
 @click.command("run")
@@ -140,12 +142,21 @@ def run(
 
 
 def _print_outcome(outcome: Any) -> None:
+    from autobench.escape import human
+
+    lines: list[str] = []
+    _outcome_lines(outcome, lines.append)
+    for line in lines:  # server words (root cause, notes) may hold control characters
+        click.echo(human(line))
+
+
+def _outcome_lines(outcome: Any, out: Any) -> None:
     head = f"{outcome.status} {outcome.plan.recipe_name}"
     if outcome.display_id:
         head += f"  ledger {outcome.display_id}"
-    click.echo(head)
+    out(head)
     if outcome.root_cause_category or outcome.root_cause_message:
-        click.echo(f"  root cause: {outcome.root_cause_category}: {outcome.root_cause_message}")
+        out(f"  root cause: {outcome.root_cause_category}: {outcome.root_cause_message}")
     m = outcome.metrics
     if m:
         parts = [
@@ -161,7 +172,7 @@ def _print_outcome(outcome: Any) -> None:
             )
             if m.get(k) is not None
         ]
-        click.echo("  " + " ".join(parts))
+        out("  " + " ".join(parts))
     for note in outcome.notes:
-        click.echo(f"  note: {note}")
-    click.echo(f"  folder: {shlex.quote(str(outcome.plan.run_dir))}")
+        out(f"  note: {note}")
+    out(f"  folder: {shlex.quote(str(outcome.plan.run_dir))}")

@@ -8,6 +8,7 @@ import json
 import click
 
 from autobench.cli.ledger_cmds import json_option, ledger_option
+from autobench.cli.output import say
 
 
 def _sync(source_url: str | None, dest_url: str | None, batch: int, as_json: bool, verb: str) -> None:
@@ -22,7 +23,7 @@ def _sync(source_url: str | None, dest_url: str | None, batch: int, as_json: boo
         click.echo(json.dumps(result.to_json_dict(), indent=2))
         return
     head_id, head_hash = result.head
-    click.echo(
+    say(
         f"{verb} {result.copied} runs from {result.source} to {result.destination} "
         f"({result.present} already there); head #{head_id}-{head_hash[:8]}"
     )

@@ -36,6 +36,30 @@ def path_word(value: str) -> Word:
     return Word(value)
 
 
+# Characters a terminal acts on (ESC sequences, CR, bidi overrides...): a word holding one is
+# written in bash's ANSI-C quoting ($'...') with the character's UTF-8 bytes as \xHH escapes,
+# so a script shown on a terminal (`compile`, `run --dry-run`) cannot rewrite the screen, and
+# bash still expands it to exactly the same bytes.  Line breaks and tabs stay literal (they are
+# harmless, and multi-line setup scripts stay readable).
+_TERMINAL_CONTROL = re.compile("[\x01-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _ansi_c(value: str) -> str:
+    out = []
+    for ch in value:
+        if ch == "\\" or ch == "'":
+            out.append("\\" + ch)
+        elif _TERMINAL_CONTROL.match(ch) or ch in "\n\t":
+            out.append("".join(f"\\x{b:02x}" for b in ch.encode("utf-8")))
+        else:
+            out.append(ch)
+    return "$'" + "".join(out) + "'"
+
+
+def _quote(value: str) -> str:
+    return _ansi_c(value) if _TERMINAL_CONTROL.search(value) else shlex.quote(value)
+
+
 def shell_word(word: Word | str) -> str:
     """One argv element as a bash word that expands to exactly that string."""
     if isinstance(word, str):
@@ -43,8 +67,13 @@ def shell_word(word: Word | str) -> str:
     if "\x00" in word.value:
         raise ValueError("a shell argument cannot contain a NUL character")
     if word.home:
-        return '"${HOME}"' + (shlex.quote("/" + word.value) if word.value else "")
-    return shlex.quote(word.value)
+        return '"${HOME}"' + (_quote("/" + word.value) if word.value else "")
+    return _quote(word.value)
+
+
+def shell_join(argv: list[str] | tuple[str, ...]) -> str:
+    """An argv as one line of bash words (for people: safe to show on a terminal, exact to paste)."""
+    return " ".join(shell_word(a) for a in argv)
 
 
 def comment_text(value: object) -> str:

@@ -379,11 +379,22 @@ class Finding:
     location: Position | None = None
     key: str = ""
 
+    def __post_init__(self) -> None:
+        # A message may quote the value it refuses: never a secret (redacted once, here, so the
+        # text line and the JSON form agree).
+        from autobench.redaction import environment_secrets, redact
+
+        secrets = environment_secrets()
+        object.__setattr__(self, "message", redact(self.message, secrets))
+        object.__setattr__(self, "hint", redact(self.hint, secrets))
+
     def text(self) -> str:
+        from autobench.escape import terminal
+
         loc = self.location
         where = "" if loc is None else f"{loc.file}: " if loc.line == 0 else f"{loc}: "
         key = f"{self.key}: " if self.key else ""
-        return f"{where}{self.code} {self.severity}: {key}{self.message} (hint: {self.hint})"
+        return terminal(f"{where}{self.code} {self.severity}: {key}{self.message} (hint: {self.hint})")
 
     def as_dict(self) -> dict[str, Any]:
         loc = self.location

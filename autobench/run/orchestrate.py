@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shlex
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -32,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from autobench.compile.quoting import shell_join
 from autobench.errors import AutobenchError, RecipeError, RunError
 from autobench.recipe import LoadedRecipe, is_full_sha, load_recipe
 from autobench.redaction import environment_secrets
@@ -305,7 +305,7 @@ def run_recipe(
         with guard:
             try:
                 echo(f"run {plan.recipe_name}: {plan.runtime} runtime, folder {run_dir}")
-                echo(f"start: {redact(shlex.join(plan.server_argv))}")
+                echo(f"start: {redact(shell_join(plan.server_argv))}")
                 with guard.deferred():
                     server = start_server(plan.runtime, plan.server_argv, child_env, log, plan.grace_s)
                 phase = "boot"
@@ -324,7 +324,7 @@ def run_recipe(
                     phase = "bench"
                     outcome.status, bench_error = _bench(loaded, plan, server, outcome, echo)
                     phase = "metrics"
-                    _scrape(plan)
+                    _scrape(plan, redact)
                 else:
                     outcome.status = "BLOCKED"
             except RunInterrupted as exc:
@@ -349,6 +349,7 @@ def run_recipe(
                     loaded.recipe.container.image, docker=plan.server_argv[0], env=child_env
                 )
             outcome.ended_at = _now().isoformat()
+            _redact_outcome(outcome, redact)  # before it is recorded, written or printed
             _record(ledger, loaded, plan, outcome, script, redact)
             _write(plan.path(P.OUTCOME_JSON), json.dumps(outcome.to_json_dict(), indent=2) + "\n")
     finally:
@@ -358,6 +359,15 @@ def run_recipe(
     if guard.received and outcome.status != "ABORTED":
         outcome.notes.append(f"{guard.first_signal} received during teardown/recording")
     return outcome
+
+
+def _redact_outcome(outcome: RunOutcome, redact: Callable[[str], str]) -> None:
+    """Secrets out of everything in the outcome that came from the server or the bench: the root
+    cause, the notes (bench errors quote response bodies) and any text metric."""
+    if outcome.root_cause_message:
+        outcome.root_cause_message = redact(outcome.root_cause_message)
+    outcome.notes = [redact(n) for n in outcome.notes]
+    outcome.metrics = {k: redact(v) if isinstance(v, str) else v for k, v in outcome.metrics.items()}
 
 
 def _write(path: Path, text: str) -> None:
@@ -444,14 +454,15 @@ def _server_gone(server: Any, plan: RunPlan, settle_s: float = 3.0) -> str | Non
     return f"server exited with code {code} during the bench"
 
 
-def _scrape(plan: RunPlan) -> None:
-    """Keep the server's final /metrics text in the run folder (best effort)."""
+def _scrape(plan: RunPlan, redact: Callable[[str], str]) -> None:
+    """Keep the server's final /metrics text in the run folder (best effort), secrets redacted
+    (a proxy may echo the Authorization header into a label)."""
     try:
         status, body = http_get(plan.metrics_url, timeout=10)
     except OSError:
         return
     if status == 200:
-        plan.path(P.METRICS_TXT).write_bytes(body)
+        _write(plan.path(P.METRICS_TXT), redact(body.decode("utf-8", errors="replace")))
 
 
 def _finish(

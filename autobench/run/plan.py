@@ -15,7 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from autobench.compile.quoting import shell_join, shell_word
 from autobench.errors import RunError, UsageError
+from autobench.escape import terminal
 from autobench.recipe import LoadedRecipe, is_full_sha
 
 Runtime = Literal["docker", "process"]
@@ -122,10 +124,10 @@ class RunPlan:
         lines = [
             f"recipe     {self.recipe_name} ({self.recipe_path}, {self.digest})",
             f"runtime    {self.runtime}",
-            f"start      {shlex.join(self.server_argv)}",
+            f"start      {shell_join(self.server_argv)}",
         ]
         if self.env:
-            lines.append("env        " + " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items()))
+            lines.append("env        " + " ".join(f"{k}={shell_word(v)}" for k, v in self.env.items()))
         if self.secret_names:
             lines.append("secrets    " + ", ".join(self.secret_names) + " (by name, redacted from logs)")
         lines += [
@@ -143,7 +145,7 @@ class RunPlan:
                 + ", ".join(self.unpinned)
                 + " (a run refuses these without --allow-unpinned; `autobench lock` pins them)"
             )
-        return "\n".join(lines)
+        return terminal("\n".join(lines), newlines=True)  # recipe values may hold control characters
 
 
 def unpinned_refs(loaded: LoadedRecipe) -> list[str]:

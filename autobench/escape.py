@@ -1,0 +1,98 @@
+"""Text made safe for where it is shown: a terminal, a Markdown page.  The one place for both.
+
+A leaf module (standard library only).  Values that reach a person come from recipes, ledgers,
+logs and servers, any of which may hold control characters (an ESC sequence recolours or
+rewrites the terminal, a CR overwrites the line before it, a bidi override reorders it) or
+markup (``<script>``, a link, a table pipe).  Human output and report pages pass them through
+here; JSON output does not need to (JSON escapes control characters itself).
+
+    terminal(text, newlines=False) -> str   control characters shown as escapes: ESC -> \\u001b,
+                                            CR -> \\r, U+202E -> \\u202e (JSON's own escapes, so
+                                            escaped JSON text stays valid JSON); ``newlines`` keeps
+                                            line breaks (and tabs) for multi-line output
+    one_line(text) -> str                   whitespace runs collapsed to one space, then escaped
+    human(text, secrets=None, newlines=False) -> str
+                                            redacted (:mod:`autobench.redaction`: token shapes,
+                                            secret-named variables, ``secrets``), then escaped:
+                                            what every human-facing line goes through
+    markdown(text) -> str                   one inline Markdown value: control characters
+                                            escaped, ``& < >`` as HTML entities, Markdown
+                                            punctuation backslash-escaped, whitespace collapsed,
+                                            so it renders as exactly the text it is
+    markdown_block(text) -> str             the same, keeping line breaks (paragraphs of notes)
+
+Control characters are Unicode category Cc (C0, DEL, C1), the line/paragraph separators
+U+2028/U+2029 and the bidirectional formatting characters (U+061C, U+200E-U+200F,
+U+202A-U+202E, U+2066-U+2069).  Backslashes are not doubled: output is for reading, and a
+path or a hint keeps its own backslashes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+_BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+_CONTROL_KEEP_LINES = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
+_NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
+
+# Markdown (CommonMark + GFM) punctuation that can start or end markup inline; `& < >` become
+# entities instead (an entity renders as the character in text, and `<` can then open no HTML).
+_MD_PUNCT = re.compile(r"([\\`*_\[\]|~])")
+_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+_MD_SPECIAL = re.compile("[&<>]")
+
+
+def _escape_char(m: re.Match[str]) -> str:
+    ch = m.group(0)
+    if ch in _NAMED:
+        return _NAMED[ch]
+    return f"\\u{ord(ch):04x}"
+
+
+def terminal(text: str, *, newlines: bool = False) -> str:
+    """``text`` with every control character shown as an escape (see the module docstring)."""
+    text = str(text)
+    rx = _CONTROL_KEEP_LINES if newlines else _CONTROL
+    return rx.sub(_escape_char, text) if rx.search(text) else text
+
+
+def one_line(text: str) -> str:
+    """Whitespace runs (spaces, tabs, line breaks) collapsed to one space, then escaped."""
+    return terminal(" ".join(str(text).split()))
+
+
+def human(text: str, secrets: Mapping[str, str] | None = None, *, newlines: bool = False) -> str:
+    """What a person may be shown: secrets redacted (token shapes, secret-named variables of the
+    environment, ``secrets``), then control characters escaped."""
+    from autobench.redaction import environment_secrets, redact
+
+    known = environment_secrets()
+    if secrets:
+        known.update(secrets)
+    return terminal(redact(str(text), known), newlines=newlines)
+
+
+def _markdown_line(line: str) -> str:
+    line = _MD_SPECIAL.sub(lambda m: _MD_ENTITIES[m.group(0)], line)
+    line = _MD_PUNCT.sub(r"\\\1", line)
+    # A line that starts like a block (list item, numbered item, heading, setext underline) stays
+    # text; a quote (`>`) is already an entity.
+    line = re.sub(r"^(\s*)([-+=#])", r"\1\\\2", line)
+    return re.sub(r"^(\s*\d+)([.)])", r"\1\\\2", line)
+
+
+def markdown(text: str) -> str:
+    """One value as inline Markdown that renders as exactly its text (one line)."""
+    return _markdown_line(one_line(text))
+
+
+def markdown_block(text: str) -> str:
+    """A multi-line value (notes) as Markdown text: each line escaped like :func:`markdown`,
+    line breaks kept (blank lines separate paragraphs)."""
+    lines = terminal(str(text), newlines=True).replace("\t", " ").splitlines()
+    return "\n".join(_markdown_line(" ".join(line.split())) for line in lines)
+
+
+__all__ = ["human", "markdown", "markdown_block", "one_line", "terminal"]
