@@ -77,6 +77,13 @@ def _echo_err(text: str) -> None:
     help="docker runtime: `docker pull` the pinned image digest when the local image lacks it "
     "(without it, a missing or different local image is refused).",
 )
+@click.option("--force", is_flag=True, help="Run even when preflight predicts a boot failure.")
+@click.option(
+    "--vllm-version",
+    default=None,
+    metavar="X.Y.Z",
+    help="vLLM version for preflight when the image tag does not say it.",
+)
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
 @json_option("Print the outcome (or the plan) as JSON on stdout.")
 @click.pass_context
@@ -91,6 +98,8 @@ def run(
     ready_timeout: float | None,
     grace: float,
     pull: bool,
+    force: bool,
+    vllm_version: str | None,
     dry_run: bool,
     as_json: bool,
     partition: str | None,
@@ -100,7 +109,8 @@ def run(
 ) -> None:
     """Run a recipe end to end and record the outcome in the ledger.
 
-    validate -> require pinned revisions -> compile -> start the server -> wait
+    validate -> require pinned revisions -> preflight (a predicted boot failure
+    refuses the run, nothing recorded, unless --force) -> compile -> start the server -> wait
     until ready -> bench -> scrape metrics -> tear down (always, also on Ctrl-C
     and SIGTERM) -> parse the log -> append DONE / BLOCKED / FAILED / ABORTED.
     Exit status: 0 DONE, 6 BLOCKED or FAILED, 130 ABORTED.
@@ -121,6 +131,8 @@ def run(
         account=account,
         time_limit=time_limit,
         container=container,
+        force=force,
+        vllm_version=vllm_version,
     )
     if runtime == "slurm":
         from autobench.run.slurm import run_slurm

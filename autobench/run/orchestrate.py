@@ -61,6 +61,8 @@ class RunOptions:
     account: str | None = None
     time_limit: str | None = None
     container: str = "none"
+    force: bool = False  # run even when preflight predicts a boot failure
+    vllm_version: str | None = None  # for preflight when the image tag does not say it
 
 
 @dataclass
@@ -79,6 +81,7 @@ class RunOutcome:
     script: str | None = None
     signal: str | None = None
     image_digest: str | None = None  # docker runtime: the registry digest of the image that ran
+    preflight: dict[str, Any] | None = None  # the preflight prediction (autobench.preflight)
 
     @property
     def exit_code(self) -> int:
@@ -246,8 +249,15 @@ def run_recipe(
     """Run a recipe end to end and record it (or, with ``dry_run``, only plan it)."""
     options = options or RunOptions()
     loaded, plan, script = prepare(path, options, echo, os.environ if env is None else env)
+    from autobench.run.preflight_gate import gate
+
+    # A predicted boot failure refuses the run here, before anything starts or is recorded.
+    prediction, preflight_note = gate(
+        loaded, force=options.force or options.dry_run, vllm_version=options.vllm_version, echo=echo
+    )
     if options.dry_run:
-        return RunOutcome(status="PLANNED", plan=plan, script=script, notes=list(plan.unpinned))
+        notes = list(plan.unpinned) + ([preflight_note] if preflight_note else [])
+        return RunOutcome(status="PLANNED", plan=plan, script=script, notes=notes, preflight=prediction)
 
     from autobench.ledger import open_ledger
 
@@ -283,8 +293,10 @@ def run_recipe(
 
     from autobench.run.runtimes import LogFile, start_server
 
-    outcome = RunOutcome(status="FAILED", plan=plan, script=script)
+    outcome = RunOutcome(status="FAILED", plan=plan, script=script, preflight=prediction)
     outcome.started_at = _now().isoformat()
+    if preflight_note:
+        outcome.notes.append(preflight_note)
     if image is not None:
         outcome.image_digest = image.digest
         if image.note:

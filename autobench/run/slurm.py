@@ -296,6 +296,12 @@ def run_slurm(
     loaded = load_recipe(path)
     check_recipe(loaded, echo, base_env)
     require_pinned(loaded, options.allow_unpinned or options.dry_run)
+    from autobench.run.preflight_gate import gate
+
+    # A predicted boot failure refuses the job before it is submitted (nothing recorded).
+    prediction, preflight_note = gate(
+        loaded, force=options.force or options.dry_run, vllm_version=options.vllm_version, echo=echo
+    )
     script = compile_slurm(
         loaded,
         partition=options.partition,
@@ -323,8 +329,10 @@ def run_slurm(
         _write(plan.path(P.PLAN_JSON), json.dumps(plan.to_json_dict(), indent=2) + "\n")
         _write(plan.path(P.SCRIPT), script)
         _write(plan.path(P.RECIPE_JSON), json.dumps(loaded.data, indent=2, sort_keys=True) + "\n")
-        outcome = RunOutcome(status="FAILED", plan=plan, script=script)
+        outcome = RunOutcome(status="FAILED", plan=plan, script=script, preflight=prediction)
         outcome.started_at = _now().isoformat()
+        if preflight_note:
+            outcome.notes.append(preflight_note)
         if plan.unpinned:
             outcome.notes.append("unpinned: " + ", ".join(plan.unpinned))
         job_id = submit(plan.path(P.SCRIPT), run_dir, base_env)

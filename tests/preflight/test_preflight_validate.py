@@ -13,7 +13,7 @@ from autobench.cli import main
 
 def _cache_configs(recipe: str, capsys) -> None:
     """`autobench lock` reads both configs through the real client into the isolated HF cache."""
-    assert main(["lock", recipe]) == 0
+    assert main(["lock", "--no-images", recipe]) == 0
     capsys.readouterr()
 
 

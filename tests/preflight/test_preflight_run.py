@@ -1,0 +1,101 @@
+"""`run` predicts the boot before anything starts: a predicted failure is refused (exit 6, one line,
+nothing recorded) unless --force.  The server is the fake `vllm` of tests/run (no GPU here); the
+configs come from the isolated HF cache that `autobench lock` filled from the loopback fake Hub."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import configs as c
+
+from autobench.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+FAKE_VLLM = REPO / "tests" / "run" / "fake_vllm.py"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _recipe(tmp_path: Path, draft: str, nspec: int) -> Path:
+    port = _port()
+    path = tmp_path / "seed-run.yaml"
+    path.write_text(
+        f"""\
+name: seed-run
+model:
+  repo: {c.BASE_REPO}
+  revision: {c.BASE_SHA}
+  served_name: qwen
+speculative:
+  method: dflash
+  model: {c.DRAFT_REPO}
+  revision: {draft}
+  num_speculative_tokens: {nspec}
+container:
+  image: vllm/vllm-openai:v0.23.1
+  ports: ["{port}:{port}"]
+engine:
+  host: 127.0.0.1
+  port: {port}
+  max_model_len: 262144
+  enable_prefix_caching: true
+bench:
+  dataset: {{kind: random, input_len: 16, output_len: 8}}
+  num_prompts: 4
+  concurrency: 2
+  max_tokens: 8
+  ready_timeout_s: 20
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _run(recipe: Path, tmp_path: Path, *more: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["HF_ENDPOINT"] = "http://127.0.0.1:9"  # the gate reads the HF cache only
+    argv = [sys.executable, "-m", "autobench", "run", str(recipe), "--runtime", "process"]
+    argv += ["--vllm-exec", f"{sys.executable} {FAKE_VLLM}", "--ledger", str(tmp_path / "ledger.db")]
+    argv += ["--runs-dir", str(tmp_path / "runs"), "--grace", "3", *more]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=90, env=env, cwd=tmp_path)
+
+
+def test_predicted_failure_is_refused_and_nothing_is_recorded(hub, tmp_path: Path, capsys) -> None:
+    recipe = _recipe(tmp_path, c.DRAFT_NEW, 8)
+    assert main(["lock", "--no-images", str(recipe)]) == 0
+    capsys.readouterr()
+    proc = _run(recipe, tmp_path)
+    assert proc.returncode == 6, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and "refused: predicted boot failure on vLLM 0.23.1" in last
+    assert "assert new_spec.page_size_bytes == max_page_size" in last and "--force" in last
+    assert not (tmp_path / "ledger.db").exists() and not (tmp_path / "runs").exists()
+
+
+def test_force_runs_anyway_and_says_so(hub, tmp_path: Path, capsys) -> None:
+    recipe = _recipe(tmp_path, c.DRAFT_NEW, 8)
+    assert main(["lock", "--no-images", str(recipe)]) == 0
+    capsys.readouterr()
+    proc = _run(recipe, tmp_path, "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert "running anyway (--force)" in proc.stderr
+    assert proc.stdout.startswith("DONE seed-run")
+
+
+def test_good_draft_passes_the_gate(hub, tmp_path: Path, capsys) -> None:
+    recipe = _recipe(tmp_path, c.DRAFT_OLD, 5)
+    assert main(["lock", "--no-images", str(recipe)]) == 0
+    capsys.readouterr()
+    proc = _run(recipe, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "preflight: boots on vLLM 0.23.1 (ok; attention block size 2144)" in proc.stderr
