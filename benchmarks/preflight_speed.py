@@ -23,7 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "preflight"))
 
-import configs as c  # noqa: E402
+import preflight_configs as c  # noqa: E402
 
 
 def cache(home: Path, repo: str, sha: str, config: bytes) -> None:
@@ -44,7 +44,7 @@ def main() -> None:
         cache(home, c.DRAFT_REPO, c.DRAFT_NEW, c.dump(c.dflash_draft(8, 6, 4096)))
         recipe = Path(tmp) / "seed.yaml"
         sys.path.insert(0, str(REPO / "tests" / "preflight"))
-        from conftest import seed_recipe
+        from preflight_helpers import seed_recipe
 
         recipe.write_text(seed_recipe(c.DRAFT_NEW, 8), encoding="utf-8")
         env = {**os.environ, "HF_HOME": str(home), "HF_HUB_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}

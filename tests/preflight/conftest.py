@@ -13,7 +13,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "hub"))
 
-import configs as c  # noqa: E402
+import preflight_configs as c  # noqa: E402
 from fakehub import FakeCommit, FakeHub, FakeRepo  # noqa: E402
 
 
@@ -82,35 +82,6 @@ def hub(monkeypatch: pytest.MonkeyPatch):
     fake.stop()
 
 
-SEED_RECIPE = f"""\
-name: seed-dflash
-model:
-  repo: {c.BASE_REPO}
-  revision: {c.BASE_SHA}
-  served_name: qwen
-speculative:
-  method: dflash
-  model: {c.DRAFT_REPO}
-  revision: {{draft}}
-  num_speculative_tokens: {{nspec}}
-container:
-  image: {{image}}
-  ports: ["8000:8000"]
-engine:
-  max_model_len: 262144
-  gpu_memory_utilization: 0.85
-  max_num_batched_tokens: 32768
-  max_num_seqs: 8
-  dtype: bfloat16
-  enable_prefix_caching: true
-  enable_chunked_prefill: true
-bench:
-  dataset:
-    kind: sharegpt
-    path: sharegpt.json
-"""
-
-
 @pytest.fixture
 def write_recipe(tmp_path: Path):
     def write(text: str, name: str = "r.yaml") -> Path:
@@ -119,7 +90,3 @@ def write_recipe(tmp_path: Path):
         return path
 
     return write
-
-
-def seed_recipe(draft: str = c.DRAFT_OLD, nspec: int = 5, image: str = "vllm/vllm-openai:nightly-aarch64") -> str:
-    return SEED_RECIPE.format(draft=draft, nspec=nspec, image=image)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import configs as c
+import preflight_configs as c
 import pytest
-from conftest import seed_recipe
+from preflight_helpers import seed_recipe
 
 from autobench.cli import main
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import configs as c
+import preflight_configs as c
 import pytest
 
 from autobench.logs import parse_log

@@ -4,7 +4,7 @@ config documents in configs.py; the CLI path is covered by the seed and bad-inpu
 
 from __future__ import annotations
 
-import configs as c
+import preflight_configs as c
 import pytest
 
 from autobench.errors import PreflightError

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import configs as c
+import preflight_configs as c
 
 from autobench.cli import main
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-import configs as c
-from conftest import seed_recipe
+import preflight_configs as c
+from preflight_helpers import seed_recipe
 
 from autobench.cli import main
 
