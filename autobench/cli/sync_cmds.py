@@ -3,11 +3,9 @@ ledgers (a box's SQLite file and the team's PostgreSQL ledger).  See autobench.l
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from autobench.cli.ledger_cmds import json_option, ledger_option
+from autobench.cli.options import json_option, ledger_option, print_json
 from autobench.cli.output import say
 
 
@@ -20,7 +18,7 @@ def _sync(source_url: str | None, dest_url: str | None, batch: int, as_json: boo
         with open_ledger(dest_url, create=True) as destination:
             result = copy_runs(source, destination, batch=batch, checked=checked)
     if as_json:
-        click.echo(json.dumps(result.to_json_dict(), indent=2))
+        print_json(result.to_json_dict())
         return
     head_id, head_hash = result.head
     say(
