@@ -82,11 +82,11 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool,
 @click.argument("recipe", type=click.Path())
 @click.option(
     "--target",
-    type=click.Choice(["full", "serve", "bench", "slurm"]),
+    type=click.Choice(["full", "serve", "bench", "slurm", "k8s"]),
     default="full",
     show_default=True,
     help="full: serve + wait + bench + teardown; serve: start and wait only; bench: bench only; "
-    "slurm: an sbatch script (docs/slurm.md).",
+    "slurm: an sbatch script (docs/slurm.md); k8s: Kubernetes manifests (docs/k8s.md).",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the script here (mode 755).")
 @click.option("--frozen", is_flag=True, help="Refuse any model/tokenizer/draft revision that is not a full sha.")
@@ -101,6 +101,18 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool,
     help="slurm: how the node runs the server: none (the serve command on the node), docker, "
     "pyxis (srun --container-image) or apptainer.",
 )
+@click.option("--run-id", default=None, help="k8s: the autobench.dev/run-id label (default: a new random id).")
+@click.option("--namespace", default=None, help="k8s: metadata.namespace of every object.")
+@click.option(
+    "--secret",
+    "secret_name",
+    default="autobench-secrets",
+    show_default=True,
+    help="k8s: the Secret holding the secrets.",
+)
+@click.option("--hf-cache-pvc", default=None, help="k8s: a PVC for the Hugging Face cache (default: an emptyDir).")
+@click.option("--bench-image", default=None, help="k8s: the bench Job's image (default: autobench:VERSION).")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=None, help="k8s: refuse recipes needing more nodes.")
 def compile_(
     recipe: str,
     target: str,
@@ -110,8 +122,14 @@ def compile_(
     account: str | None,
     time_limit: str | None,
     container: str,
+    run_id: str | None,
+    namespace: str | None,
+    secret_name: str,
+    hf_cache_pvc: str | None,
+    bench_image: str | None,
+    max_nodes: int | None,
 ) -> None:
-    """Compile RECIPE into a bash script (stdout, or -o FILE)."""
+    """Compile RECIPE into a bash script, or Kubernetes manifests with --target k8s (stdout, or -o FILE)."""
     from autobench.compile import check_frozen, compile_recipe
     from autobench.recipe.loader import load_recipe
     from autobench.recipe.rules import check
@@ -123,6 +141,22 @@ def compile_(
         if frozen:
             check_frozen(loaded)
         script = compile_slurm(loaded, partition=partition, account=account, time_limit=time_limit, container=container)
+    elif target == "k8s":
+        import uuid
+
+        from autobench.compile.k8s import compile_k8s
+
+        if frozen:
+            check_frozen(loaded)
+        script = compile_k8s(
+            loaded,
+            run_id=run_id or uuid.uuid4().hex,
+            namespace=namespace,
+            secret=secret_name,
+            hf_cache_pvc=hf_cache_pvc,
+            bench_image=bench_image,
+            max_nodes=max_nodes,
+        )
     else:
         script = compile_recipe(loaded, target, frozen=frozen)
     for finding in check(loaded):
