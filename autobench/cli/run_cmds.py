@@ -169,6 +169,8 @@ def _outcome_lines(outcome: Any, out: Any) -> None:
     out(head)
     if outcome.root_cause_category or outcome.root_cause_message:
         out(f"  root cause: {outcome.root_cause_category}: {outcome.root_cause_message}")
+        if outcome.root_cause_detail:
+            out(f"  detail: {outcome.root_cause_detail}")
     m = outcome.metrics
     if m:
         parts = [

@@ -92,6 +92,12 @@ def _v4_run_uid(conn: Connection) -> None:
     conn.exec_driver_sql("CREATE UNIQUE INDEX ix_runs_run_uid ON runs (run_uid)")
 
 
+def _v5_root_cause_detail(conn: Connection) -> None:
+    # Nullable: every existing row reads NULL, and the hash chain leaves a NULL added
+    # column out of a row's content, so old rows still verify.
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN root_cause_detail TEXT")
+
+
 # (version, description, apply).  Append new migrations; never edit an applied one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "runs table with metrics and boot facts, indexes, append-only triggers", _v1_runs_table),
@@ -103,6 +109,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
         _v3_more_boot_facts,
     ),
     (4, "run_uid: a run's stable id across ledgers (push / pull)", _v4_run_uid),
+    (5, "root_cause_detail: the line that says what is wrong (a ValidationError's detail)", _v5_root_cause_detail),
 ]
 LATEST = MIGRATIONS[-1][0]
 

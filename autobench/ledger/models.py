@@ -79,7 +79,7 @@ BOOT_KEYS: tuple[str, ...] = (
 #: The hash chain's rule for them (autobench.ledger.chain): such a column enters a row's
 #: canonical content only when it is not NULL, so rows written before it existed hash
 #: exactly as they did.  Add every new column here with its migration's number.
-ADDED_IN: dict[str, int] = {**{key: 3 for key in V3_BOOT_KEYS}, "run_uid": 4}
+ADDED_IN: dict[str, int] = {**{key: 3 for key in V3_BOOT_KEYS}, "run_uid": 4, "root_cause_detail": 5}
 
 #: Run columns other than metrics, boot facts and the chain.
 CORE_KEYS: tuple[str, ...] = (
@@ -98,6 +98,7 @@ CORE_KEYS: tuple[str, ...] = (
     "status",
     "root_cause_category",
     "root_cause_message",
+    "root_cause_detail",
     "started_at",
     "ended_at",
     "notes",
@@ -160,6 +161,7 @@ class RunRow(SQLModel, table=True):
     status: str = Field(nullable=False)
     root_cause_category: str | None = None
     root_cause_message: str | None = _text()
+    root_cause_detail: str | None = _text()  # v5: the line that says what is wrong (pydantic detail)
     started_at: str | None = None
     ended_at: str | None = None
     notes: str | None = _text()
@@ -260,6 +262,7 @@ class NewRun:
     host_facts: dict[str, Any] | str | None = None
     root_cause_category: str | None = None
     root_cause_message: str | None = None
+    root_cause_detail: str | None = None
     started_at: Any = None
     ended_at: Any = None
     notes: str | None = None
@@ -303,6 +306,7 @@ class RunRecord:
     prev_hash: str
     row_hash: str
     run_uid: str | None = None
+    root_cause_detail: str | None = None
 
     @property
     def stable_id(self) -> str:

@@ -28,9 +28,11 @@ class RootCause:
     message: str | None
     runs: int
     last_run: int
+    detail: str | None = None  # the detail line of the latest run with this cause
 
     def __str__(self) -> str:
-        return f"{self.category or 'unknown'}: {self.message or ''}".rstrip(": ")
+        text = f"{self.category or 'unknown'}: {self.message or ''}".rstrip(": ")
+        return f"{text} -- {self.detail}" if self.detail else text
 
 
 @dataclass
@@ -161,8 +163,20 @@ def history(conn: Connection, kind: str, subject: str) -> History:
         ranked = sorted(causes[k].values(), key=lambda c: (-c.runs, -c.last_run))
         g.root_causes = ranked[:ROOT_CAUSES_PER_GROUP]
         g.recipes.sort()
+    _fill_details(conn, [rc for g in groups.values() for rc in g.root_causes])
     ordered = sorted(groups.values(), key=lambda g: g.first_run)
     return History(kind, subject, label, ordered)
+
+
+def _fill_details(conn: Connection, causes: list[RootCause]) -> None:
+    """Each shown cause's detail line, from its latest run (a primary-key lookup per
+    cause: the detail is not in the covering history index)."""
+    ids = sorted({rc.last_run for rc in causes})
+    if not ids:
+        return
+    details = dict(conn.execute(select(RUNS.c.id, RUNS.c.root_cause_detail).where(RUNS.c.id.in_(ids))).all())
+    for rc in causes:
+        rc.detail = details.get(rc.last_run)
 
 
 def _pick(choose: Any, a: Any, b: Any) -> Any:

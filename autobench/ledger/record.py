@@ -111,12 +111,14 @@ def build_new_run(spec: RecordInput) -> NewRun:
     metrics = read_metrics(spec.metrics_file) if spec.metrics_file else {}
     boot: dict[str, Any] = {}
     engine_version = None
+    detail = None
     if spec.log_file:
         doc = read_log(spec.log_file, recipe.secrets)
         boot = {k: doc[k] for k in BOOT_KEYS if doc.get(k) is not None}
         engine_version = boot.get("vllm_version")
         if not (category or message):
             category, message = log_root_cause(doc)
+            detail = (doc.get("root_cause") or {}).get("detail")
     draft = recipe.speculative
     if spec.draft_sha and (draft is None or not draft.model):
         raise UsageError("--draft-sha given but the recipe has no speculative draft model")
@@ -136,6 +138,7 @@ def build_new_run(spec: RecordInput) -> NewRun:
         engine_version=engine_version,
         root_cause_category=category,
         root_cause_message=message,
+        root_cause_detail=detail,
         started_at=spec.started_at,
         ended_at=spec.ended_at,
         notes="\n".join(spec.notes) or None,

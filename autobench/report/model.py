@@ -44,6 +44,7 @@ class Run:
     engine_version: str | None = None
     root_cause_category: str | None = None
     root_cause_message: str | None = None
+    root_cause_detail: str | None = None
     notes: str | None = None
     corrects: Any = None
     supersedes: Any = None
@@ -137,6 +138,7 @@ def run_from_record(record: Any) -> Run:
         engine_version=_present(_attr(record, "engine_version", "vllm_version")),
         root_cause_category=_present(_attr(record, "root_cause_category")),
         root_cause_message=_present(_attr(record, "root_cause_message")),
+        root_cause_detail=_present(_attr(record, "root_cause_detail")),
         notes=_present(_attr(record, "notes", "note")),
         corrects=_attr(record, "corrects"),
         supersedes=_attr(record, "supersedes"),
@@ -418,10 +420,13 @@ def _stack(run: Run | None, recipe: Mapping[str, Any]) -> list[StackItem]:
 
 
 def short_root_cause(run: Run, limit: int = 90) -> str | None:
-    """``category: message`` on one line, cut at a word boundary near ``limit`` characters."""
+    """``category: message -- detail`` on one line, cut at a word boundary near ``limit``
+    characters (the detail says what is wrong when the message only names the error)."""
     if not run.root_cause_category and not run.root_cause_message:
         return None
     message = " ".join((run.root_cause_message or "").split())
+    if run.root_cause_detail:
+        message = f"{message} -- {' '.join(run.root_cause_detail.split())}"
     text = f"{run.root_cause_category}: {message}" if run.root_cause_category else message
     text = text.rstrip(": ")
     if len(text) <= limit:

@@ -73,6 +73,7 @@ class RunOutcome:
     display_id: str | None = None
     root_cause_category: str | None = None
     root_cause_message: str | None = None
+    root_cause_detail: str | None = None  # the line that says what is wrong (a ValidationError's detail)
     metrics: dict[str, Any] = field(default_factory=dict)
     boot: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -95,7 +96,11 @@ class RunOutcome:
             "recipe": self.plan.recipe_name,
             "run_dir": str(self.plan.run_dir),
             "root_cause": (
-                {"category": self.root_cause_category, "message": self.root_cause_message}
+                {
+                    "category": self.root_cause_category,
+                    "message": self.root_cause_message,
+                    "detail": self.root_cause_detail,
+                }
                 if self.root_cause_category or self.root_cause_message
                 else None
             ),
@@ -313,6 +318,7 @@ def run_recipe(
     phase = "start"
     guard = SignalGuard()
     bench_error: str | None = None
+    teardown_line: int | None = None
     try:
         with guard:
             try:
@@ -348,12 +354,13 @@ def run_recipe(
                 guard.disarm()
                 if server is not None:
                     echo(f"teardown: {plan.teardown}")
+                    teardown_line = log.teardown_mark()
                     server.stop()
                     log.note("server torn down")
                 while _BENCH_THREADS:  # an interrupted bench ends once its server is gone
                     _BENCH_THREADS.pop().join(timeout=10)
                 log.close()
-            _finish(loaded, plan, outcome, readiness, bench_error, guard)
+            _finish(loaded, plan, outcome, readiness, bench_error, guard, teardown_line)
             if image is not None and outcome.image_digest is None:  # `docker run` may have pulled it
                 from autobench.run.image_check import local_digest
 
@@ -378,6 +385,8 @@ def _redact_outcome(outcome: RunOutcome, redact: Callable[[str], str]) -> None:
     cause, the notes (bench errors quote response bodies) and any text metric."""
     if outcome.root_cause_message:
         outcome.root_cause_message = redact(outcome.root_cause_message)
+    if outcome.root_cause_detail:
+        outcome.root_cause_detail = redact(outcome.root_cause_detail)
     outcome.notes = [redact(n) for n in outcome.notes]
     outcome.metrics = {k: redact(v) if isinstance(v, str) else v for k, v in outcome.metrics.items()}
 
@@ -484,14 +493,16 @@ def _finish(
     readiness: Readiness | None,
     bench_error: str | None,
     guard: SignalGuard,
+    teardown_line: int | None = None,
 ) -> None:
-    """Parse the stored log; fill boot facts and the root cause."""
+    """Parse the stored log; fill boot facts and the root cause.  What the server
+    logged after ``teardown_line`` (its shutdown, which autobench caused) is no cause."""
     from autobench.ledger.models import BOOT_KEYS
     from autobench.logs import parse_log
 
     report = None
     try:
-        report = parse_log(plan.path(P.SERVER_LOG))
+        report = parse_log(plan.path(P.SERVER_LOG), teardown_line=teardown_line)
     except AutobenchError as exc:
         outcome.notes.append(f"log not parsed: {exc}")
     rc: dict[str, Any] = {}
@@ -506,6 +517,7 @@ def _finish(
         if rc:
             outcome.root_cause_category = rc.get("category")
             outcome.root_cause_message = _rc_message(rc)
+            outcome.root_cause_detail = rc.get("detail")
             outcome.notes.append(why)
         else:
             outcome.root_cause_category = "not_ready"
@@ -514,6 +526,7 @@ def _finish(
         if rc:
             outcome.root_cause_category = rc.get("category")
             outcome.root_cause_message = _rc_message(rc)
+            outcome.root_cause_detail = rc.get("detail")
             if bench_error:
                 outcome.notes.append(bench_error)
         else:
@@ -571,6 +584,7 @@ def _record(
         host_facts=host_facts if host_facts is not None else _host_facts(plan),
         root_cause_category=outcome.root_cause_category,
         root_cause_message=redact(outcome.root_cause_message) if outcome.root_cause_message else None,
+        root_cause_detail=redact(outcome.root_cause_detail) if outcome.root_cause_detail else None,
         started_at=outcome.started_at,
         ended_at=outcome.ended_at,
         notes=redact(notes),

@@ -80,6 +80,7 @@ class LogFile:
         self.secrets = dict(secrets)
         self._fh = path.open("a", encoding="utf-8", errors="replace")
         self._lock = threading.Lock()
+        self.lines = 0  # newlines written so far: the line number of the last complete line
 
     def redactor(self) -> Redactor:
         return Redactor(self.secrets)
@@ -97,10 +98,20 @@ class LogFile:
             if not self._fh.closed:
                 self._fh.write(text)
                 self._fh.flush()
+                self.lines += text.count("\n")
 
     def note(self, text: str) -> None:
         """A line from autobench itself (prefixed, so a reader can tell it apart)."""
         self.write(self.redact(f"[autobench] {text}\n"))
+
+    def teardown_mark(self) -> int:
+        """Note where autobench begins to stop the server; returns the number of lines
+        before that note (``parse_log(..., teardown_line=...)``: what the server logs
+        after it is its shutdown, not a cause)."""
+        with self._lock:
+            before = self.lines
+        self.note("teardown: stopping the server (what it logs from here on is its shutdown)")
+        return before
 
     def close(self) -> None:
         with self._lock:

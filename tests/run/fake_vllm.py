@@ -9,7 +9,10 @@ FAKE_VLLM_ARGS (shell words).  It first prints one vLLM-like line that echoes
 HF_TOKEN when FAKE_VLLM_ECHO_TOKEN is set, so redaction of the stored log is tested
 against a server that really leaks a secret to its output.  With FAKE_VLLM_ARGV it
 records the argv it was given (JSON) for assertions.  With FAKE_VLLM_IGNORE_SIGTERM the
-server ignores SIGTERM, so teardown has to escalate to SIGKILL.
+server ignores SIGTERM, so teardown has to escalate to SIGKILL.  With FAKE_VLLM_LOG (a
+file) it prints those lines, as a vLLM that fails would, and exits 1 without serving.
+With FAKE_VLLM_ON_SIGTERM (a file) the server runs as a child and those lines are
+printed when SIGTERM arrives, as vLLM logs its engine's death while it shuts down.
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ def main() -> None:
     print(f"INFO [fake_vllm] pid {os.getpid()}", flush=True)  # the server keeps this pid (exec)
     if os.environ.get("FAKE_VLLM_ECHO_TOKEN"):
         print(f"INFO [fake_vllm] environment: HF_TOKEN={os.environ.get('HF_TOKEN')}", flush=True)
+    if os.environ.get("FAKE_VLLM_LOG"):
+        with open(os.environ["FAKE_VLLM_LOG"], encoding="utf-8") as fh:
+            sys.stdout.write(fh.read())
+        sys.stdout.flush()
+        sys.exit(1)
     if os.environ.get("FAKE_VLLM_IGNORE_SIGTERM"):
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # inherited across exec: a wedged server
     cmd = [
@@ -50,6 +58,22 @@ def main() -> None:
         opts["--served-model-name"],
         *shlex.split(os.environ.get("FAKE_VLLM_ARGS", "")),
     ]
+    if os.environ.get("FAKE_VLLM_ON_SIGTERM"):
+        import subprocess
+
+        child = subprocess.Popen(cmd)
+
+        def shutdown(signum: int, frame: object) -> None:
+            with open(os.environ["FAKE_VLLM_ON_SIGTERM"], encoding="utf-8") as fh:
+                sys.stdout.write(fh.read())
+            sys.stdout.flush()
+            child.terminate()
+            child.wait(10)
+            sys.exit(0)
+
+        signal.signal(signal.SIGTERM, shutdown)
+        child.wait()
+        return
     os.execv(sys.executable, cmd)
 
 
