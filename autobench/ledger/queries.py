@@ -174,7 +174,9 @@ def _fill_details(conn: Connection, causes: list[RootCause]) -> None:
     ids = sorted({rc.last_run for rc in causes})
     if not ids:
         return
-    details = dict(conn.execute(select(RUNS.c.id, RUNS.c.root_cause_detail).where(RUNS.c.id.in_(ids))).all())
+    details: dict[int, str | None] = dict(
+        conn.execute(select(RUNS.c.id, RUNS.c.root_cause_detail).where(RUNS.c.id.in_(ids))).all()
+    )
     for rc in causes:
         rc.detail = details.get(rc.last_run)
 
