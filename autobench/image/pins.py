@@ -169,8 +169,6 @@ def plan_image_pin(
                 tag_now = client.head_digest(ref.registry, ref.repository, tag)
             except ManifestNotFound:
                 note = f"the tag {tag} no longer exists on {ref.registry}"
-        if ref.digest is None and tag is None:  # pragma: no cover - image_tag gives latest
-            raise RegistryError("no tag to resolve")
     except RegistryError as exc:
         raise _with_location(exc, loaded) from None
     if ref.digest and tag is None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import socket
 from pathlib import Path
 
@@ -310,3 +311,49 @@ def test_a_digest_the_registry_no_longer_serves_says_so(registry):
         f"{registry.host}/acme/engine@{pushed.digest}: {registry.host} does not (or no longer) serve this digest (404)"
         in str(err.value)
     )
+
+
+def test_a_docker_credential_helper_named_in_the_docker_config(auth_registry, tmp_path):
+    """`docker login` with a credential store writes credHelpers / credsStore: the helper program
+    `docker-credential-<name> get` (a real executable here) is asked with the server on stdin."""
+    pushed = auth_registry.image("private/engine", "v1")
+    host = auth_registry.host
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    helper = bin_dir / "docker-credential-autobenchtest"
+    helper.write_text(
+        "#!/bin/sh\n"
+        'read server\necho "$server" >> "$(dirname "$0")/asked"\n'
+        f'if [ "$server" = "{host}" ]; then echo \'{{"ServerURL": "{host}", "Username": "bench", "Secret": "s3cret-registry-pass"}}\'; '
+        'else echo "credentials not found in native keychain"; exit 1; fi\n'
+    )
+    helper.chmod(0o755)
+    folder = tmp_path / "docker"
+    folder.mkdir()
+    path = f"{bin_dir}:{os.environ['PATH']}"
+    (folder / "config.json").write_text(json.dumps({"credHelpers": {host: "autobenchtest"}}))
+    with client({"DOCKER_CONFIG": str(folder), "PATH": path}) as c:
+        assert c.manifest(host, "private/engine", "v1").digest == pushed.digest
+    assert (bin_dir / "asked").read_text().splitlines() == [host]  # asked once, for this registry only
+
+    # credsStore: the one helper for every registry
+    (folder / "config.json").write_text(json.dumps({"credsStore": "autobenchtest"}))
+    with client({"DOCKER_CONFIG": str(folder), "PATH": path}) as c:
+        assert c.manifest(host, "private/engine", "v1").digest == pushed.digest
+    # a helper that has nothing for this registry ("not found", exit 1): anonymous, hence the 401
+    none = bin_dir / "docker-credential-autobenchnone"
+    none.write_text("#!/bin/sh\necho 'credentials not found in native keychain'\nexit 1\n")
+    none.chmod(0o755)
+    (folder / "config.json").write_text(json.dumps({"credsStore": "autobenchnone"}))
+    with (
+        client({"DOCKER_CONFIG": str(folder), "PATH": path}) as c,
+        pytest.raises(RegistryError, match="requires credentials"),
+    ):
+        c.manifest(host, "private/engine", "v1")
+    # a helper named per registry but not installed is one line
+    (folder / "config.json").write_text(json.dumps({"credHelpers": {host: "missing"}}))
+    with (
+        client({"DOCKER_CONFIG": str(folder), "PATH": path}) as c,
+        pytest.raises(RegistryError, match="docker-credential-missing, which is not installed"),
+    ):
+        c.manifest(host, "private/engine", "v1")
