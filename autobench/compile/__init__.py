@@ -19,7 +19,6 @@ from autobench.compile.argv import (
     bench_argv,
     container_name,
     docker_argv,
-    published_port,
     serve_argv,
     speculative_json,
 )
@@ -34,7 +33,6 @@ __all__ = [
     "compile_recipe",
     "container_name",
     "docker_argv",
-    "published_port",
     "serve_argv",
     "speculative_json",
 ]

@@ -15,8 +15,8 @@ from typing import Any
 
 from autobench.compile.quoting import Word, path_word
 from autobench.errors import RecipeError
-from autobench.recipe.rules import flag_name, parse_port, uses_host_network
-from autobench.recipe.schema import is_local_model
+from autobench.recipe.facts import is_local_model, server_endpoint
+from autobench.recipe.rules import flag_name
 
 Lines = list[list[Word]]
 
@@ -84,19 +84,10 @@ def container_name(recipe: Any) -> str:
     return recipe.container.name or f"autobench-{recipe.name}"
 
 
-def published_port(recipe: Any) -> int:
-    """The host port that reaches engine.port (engine.port under --network host or if unmapped)."""
-    if uses_host_network(recipe.container.extra_args):
-        return recipe.engine.port
-    for spec in recipe.container.ports:
-        host, ctr = parse_port(spec)
-        if ctr == recipe.engine.port:
-            return host if host is not None else recipe.engine.port
-    return recipe.engine.port
-
-
 def base_url(recipe: Any) -> str:
-    return f"http://localhost:{published_port(recipe)}"
+    """Where the script's bench and readiness probe reach the server (``autobench.recipe.facts``:
+    the same endpoint ``run`` uses and AB022 checks)."""
+    return server_endpoint(recipe).base_url
 
 
 #: vllm serve reads its API key from this variable (same as ``--api-key``).

@@ -10,8 +10,8 @@ from typing import Any
 from autobench.compile.argv import base_url, bench_api_key_env, bench_lines, container_name, docker_lines
 from autobench.compile.quoting import command_text, comment_text, shell_word
 from autobench.errors import RecipeError
+from autobench.recipe.facts import pins
 from autobench.recipe.loader import LoadedRecipe
-from autobench.recipe.schema import is_full_sha
 from autobench.templates_dir import templates_dir as _templates_dir
 
 TARGETS = ("full", "serve", "bench")
@@ -44,30 +44,17 @@ def environment() -> Any:
 
 
 def _pins(recipe: Any) -> list[dict[str, Any]]:
-    m = recipe.model
-    pins = [{"label": "model", "key": ("model", "revision"), "repo": m.repo, "revision": m.revision}]
-    if m.tokenizer or m.tokenizer_revision:
-        pins.append(
-            {
-                "label": "tokenizer",
-                "key": ("model", "tokenizer_revision"),
-                "repo": m.tokenizer or m.repo,
-                "revision": m.tokenizer_revision or "(default)",
-            }
-        )
-    spec = recipe.speculative
-    if spec is not None and spec.model:
-        pins.append(
-            {
-                "label": "draft",
-                "key": ("speculative", "revision"),
-                "repo": spec.model,
-                "revision": spec.revision or "(default)",
-            }
-        )
-    for pin in pins:
-        pin["pinned"] = is_full_sha(pin["revision"])
-    return pins
+    """The script header's pins (``autobench.recipe.facts.pins``: the list rules and run use)."""
+    return [
+        {
+            "label": p.kind,
+            "key": p.rev_key,
+            "repo": p.repo,
+            "revision": p.revision or "(default)",
+            "pinned": p.full_sha,
+        }
+        for p in pins(recipe)
+    ]
 
 
 def check_frozen(loaded: LoadedRecipe) -> None:

@@ -52,28 +52,11 @@ class RefSpec:
 
 
 def references(recipe: Any) -> list[RefSpec]:
-    """The Hub references of a recipe (a local model or draft directory is not one)."""
-    from autobench.recipe.schema import is_local_model
+    """The Hub references of a recipe (``autobench.recipe.facts.pins``; a local model or draft
+    directory is not one)."""
+    from autobench.recipe.facts import pins
 
-    refs: list[RefSpec] = []
-    if not is_local_model(recipe.model.repo):
-        refs.append(
-            RefSpec("model", recipe.model.repo, recipe.model.revision, ("model", "repo"), ("model", "revision"))
-        )
-    if recipe.model.tokenizer:
-        refs.append(
-            RefSpec(
-                "tokenizer",
-                recipe.model.tokenizer,
-                recipe.model.tokenizer_revision,
-                ("model", "tokenizer"),
-                ("model", "tokenizer_revision"),
-            )
-        )
-    spec = recipe.speculative
-    if spec is not None and spec.model and not is_local_model(spec.model):
-        refs.append(RefSpec("draft", spec.model, spec.revision, ("speculative", "model"), ("speculative", "revision")))
-    return refs
+    return [RefSpec(p.kind, p.repo, p.revision, p.repo_key, p.rev_key) for p in pins(recipe)]
 
 
 # -- where a key is written ---------------------------------------------------------------------

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,12 +19,12 @@ from typing import Any
 
 from autobench.errors import HubError
 from autobench.hub.client import CACHE_HINT, Hub, HubSettings, ref
-
-SHA_RE = re.compile(r"^[0-9a-f]{40}$")
+from autobench.recipe.facts import is_full_sha
 
 
 def is_sha(revision: str | None) -> bool:
-    return bool(revision) and SHA_RE.match(revision or "") is not None
+    """A full 40-hex commit sha (``autobench.recipe.facts.is_full_sha``, the one pattern)."""
+    return is_full_sha(revision)
 
 
 def repo_folder(settings: HubSettings, repo: str) -> Path:

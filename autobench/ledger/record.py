@@ -81,10 +81,7 @@ def compiled_script(loaded: Any) -> str:
     return compile_recipe(loaded, check=False)
 
 
-def _pick_sha(given: str | None, pinned: str | None, what: str) -> str | None:
-    from autobench.recipe import is_full_sha
-
-    recipe_sha = pinned if is_full_sha(pinned) else None
+def _pick_sha(given: str | None, recipe_sha: str | None, what: str) -> str | None:
     if given is None:
         return recipe_sha
     given = given.strip().lower()
@@ -98,6 +95,7 @@ def _pick_sha(given: str | None, pinned: str | None, what: str) -> str | None:
 
 def build_new_run(spec: RecordInput) -> NewRun:
     from autobench.recipe import load_recipe
+    from autobench.recipe.facts import pinned_sha
 
     if spec.status.strip().upper() not in STATUSES:
         raise LedgerError(f"unknown status {spec.status!r}", hint=f"use one of {', '.join(STATUSES)}")
@@ -130,9 +128,9 @@ def build_new_run(spec: RecordInput) -> NewRun:
         recipe_digest=loaded.digest,
         recipe_snapshot=loaded.data,
         script_snapshot=compiled_script(loaded),
-        model_sha=_pick_sha(spec.model_sha, recipe.model.revision, "model"),
+        model_sha=_pick_sha(spec.model_sha, pinned_sha(recipe, "model"), "model"),
         draft_repo=draft.model if draft else None,
-        draft_sha=_pick_sha(spec.draft_sha, draft.revision, "draft") if draft and draft.model else None,
+        draft_sha=_pick_sha(spec.draft_sha, pinned_sha(recipe, "draft"), "draft") if draft and draft.model else None,
         image=image,
         image_digest=image.split("@", 1)[1] if "@sha256:" in image else None,
         engine_version=engine_version,

@@ -24,7 +24,7 @@ from autobench.ledger.models import (
     NewRun,
     RunRecord,
 )
-from autobench.recipe.schema import is_full_sha
+from autobench.recipe.facts import is_full_sha
 from autobench.redaction import find_token
 
 _UID_RE = re.compile(r"[0-9a-f]{32}")

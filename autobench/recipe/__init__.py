@@ -1,6 +1,7 @@
 """Recipes: schema, loading (with file/line positions and ``extends``), rules."""
 
+from autobench.recipe.facts import is_full_sha
 from autobench.recipe.loader import LoadedRecipe, Position, load_recipe
-from autobench.recipe.schema import Recipe, is_full_sha
+from autobench.recipe.schema import Recipe
 
 __all__ = ["LoadedRecipe", "Position", "Recipe", "is_full_sha", "load_recipe"]

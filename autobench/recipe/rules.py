@@ -17,9 +17,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from autobench.recipe.facts import server_endpoint, unpinned
 from autobench.recipe.imageref import parse_image_ref
 from autobench.recipe.loader import LoadedRecipe, Position, format_path
-from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS, is_full_sha, is_local_model
+from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS
 from autobench.redaction import WELL_KNOWN_SECRET_NAMES, environment_secrets, find_token, is_secret_name, secret_in
 
 SEVERITIES = ("error", "warning", "info")
@@ -455,28 +456,6 @@ def _flags(args: list[str]) -> Iterator[tuple[int, str]]:
             yield i, norm_flag(name)
 
 
-def parse_port(spec: str) -> tuple[int | None, int | None]:
-    """docker -p spec -> (host port or None, container port or None)."""
-    spec = spec.split("/", 1)[0]
-    parts = spec.rsplit(":", 2) if spec.count(":") <= 2 else [spec]
-    try:
-        if len(parts) == 1:
-            return None, int(parts[0])
-        host, container = parts[-2], parts[-1]
-        return (int(host) if host else None), int(container)
-    except ValueError:
-        return None, None
-
-
-def uses_host_network(extra_args: list[str]) -> bool:
-    for i, arg in enumerate(extra_args):
-        if arg in ("--network=host", "--net=host"):
-            return True
-        if arg in ("--network", "--net") and i + 1 < len(extra_args) and extra_args[i + 1] == "host":
-            return True
-    return False
-
-
 # --------------------------------------------------------------------------- the rules
 
 
@@ -509,19 +488,19 @@ def _speculative(c: _Ctx) -> None:
 
 def _pins(c: _Ctx) -> None:
     m = c.r.model
-    if not is_local_model(m.repo) and not is_full_sha(m.revision):
-        c.add("AB010", ("model", "revision"), f"model revision {m.revision!r} is not a full commit sha")
-        if m.trust_remote_code:
-            c.add("AB013", ("model", "trust_remote_code"), f"trust_remote_code with model revision {m.revision!r}")
-    if (m.tokenizer or m.tokenizer_revision) and not is_full_sha(m.tokenizer_revision):
-        key = ("model", "tokenizer_revision") if m.tokenizer_revision else ("model", "tokenizer")
-        c.add(
-            "AB011", key, f"tokenizer revision {m.tokenizer_revision or '(none, i.e. main)'!r} is not a full commit sha"
-        )
-    spec = c.r.speculative
-    if spec is not None and spec.model and not is_local_model(spec.model) and not is_full_sha(spec.revision):
-        keys = ("speculative", "revision") if spec.revision else ("speculative", "model")
-        c.add("AB012", keys, f"draft revision {spec.revision or '(none, i.e. main)'!r} is not a full commit sha")
+    for pin in unpinned(c.r):  # autobench.recipe.facts: the one list of Hub references
+        if pin.kind == "model":
+            c.add("AB010", pin.rev_key, f"model revision {pin.revision!r} is not a full commit sha")
+            if m.trust_remote_code:
+                c.add(
+                    "AB013", ("model", "trust_remote_code"), f"trust_remote_code with model revision {pin.revision!r}"
+                )
+        elif pin.kind == "tokenizer":
+            key = pin.rev_key if pin.revision else ("model", "tokenizer")
+            c.add("AB011", key, f"tokenizer revision {pin.revision or '(none, i.e. main)'!r} is not a full commit sha")
+        else:
+            key = pin.rev_key if pin.revision else pin.repo_key
+            c.add("AB012", key, f"draft revision {pin.revision or '(none, i.e. main)'!r} is not a full commit sha")
 
 
 def _engine_vs_bench(c: _Ctx) -> None:
@@ -552,19 +531,11 @@ def _engine_vs_bench(c: _Ctx) -> None:
 
 
 def _ports(c: _Ctx) -> None:
-    ctr, e = c.r.container, c.r.engine
-    if uses_host_network(ctr.extra_args):
-        return
-    published = [parse_port(p)[1] for p in ctr.ports]
-    if e.port not in published:
+    endpoint = server_endpoint(c.r)  # the same answer compile and run use
+    if not endpoint.reachable:
+        ctr, e = c.r.container, c.r.engine
         keys = ("container", "ports") if ctr.ports else ("engine", "port")
-        shown = ", ".join(ctr.ports) or "none"
-        c.add(
-            "AB022",
-            keys,
-            f"engine.port {e.port} is not published (container.ports: {shown})",
-            hint=f'publish it: container.ports: ["{e.port}:{e.port}"]',
-        )
+        c.add("AB022", keys, endpoint.why, hint=f'publish it: container.ports: ["{e.port}:{e.port}"]')
 
 
 def _walk_strings(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:

@@ -8,12 +8,10 @@ option names (``max_num_seqs`` → ``--max-num-seqs``) so a reader can map them.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 LOCAL_PATH = r"/[^\x00\n]*"
 MODEL_REF = rf"^(?:{REPO_ID[1:-1]}|{LOCAL_PATH})$"
@@ -21,11 +19,6 @@ NAME_RE = r"^[a-z0-9][a-z0-9._\-]*$"
 HOST_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.:\-\[\]@]*$"
 
 Scalar = str | int | float | bool
-
-
-def is_full_sha(revision: str | None) -> bool:
-    """True when ``revision`` is a full 40-hex lower-case commit sha."""
-    return bool(revision) and SHA_RE.fullmatch(revision) is not None
 
 
 class StrictModel(BaseModel):
@@ -119,11 +112,6 @@ class Model(StrictModel):
     trust_remote_code: bool = False
     quantization: Quantization | None = None
     architecture: Architecture | None = None
-
-
-def is_local_model(ref: str) -> bool:
-    """True for a local model directory (an absolute path) rather than a Hub repo id."""
-    return ref.startswith("/")
 
 
 class Speculative(StrictModel):

@@ -33,7 +33,8 @@ from typing import Any
 
 from autobench.compile.quoting import shell_join
 from autobench.errors import AutobenchError, RecipeError, RunError
-from autobench.recipe import LoadedRecipe, is_full_sha, load_recipe
+from autobench.recipe import LoadedRecipe, load_recipe
+from autobench.recipe.facts import pinned_sha
 from autobench.redaction import environment_secrets
 from autobench.run import plan as P
 from autobench.run.plan import RunPlan, build_plan, unpinned_refs
@@ -575,9 +576,9 @@ def _record(
         recipe_digest=loaded.digest,
         recipe_snapshot=loaded.data,
         script_snapshot=script,
-        model_sha=r.model.revision if is_full_sha(r.model.revision) else None,
+        model_sha=pinned_sha(r, "model"),
         draft_repo=spec.model if spec is not None else None,
-        draft_sha=spec.revision if spec is not None and is_full_sha(spec.revision) else None,
+        draft_sha=pinned_sha(r, "draft"),
         image=r.container.image if plan.runtime == "docker" else None,
         image_digest=outcome.image_digest if plan.runtime == "docker" else None,
         engine_version=outcome.boot.get("vllm_version"),

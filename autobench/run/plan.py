@@ -8,7 +8,6 @@ runtime, the readiness URLs, the bench parameters and the run folder layout.
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,7 +17,8 @@ from typing import Any, Literal
 from autobench.compile.quoting import shell_join, shell_word
 from autobench.errors import RunError, UsageError
 from autobench.escape import terminal
-from autobench.recipe import LoadedRecipe, is_full_sha
+from autobench.recipe import LoadedRecipe
+from autobench.recipe.facts import passed_secrets, server_endpoint, unpinned
 
 Runtime = Literal["docker", "process"]
 RUNTIMES: tuple[str, ...] = ("docker", "process")
@@ -32,8 +32,6 @@ BENCH_JSON = "bench.json"
 METRICS_TXT = "metrics.prom"
 LOG_JSON = "log.json"
 OUTCOME_JSON = "outcome.json"
-
-_WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]", "*"}
 
 
 @dataclass(frozen=True)
@@ -149,45 +147,9 @@ class RunPlan:
 
 
 def unpinned_refs(loaded: LoadedRecipe) -> list[str]:
-    """Hub references of the recipe that are not pinned to a full 40-hex sha."""
-    r = loaded.recipe
-    out: list[str] = []
-    if not is_full_sha(r.model.revision):
-        out.append(f"model.revision ({r.model.repo}@{r.model.revision})")
-    if r.model.tokenizer and not is_full_sha(r.model.tokenizer_revision):
-        out.append(f"model.tokenizer_revision ({r.model.tokenizer}@{r.model.tokenizer_revision or 'main'})")
-    spec = r.speculative
-    if spec is not None and spec.model and not is_full_sha(spec.revision):
-        out.append(f"speculative.revision ({spec.model}@{spec.revision or 'main'})")
-    return out
-
-
-def client_host(host: str) -> str:
-    """Where a client on this machine reaches a server bound to ``host``."""
-    if host in _WILDCARD_HOSTS:
-        return "127.0.0.1"
-    if ":" in host and not host.startswith("["):
-        return f"[{host}]"
-    return host
-
-
-_PORT_RE = re.compile(r"^(?:(?P<ip>\[[^\]]+\]|[^:]+):)?(?P<host>\d*):(?P<ctr>\d+)(?:/(?P<proto>tcp|udp))?$")
-
-
-def published_port(ports: list[str], container_port: int) -> tuple[str, int] | None:
-    """The (host ip, host port) a ``-p`` list publishes ``container_port`` on, if any."""
-    for spec in ports:
-        m = _PORT_RE.match(spec.strip())
-        if not m or (m["proto"] or "tcp") != "tcp" or int(m["ctr"]) != container_port:
-            continue
-        host_port = int(m["host"]) if m["host"] else container_port
-        return (m["ip"] or "0.0.0.0").strip("[]"), host_port
-    return None
-
-
-def _uses_host_network(extra_args: list[str]) -> bool:
-    joined = " ".join(extra_args)
-    return bool(re.search(r"--(?:network|net)[ =]host\b", joined))
+    """Hub references of the recipe that are not pinned to a full 40-hex sha
+    (``autobench.recipe.facts.unpinned``), as ``key (repo@revision)``."""
+    return [f"{p.key} ({p.ref})" for p in unpinned(loaded.recipe)]
 
 
 def _option_value(argv: list[str], name: str) -> str | None:
@@ -241,7 +203,6 @@ def build_plan(
                     hint="set launch.command in the recipe instead",
                 )
             argv = exe + argv[1:]
-        base = f"http://{client_host(engine.host)}:{engine.port}"
         teardown = f"SIGTERM to the server's process group, SIGKILL after {grace_s:g} s"
         env = {k: str(v) for k, v in recipe.env.items()}
     else:
@@ -255,19 +216,15 @@ def build_plan(
                 hint="set container.name in the recipe",
                 location=str(loaded.path),
             )
-        if _uses_host_network(recipe.container.extra_args):
-            base = f"http://{client_host(engine.host)}:{engine.port}"
-        else:
-            pub = published_port(recipe.container.ports, engine.port)
-            if pub is None:
-                raise RunError(
-                    f"engine.port {engine.port} is not published by container.ports",
-                    hint=f'add "{engine.port}:{engine.port}" to container.ports',
-                    location=str(loaded.path),
-                )
-            base = f"http://{client_host(pub[0])}:{pub[1]}"
         teardown = f"docker rm -f {container_name}"
         env = {}
+    endpoint = server_endpoint(recipe, runtime)  # the one answer (compile and AB022 ask it too)
+    if not endpoint.reachable:
+        raise RunError(
+            endpoint.why,
+            hint=f'add "{engine.port}:{engine.port}" to container.ports',
+            location=str(loaded.path),
+        )
     bench = recipe.bench.model_dump(mode="json", exclude={"client", "model", "ready_timeout_s"})
     return RunPlan(
         recipe_name=recipe.name,
@@ -278,8 +235,8 @@ def build_plan(
         teardown=teardown,
         container_name=container_name,
         env=env,
-        secret_names=tuple(recipe.secrets),
-        base_url=base,
+        secret_names=passed_secrets(recipe),
+        base_url=endpoint.base_url,
         served_model=recipe.served_name,
         bench_model=recipe.bench_model,
         ready_timeout_s=float(ready_timeout_s if ready_timeout_s is not None else recipe.bench.ready_timeout_s),

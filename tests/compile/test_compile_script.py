@@ -100,6 +100,8 @@ def test_base_docker_command_is_the_seeds_without_speculation():
 def test_bench_invocation_has_the_seeds_parameters():
     recipe = load_recipe(DFLASH).recipe
     seed = shlex.split(SEED_BENCH.replace("\\\n", " "))[2:]  # drop python3 scripts/bench-serving.py
+    # the one endpoint (autobench.recipe.facts.server_endpoint) dials loopback by address, as `run` does
+    seed = [w.replace("http://localhost:8000", "http://127.0.0.1:8000") for w in seed]
     assert bench_argv(recipe) == ["autobench", "bench", *seed]
 
 
@@ -156,7 +158,7 @@ def test_serve_target_leaves_the_server_up_and_bench_target_only_benches(tmp_pat
     proc, calls = run_script(compile_recipe(loaded, "serve"), tmp_path, {"HF_TOKEN": "x"})
     assert proc.returncode == 0, proc.stderr
     assert [t for t, _ in calls if t != "curl"] == ["docker"]
-    assert "server ready at http://localhost:8000" in proc.stderr
+    assert "server ready at http://127.0.0.1:8000" in proc.stderr
     proc, calls = run_script(compile_recipe(loaded, "bench"), tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert [t for t, _ in calls] == ["autobench"]

@@ -310,7 +310,7 @@ def test_every_emitted_code_is_documented():
 
 
 def test_trailing_newline_is_not_a_valid_name_or_sha(tmp_path):
-    from autobench.recipe.schema import is_full_sha
+    from autobench.recipe.facts import is_full_sha
 
     assert is_full_sha(SHA) and not is_full_sha(SHA + "\n") and not is_full_sha(SHA.upper())
     (tmp_path / "base.yaml").write_text(CLEAN, encoding="utf-8")

@@ -14,7 +14,8 @@ from run_helpers import FAKE_VLLM, SHA, recipe_text, run_env
 from autobench.compile import docker_argv, serve_argv
 from autobench.errors import RunError, UsageError
 from autobench.recipe import load_recipe
-from autobench.run.plan import build_plan, client_host, published_port, unpinned_refs
+from autobench.recipe.facts import client_host, parse_port_spec
+from autobench.run.plan import build_plan, unpinned_refs
 
 NOW = datetime(2026, 6, 24, 9, 30, 5, tzinfo=UTC)
 
@@ -91,7 +92,9 @@ def test_vllm_exec_is_for_the_process_runtime_only(tmp_path: Path):
     ],
 )
 def test_published_port(spec, port, expected):
-    assert published_port(spec, port) == expected
+    parsed = [parse_port_spec(s) for s in spec]
+    found = [(p.ip or "0.0.0.0", p.host_port) for p in parsed if p and p.proto == "tcp" and p.container_port == port]
+    assert (found[0] if found else None) == expected
 
 
 def test_client_host():

@@ -9,7 +9,7 @@ set -euo pipefail
 
 # Bench.
 autobench bench \
-  --base-url http://localhost:8000 \
+  --base-url http://127.0.0.1:8000 \
   --model qwen \
   --dataset benchmark_data/ShareGPT_V3_unfiltered_cleaned_split.json \
   --num-prompts 500 \

@@ -8,7 +8,7 @@
 set -euo pipefail
 
 CONTAINER=vllm-qwen35-122b
-BASE_URL=http://localhost:8000
+BASE_URL=http://127.0.0.1:8000
 READY_TIMEOUT_S=1800
 POLL_S=5
 

@@ -7,7 +7,7 @@
 set -euo pipefail
 
 CONTAINER=vllm-qwen35-122b
-BASE_URL=http://localhost:8000
+BASE_URL=http://127.0.0.1:8000
 READY_TIMEOUT_S=1800
 POLL_S=5
 
@@ -77,7 +77,7 @@ wait_ready
 
 # Bench.
 autobench bench \
-  --base-url http://localhost:8000 \
+  --base-url http://127.0.0.1:8000 \
   --model qwen \
   --dataset benchmark_data/ShareGPT_V3_unfiltered_cleaned_split.json \
   --num-prompts 500 \
