@@ -22,11 +22,11 @@ from autobench.compile.argv import (
     bench_lines,
     container_name,
     docker_lines,
-    published_port,
     serve_lines,
 )
 from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
+from autobench.recipe.facts import server_endpoint
 from autobench.recipe.loader import LoadedRecipe
 
 CONTAINER_MODES = ("none", "docker", "pyxis", "apptainer")
@@ -49,22 +49,23 @@ def _check_name(value: str | None, what: str) -> None:
 
 
 def _serve(loaded: LoadedRecipe, mode: str) -> tuple[Lines, str]:
-    """The serve command for ``mode`` and the port the bench reaches it on (on the node)."""
+    """The serve command for ``mode`` and the URL the bench reaches it on, on the node
+    (``autobench.recipe.facts.server_endpoint``: published by docker, else engine.host:port)."""
     recipe = loaded.recipe
-    port = str(recipe.engine.port)
+    url = server_endpoint(recipe, "docker" if mode == "docker" else "process").base_url
     if mode == "docker":
-        return docker_lines(recipe, loaded.mods, detach=False, extra=None), str(published_port(recipe))
+        return docker_lines(recipe, loaded.mods, detach=False, extra=None), url
     lines = serve_lines(recipe, loaded.mods)
     image = recipe.container.image
     if mode == "pyxis":
         head = [*_w("srun", "--ntasks=1"), *_opt("--container-image", image)]
-        return [head, *lines], port
+        return [head, *lines], url
     if mode == "apptainer":
-        return [[*_w("apptainer", "exec", "--nv"), Word("docker://" + image)], *lines], port
-    return lines, port
+        return [[*_w("apptainer", "exec", "--nv"), Word("docker://" + image)], *lines], url
+    return lines, url
 
 
-def _bench(recipe: Any, port: str) -> Lines:
+def _bench(recipe: Any, url: str) -> Lines:
     """``autobench bench`` against the server on this node (the docker form already is)."""
     lines = bench_lines(recipe)
     if recipe.bench.client != "autobench":
@@ -74,7 +75,7 @@ def _bench(recipe: Any, port: str) -> Lines:
         )
     for line in lines:
         if line and line[0].value == "--base-url":
-            line[1:] = [Word(f"http://localhost:{port}")]
+            line[1:] = [Word(url)]
     return lines
 
 
@@ -107,7 +108,7 @@ def compile_slurm(
     limit = time_limit or default_time_limit(recipe)
     if not _TIME.fullmatch(limit):
         raise RecipeError(f"--time {limit[:40]!r} is not a Slurm time", hint="minutes, MM:SS, HH:MM:SS or D-HH:MM:SS")
-    serve, port = _serve(loaded, container)
+    serve, url = _serve(loaded, container)
     try:
         return (
             environment()
@@ -125,12 +126,12 @@ def compile_slurm(
                 account=account,
                 container_mode=container,
                 container=container_name(recipe),
-                base_url=f"http://localhost:{port}",
+                base_url=url,
                 ready_timeout_s=str(math.ceil(recipe.bench.ready_timeout_s)),
                 secrets=list(recipe.secrets),
                 api_key_env=bench_api_key_env(recipe),
                 serve=serve,
-                bench=_bench(recipe, port),
+                bench=_bench(recipe, url),
             )
         )
     except ValueError as exc:  # a NUL byte reached the quoting path
