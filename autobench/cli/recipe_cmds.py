@@ -88,7 +88,9 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool,
     help="full: serve + wait + bench + teardown; serve: start and wait only; bench: bench only; "
     "slurm: an sbatch script (docs/slurm.md); k8s: Kubernetes manifests (docs/k8s.md).",
 )
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the script here (mode 755).")
+@click.option(
+    "-o", "--output", type=click.Path(), help="Write the script here (mode 755); a folder for a multi-node recipe."
+)
 @click.option("--frozen", is_flag=True, help="Refuse any model/tokenizer/draft revision that is not a full sha.")
 @click.option("--partition", default=None, help="slurm: #SBATCH --partition.")
 @click.option("--account", default=None, help="slurm: #SBATCH --account.")
@@ -113,6 +115,18 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool,
 @click.option("--hf-cache-pvc", default=None, help="k8s: a PVC for the Hugging Face cache (default: an emptyDir).")
 @click.option("--bench-image", default=None, help="k8s: the bench Job's image (default: autobench:VERSION).")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=None, help="k8s: refuse recipes needing more nodes.")
+@click.option(
+    "--hosts",
+    default=None,
+    metavar="HEAD,WORKER,...",
+    help="Multi-node: the hosts, head first (overrides topology.hosts).",
+)
+@click.option(
+    "--remote",
+    default=None,
+    metavar="CMD",
+    help="Multi-node: how the driver reaches a host [default: ssh -o BatchMode=yes; env AUTOBENCH_REMOTE at run time].",
+)
 def compile_(
     recipe: str,
     target: str,
@@ -128,8 +142,14 @@ def compile_(
     hf_cache_pvc: str | None,
     bench_image: str | None,
     max_nodes: int | None,
+    hosts: str | None,
+    remote: str | None,
 ) -> None:
-    """Compile RECIPE into a bash script, or Kubernetes manifests with --target k8s (stdout, or -o FILE)."""
+    """Compile RECIPE into a bash script, or Kubernetes manifests with --target k8s (stdout, or -o FILE).
+
+    A multi-node recipe (topology.nodes > 1) compiles into a folder (-o DIR): node-K.sh per
+    node and driver.sh, which starts, waits for, benches and tears down the whole cluster.
+    """
     from autobench.compile import check_frozen, compile_recipe
     from autobench.recipe.loader import load_recipe
     from autobench.recipe.rules import check
@@ -157,6 +177,9 @@ def compile_(
             bench_image=bench_image,
             max_nodes=max_nodes,
         )
+    elif loaded.recipe.topology.nodes > 1 or hosts:
+        _compile_cluster(loaded, output, frozen, hosts, remote)
+        return
     else:
         script = compile_recipe(loaded, target, frozen=frozen)
     for finding in check(loaded):
@@ -167,6 +190,35 @@ def compile_(
         return
     _write_atomic(Path(output), script)
     click.echo(f"wrote {output}", err=True)
+
+
+def _compile_cluster(loaded: object, output: str | None, frozen: bool, hosts: str | None, remote: str | None) -> None:
+    from autobench.compile import check_frozen
+    from autobench.compile.cluster import compile_cluster
+    from autobench.recipe.rules import check
+
+    if frozen:
+        check_frozen(loaded)  # type: ignore[arg-type]
+    host_list = [h.strip() for h in hosts.split(",")] if hosts else None
+    files = compile_cluster(loaded, host_list, remote)  # type: ignore[arg-type]
+    if output is None:
+        raise UsageError(
+            f"a multi-node recipe compiles into {len(files)} scripts: give a folder with -o DIR",
+            hint="e.g. autobench compile RECIPE -o cluster/",
+        )
+    folder = Path(output)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{folder} exists and is not a folder", hint="give a folder for the node scripts")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create {folder}: {exc.strerror or exc}", hint="check the path") from exc
+    for finding in check(loaded):  # type: ignore[arg-type]
+        if finding.severity == "warning":
+            click.echo(finding.text(), err=True)
+    for name, text in sorted(files.items()):
+        _write_atomic(folder / name, text)
+    click.echo(f"wrote {', '.join(sorted(files))} to {folder}", err=True)
 
 
 def _write_atomic(path: Path, text: str) -> None:

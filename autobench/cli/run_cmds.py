@@ -84,6 +84,18 @@ def _echo_err(text: str) -> None:
     metavar="X.Y.Z",
     help="vLLM version for preflight when the image tag does not say it.",
 )
+@click.option(
+    "--hosts",
+    default=None,
+    metavar="HEAD,WORKER,...",
+    help="Multi-node recipes: the hosts, head first (overrides topology.hosts).",
+)
+@click.option(
+    "--remote",
+    default=None,
+    metavar="CMD",
+    help="Multi-node recipes: how the driver reaches a host [env AUTOBENCH_REMOTE; default ssh -o BatchMode=yes].",
+)
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
 @json_option("Print the outcome (or the plan) as JSON on stdout.")
 @click.pass_context
@@ -106,6 +118,8 @@ def run(
     account: str | None,
     time_limit: str | None,
     container: str,
+    hosts: str | None = None,
+    remote: str | None = None,
 ) -> None:
     """Run a recipe end to end and record the outcome in the ledger.
 
@@ -133,6 +147,8 @@ def run(
         container=container,
         force=force,
         vllm_version=vllm_version,
+        hosts=tuple(h.strip() for h in hosts.split(",")) if hosts else (),
+        remote=remote,
     )
     if runtime == "slurm":
         from autobench.run.slurm import run_slurm

@@ -7,6 +7,8 @@ Public API (used by the run orchestration):
     bench_argv(recipe, *, home=None) -> list[str]    ["autobench", "bench", ...] or docker exec form
     base_url(recipe), container_name(recipe), speculative_json(recipe), check_frozen(loaded),
     bench_api_key_env(recipe)
+Multi-node recipes: ``autobench.compile.cluster.compile_cluster(loaded, hosts, remote)`` ->
+{"driver.sh": ..., "node-K.sh": ...}.
 The script is built from the same argument lists through one quoting path
 (autobench.compile.quoting), so what the script runs is exactly these lists.
 """

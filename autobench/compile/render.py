@@ -110,6 +110,12 @@ def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool =
     if target not in TARGETS:
         raise RecipeError(f"unknown compile target {target!r}", hint="use one of: " + ", ".join(TARGETS))
     _refuse(loaded, None if check else UNSAFE_CODES)
+    if loaded.recipe.topology.nodes > 1:
+        raise RecipeError(
+            f"a {loaded.recipe.topology.nodes}-node recipe compiles into node scripts and a driver, not one script",
+            location=str(loaded.position("topology", "nodes") or loaded.path),
+            hint=f"autobench compile {loaded.path} -o DIR [--hosts HEAD,WORKER,...]",
+        )
     if frozen:
         check_frozen(loaded)
     recipe = loaded.recipe

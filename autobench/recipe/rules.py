@@ -531,6 +531,8 @@ def _engine_vs_bench(c: _Ctx) -> None:
 
 
 def _ports(c: _Ctx) -> None:
+    if c.r.topology.nodes > 1:  # multi-node: the nodes run on the hosts' network
+        return
     endpoint = server_endpoint(c.r)  # the same answer compile and run use
     if not endpoint.reachable:
         ctr, e = c.r.container, c.r.engine

@@ -64,6 +64,8 @@ class RunOptions:
     container: str = "none"
     force: bool = False  # run even when preflight predicts a boot failure
     vllm_version: str | None = None  # for preflight when the image tag does not say it
+    hosts: tuple[str, ...] = ()  # multi-node: head first (overrides topology.hosts)
+    remote: str | None = None  # multi-node: how the driver reaches a host (default ssh)
 
 
 @dataclass
@@ -254,6 +256,11 @@ def run_recipe(
 ) -> RunOutcome:
     """Run a recipe end to end and record it (or, with ``dry_run``, only plan it)."""
     options = options or RunOptions()
+    first = load_recipe(path)
+    if first.recipe.topology.nodes > 1:  # node scripts + a driver (autobench.run.cluster)
+        from autobench.run.cluster import run_cluster
+
+        return run_cluster(first, options, echo=echo, env=env)
     loaded, plan, script = prepare(path, options, echo, os.environ if env is None else env)
     from autobench.run.preflight_gate import gate
 
