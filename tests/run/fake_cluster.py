@@ -68,7 +68,8 @@ def main() -> int:
             cmd = [
                 sys.executable,
                 "-m",
-                "autobench.bench.synthetic",
+                "autobench",
+                "synthetic-server",
                 "--port",
                 _opt(argv, "--port") or "8000",
                 "--model",
