@@ -39,8 +39,8 @@ from autobench.compile.argv import (
 )
 from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
+from autobench.recipe.facts import uses_host_network
 from autobench.recipe.loader import LoadedRecipe
-from autobench.recipe.rules import uses_host_network
 
 DEFAULT_REMOTE = "ssh -o BatchMode=yes"
 #: Exit codes of the driver.
