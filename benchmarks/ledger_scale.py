@@ -2,10 +2,13 @@
 transaction per run, hash chain and all), then time the queries people run.
 
     .venv/bin/python benchmarks/ledger_scale.py [--runs 100000] [--db /tmp/ledger-scale.db]
+        [--pg postgresql://postgres@127.0.0.1:5432/test] [--no-sqlite] [--timed-appends 5000]
 
-Prints the append rate and median / p95 latency of history (draft, model, recipe),
-list (last 50), compare, get and verify; plus one end-to-end `autobench history`
-process for scale.  Targets: history and list under 50 ms at 100k runs.
+Per backend (an SQLite file; with --pg also a fresh schema on a PostgreSQL server): the append
+rate over --timed-appends appends of one transaction each, the rest of the runs filled through
+``import_runs`` (the push path, 500 per transaction), then the median / p95 latency of history
+(draft, model, recipe), list (last 50), compare, get and verify, and one end-to-end
+`autobench history` process.  Targets: history and list under 50 ms at 100k runs.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from autobench.ledger import NewRun, open_ledger
 
@@ -91,7 +95,7 @@ def _boot(status: str, rng: random.Random) -> dict[str, object]:
     return boot
 
 
-def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
+def timed_call(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     samples = []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -101,32 +105,43 @@ def timed(fn: Callable[[], object], repeat: int) -> tuple[float, float]:
     return statistics.median(samples), samples[max(0, int(round(0.95 * len(samples))) - 1)]
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=100_000)
-    parser.add_argument("--db", default="/tmp/autobench-ledger-scale.db")
-    parser.add_argument("--repeat", type=int, default=30)
-    args = parser.parse_args()
-    db = Path(args.db)
-    for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
-        p.unlink(missing_ok=True)
+def _fill(book: Any, start: int, runs: int, rng: random.Random, batch: int = 500) -> float:
+    """Runs start..runs-1 through ``import_runs`` (the path `ledger push` takes: one
+    transaction per batch, chained and hashed like any append); returns runs per second."""
+    from autobench.ledger.rows import new_run_values
 
-    rng = random.Random(7)
-    book = open_ledger(db)
     t0 = time.perf_counter()
-    for i in range(args.runs):
-        book.append(synthetic_run(i, rng))
-        if (i + 1) % 20_000 == 0:
-            print(f"  appended {i + 1:>7} runs  ({(i + 1) / (time.perf_counter() - t0):,.0f}/s)", flush=True)
-    build_s = time.perf_counter() - t0
-    print(
-        f"append: {args.runs:,} runs in {build_s:.1f} s = {args.runs / build_s:,.0f} appends/s "
-        f"({build_s / args.runs * 1000:.2f} ms each, one transaction per run)"
-    )
-    book.close()
-    print(f"database size: {db.stat().st_size / 1e6:.1f} MB")
+    done = start
+    while done < runs:
+        n = min(batch, runs - done)
+        book.import_runs([new_run_values(synthetic_run(done + j, rng)) for j in range(n)], {})
+        done += n
+        if done % 20_000 == 0:
+            print(f"  filled {done:>7} runs", flush=True)
+    return (runs - start) / max(time.perf_counter() - t0, 1e-9)
 
-    book = open_ledger(db, create=False)
+
+def bench_backend(label: str, url: str, args: argparse.Namespace) -> None:
+    print(f"\n=== {label}: {url}")
+    rng = random.Random(7)
+    book = open_ledger(url)
+    timed = min(args.timed_appends, args.runs)
+    t0 = time.perf_counter()
+    for i in range(timed):
+        book.append(synthetic_run(i, rng))
+    append_s = time.perf_counter() - t0
+    print(
+        f"append: {timed:,} runs in {append_s:.1f} s = {timed / append_s:,.0f} appends/s "
+        f"({append_s / timed * 1000:.2f} ms each, one transaction per run)"
+    )
+    if args.runs > timed:
+        rate = _fill(book, timed, args.runs, rng)
+        print(f"fill to {args.runs:,} runs with import_runs (push path, 500 per transaction): {rate:,.0f} runs/s")
+    book.close()
+    if url.startswith("sqlite:///"):
+        print(f"database size: {Path(url[len('sqlite:///') :]).stat().st_size / 1e6:.1f} MB")
+
+    book = open_ledger(url, create=False)
     q = random.Random(11)
     n = args.runs
     cases: list[tuple[str, Callable[[], object]]] = [
@@ -139,13 +154,13 @@ def main() -> int:
         ("get", lambda: book.get(q.randrange(1, n + 1))),
         ("compare", lambda: book.compare(q.randrange(1, n + 1), q.randrange(1, n + 1))),
     ]
-    print(f"\nquery latency at {n:,} runs (library calls; {args.repeat} repetitions):")
+    print(f"query latency at {n:,} runs (library calls; {args.repeat} repetitions):")
     print(f"  {'query':38} {'median ms':>10} {'p95 ms':>10}")
     for name, fn in cases:
         fn()  # warm the page cache / statement cache once
-        med, p95 = timed(fn, args.repeat)
+        med, p95 = timed_call(fn, args.repeat)
         print(f"  {name:38} {med:10.2f} {p95:10.2f}")
-    med, p95 = timed(lambda: book.verify(), 3)
+    med, p95 = timed_call(lambda: book.verify(), 3)
     print(f"  {'verify (whole chain)':38} {med:10.0f} {p95:10.0f}")
     result = book.verify()
     print(f"  verify result: {result}")
@@ -153,15 +168,56 @@ def main() -> int:
 
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "autobench", "history", "--draft", "drafts/draft-3", "--json", "--ledger", str(db)],
+        [sys.executable, "-m", "autobench", "history", "--draft", "drafts/draft-3", "--json", "--ledger", url],
         capture_output=True,
         text=True,
     )
     wall = (time.perf_counter() - t0) * 1000
     print(
-        f"\nend to end `autobench history --draft ... --json` process: {wall:.0f} ms "
+        f"end to end `autobench history --draft ... --json` process: {wall:.0f} ms "
         f"(exit {proc.returncode}; includes interpreter start and imports)"
     )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument(
+        "--timed-appends",
+        type=int,
+        default=5_000,
+        help="appends timed one transaction each; the rest is filled through import_runs (batches)",
+    )
+    parser.add_argument("--db", default="/tmp/autobench-ledger-scale.db")
+    parser.add_argument(
+        "--pg",
+        default=None,
+        metavar="URL",
+        help="also a PostgreSQL server, e.g. postgresql://postgres@127.0.0.1:5432/test "
+        "(a fresh schema is created and dropped)",
+    )
+    parser.add_argument("--no-sqlite", action="store_true", help="PostgreSQL only")
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+    if not args.no_sqlite:
+        db = Path(args.db)
+        for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")):
+            p.unlink(missing_ok=True)
+        bench_backend("SQLite", f"sqlite:///{db}", args)
+    if args.pg:
+        import uuid
+
+        import psycopg
+
+        schema = f"ab_scale_{uuid.uuid4().hex[:8]}"
+        base = args.pg.split("?", 1)[0]
+        with psycopg.connect(base.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as con:
+            con.execute(f"CREATE SCHEMA {schema}")
+        try:
+            bench_backend("PostgreSQL", f"{base}?options=-csearch_path%3D{schema}", args)
+        finally:
+            with psycopg.connect(base.replace("postgresql+psycopg://", "postgresql://"), autocommit=True) as con:
+                con.execute(f"DROP SCHEMA {schema} CASCADE")
     return 0
 
 
