@@ -15,11 +15,13 @@ here; JSON output does not need to (JSON escapes control characters itself).
                                             redacted (:mod:`autobench.redaction`: token shapes,
                                             secret-named variables, ``secrets``), then escaped:
                                             what every human-facing line goes through
-    markdown(text) -> str                   one inline Markdown value: control characters
-                                            escaped, ``& < >`` as HTML entities, Markdown
-                                            punctuation backslash-escaped, whitespace collapsed,
-                                            so it renders as exactly the text it is
-    markdown_block(text) -> str             the same, keeping line breaks (paragraphs of notes)
+    markdown(text) -> str                   one value inside a Markdown line: control characters
+                                            escaped, ``<`` (and an ``&`` that starts an entity) as
+                                            an HTML entity, Markdown punctuation backslash-escaped,
+                                            whitespace collapsed: it renders as exactly its text
+    markdown_block(text) -> str             the same for text that fills whole lines (notes): line
+                                            breaks kept, a line that would start a block (list,
+                                            heading, quote) escaped
 
 Control characters are Unicode category Cc (C0, DEL, C1), the line/paragraph separators
 U+2028/U+2029 and the bidirectional formatting characters (U+061C, U+200E-U+200F,
@@ -37,11 +39,15 @@ _CONTROL = re.compile(f"[\x00-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
 _CONTROL_KEEP_LINES = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029{_BIDI}]")
 _NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
 
-# Markdown (CommonMark + GFM) punctuation that can start or end markup inline; `& < >` become
-# entities instead (an entity renders as the character in text, and `<` can then open no HTML).
-_MD_PUNCT = re.compile(r"([\\`*_\[\]|~])")
-_MD_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_MD_SPECIAL = re.compile("[&<>]")
+# Markdown (CommonMark + GFM): what can start markup inside a line.  `<` becomes an entity (no
+# HTML, no autolink), `&` too when it would start an entity reference; `* \ ` [ ] | ~` are
+# backslash-escaped; `_` only where it could open or close emphasis (not between two letters or
+# digits, where CommonMark never reads it as markup).  An entity renders as the character.
+_MD_LT = re.compile(r"<|&(?=#?\w+;)")
+_MD_PUNCT = re.compile(r"([\\`*\[\]|~])")
+_MD_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+# What makes a line a block (list, numbered list, heading, quote, setext underline, fence).
+_MD_BLOCK_START = re.compile(r"^(\s*)([-+=#>]|\d+(?=[.)]))")
 
 
 def _escape_char(m: re.Match[str]) -> str:
@@ -74,18 +80,29 @@ def human(text: str, secrets: Mapping[str, str] | None = None, *, newlines: bool
     return terminal(redact(str(text), known), newlines=newlines)
 
 
+def _markdown_inline(text: str) -> str:
+    text = _MD_LT.sub(lambda m: "&lt;" if m.group(0) == "<" else "&amp;", text)
+    text = _MD_PUNCT.sub(r"\\\1", text)
+    return _MD_UNDERSCORE.sub(r"\\_", text)
+
+
 def _markdown_line(line: str) -> str:
-    line = _MD_SPECIAL.sub(lambda m: _MD_ENTITIES[m.group(0)], line)
-    line = _MD_PUNCT.sub(r"\\\1", line)
-    # A line that starts like a block (list item, numbered item, heading, setext underline) stays
-    # text; a quote (`>`) is already an entity.
-    line = re.sub(r"^(\s*)([-+=#])", r"\1\\\2", line)
-    return re.sub(r"^(\s*\d+)([.)])", r"\1\\\2", line)
+    """A whole line: inline escapes, and a block-starting character at its start escaped."""
+    line = _markdown_inline(line)
+    m = _MD_BLOCK_START.match(line)
+    if m is None:
+        return line
+    lead, what = m.group(1), m.group(2)
+    if what == ">":
+        return lead + "&gt;" + line[m.end() :]
+    if what[0].isdigit():  # "1." -> "1\."
+        return lead + what + "\\" + line[m.end() :]
+    return lead + "\\" + what + line[m.end() :]
 
 
 def markdown(text: str) -> str:
-    """One value as inline Markdown that renders as exactly its text (one line)."""
-    return _markdown_line(one_line(text))
+    """One value as inline Markdown (inside a line) that renders as exactly its text."""
+    return _markdown_inline(one_line(text))
 
 
 def markdown_block(text: str) -> str:

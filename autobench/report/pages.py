@@ -12,6 +12,7 @@ with the plots beside each page as ``recipes/<recipe>.<plot>.svg``.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import tempfile
@@ -56,7 +57,7 @@ class RecipeFiles(Mapping[str, Mapping[str, Any]]):
     def _load(self, name: str) -> Mapping[str, Any] | None:
         if name not in self._cache:
             self._cache[name] = None
-            if self.directory and _NAME_RE.match(name):
+            if self.directory and page_name_ok(name):
                 for suffix in (".yaml", ".yml"):
                     path = self.directory / f"{name}{suffix}"
                     if path.is_file():
@@ -119,7 +120,7 @@ def resolve_targets(args: Iterable[str]) -> list[Target]:
 
             loaded = load_recipe(path)
             targets.append(Target(loaded.recipe.name, loaded.data))
-        elif _NAME_RE.match(arg):
+        elif page_name_ok(arg):
             targets.append(Target(arg))
         else:
             raise UsageError(
@@ -159,7 +160,8 @@ def plan_outputs(
     file takes precedence over it.  Every page is redacted (``autobench.redaction``): token
     shapes always, and the values of ``secrets`` (name -> value).
     """
-    wanted: dict[str, Target] = {t.name: t for t in targets}
+    runs_by_recipe = {n: r for n, r in runs_by_recipe.items() if page_name_ok(n)}  # see unsafe_names
+    wanted: dict[str, Target] = {t.name: t for t in targets if page_name_ok(t.name)}
     if index:
         for name in sorted(runs_by_recipe):
             wanted.setdefault(name, Target(name))
@@ -175,6 +177,18 @@ def plan_outputs(
         page = render_index(build_index_view(runs_by_recipe, files), pages=PAGES_DIR)
         outputs.append(Output(out_dir / INDEX_FILE, redact(page, secrets)))
     return outputs
+
+
+def page_name_ok(name: str) -> bool:
+    """Whether a recipe name can name a page file: a recipe name as the schema allows it, so it
+    has no '/', no '..' and no control character.  A ledger is written by others: a recorded
+    name such as ``../../../../tmp/x`` must not choose where a page is written."""
+    return bool(_NAME_RE.fullmatch(name)) and ".." not in name
+
+
+def unsafe_names(names: Iterable[str]) -> list[str]:
+    """The names :func:`plan_outputs` leaves out (no page, not in the index)."""
+    return sorted(n for n in names if not page_name_ok(n))
 
 
 class _Overlay(Mapping[str, Mapping[str, Any]]):
@@ -277,6 +291,11 @@ def report(
         secrets=environment_secrets(),
     )
     result = ReportResult()
+    for name in unsafe_names(runs_by_recipe):
+        result.notes.append(
+            f"ledger recipe name {json.dumps(name, ensure_ascii=True)} is not a recipe name "
+            "(letters, digits, '.', '_', '-'): its runs get no page and no index row"
+        )
     known = sorted(runs_by_recipe)
     for target in targets:
         if target.name not in runs_by_recipe:

@@ -8,6 +8,13 @@ carries the filters every figure goes through:
 * ``ref``   -- the run a figure came from, as a link to its history row: ``[run 3](#run-3)``.
 * ``cell``  -- text made safe for one Markdown table cell.
 * ``code``  -- text as inline code, whatever backticks it contains.
+* ``block`` -- multi-line text (run notes) as Markdown paragraphs.
+
+**Every value is escaped.**  Ledger values (recipe names, notes, root causes, statuses) are
+written by others: the environment's ``finalize`` passes every ``{{ }}`` through
+:func:`autobench.escape.markdown`, so ``<script>`` renders as text and ``[x](y)`` as brackets,
+unless the value is :class:`~markupsafe.Markup` -- what the filters above return after escaping
+their own input.
 """
 
 from __future__ import annotations
@@ -18,6 +25,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
+from autobench.escape import markdown, markdown_block, terminal
 from autobench.errors import ReportError
 from autobench.report.model import Fig, IndexView, RecipeView
 from autobench.templates_dir import templates_dir as _templates_dir
@@ -37,6 +47,10 @@ def _value(x: Any) -> Any:
 
 def num(x: Any, digits: int = 2) -> str:
     """Format a figure: thousands separators, at most ``digits`` decimals, no trailing zeros."""
+    return Markup(_num(x, digits) if not isinstance(_value(x), str) else markdown(_value(x)))
+
+
+def _num(x: Any, digits: int = 2) -> str:
     x = _value(x)
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return MISSING
@@ -57,22 +71,22 @@ def num(x: Any, digits: int = 2) -> str:
 def pct(x: Any, digits: int = 1) -> str:
     x = _value(x)
     if x is None:
-        return MISSING
-    return num(float(x) * 100.0, digits) + "%"
+        return Markup(MISSING)
+    return Markup(_num(float(x) * 100.0, digits) + "%")
 
 
 def ratio(x: Any) -> str:
     x = _value(x)
-    return MISSING if x is None else f"{x:.2f}×"
+    return Markup(MISSING if x is None else f"{x:.2f}×")
 
 
 def run_label(run_id: Any) -> str:
     text = str(run_id)
-    return text[:8] if len(text) > 12 else text
+    return Markup(markdown(text[:8] if len(text) > 12 else text))
 
 
 def anchor(run_id: Any) -> str:
-    return f"run-{run_label(run_id)}"
+    return Markup(f"run-{run_label(run_id)}")
 
 
 def ref(x: Any, page: str = "") -> str:
@@ -82,45 +96,58 @@ def ref(x: Any, page: str = "") -> str:
     """
     run_id = x.run_id if isinstance(x, Fig) else x
     if run_id is None:
-        return ""
-    return f"[run {run_label(run_id)}]({page}#{anchor(run_id)})"
+        return Markup("")
+    return Markup(f"[run {run_label(run_id)}]({markdown(page)}#{anchor(run_id)})")
 
 
 def cell(x: Any) -> str:
     if x is None:
-        return MISSING
-    text = " ".join(str(x).split())
-    return text.replace("\\", "\\\\").replace("|", "\\|") if text else MISSING
+        return Markup(MISSING)
+    if isinstance(x, Markup):  # already Markdown (a figure with its unit): only the pipes
+        return Markup(" ".join(x.split()).replace("|", "\\|") or MISSING)
+    text = markdown(str(x))
+    return Markup(text or MISSING)
 
 
 def code(x: Any) -> str:
     if x is None:
-        return MISSING
-    text = " ".join(str(x).split())
+        return Markup(MISSING)
+    text = terminal(" ".join(str(x).split()))  # a code span shows its text literally: no markup
     if not text:
-        return MISSING
+        return Markup(MISSING)
     longest = run = 0
     for ch in text:
         run = run + 1 if ch == "`" else 0
         longest = max(longest, run)
     fence = "`" * (longest + 1)
     pad = " " if longest else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
+    return Markup(f"{fence}{pad}{text}{pad}{fence}")
+
+
+def block(x: Any) -> str:
+    return Markup(markdown_block(str(x))) if x else Markup("")
+
+
+def _finalize(value: Any) -> Any:
+    """Every ``{{ }}`` value: Markup (filter output) as is, anything else escaped as text."""
+    if isinstance(value, Markup):
+        return value
+    return markdown(str(value))
 
 
 def day(x: Any) -> str:
     if isinstance(x, datetime):
-        return x.date().isoformat()
+        return Markup(x.date().isoformat())
     if isinstance(x, date):
-        return x.isoformat()
-    return MISSING if x is None else str(x)
+        return Markup(x.isoformat())
+    return Markup(MISSING if x is None else markdown(str(x)))
 
 
 def moment(x: Any) -> str:
     """A timestamp to the minute, as stored (the ledger keeps UTC)."""
     if isinstance(x, datetime):
         suffix = " UTC" if x.utcoffset() is not None and not x.utcoffset() else ""
-        return x.strftime("%Y-%m-%d %H:%M") + suffix
+        return Markup(x.strftime("%Y-%m-%d %H:%M") + suffix)
     return day(x)
 
 
@@ -129,11 +156,11 @@ def unit(x: Any, name: str = "", digits: int = 2) -> str:
     text = num(x, digits)
     if text == MISSING or not name:
         return text
-    return f"{text}{name}" if name == "×" else f"{text} {name}"
+    return Markup(f"{text}{name}" if name == "×" else f"{text} {markdown(name)}")
 
 
 def short_sha(x: Any) -> str:
-    return MISSING if not x else str(x)[:7]
+    return Markup(MISSING if not x else markdown(str(x)[:7]))
 
 
 @cache
@@ -143,7 +170,8 @@ def environment(directory: str | None = None):  # -> jinja2.Environment
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(directory or str(templates_dir())),
         undefined=jinja2.StrictUndefined,
-        autoescape=False,  # Markdown, not HTML; table cells go through `cell`
+        autoescape=False,  # Markdown, not HTML: `finalize` escapes every value for Markdown
+        finalize=_finalize,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
@@ -156,6 +184,7 @@ def environment(directory: str | None = None):  # -> jinja2.Environment
         ref=ref,
         cell=cell,
         code=code,
+        block=block,
         day=day,
         moment=moment,
         short_sha=short_sha,
