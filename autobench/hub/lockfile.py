@@ -67,8 +67,12 @@ def _load_rt(path: Path) -> tuple[str, Any]:
     from ruamel.yaml.error import YAMLError
 
     try:
-        text = path.read_text(encoding="utf-8")
+        # bytes decoded as they are: read_text's universal newlines would turn CRLF into LF and
+        # the rewrite would then change every line of the file
+        text = path.read_bytes().decode("utf-8")
         return text, YAML(typ="rt").load(text)
+    except UnicodeDecodeError as exc:
+        raise RecipeError("cannot read recipe: not UTF-8 text", location=str(path)) from exc
     except OSError as exc:
         raise RecipeError(f"cannot read recipe: {exc.strerror}", location=str(path)) from exc
     except YAMLError as exc:
@@ -109,6 +113,29 @@ def defining_file(loaded: Any, keys: tuple[str, ...]) -> Path | None:
     return None
 
 
+# The line breaks ruamel's line numbers count: CRLF, CR, LF.  str.splitlines also splits at NEL,
+# U+2028/U+2029 (which a quoted value may hold), \v, \f and \x1c-\x1e: every later line number
+# would be off ruamel's, and the edit would land on the wrong line.
+_LINE_END = re.compile(r"\r\n|[\r\n]")
+
+
+def yaml_lines(text: str) -> list[str]:
+    """``text`` split into lines as YAML counts them, each with its own line break."""
+    lines, start = [], 0
+    for m in _LINE_END.finditer(text):
+        lines.append(text[start : m.end()])
+        start = m.end()
+    if start < len(text):
+        lines.append(text[start:])
+    return lines
+
+
+def _newline_of(text: str) -> str:
+    """The file's line break: CRLF when its first line ends so, else LF."""
+    first = _LINE_END.search(text)
+    return first.group(0) if first is not None and first.group(0) in ("\r\n", "\r") else "\n"
+
+
 def frozen_label_at(path: Path, keys: tuple[str, ...]) -> str | None:
     """The label of a ``# frozen: <label>`` comment on the line of ``keys``' value, if any."""
     text, doc = _load_rt(path)
@@ -116,7 +143,7 @@ def frozen_label_at(path: Path, keys: tuple[str, ...]) -> str | None:
     if not isinstance(parent, dict) or keys[-1] not in parent:
         return None
     line = parent.lc.value(keys[-1])[0]
-    lines = text.splitlines()
+    lines = [ln.rstrip("\r\n") for ln in yaml_lines(text)]
     match = FROZEN_RE.search(lines[line]) if line < len(lines) else None
     return match.group(1) if match else None
 
@@ -145,17 +172,17 @@ def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, lab
     parent = _node(doc, keys[:-1])
     if not isinstance(parent, dict):
         raise RecipeError(f"cannot pin {'.'.join(keys)}: {keys[0]} is not a mapping in this file", location=str(path))
-    lines = text.splitlines(keepends=True)
+    lines = yaml_lines(text)
     name = keys[-1]
     if parent.fa.flow_style():
-        new_text = _redump(doc, parent, name, repo_key, sha, label)
+        new_text = _redump(doc, parent, name, repo_key, sha, label, _newline_of(text))
     elif name in parent:
         kline, _ = parent.lc.key(name)
         vline, vcol = parent.lc.value(name)
         line = lines[vline]
         match = VALUE_RE.match(line, vcol)
         if vline != kline or match is None:
-            new_text = _redump(doc, parent, name, repo_key, sha, label)
+            new_text = _redump(doc, parent, name, repo_key, sha, label, _newline_of(text))
         else:
             body = line.rstrip("\r\n")
             rest = body[match.end() :]
@@ -169,8 +196,8 @@ def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, lab
         kline, kcol = parent.lc.key(repo_key)
         vline, _ = parent.lc.value(repo_key)
         at = max(kline, vline) + 1
-        newline = "\r\n" if lines[0].endswith("\r\n") else "\n"
-        if at > 0 and not lines[at - 1].endswith(("\n", "\r")):
+        newline = _newline_of(text)
+        if at > 0 and not _LINE_END.search(lines[at - 1][-2:]):
             lines[at - 1] += newline
         lines.insert(at, f"{' ' * kcol}{name}: {yaml_scalar(sha)}  # frozen: {label}{newline}")
         new_text = "".join(lines)
@@ -193,8 +220,9 @@ def _parse_text(text: str, path: Path) -> tuple[str, Any]:
         raise RecipeError(f"internal: edit produced invalid YAML: {exc}", location=str(path)) from exc
 
 
-def _redump(doc: Any, parent: Any, name: str, repo_key: str, sha: str, label: str) -> str:
-    """Fallback for flow-style or multi-line values: a ruamel round-trip dump (comments kept)."""
+def _redump(doc: Any, parent: Any, name: str, repo_key: str, sha: str, label: str, newline: str = "\n") -> str:
+    """Fallback for flow-style or multi-line values: a ruamel round-trip dump (comments kept),
+    written with the file's own line break (ruamel dumps LF)."""
     import io
 
     from ruamel.yaml import YAML
@@ -211,7 +239,8 @@ def _redump(doc: Any, parent: Any, name: str, repo_key: str, sha: str, label: st
     yaml.width = 4096
     out = io.StringIO()
     yaml.dump(doc, out)
-    return out.getvalue()
+    text = out.getvalue()
+    return text.replace("\n", newline) if newline != "\n" else text
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -23,7 +23,8 @@ Errors: RecipeError with location "file:line:col" and a hint, message "key.path:
 Loading rules, in order: the file must exist, be a regular file, be at most ``MAX_BYTES``,
 be UTF-8 text without NUL bytes, and hold one YAML mapping (YAML 1.2; duplicate keys, tabs
 in indentation, custom tags and more than ``MAX_NODES`` nodes after alias expansion are
-refused).  ``extends: other.yaml`` (relative to the file that says it) deep-merges the file
+refused).  ``extends: other.yaml`` (relative to the file that says it; a ``.yaml``/``.yml``
+regular file whose top-level keys are recipe keys, else refused without echoing it) deep-merges the file
 onto its parent: mappings merge key by key, any other value (lists included) replaces the
 parent's, and ``null`` deletes the inherited key.  ``name`` is never inherited: it is the
 child's own ``name:`` or else the child's file stem.
@@ -421,6 +422,24 @@ def _merge(
             _copy_prefix(vpos, over.value_positions, path)
 
 
+RECIPE_SUFFIXES = (".yaml", ".yml")
+
+
+def _refuse_non_recipe(parent: _Doc, loc: str) -> None:
+    """An extends target whose top-level keys are not recipe keys is some other YAML file: refused
+    without naming its keys or values (they are another file's content, maybe a secret's)."""
+    from autobench.recipe.schema import Recipe
+
+    unknown = [k for k in parent.data if k not in Recipe.model_fields]
+    if unknown:
+        raise RecipeError(
+            f"extends: target is not a recipe: {len(unknown)} of its {len(parent.data)} top-level keys "
+            "are not recipe keys",
+            location=loc,
+            hint="extends names another recipe file (keys such as model:, container:, engine:)",
+        )
+
+
 def _resolve(
     path: Path, chain: list[Path], files: list[Path], *, where: str | None = None, hint_missing: str | None = None
 ) -> _Doc:
@@ -453,6 +472,13 @@ def _resolve(
             location=loc,
             hint="flatten the recipe hierarchy",
         )
+    if resolved.is_file() and resolved.suffix.lower() not in RECIPE_SUFFIXES:
+        # checked on the resolved path: a link named base.yaml to /etc/shadow is refused too
+        raise RecipeError(
+            "extends: target is not a recipe file (.yaml or .yml); it is not read",
+            location=loc,
+            hint="extends names another recipe, e.g. `extends: base.yaml`",
+        )
     parent = _resolve(
         parent_path,
         [*chain, resolved],
@@ -460,6 +486,7 @@ def _resolve(
         where=loc,
         hint_missing=f"extends is relative to {path.name}'s folder; fix the path or create {parent_path}",
     )
+    _refuse_non_recipe(parent, loc)
     data = parent.data
     pos = dict(parent.positions)
     vpos = dict(parent.value_positions)

@@ -27,8 +27,8 @@ from typing import Any
 
 from markupsafe import Markup
 
-from autobench.escape import markdown, markdown_block, terminal
 from autobench.errors import ReportError
+from autobench.escape import markdown, markdown_block, terminal
 from autobench.report.model import Fig, IndexView, RecipeView
 from autobench.templates_dir import templates_dir as _templates_dir
 

@@ -81,7 +81,18 @@ def _render_commonmark(text: str) -> str:
 
 @pytest.mark.parametrize(
     "value",
-    ["<script>x</script>", "[a](b)", "**b** _i_ `c`", "a|b", "&amp; &lt;", "x_y_z", "~~s~~", "![i](j)", "<http://x>", "\\*"],
+    [
+        "<script>x</script>",
+        "[a](b)",
+        "**b** _i_ `c`",
+        "a|b",
+        "&amp; &lt;",
+        "x_y_z",
+        "~~s~~",
+        "![i](j)",
+        "<http://x>",
+        "\\*",
+    ],
 )
 def test_escaped_values_render_as_exactly_their_text(value):
     import html
