@@ -304,7 +304,7 @@ def run_recipe(
     _write(plan.path(P.SCRIPT), script)
     _write(plan.path(P.RECIPE_JSON), json.dumps(loaded.data, indent=2, sort_keys=True) + "\n")
 
-    from autobench.run.runtimes import LogFile, start_server
+    from autobench.run.runtimes import LogFile, ServerStartTimeout, start_server
 
     outcome = RunOutcome(status="FAILED", plan=plan, script=script, preflight=prediction)
     outcome.started_at = _now().isoformat()
@@ -327,13 +327,15 @@ def run_recipe(
     guard = SignalGuard()
     bench_error: str | None = None
     teardown_line: int | None = None
+    start_error: str | None = None
     try:
         with guard:
             try:
                 echo(f"run {plan.recipe_name}: {plan.runtime} runtime, folder {run_dir}")
                 echo(f"start: {redact(shell_join(plan.server_argv))}")
-                with guard.deferred():
+                with guard.deferred():  # spawning only: the server object exists before any wait
                     server = start_server(plan.runtime, plan.server_argv, child_env, log, plan.grace_s)
+                server.wait_started(plan.ready_timeout_s)  # armed: a signal interrupts a hung start
                 phase = "boot"
                 readiness = wait_ready(
                     plan.health_url,
@@ -353,6 +355,10 @@ def run_recipe(
                     _scrape(plan, redact)
                 else:
                     outcome.status = "BLOCKED"
+            except ServerStartTimeout as exc:
+                outcome.status = "FAILED"
+                start_error = exc.message
+                echo(f"{exc.message}; tearing down")
             except RunInterrupted as exc:
                 outcome.status = "ABORTED"
                 outcome.signal = exc.signame
@@ -369,6 +375,8 @@ def run_recipe(
                     _BENCH_THREADS.pop().join(timeout=10)
                 log.close()
             _finish(loaded, plan, outcome, readiness, bench_error, guard, teardown_line)
+            if start_error is not None:
+                outcome.root_cause_category, outcome.root_cause_message = "start_timeout", start_error
             if image is not None and outcome.image_digest is None:  # `docker run` may have pulled it
                 from autobench.run.image_check import local_digest
 

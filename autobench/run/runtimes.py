@@ -184,6 +184,10 @@ def terminate_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
     _wait_group(proc, pgid, 10.0)
 
 
+class ServerStartTimeout(RunError):
+    """The command that starts the server did not return in time (a hung ``docker run -d``)."""
+
+
 class ProcessServer:
     def __init__(self, argv: Sequence[str], env: dict[str, str], log: LogFile, grace_s: float):
         self.argv = list(argv)
@@ -193,6 +197,9 @@ class ProcessServer:
         assert self._proc.stdout is not None
         self._pump = log.pump(self._proc.stdout)
         self._stopped = False
+
+    def wait_started(self, timeout_s: float) -> None:
+        """The process runs as soon as it is spawned: nothing to wait for."""
 
     @property
     def pids(self) -> list[int]:
@@ -246,43 +253,69 @@ class DockerServer:
         self._follower: subprocess.Popen[bytes] | None = None
         self._run_proc: subprocess.Popen[bytes] | None = None
         self._pumps: list[LogPump] = []
+        self._starter: subprocess.Popen[bytes] | None = None
+        self._early_exit: int | None = None
         if _is_detached(self.argv):
-            proc = _spawn(self.argv, env)
-            out, _ = proc.communicate(timeout=600)
-            text = out.decode("utf-8", errors="replace")
-            if proc.returncode != 0:
-                for line in text.splitlines():
-                    log.note(f"docker run: {line}")
-                if proc.returncode == DOCKER_REFUSED:
-                    # Docker itself refused (no engine, name taken, bad flag): no container
-                    # ran, so there is no run to record -- and nothing of ours to remove.
-                    self._created = False
-                    self._stopped = True
-                    said = [
-                        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("Run '")
-                    ]  # "Run 'docker run --help'..."
-                    reason = log.redact(said[0].removeprefix("docker: ")) if said else "no message"
-                    raise RunError(
-                        f"docker refused to start the container (exit 125): {reason}",
-                        hint="start the Docker engine, or remove/rename the container it names; "
-                        "nothing ran and nothing was recorded",
-                    )
-                self._early_exit: int | None = proc.returncode
-                return
-            self._early_exit = None
-            log.note(f"container {self.name} started: {text.strip()[:64]}")
-            self._follower = _spawn([self.docker, "logs", "-f", self.name], env)
-            assert self._follower.stdout is not None
-            self._pumps.append(log.pump(self._follower.stdout))
+            # `docker run -d` returns once the container is created; wait_started() waits for it,
+            # bounded and interruptible (a hung CLI must not make the run unstoppable).
+            self._starter = _spawn(self.argv, env)
         else:
-            self._early_exit = None
             self._run_proc = _spawn(self.argv, env)
             assert self._run_proc.stdout is not None
             self._pumps.append(log.pump(self._run_proc.stdout))
 
+    def wait_started(self, timeout_s: float) -> None:
+        """Wait for ``docker run -d`` to return: up to ``timeout_s``, polling, so SIGINT/SIGTERM
+        interrupt the wait.  Exit 125 (docker refused) raises RunError; another failure leaves the
+        exit code for readiness to see; a CLI still hung at ``timeout_s`` raises
+        :class:`ServerStartTimeout` (``stop()`` then kills it and removes the container)."""
+        proc = self._starter
+        if proc is None or self._follower is not None or self._early_exit is not None:
+            return
+        deadline = time.monotonic() + timeout_s
+        chunks: list[bytes] = []
+        while True:
+            try:
+                out, _ = proc.communicate(timeout=min(0.2, max(deadline - time.monotonic(), 0.01)))
+                chunks.append(out or b"")
+                break
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    self._log.note(f"docker run -d did not return within {timeout_s:g} s")
+                    raise ServerStartTimeout(
+                        f"`docker run -d` did not return within {timeout_s:g} s",
+                        hint="check the Docker engine (`docker ps`, `docker info`); the container "
+                        "was removed and the docker CLI stopped",
+                    ) from None
+        text = b"".join(chunks).decode("utf-8", errors="replace")
+        log = self._log
+        if proc.returncode != 0:
+            for line in text.splitlines():
+                log.note(f"docker run: {line}")
+            if proc.returncode == DOCKER_REFUSED:
+                # Docker itself refused (no engine, name taken, bad flag): no container
+                # ran, so there is no run to record -- and nothing of ours to remove.
+                self._created = False
+                self._stopped = True
+                said = [
+                    ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("Run '")
+                ]  # "Run 'docker run --help'..."
+                reason = log.redact(said[0].removeprefix("docker: ")) if said else "no message"
+                raise RunError(
+                    f"docker refused to start the container (exit 125): {reason}",
+                    hint="start the Docker engine, or remove/rename the container it names; "
+                    "nothing ran and nothing was recorded",
+                )
+            self._early_exit = proc.returncode
+            return
+        log.note(f"container {self.name} started: {text.strip()[:64]}")
+        self._follower = _spawn([self.docker, "logs", "-f", self.name], self._env)
+        assert self._follower.stdout is not None
+        self._pumps.append(log.pump(self._follower.stdout))
+
     @property
     def pids(self) -> list[int]:
-        return [p.pid for p in (self._follower, self._run_proc) if p is not None]
+        return [p.pid for p in (self._starter, self._follower, self._run_proc) if p is not None]
 
     def _container_exit_code(self) -> int:
         try:
@@ -305,7 +338,8 @@ class DockerServer:
             if code == DOCKER_REFUSED:
                 self._created = False
             return code
-        assert self._follower is not None
+        if self._follower is None:  # `docker run -d` has not returned yet
+            return None
         if self._follower.poll() is None:
             return None
         self._early_exit = self._container_exit_code()
@@ -329,7 +363,7 @@ class DockerServer:
                 self._log.note(f"docker rm -f {self.name} -> exit {rm.returncode}")
             except (OSError, subprocess.TimeoutExpired) as exc:
                 self._log.note(f"docker rm -f {self.name} failed: {exc}")
-        for proc in (self._run_proc, self._follower):
+        for proc in (self._starter, self._run_proc, self._follower):
             if proc is not None:
                 terminate_group(proc, self.grace_s if proc.poll() is None else 0.0)
         for pump in self._pumps:

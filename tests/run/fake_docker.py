@@ -11,6 +11,7 @@ in $FAKE_DOCKER_STATE/calls.jsonl) and emulates just what `autobench run` uses:
   docker rm -f NAME       kills the container's process group, forgets NAME
   docker image inspect REF   the local images in $FAKE_DOCKER_STATE/images.json (reference ->
       docker's inspect object); a `name@digest` REF also finds an image whose RepoDigests hold it
+  (FAKE_DOCKER_RUN_HANG=1: `docker run -d` creates the container, then hangs, ignoring SIGTERM)
   docker pull REF         copies $FAKE_DOCKER_STATE/registry.json[REF] into images.json (exit 1
       "manifest unknown" when absent)
 """
@@ -82,6 +83,13 @@ def run(argv: list[str]) -> int:
         start_new_session=True,
     )
     (STATE / f"{name}.pid").write_text(str(sup.pid))
+    if os.environ.get("FAKE_DOCKER_RUN_HANG"):
+        # the engine created the container, but the CLI never returns (a wedged daemon); it
+        # ignores SIGTERM as a CLI blocked in a syscall effectively does
+        (STATE / "hung-cli.pid").write_text(str(os.getpid()))
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(3600)
     print(hashlib.sha256(name.encode()).hexdigest())
     return 0
 

@@ -1,0 +1,80 @@
+"""A hung `docker run -d` cannot make `run` unstoppable (issue 12, item 6).
+
+The fake docker CLI (tests/run/fake_docker.py, no Docker engine here) creates the container
+(a real synthetic server) and then never returns, ignoring SIGTERM.  `autobench run` must stop
+on SIGINT / SIGTERM, or give up at the recipe's ready timeout, and in both cases remove the
+container, kill the hung CLI and record the run.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from run_helpers import ledger_rows, pid_alive
+from test_run_docker import _calls, _docker_env
+
+
+def _start(recipe: Path, tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "autobench", "run", str(recipe), "--runtime", "docker"]
+        + ["--ledger", str(tmp_path / "ledger.db"), "--runs-dir", str(tmp_path / "runs")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+
+
+def _wait_for(path: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_stops_a_run_whose_docker_run_hangs(make_recipe, tmp_path, sig):
+    recipe = make_recipe(ready_timeout=600)
+    env = _docker_env(tmp_path, FAKE_DOCKER_RUN_HANG="1")
+    proc = _start(recipe, tmp_path, env)
+    state = tmp_path / "docker-state"
+    try:
+        _wait_for(state / "hung-cli.pid")
+        hung = int((state / "hung-cli.pid").read_text())
+        container = int((state / "ab-synth-run.pid").read_text())
+        time.sleep(0.3)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err and "internal error" not in err
+    assert ["rm", "-f", "ab-synth-run"] in _calls(tmp_path)
+    assert not pid_alive(hung) and not pid_alive(container)
+    [row] = ledger_rows(tmp_path)
+    assert row.status == "ABORTED"
+
+
+def test_a_docker_run_that_never_returns_fails_at_the_ready_timeout(make_recipe, tmp_path):
+    recipe = make_recipe(ready_timeout=3)
+    env = _docker_env(tmp_path, FAKE_DOCKER_RUN_HANG="1")
+    proc = _start(recipe, tmp_path, env)
+    try:
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 6, out + err
+    assert "did not return within 3 s" in out + err
+    state = tmp_path / "docker-state"
+    assert not pid_alive(int((state / "hung-cli.pid").read_text()))
+    assert ["rm", "-f", "ab-synth-run"] in _calls(tmp_path)
+    [row] = ledger_rows(tmp_path)
+    assert row.status == "FAILED" and row.root_cause_category == "start_timeout"
