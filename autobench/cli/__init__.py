@@ -31,6 +31,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Run the synthetic OpenAI-compatible streaming server.",
     ),
     "preflight": ("autobench.cli.preflight_cmds:preflight", "Predict the KV-cache layout and failing boots."),
+    "preflight-report": (
+        "autobench.cli.preflight_report_cmds:preflight_report",
+        "Compare stored preflight predictions with the boot facts runs logged.",
+    ),
     "run": ("autobench.cli.run_cmds:run", "Run a recipe end to end and record it."),
     "logs": ("autobench.cli.logs_cmds:logs", "Read vLLM server logs: boot facts, root causes."),
     "record": ("autobench.cli.ledger_cmds:record", "Append a run to the ledger by hand."),

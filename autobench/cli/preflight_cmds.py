@@ -25,6 +25,13 @@ from autobench.cli.params import Finite
     "--draft-config", type=click.Path(exists=True), default=None, help="Local config.json (or folder) of the draft."
 )
 @click.option("--offline", is_flag=True, help="Read configs from the local HF cache only.")
+@click.option(
+    "--against",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    metavar="LOG",
+    help="A vLLM server log of this recipe's boot: compare the prediction with the facts it printed.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
 @click.pass_context
 def preflight(
@@ -38,6 +45,7 @@ def preflight(
     target_config: str | None,
     draft_config: str | None,
     offline: bool,
+    against: str | None,
     as_json: bool,
 ) -> None:
     """Predict the KV-cache layout of RECIPE's boot, and whether it fails, from configs alone.
@@ -62,8 +70,23 @@ def preflight(
         offline=offline or None,
     )
     prediction = predict_recipe(load_recipe(recipe), options)
+    doc = prediction.to_dict()
+    rows = None
+    if against:
+        from autobench.logs import parse_log
+        from autobench.preflight.compare import compare
+
+        report = parse_log(against)
+        facts = report.to_json_dict()
+        # a log that reached "Application startup complete" booted; one with a root cause did not
+        status = "DONE" if report.ready else "BLOCKED" if report.root_cause is not None else None
+        rows = compare(doc, facts, status)
+        doc["against"] = {"log": against, "rows": [r.as_dict() for r in rows]}
     if as_json:
-        click.echo(json.dumps(prediction.to_dict(), indent=2))
+        click.echo(json.dumps(doc, indent=2))
     else:
         click.echo(prediction.render_text())
+        for r in rows or []:
+            mark = {True: "ok", False: "DIFFERS", None: ""}[r.agrees]
+            click.echo(f"  vs log: {r.fact:22s} predicted {r.predicted:28s} logged {r.logged:24s} {mark}".rstrip())
     ctx.exit(6 if prediction.fails else 0)

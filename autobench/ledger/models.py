@@ -79,7 +79,7 @@ BOOT_KEYS: tuple[str, ...] = (
 #: The hash chain's rule for them (autobench.ledger.chain): such a column enters a row's
 #: canonical content only when it is not NULL, so rows written before it existed hash
 #: exactly as they did.  Add every new column here with its migration's number.
-ADDED_IN: dict[str, int] = {**{key: 3 for key in V3_BOOT_KEYS}, "run_uid": 4, "root_cause_detail": 5}
+ADDED_IN: dict[str, int] = {**{key: 3 for key in V3_BOOT_KEYS}, "run_uid": 4, "root_cause_detail": 5, "preflight": 6}
 
 #: Run columns other than metrics, boot facts and the chain.
 CORE_KEYS: tuple[str, ...] = (
@@ -106,10 +106,11 @@ CORE_KEYS: tuple[str, ...] = (
     "supersedes",
     "source",
     "run_uid",
+    "preflight",
 )
 
 #: JSON-encoded text columns (decoded in RunRecord).
-JSON_KEYS = frozenset({"recipe_snapshot", "host_facts", "spec_per_position"})
+JSON_KEYS = frozenset({"recipe_snapshot", "host_facts", "spec_per_position", "preflight"})
 
 
 class SchemaVersion(SQLModel, table=True):
@@ -216,6 +217,9 @@ class RunRow(SQLModel, table=True):
     engine_init_s: float | None = None
     # -- schema v4: the run's stable id across ledgers (32 hex; NULL on runs appended before v4)
     run_uid: str | None = _text()
+    # -- schema v6: the preflight prediction made before the run started (autobench.preflight,
+    #    JSON; NULL when none was made).  Part of the hashed content when set.
+    preflight: str | None = _text()
     # -- hash chain
     prev_hash: str = Field(nullable=False, unique=True)
     row_hash: str = Field(nullable=False, unique=True)
@@ -273,6 +277,8 @@ class NewRun:
     boot: dict[str, Any] = field(default_factory=dict)
     #: The run's stable id (32 lowercase hex); None -> a new random one at append.
     run_uid: str | None = None
+    #: The preflight prediction (``autobench.preflight.predict.Prediction.to_dict()``), if one was made.
+    preflight: dict[str, Any] | str | None = None
 
 
 @dataclass
@@ -307,6 +313,7 @@ class RunRecord:
     row_hash: str
     run_uid: str | None = None
     root_cause_detail: str | None = None
+    preflight: dict[str, Any] | None = None
 
     @property
     def stable_id(self) -> str:

@@ -168,6 +168,7 @@ def record_from_row(row: Mapping[str, Any]) -> RunRecord:
     core = {key: row[key] for key in CORE_KEYS}
     core["recipe_snapshot"] = _decode(core["recipe_snapshot"])
     core["host_facts"] = _decode(core["host_facts"])
+    core["preflight"] = _decode(core["preflight"])
     return RunRecord(
         id=row["id"],
         **core,

@@ -104,6 +104,7 @@ class Prediction:
             "padding_layers": lay.padding_layers,
             "blocks_per_request": lay.blocks_per_request or None,
             "memory_per_block": lay.memory_per_block or None,
+            "kv_tokens_formula": lay.tokens_formula,
             "max_model_len": self.serve.max_model_len,
             "notes": [*lay.notes, *self.notes],
         }

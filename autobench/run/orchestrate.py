@@ -607,6 +607,7 @@ def _record(
         source="run",
         metrics=dict(outcome.metrics),
         boot=dict(outcome.boot),
+        preflight=outcome.preflight,
     )
     rec = ledger.append(row)
     outcome.run_id = getattr(rec, "id", None)

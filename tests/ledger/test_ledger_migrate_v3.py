@@ -171,14 +171,16 @@ def test_a_fresh_ledger_has_the_schema_of_a_migrated_one(tmp_path, v2_copy):
     with open_ledger(tmp_path / "fresh.db"):
         pass
     assert _schema(tmp_path / "fresh.db") == _schema(v2_copy)
-    # v1 still creates exactly the table the v2 code created; v3 appends its columns, v4 run_uid
+    # v1 still creates exactly the table the v2 code created; v3 appends its columns, v4 run_uid,
+    # v5 root_cause_detail, v6 preflight
     old = _sql(FIXTURE, "SELECT name FROM pragma_table_info('runs')")
     new = _sql(tmp_path / "fresh.db", "SELECT name FROM pragma_table_info('runs')")
     # ... and v5 the root cause's detail line
-    assert new == old + [(name,) for name, _ in V3_COLUMNS] + [("run_uid",), ("root_cause_detail",)]
+    assert new == old + [(name,) for name, _ in V3_COLUMNS] + [("run_uid",), ("root_cause_detail",), ("preflight",)]
     assert {name for name, _ in V3_COLUMNS} == {k for k, v in ADDED_IN.items() if v == 3} == set(V3_BOOT_KEYS)
     assert {k for k, v in ADDED_IN.items() if v == 4} == {"run_uid"}
     assert {k for k, v in ADDED_IN.items() if v == 5} == {"root_cause_detail"}
+    assert {k for k, v in ADDED_IN.items() if v == 6} == {"preflight"}
     assert set(V3_BOOT_KEYS) <= set(BOOT_KEYS)
 
 

@@ -4,6 +4,7 @@ configs come from the isolated HF cache that `autobench lock` filled from the lo
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import sys
@@ -99,3 +100,34 @@ def test_good_draft_passes_the_gate(hub, tmp_path: Path, capsys) -> None:
     proc = _run(recipe, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "preflight: boots on vLLM 0.23.1 (ok; attention block size 2144)" in proc.stderr
+
+
+def test_the_ledger_keeps_the_prediction_and_the_report_compares_it(hub, tmp_path: Path, capsys) -> None:
+    from autobench.ledger import open_ledger
+
+    recipe = _recipe(tmp_path, c.DRAFT_OLD, 5)
+    assert main(["lock", "--no-images", str(recipe)]) == 0
+    capsys.readouterr()
+    proc = _run(recipe, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    with open_ledger(tmp_path / "ledger.db", create=False) as ledger:
+        (run,) = list(ledger.runs())
+        assert ledger.verify().ok
+    assert run.preflight is not None and run.preflight["attention_block_size"] == 2144
+    assert run.preflight["blocks_per_request"] == 555 and run.preflight["status"] == "ok"
+    code = main(["preflight-report", "--ledger", str(tmp_path / "ledger.db"), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["disagreements"] == 0
+    (entry,) = doc["runs"]
+    assert {"fact": "boot", "predicted": "boots", "logged": "booted", "agrees": True} in entry["rows"]
+
+
+def test_a_forced_run_keeps_the_failed_prediction_and_the_report_flags_it(hub, tmp_path: Path, capsys) -> None:
+    recipe = _recipe(tmp_path, c.DRAFT_NEW, 8)
+    assert main(["lock", "--no-images", str(recipe)]) == 0
+    capsys.readouterr()
+    assert _run(recipe, tmp_path, "--force").returncode == 0
+    # The fake server booted where vLLM 0.23 would assert: the report says the prediction differs.
+    code = main(["preflight-report", "--ledger", str(tmp_path / "ledger.db")])
+    out = capsys.readouterr().out
+    assert code == 1 and "boot" in out and "fails (assertion)" in out and "DIFFERS" in out
