@@ -116,6 +116,13 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool,
 @click.option("--bench-image", default=None, help="k8s: the bench Job's image (default: autobench:VERSION).")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=None, help="k8s: refuse recipes needing more nodes.")
 @click.option(
+    "--variant",
+    "cell",
+    default=None,
+    metavar="CELL",
+    help="A cell of the recipe's variants/roles: VARIANT, ROLE or VARIANT/ROLE (see `autobench variants`).",
+)
+@click.option(
     "--hosts",
     default=None,
     metavar="HEAD,WORKER,...",
@@ -142,6 +149,7 @@ def compile_(
     hf_cache_pvc: str | None,
     bench_image: str | None,
     max_nodes: int | None,
+    cell: str | None,
     hosts: str | None,
     remote: str | None,
 ) -> None:
@@ -154,7 +162,7 @@ def compile_(
     from autobench.recipe.loader import load_recipe
     from autobench.recipe.rules import check
 
-    loaded = load_recipe(recipe)
+    loaded = load_recipe(recipe, cell)
     if target == "slurm":
         from autobench.compile.slurm import compile_slurm
 

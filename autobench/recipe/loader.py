@@ -74,6 +74,7 @@ class LoadedRecipe:
     value_positions: dict[KeyPath, Position] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
     mods: dict[int, Path] = field(default_factory=dict)
+    cells: list[str] = field(default_factory=lambda: ["base"])
 
     def position(self, *keys: Any) -> Position | None:
         """Where ``keys`` was written, else its nearest written ancestor, else None."""
@@ -401,25 +402,81 @@ def _merge(
     prefix: KeyPath,
     pos: dict[KeyPath, Position],
     vpos: dict[KeyPath, Position],
+    src_prefix: KeyPath | None = None,
 ) -> None:
+    """Deep-merge ``node`` (a mapping of ``over`` written at ``src_prefix``) onto ``base`` at ``prefix``.
+
+    ``key+: [items]`` appends the items to the inherited list ``key`` (or starts it)."""
+    src_prefix = prefix if src_prefix is None else src_prefix
+    literal = bool(prefix) and prefix[0] in ("variants", "roles")  # appended when a cell is applied
     for key, value in node.items():
-        path = (*prefix, key)
-        if value is None and key in base:
-            del base[key]
+        append = key.endswith("+") and len(key) > 1 and not literal
+        name = key[:-1] if append else key
+        path = (*prefix, name)
+        src = (*src_prefix, key)
+        where = over.positions.get(src) or _nearest(over.positions, src) or Position(over.path, 1, 1)
+        if append:
+            if not isinstance(value, list):
+                raise RecipeError(
+                    f"{format_path(path)}+: appending needs a list of items",
+                    location=str(where),
+                    hint=f"write `{name}+: [item, ...]`, or `{name}:` to replace the inherited value",
+                )
+            if name in base and not isinstance(base[name], list):
+                kind = "mapping" if isinstance(base[name], dict) else type(base[name]).__name__
+                raise RecipeError(
+                    f"{format_path(path)}+: appends to a list, but the inherited {name} is a {kind}",
+                    location=str(where),
+                    hint=f"write `{name}:` (no +) to replace it",
+                )
+            start = len(base.get(name) or [])
+            base.setdefault(name, []).extend(json.loads(json.dumps(value)))
+            for table, target in ((over.positions, pos), (over.value_positions, vpos)):
+                for k, v in table.items():
+                    if k[: len(src)] == src and len(k) > len(src) and isinstance(k[len(src)], int):
+                        target[(*path, k[len(src)] + start, *k[len(src) + 1 :])] = v
+            pos.setdefault(path, where)
+        elif value is None and name in base:
+            del base[name]
             _drop_prefix(pos, path)
             _drop_prefix(vpos, path)
-        elif isinstance(value, dict) and isinstance(base.get(key), dict):
-            _merge(base[key], over, value, path, pos, vpos)
-            if path in over.positions:
-                pos[path] = over.positions[path]
-            if path in over.value_positions:
-                vpos[path] = over.value_positions[path]
+        elif isinstance(value, dict):
+            if not isinstance(base.get(name), dict):
+                base[name] = {}
+                _drop_prefix(pos, path)
+                _drop_prefix(vpos, path)
+            _merge(base[name], over, value, path, pos, vpos, src)
+            if src in over.positions:
+                pos[path] = over.positions[src]
         else:
-            base[key] = json.loads(json.dumps(value))
+            base[name] = json.loads(json.dumps(value))
             _drop_prefix(pos, path)
             _drop_prefix(vpos, path)
-            _copy_prefix(pos, over.positions, path)
-            _copy_prefix(vpos, over.value_positions, path)
+            n = len(src)
+            for table, target in ((over.positions, pos), (over.value_positions, vpos)):
+                for k, v in table.items():
+                    if k[:n] == src:
+                        target[(*path, *k[n:])] = v
+
+
+def _flatten(doc: _Doc) -> _Doc:
+    """A file with nothing to extend: merged onto nothing, so ``key+:`` lists become plain lists."""
+    if not _has_append(doc.data):
+        return doc
+    data: dict[str, Any] = {}
+    pos: dict[KeyPath, Position] = {}
+    vpos: dict[KeyPath, Position] = {}
+    _merge(data, doc, doc.data, (), pos, vpos)
+    return _Doc(doc.path, data, pos, vpos)
+
+
+def _has_append(node: Any, top: bool = True) -> bool:
+    if isinstance(node, dict):
+        return any(
+            (k.endswith("+") and len(k) > 1) or (not (top and k in ("variants", "roles")) and _has_append(v, False))
+            for k, v in node.items()
+        )
+    return False
 
 
 RECIPE_SUFFIXES = (".yaml", ".yml")
@@ -447,7 +504,7 @@ def _resolve(
     files.append(path)
     target = doc.data.get("extends")
     if target is None:
-        return doc
+        return _flatten(doc)
     loc = str(doc.value_positions.get(("extends",)) or doc.positions.get(("extends",)) or path)
     if not isinstance(target, str) or not target.strip():
         raise RecipeError(
@@ -699,8 +756,95 @@ def _hash_mods(recipe: Any, doc: _Doc) -> dict[int, Path]:
 # --------------------------------------------------------------------------- entry point
 
 
-def load_recipe(path: str | Path) -> LoadedRecipe:
-    """Read, merge (``extends``) and validate one recipe; see the module docstring."""
+MATRIX_KEYS = ("variants", "roles")
+BASE_CELL = "base"
+
+
+def _matrix(doc: _Doc) -> dict[str, dict[str, Any]]:
+    """{"variants": {name: override}, "roles": {name: override}} as written (checked shapes)."""
+    out: dict[str, dict[str, Any]] = {}
+    for key in MATRIX_KEYS:
+        table = doc.data.get(key)
+        if table is None:
+            out[key] = {}
+            continue
+        where = doc.positions.get((key,)) or Position(doc.path, 1, 1)
+        if not isinstance(table, dict):
+            raise RecipeError(
+                f"{key}: must map each name to its overrides",
+                location=str(where),
+                hint=f"write `{key}:` then `  NAME:` with the keys it changes, indented",
+            )
+        for name, override in table.items():
+            spot = doc.positions.get((key, name)) or where
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name) or name == BASE_CELL:
+                raise RecipeError(
+                    f"{key}.{name}: not a usable {key[:-1]} name",
+                    location=str(spot),
+                    hint=f"letters, digits, '.', '_', '-' (and not {BASE_CELL!r})",
+                )
+            if not isinstance(override, dict):
+                raise RecipeError(
+                    f"{key}.{name}: must be a mapping of the keys this {key[:-1]} changes",
+                    location=str(spot),
+                    hint="e.g. `engine: {max_num_seqs: 16}`",
+                )
+            for inner in MATRIX_KEYS + ("name", "extends"):
+                if inner in override:
+                    raise RecipeError(
+                        f"{key}.{name}.{inner}: a {key[:-1]} cannot set {inner}",
+                        location=str(doc.positions.get((key, name, inner)) or spot),
+                        hint="variants and roles override the recipe's other keys",
+                    )
+        out[key] = table
+    both = set(out["variants"]) & set(out["roles"])
+    if both:
+        name = sorted(both)[0]
+        raise RecipeError(
+            f"roles.{name}: the name is also a variant",
+            location=str(doc.positions.get(("roles", name)) or doc.path),
+            hint="give variants and roles different names (a cell is VARIANT/ROLE)",
+        )
+    return out
+
+
+def matrix_cells(matrix: dict[str, dict[str, Any]]) -> list[str]:
+    """Every cell of a recipe: base and each variant, times each role (``VARIANT/ROLE``)."""
+    variants = [BASE_CELL, *matrix["variants"]]
+    roles = list(matrix["roles"])
+    if not roles:
+        return variants
+    return [f"{v}/{r}" if v != BASE_CELL else r for v in variants for r in roles]
+
+
+def _apply_cell(doc: _Doc, matrix: dict[str, dict[str, Any]], cell: str) -> None:
+    """Deep-merge the variant's, then the role's, overrides onto ``doc`` (in place)."""
+    variant, _, role = cell.partition("/")
+    if not role and variant in matrix["roles"]:
+        variant, role = BASE_CELL, variant
+    cells = matrix_cells(matrix)
+    if cell not in cells or (variant != BASE_CELL and variant not in matrix["variants"]):
+        raise RecipeError(
+            f"no cell {cell!r} in this recipe",
+            location=str(doc.path),
+            hint="cells: " + ", ".join(cells) + " (autobench variants RECIPE lists them)",
+        )
+    written = _Doc(doc.path, doc.data, dict(doc.positions), dict(doc.value_positions))  # where overrides are
+    for key, name in (("variants", variant), ("roles", role)):
+        if not name or name == BASE_CELL:
+            continue
+        _merge(doc.data, written, matrix[key][name], (), doc.positions, doc.value_positions, (key, name))
+
+
+def recipe_cells(path: str | Path) -> list[str]:
+    """The cells of the recipe file at ``path`` (``["base"]`` when it has no variants or roles)."""
+    doc = _resolve(Path(path), [Path(path).resolve()], [])
+    return matrix_cells(_matrix(doc))
+
+
+def load_recipe(path: str | Path, cell: str | None = None) -> LoadedRecipe:
+    """Read, merge (``extends``) and validate one recipe; see the module docstring.  ``cell``
+    picks a variant and/or role (``VARIANT``, ``ROLE``, ``VARIANT/ROLE``); default: the base."""
     from pydantic import ValidationError
 
     from autobench.recipe.schema import Recipe, trim_later_defaults
@@ -708,6 +852,17 @@ def load_recipe(path: str | Path) -> LoadedRecipe:
     path = Path(path)
     files: list[Path] = []
     doc = _resolve(path, [path.resolve()], files)
+    matrix = _matrix(doc)
+    for key in MATRIX_KEYS:
+        doc.data.pop(key, None)
+    cells = matrix_cells(matrix)
+    if cell is not None and cell != BASE_CELL:
+        _apply_cell(doc, matrix, cell)
+    elif matrix["roles"] and cell is None:
+        cell = cells[0]  # a recipe with roles has no role-less server
+        _apply_cell(doc, matrix, cell)
+    if cell is not None and cell != BASE_CELL and len(cells) > 1:
+        doc.data["cell"] = cell
     if "name" not in doc.data:
         doc.data = {"name": path.stem, **doc.data}
     try:
@@ -726,4 +881,5 @@ def load_recipe(path: str | Path) -> LoadedRecipe:
         value_positions=doc.value_positions,
         files=files,
         mods=mods,
+        cells=cells,
     )

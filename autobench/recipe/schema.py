@@ -376,6 +376,17 @@ class Recipe(StrictModel):
     launch: Launch = Field(default_factory=lambda: Launch.model_validate({}))
     topology: Topology = Field(default_factory=lambda: Topology.model_validate({}))
     build: Build | None = None
+    cell: str | None = Field(
+        None, description="Which cell of the file's variants/roles this is (set by the loader; `compile --variant`)."
+    )
+    variants: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Named overrides deep-merged onto the recipe, one cell each (`key+: [..]` appends to a list).",
+    )
+    roles: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Server roles (e.g. prefill, decode) with their own flags and env; crossed with variants.",
+    )
     env: dict[str, Scalar] = Field(default_factory=dict, description="Plain environment variables.")
     secrets: list[str] = Field(default_factory=list, description="Names of secrets passed by reference (never values).")
     engine: Engine = Field(default_factory=lambda: Engine.model_validate({}))
@@ -404,6 +415,9 @@ LATER_KEYS: tuple[tuple[str, ...], ...] = (
     ("launch",),
     ("topology",),
     ("build",),
+    ("cell",),
+    ("variants",),
+    ("roles",),
     ("engine", "data_parallel_size"),
     ("engine", "enable_expert_parallel"),
     ("engine", "quantization"),

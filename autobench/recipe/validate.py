@@ -20,9 +20,37 @@ def validate_file(
 ) -> list[Finding]:
     """Findings for one file; a file that cannot be loaded yields AB000 findings.  ``env``: see
     :func:`autobench.recipe.rules.check` (secret values that must not be in the recipe).  ``extra``:
-    a further check over the loaded recipe (the preflight)."""
+    a further check over the loaded recipe (the preflight).  A recipe with variants or roles is
+    checked cell by cell; a finding that several cells share is reported once."""
+    first = _validate_cell(path, None, strict=strict, env=env, extra=extra)
+    if isinstance(first, list):
+        return first
+    findings = check(first, strict=strict, env=env) + (extra(first, strict) if extra is not None else [])
+    for cell in first.cells[1:] if first.recipe.cell in (None, "base") else first.cells:
+        if cell == first.recipe.cell:
+            continue
+        loaded = _validate_cell(path, cell, strict=strict, env=env, extra=extra)
+        if isinstance(loaded, list):
+            findings += [replace(f, message=f"cell {cell}: {f.message}") for f in loaded]
+            continue
+        for f in check(loaded, strict=strict, env=env) + (extra(loaded, strict) if extra is not None else []):
+            findings.append(replace(f, message=f"cell {cell}: {f.message}"))
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for f in findings:
+        plain = f.message.split(": ", 1)[1] if f.message.startswith("cell ") else f.message
+        if (f.code + str(f.location), plain) in seen:
+            continue
+        seen.add((f.code + str(f.location), plain))
+        out.append(f)
+    return out
+
+
+def _validate_cell(
+    path: Path, cell: str | None, *, strict: bool, env: Mapping[str, str] | None, extra: ExtraCheck | None
+) -> LoadedRecipe | list[Finding]:
     try:
-        loaded = load_recipe(path)
+        return load_recipe(path, cell)
     except RecipeSchemaError as exc:
         return [
             Finding(
@@ -35,10 +63,6 @@ def validate_file(
         if finding.location is None:
             finding = replace(finding, location=Position(path, 0, 0))
         return [finding]
-    findings = check(loaded, strict=strict, env=env)
-    if extra is not None:
-        findings += extra(loaded, strict)
-    return findings
 
 
 def validate_paths(

@@ -1,0 +1,39 @@
+"""CLI: ``variants`` (the cells of a recipe's variants and roles)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command()
+@click.argument("recipe", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON: [{cell, digest, served_name, image}].")
+def variants(recipe: str, as_json: bool) -> None:
+    """List the cells of RECIPE: base and each variant, times each role.
+
+    Every cell is loaded (so a bad override is reported with its line); compile one with
+    `autobench compile RECIPE --variant CELL`.
+    """
+    from autobench.recipe.loader import load_recipe, recipe_cells
+
+    rows = []
+    for cell in recipe_cells(recipe):
+        loaded = load_recipe(recipe, cell)
+        r = loaded.recipe
+        rows.append(
+            {
+                "cell": cell,
+                "digest": loaded.digest,
+                "model": r.model.repo,
+                "image": r.container.image,
+                "nodes": r.topology.nodes,
+            }
+        )
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    width = max(len(row["cell"]) for row in rows)
+    for row in rows:
+        click.echo(f"{row['cell'].ljust(width)}  {row['digest'][:19]}  {row['model']}  {row['image']}")
