@@ -93,6 +93,12 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool,
 )
 @click.option("--frozen", is_flag=True, help="Refuse any model/tokenizer/draft revision that is not a full sha.")
 @click.option("--partition", default=None, help="slurm: #SBATCH --partition.")
+@click.option(
+    "--gpus-per-node",
+    type=click.IntRange(min=0),
+    default=None,
+    help="slurm: #SBATCH --gpus-per-node (default: topology.gpus_per_node; 0: request none).",
+)
 @click.option("--account", default=None, help="slurm: #SBATCH --account.")
 @click.option("--time", "time_limit", default=None, help="slurm: #SBATCH --time (default: boot + bench cap + 5 min).")
 @click.option(
@@ -140,6 +146,7 @@ def compile_(
     output: str | None,
     frozen: bool,
     partition: str | None,
+    gpus_per_node: int | None,
     account: str | None,
     time_limit: str | None,
     container: str,
@@ -168,7 +175,14 @@ def compile_(
 
         if frozen:
             check_frozen(loaded)
-        script = compile_slurm(loaded, partition=partition, account=account, time_limit=time_limit, container=container)
+        script = compile_slurm(
+            loaded,
+            partition=partition,
+            account=account,
+            time_limit=time_limit,
+            container=container,
+            gpus_per_node=gpus_per_node,
+        )
     elif target == "k8s":
         import uuid
 

@@ -28,6 +28,12 @@ def _echo_err(text: str) -> None:
     "slurm: sbatch the compiled job script and follow it (docs/slurm.md).",
 )
 @click.option("--partition", default=None, help="slurm: the partition to submit to.")
+@click.option(
+    "--gpus-per-node",
+    type=click.IntRange(min=0),
+    default=None,
+    help="slurm: #SBATCH --gpus-per-node (default: topology.gpus_per_node; 0: request none).",
+)
 @click.option("--account", default=None, help="slurm: the account to charge.")
 @click.option(
     "--time", "time_limit", default=None, help="slurm: the job's time limit (default: boot + bench cap + 5 min)."
@@ -115,6 +121,7 @@ def run(
     dry_run: bool,
     as_json: bool,
     partition: str | None,
+    gpus_per_node: int | None,
     account: str | None,
     time_limit: str | None,
     container: str,
@@ -142,6 +149,7 @@ def run(
         dry_run=dry_run,
         pull=pull,
         partition=partition,
+        gpus_per_node=gpus_per_node,
         account=account,
         time_limit=time_limit,
         container=container,

@@ -3,8 +3,12 @@
 One node: the server (the recipe's serve command on the node, or in a container by the
 site's choice: Docker, pyxis/enroot ``srun --container-image``, or Apptainer) runs in the
 background, the script polls ``/health`` and ``/v1/models``, runs ``autobench bench`` with
-the result JSON in the run folder, and always tears the server down.  Resources come from
-the recipe (``topology.gpus_per_node``) and the command line (partition, account, time).
+the result JSON in the run folder, and always tears the server down.  Several nodes
+(``topology.nodes``): one ``srun`` step per node, the job's first node the head (node rank 0,
+the API), the others workers (``native``: ``--nnodes/--node-rank/--master-addr $HEAD
+--headless``; ``ray``: ``ray start`` on every node, ``vllm serve`` on the head).  Resources come
+from the recipe (``topology.nodes``, ``topology.gpus_per_node``) and the command line
+(partition, account, time, a GPU override).
 Pure: no I/O besides reading the template.
 """
 
@@ -56,13 +60,24 @@ def _serve(loaded: LoadedRecipe, mode: str) -> tuple[Lines, str]:
     if mode == "docker":
         return docker_lines(recipe, loaded.mods, detach=False, extra=None), url
     lines = serve_lines(recipe, loaded.mods)
+    if recipe.topology.nodes > 1:  # each node's srun step runs this (the template adds srun)
+        return [*_node_prefix(recipe, mode), *lines], url
+    if mode == "pyxis":
+        return [[*_w("srun", "--ntasks=1"), *_opt("--container-image", recipe.container.image)], *lines], url
+    if mode == "apptainer":
+        return [*_node_prefix(recipe, mode), *lines], url
+    return lines, url
+
+
+def _node_prefix(recipe: Any, mode: str) -> Lines:
+    """What runs the serve command inside a node's srun step: pyxis's ``--container-image``
+    (an srun option), ``apptainer exec``, or nothing."""
     image = recipe.container.image
     if mode == "pyxis":
-        head = [*_w("srun", "--ntasks=1"), *_opt("--container-image", image)]
-        return [head, *lines], url
+        return [_opt("--container-image", image)]
     if mode == "apptainer":
-        return [[*_w("apptainer", "exec", "--nv"), Word("docker://" + image)], *lines], url
-    return lines, url
+        return [[*_w("apptainer", "exec", "--nv"), Word("docker://" + image)]]
+    return []
 
 
 def _bench(recipe: Any, url: str) -> Lines:
@@ -86,6 +101,7 @@ def compile_slurm(
     account: str | None = None,
     time_limit: str | None = None,
     container: str = "none",
+    gpus_per_node: int | None = None,
     check: bool = True,
 ) -> str:
     """The sbatch script of ``loaded`` (see the module doc)."""
@@ -97,12 +113,20 @@ def compile_slurm(
         raise RecipeError(f"unknown --container {container!r}", hint="use one of " + ", ".join(CONTAINER_MODES))
     _refuse(loaded, None if check else UNSAFE_CODES)
     nodes = recipe.topology.nodes
-    if nodes > 1:
+    if nodes > 1 and container == "docker":
         raise RecipeError(
-            f"topology.nodes is {nodes}, and compile --target slurm emits one-node jobs only",
+            f"topology.nodes is {nodes}: a multi-node Slurm job runs its nodes' servers as srun steps, "
+            "which --container docker cannot",
             location=str(loaded.path),
-            hint="run one node per job, or use --target k8s (LeaderWorkerSet) for a multi-node server",
+            hint="use --container pyxis, apptainer or none",
         )
+    if nodes > 1 and recipe.launch.setup:
+        raise RecipeError(
+            "launch.setup steps are not supported in a multi-node Slurm job",
+            location=str(loaded.path),
+            hint="bake the setup into the image or the nodes' environment",
+        )
+    gpus = recipe.topology.gpus_per_node if gpus_per_node is None else (gpus_per_node or None)
     _check_name(partition, "partition")
     _check_name(account, "account")
     limit = time_limit or default_time_limit(recipe)
@@ -120,7 +144,12 @@ def compile_slurm(
                 pins=_pins(recipe),
                 job_name=f"autobench-{recipe.name}"[:64],
                 nodes=nodes,
-                gpus_per_node=recipe.topology.gpus_per_node,
+                gpus_per_node=gpus,
+                executor=recipe.topology.executor,
+                master_port=recipe.topology.master_port,
+                ray_port=recipe.topology.ray_port,
+                node_prefix=_node_prefix(recipe, container),
+                serve_plain=serve_lines(recipe, loaded.mods),
                 time_limit=limit,
                 partition=partition,
                 account=account,

@@ -59,6 +59,7 @@ class RunOptions:
     pull: bool = False  # docker runtime: pull the pinned image digest when docker lacks it
     # slurm runtime (autobench.run.slurm): sbatch resources and how the node runs the server
     partition: str | None = None
+    gpus_per_node: int | None = None  # None: the recipe's topology.gpus_per_node; 0: request none
     account: str | None = None
     time_limit: str | None = None
     container: str = "none"

@@ -308,6 +308,7 @@ def run_slurm(
         account=options.account,
         time_limit=options.time_limit,
         container=options.container,
+        gpus_per_node=options.gpus_per_node,
     )
     plan = build_plan(loaded, runtime="process", runs_dir=options.runs_dir, ready_timeout_s=options.ready_timeout_s)
     plan = replace(plan, runtime="slurm", teardown="scancel JOBID (the job's own trap stops the server)")  # type: ignore[arg-type]

@@ -22,6 +22,7 @@ import os
 import shlex
 import signal
 import sys
+import time
 
 
 def main() -> None:
@@ -36,6 +37,11 @@ def main() -> None:
         if arg in opts and i + 1 < len(argv):
             opts[arg] = argv[i + 1]
     print(f"INFO [fake_vllm] pid {os.getpid()}", flush=True)  # the server keeps this pid (exec)
+    if "--headless" in argv:  # a worker node of a multi-node server: no API; wait to be stopped
+        rank = argv[argv.index("--node-rank") + 1] if "--node-rank" in argv else "?"
+        print(f"INFO [fake_vllm] headless worker, node rank {rank}", flush=True)
+        time.sleep(float(os.environ.get("FAKE_VLLM_WORKER_S", "600")))  # bounded; teardown ends it first
+        return
     if os.environ.get("FAKE_VLLM_ECHO_TOKEN"):
         print(f"INFO [fake_vllm] environment: HF_TOKEN={os.environ.get('HF_TOKEN')}", flush=True)
     if os.environ.get("FAKE_VLLM_LOG"):

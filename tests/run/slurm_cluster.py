@@ -3,8 +3,9 @@
 Debian's slurm-wlm (slurmctld + slurmd + the client commands) and munge, installed by
 .ci/run.  ``SlurmCluster`` writes its own slurm.conf into a temporary folder (free
 loopback ports, its own state and spool dirs, no accounting database, no cgroups),
-starts munged if none is running, then slurmctld and slurmd in the foreground as child
-processes, and waits until the node is idle.  Client commands find the cluster through
+starts munged if none is running (a system service like PostgreSQL: left running), then
+slurmctld and two slurmd daemons (nodes abnode1 and abnode2, both on this machine) in the
+foreground as child processes, and waits until both nodes are idle.  Client commands find the cluster through
 ``SLURM_CONF`` (``cluster.env``).  ``stop()`` ends the daemons it started.
 """
 
@@ -17,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-NODE = "abnode"
+NODES = ("abnode1", "abnode2")  # two slurmd daemons on this machine: multi-node jobs run for real
 PARTITION = "debug"
 
 
@@ -49,22 +50,26 @@ class SlurmCluster:
     def _write_conf(self) -> None:
         for sub in ("state", "spool", "log"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        cpus = os.cpu_count() or 1
+        cpus = max(1, (os.cpu_count() or 2) // len(NODES))
+        nodes = "\n".join(
+            f"NodeName={name} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 Port={_free_port()} "
+            f"CPUs={cpus} RealMemory=1000 State=UNKNOWN"
+            for name in NODES
+        )
         self.conf.write_text(
             f"""ClusterName=autobench-test
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort={_free_port()}
-SlurmdPort={_free_port()}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 StateSaveLocation={self.root}/state
-SlurmdSpoolDir={self.root}/spool
+SlurmdSpoolDir={self.root}/spool-%n
 SlurmctldPidFile={self.root}/slurmctld.pid
-SlurmdPidFile={self.root}/slurmd.pid
+SlurmdPidFile={self.root}/slurmd-%n.pid
 SlurmctldLogFile={self.root}/log/slurmctld.log
-SlurmdLogFile={self.root}/log/slurmd.log
+SlurmdLogFile={self.root}/log/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -78,8 +83,8 @@ MinJobAge=3600
 KillWait=5
 SlurmctldTimeout=30
 SlurmdTimeout=30
-NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory=1000 State=UNKNOWN
-PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
+{nodes}
+PartitionName={PARTITION} Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE State=UP
 """,
             encoding="utf-8",
         )
@@ -99,11 +104,10 @@ PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
     def start(self, timeout: float = 60) -> None:
         self._write_conf()
         self._munge()
-        for argv in (
-            ["slurmctld", "-D", "-i", "-f", str(self.conf)],
-            ["slurmd", "-D", "-N", NODE, "-f", str(self.conf)],
-        ):
-            log = (self.root / "log" / f"{argv[0]}.out").open("wb")
+        daemons = [["slurmctld", "-D", "-i", "-f", str(self.conf)]]
+        daemons += [["slurmd", "-D", "-N", name, "-f", str(self.conf)] for name in NODES]
+        for argv in daemons:
+            log = (self.root / "log" / f"{argv[0]}-{argv[3] if argv[0] == 'slurmd' else 'ctld'}.out").open("wb")
             self.procs.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, env=self.env))
         deadline = time.monotonic() + timeout
         state = ""
@@ -112,8 +116,8 @@ PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
                 if proc.poll() is not None:
                     raise RuntimeError(f"{proc.args[0]} exited with {proc.returncode}: {self.logs()}")
             out = subprocess.run(["sinfo", "-h", "-N", "-o", "%T"], capture_output=True, text=True, env=self.env)
-            state = out.stdout.strip()
-            if state in ("idle", "mixed"):
+            state = " ".join(sorted(set(out.stdout.split())))
+            if state == "idle":
                 return
             time.sleep(0.3)
         raise RuntimeError(f"the Slurm node did not become idle (state {state!r}): {self.logs()}")

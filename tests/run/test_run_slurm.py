@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from run_helpers import FAKE_VLLM, free_port, recipe_text, run_env
-from slurm_cluster import PARTITION, SlurmCluster, available
+from slurm_cluster import NODES, PARTITION, SlurmCluster, available
 
 pytestmark = pytest.mark.slow
 
@@ -130,8 +130,8 @@ def test_run_on_slurm_is_done_with_the_job_id_in_the_ledger(cluster, tmp_path):
     [row] = _rows(tmp_path)
     slurm = row.host_facts["slurm"]
     assert row.status == "DONE" and row.host_facts["runtime"] == "slurm"
-    assert slurm["job_id"].isdigit() and slurm["state"] == "COMPLETED" and slurm["nodes"] == "abnode"
-    assert f"slurm job {slurm['job_id']} on abnode: COMPLETED" in row.notes
+    assert slurm["job_id"].isdigit() and slurm["state"] == "COMPLETED" and slurm["nodes"] in NODES
+    assert f"slurm job {slurm['job_id']} on {slurm['nodes']}: COMPLETED" in row.notes
     assert row.metrics["completed"] == 8 and row.metrics["decode_tok_s"] > 0
     assert row.boot["architecture"] == "SyntheticForCausalLM"
     run_dir = Path(outcome["run_dir"])
@@ -243,3 +243,100 @@ def test_end_states_map_to_outcomes_with_their_cause():
     assert parse_scontrol("9", "slurm_load_jobs error: Invalid job id specified") is None
     running = parse_scontrol("10", "JobId=10 JobState=RUNNING Reason=None ExitCode=0:0 NodeList=gpu1")
     assert running is not None and not running.done
+
+
+TWO_NODE = """\
+name: synth-2node
+model:
+  repo: acme/tiny-model
+  revision: 6c7242c934a9870d7c59c05240bdbb2467cc1394
+  served_name: tiny
+container:
+  image: vllm/vllm-openai:v0.23.1
+secrets: []
+launch:
+  command: [{python}, {fake}, serve]
+topology:
+  nodes: 2
+  gpus_per_node: 1
+engine:
+  host: 127.0.0.1
+  port: {port}
+  max_model_len: 4096
+  pipeline_parallel_size: 2
+bench:
+  dataset: {{kind: random, input_len: 16, output_len: 8}}
+  num_prompts: 8
+  concurrency: 2
+  max_tokens: 8
+  ready_timeout_s: 20
+"""
+
+
+def test_a_two_node_recipe_runs_one_srun_step_per_node(cluster, tmp_path):
+    """topology.nodes 2: the head serves on the job's first node, the worker joins with
+    --node-rank 1 --master-addr HEAD --headless on the second (two real slurmd nodes)."""
+    recipe = tmp_path / "synth-2node.yaml"
+    recipe.write_text(
+        TWO_NODE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE_VLLM)), port=free_port()),
+        encoding="utf-8",
+    )
+    # the test cluster has no GPUs: --gpus-per-node 0 leaves the GPU request out
+    res = subprocess.run(
+        _args(recipe, tmp_path, "--gpus-per-node", "0"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(cluster, tmp_path, FAKE_VLLM_ARGS=FAST),
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr + cluster.logs()
+    [row] = _rows(tmp_path)
+    slurm = row.host_facts["slurm"]
+    assert row.status == "DONE" and slurm["nodes"] == "abnode[1-2]" and slurm["state"] == "COMPLETED"
+    run_dir = Path(json.loads(res.stdout)["run_dir"])
+    worker_log = (run_dir / "node-1.log").read_text()
+    assert "headless worker, node rank 1" in worker_log
+    script = (run_dir / "script.sh").read_text()
+    assert "#SBATCH --nodes=2" in script and "--gpus-per-node" not in script
+    assert '--node-rank "$rank" --master-addr "$HEAD"' in script and "--headless" in script
+
+
+def test_multi_node_scripts_pass_shellcheck_and_docker_is_refused(tmp_path):
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    base = (Path(__file__).resolve().parents[1] / "compile" / "k8s" / "two-node.yaml").read_text()
+    ray = tmp_path / "ray.yaml"
+    ray.write_text(base.replace("  gpus_per_node: 8\n", "  gpus_per_node: 8\n  executor: ray\n"))
+    native = tmp_path / "native.yaml"
+    native.write_text(base)
+    for recipe in (native, ray):
+        for container in ("none", "pyxis", "apptainer"):
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "autobench",
+                    "compile",
+                    str(recipe),
+                    "--target",
+                    "slurm",
+                    "--container",
+                    container,
+                ],
+                capture_output=True,
+                text=True,
+            )
+            assert proc.returncode == 0, proc.stderr
+            assert "#SBATCH --nodes=2" in proc.stdout and "#SBATCH --gpus-per-node=8" in proc.stdout
+            if recipe is ray:
+                assert 'ray start --address="$HEAD:6379" --block' in proc.stdout
+            script = tmp_path / f"{recipe.stem}-{container}.sh"
+            script.write_text(proc.stdout)
+            check = subprocess.run([str(shellcheck), "-s", "bash", str(script)], capture_output=True, text=True)
+            assert check.returncode == 0, check.stdout
+    proc = subprocess.run(
+        [sys.executable, "-m", "autobench", "compile", str(native), "--target", "slurm", "--container", "docker"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "--container docker cannot" in proc.stderr and proc.stderr.count("\n") == 1
