@@ -103,6 +103,31 @@ def _refuse(loaded: LoadedRecipe, codes: set[str] | None) -> None:
         )
 
 
+def build_lines(loaded: LoadedRecipe) -> tuple[Any, str | None]:
+    """The ``docker build`` command of a recipe's ``build:`` (or None) and the Dockerfile text fed on
+    stdin (autobench's default; None when the recipe names its own Dockerfile)."""
+    from autobench.compile.argv import _w
+
+    b = loaded.recipe.build
+    if b is None:
+        return None, None
+    lines = [_w("docker", "build"), _w("-t", loaded.recipe.container.image)]
+    args = {"BASE_IMAGE": b.base_image, "VLLM_REPO": b.vllm_repo, "VLLM_REF": b.vllm_ref}
+    if b.prs:
+        args["VLLM_PRS"] = " ".join(str(n) for n in b.prs)
+    args.update({k: str(v) for k, v in b.build_args.items()})
+    for key, value in args.items():
+        lines.append(_w("--build-arg", f"{key}={value}"))
+    if b.dockerfile:
+        where = loaded.value_position("build", "dockerfile")
+        base = where.file.parent if where else loaded.path.parent
+        path = (base / b.dockerfile).resolve()
+        lines.append(_w("-f", str(path), str(path.parent)))
+        return lines, None
+    lines.append(_w("-"))  # the Dockerfile on stdin, no build context (the source comes from git)
+    return lines, (templates_dir() / "vllm-build.Dockerfile").read_text(encoding="utf-8")
+
+
 def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool = False, check: bool = True) -> str:
     """The bash script for ``target`` (full | serve | bench).  Pure: no I/O besides reading the
     template; deterministic for the same recipe.  ``check`` refuses any rule error; unsafe
@@ -138,6 +163,9 @@ def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool =
                 api_key_env=bench_api_key_env(recipe),
                 vllm_client=recipe.bench.client == "vllm",
                 docker=docker_lines(recipe, loaded.mods),
+                build=build_lines(loaded)[0],
+                build_dockerfile=build_lines(loaded)[1],
+                build_tag=recipe.container.image,
                 bench=bench_lines(recipe),
             )
         )

@@ -247,6 +247,12 @@ RULES: dict[str, Rule] = {
             "an embedding model: engine.runner pooling, bench.endpoint embeddings, bench.client vllm",
         ),
         Rule(
+            "AB069",
+            "warning",
+            "the engine build names a vLLM branch or tag, not a commit",
+            "pin build.vllm_ref to a 40-hex commit (a tag or branch can move between builds)",
+        ),
+        Rule(
             "AB070",
             "warning",
             "preflight predicts a boot failure (KV-cache layout from the cached configs)",
@@ -649,7 +655,11 @@ def _stray_words(c: _Ctx) -> None:
 def _container(c: _Ctx) -> None:
     ctr = c.r.container
     ref = parse_image_ref(ctr.image)  # the schema accepted it, so it parses
-    if not ref.pinned:
+    build = c.r.build
+    if build is not None:  # built here: the image is as fixed as the vLLM ref it is built from
+        if not re.fullmatch(r"[0-9a-f]{40}", build.vllm_ref):
+            c.add("AB069", ("build", "vllm_ref"), f"build.vllm_ref {build.vllm_ref!r} is not a full commit sha")
+    elif not ref.pinned:
         tag = ref.effective_tag or "latest"
         if ref.untagged:
             c.add(

@@ -307,3 +307,27 @@ def test_key_reference_and_rule_table_in_docs_are_current():
     assert render_page(page) == page, "docs/recipes.md is stale: run python -m autobench.recipe.reference"
     for key in ("`launch.setup[].mod`", "`topology.gpus_per_node`", "`engine.data_parallel_size`"):
         assert key in page
+
+
+def test_engine_build_step_is_compiled_before_serve(tmp_path):
+    path = tmp_path / "b.yaml"
+    path.write_text(
+        CLEAN.replace("vllm/vllm-openai@sha256:" + "b" * 64, "vllm-node-pr")
+        + "build:\n  base_image: nvcr.io/nvidia/pytorch:26.08-py3\n  vllm_ref: v0.24.0\n  prs: [31234, 31500]\n"
+        "  build_args: {TORCH_CUDA_ARCH_LIST: '12.1'}\n"
+    )
+    loaded = load_recipe(path)
+    assert [(f.code, f.key) for f in check(loaded)] == [("AB069", "build.vllm_ref")]  # not AB050: built here
+    script = compile_recipe(loaded)
+    build_at, serve_at = script.index("docker build"), script.index("docker run")
+    assert build_at < serve_at
+    assert "--build-arg 'VLLM_PRS=31234 31500'" in script and "--build-arg VLLM_REF=v0.24.0" in script
+    assert 'git checkout "${VLLM_REF}"' in script  # autobench's Dockerfile, fed on stdin
+    assert "autobench: built image $(docker image inspect" in script
+    proc, calls = run_script(script, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert [c[1][0] for c in calls[:3]] == ["build", "image", "run"]
+    sc = tmp_path / "b.sh"
+    sc.write_text(script)
+    lint = subprocess.run([shellcheck_path(), "-s", "bash", str(sc)], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
