@@ -197,7 +197,7 @@ def _service(spec: _Spec, selector: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def _deployment(spec: _Spec) -> dict[str, Any]:
+def _deployment(spec: _Spec) -> tuple[dict[str, Any], dict[str, str]]:
     command, args = _serve_parts(spec.recipe)
     selector = {"app.kubernetes.io/instance": spec.base, "app.kubernetes.io/component": "server"}
     pod_meta = {"labels": {**spec.labels, "app.kubernetes.io/component": "server"}, "annotations": spec.annotations}
