@@ -75,7 +75,7 @@ def record(
     supersedes: str | None,
 ) -> None:
     """Append a run of RECIPE (a recipe file) to the ledger by hand."""
-    from autobench.ledger.record import RecordInput, build_new_run
+    from autobench.record import RecordInput, build_new_run
 
     run = build_new_run(
         RecordInput(

@@ -34,7 +34,6 @@ from typing import Any
 from autobench.compile.quoting import shell_join
 from autobench.errors import AutobenchError, RecipeError, RunError
 from autobench.recipe import LoadedRecipe, load_recipe
-from autobench.recipe.facts import pinned_sha
 from autobench.redaction import environment_secrets
 from autobench.run import plan as P
 from autobench.run.plan import RunPlan, build_plan, unpinned_refs
@@ -222,15 +221,13 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
 
 
 def normalized_metrics(result: Any, plan: RunPlan) -> dict[str, Any]:
-    """The bench result's normalized metric keys (those the ledger has columns for)."""
-    from autobench.bench.result import load_result_json
-    from autobench.ledger.models import METRIC_KEYS
+    """The bench result's ledger metric columns, from the result in memory; bench.json is
+    written for the run folder only (JSON at the edge, never read back)."""
+    from autobench.runrow import metric_columns
 
     path = plan.path(P.BENCH_JSON)
     path.write_text(json.dumps(result.to_json_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    norm = load_result_json(path)
-    norm = norm if isinstance(norm, dict) else getattr(norm, "metrics", {}) or {}
-    return {k: norm[k] for k in METRIC_KEYS if norm.get(k) is not None}
+    return metric_columns(result.normalized())
 
 
 # ---------------------------------------------------------------- the run
@@ -386,7 +383,7 @@ def run_recipe(
                 )
             outcome.ended_at = _now().isoformat()
             _redact_outcome(outcome, redact)  # before it is recorded, written or printed
-            _record(ledger, loaded, plan, outcome, script, redact)
+            _record(ledger, loaded, plan, outcome, script, base_env)
             _write(plan.path(P.OUTCOME_JSON), json.dumps(outcome.to_json_dict(), indent=2) + "\n")
     finally:
         close = getattr(ledger, "close", None)
@@ -514,36 +511,33 @@ def _finish(
 ) -> None:
     """Parse the stored log; fill boot facts and the root cause.  What the server
     logged after ``teardown_line`` (its shutdown, which autobench caused) is no cause."""
-    from autobench.ledger.models import BOOT_KEYS
     from autobench.logs import parse_log
+    from autobench.runrow import boot_columns, log_root_cause
 
     report = None
     try:
         report = parse_log(plan.path(P.SERVER_LOG), teardown_line=teardown_line)
     except AutobenchError as exc:
         outcome.notes.append(f"log not parsed: {exc}")
-    rc: dict[str, Any] = {}
+    rc = None
     if report is not None:
         doc = report.to_json_dict()
         _write(plan.path(P.LOG_JSON), json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
-        boot = _boot_facts(doc)
-        outcome.boot = {k: boot[k] for k in BOOT_KEYS if boot.get(k) is not None}
-        rc = doc.get("root_cause") or {}
+        outcome.boot = boot_columns(doc)
+        rc = log_root_cause(doc)  # the same text `record --log` writes
     if outcome.status == "BLOCKED":
         why = readiness.describe() if readiness is not None else "the server never became ready"
         if rc:
-            outcome.root_cause_category = rc.get("category")
-            outcome.root_cause_message = _rc_message(rc)
-            outcome.root_cause_detail = rc.get("detail")
+            outcome.root_cause_category, outcome.root_cause_message = rc.category, rc.message
+            outcome.root_cause_detail = rc.detail
             outcome.notes.append(why)
         else:
             outcome.root_cause_category = "not_ready"
             outcome.root_cause_message = why
     elif outcome.status == "FAILED":
         if rc:
-            outcome.root_cause_category = rc.get("category")
-            outcome.root_cause_message = _rc_message(rc)
-            outcome.root_cause_detail = rc.get("detail")
+            outcome.root_cause_category, outcome.root_cause_message = rc.category, rc.message
+            outcome.root_cause_detail = rc.detail
             if bench_error:
                 outcome.notes.append(bench_error)
         else:
@@ -557,60 +551,35 @@ def _finish(
         outcome.notes.append(f"{errors} request error(s) during the bench")
 
 
-def _rc_message(rc: dict[str, Any]) -> str:
-    msg = str(rc.get("message") or "")
-    loc = rc.get("location")
-    return f"{msg} ({loc})" if loc and str(loc) not in msg else msg
-
-
-def _boot_facts(doc: dict[str, Any]) -> dict[str, Any]:
-    """Boot facts from a LogReport JSON dict (flat or under ``boot``)."""
-    boot = doc.get("boot")
-    if isinstance(boot, dict):
-        return boot
-    return doc
-
-
 def _record(
     ledger: Any,
     loaded: LoadedRecipe,
     plan: RunPlan,
     outcome: RunOutcome,
     script: str,
-    redact: Callable[[str], str],
+    env: Mapping[str, str],
     host_facts: dict[str, Any] | None = None,
 ) -> None:
-    from autobench.ledger import NewRun
+    """Append the run's row (``autobench.runrow.new_run``: the path ``record`` takes too)."""
+    from autobench.runrow import RootCause, RunFacts, new_run
 
-    r = loaded.recipe
-    spec = r.speculative
-    notes = "; ".join([f"run folder {plan.run_dir}", *outcome.notes])
-    row = NewRun(
-        recipe_name=r.name,
-        model_repo=r.model.repo,
+    docker = plan.runtime == "docker"
+    facts = RunFacts(
         status=outcome.status,
-        recipe_digest=loaded.digest,
-        recipe_snapshot=loaded.data,
-        script_snapshot=script,
-        model_sha=pinned_sha(r, "model"),
-        draft_repo=spec.model if spec is not None else None,
-        draft_sha=pinned_sha(r, "draft"),
-        image=r.container.image if plan.runtime == "docker" else None,
-        image_digest=outcome.image_digest if plan.runtime == "docker" else None,
-        engine_version=outcome.boot.get("vllm_version"),
-        host_facts=host_facts if host_facts is not None else _host_facts(plan),
-        root_cause_category=outcome.root_cause_category,
-        root_cause_message=redact(outcome.root_cause_message) if outcome.root_cause_message else None,
-        root_cause_detail=redact(outcome.root_cause_detail) if outcome.root_cause_detail else None,
+        source="run",
+        metrics=outcome.metrics,
+        root_cause=RootCause(outcome.root_cause_category, outcome.root_cause_message, outcome.root_cause_detail),
+        notes=[f"run folder {plan.run_dir}", *outcome.notes],
         started_at=outcome.started_at,
         ended_at=outcome.ended_at,
-        notes=redact(notes),
-        source="run",
-        metrics=dict(outcome.metrics),
-        boot=dict(outcome.boot),
+        image=loaded.recipe.container.image if docker else None,
+        image_digest=outcome.image_digest if docker else None,
+        engine_version=outcome.boot.get("vllm_version"),
+        host_facts=host_facts if host_facts is not None else _host_facts(plan),
+        log={**outcome.boot},
         preflight=outcome.preflight,
     )
-    rec = ledger.append(row)
+    rec = ledger.append(new_run(loaded, script, facts, env=env))
     outcome.run_id = getattr(rec, "id", None)
     outcome.display_id = getattr(rec, "display_id", None)
 

@@ -25,12 +25,15 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.errors import RunError
 from autobench.run import plan as P
 from autobench.run.orchestrate import Echo, RunOptions, RunOutcome, _now, _record, _write, check_recipe, require_pinned
 from autobench.run.signals import RunInterrupted, SignalGuard
+
+if TYPE_CHECKING:
+    from autobench.runrow import RootCause
 
 #: Job states after which nothing more happens to the job.
 TERMINAL = frozenset(
@@ -235,16 +238,15 @@ def classify(info: JobInfo, phase: str, outcome: RunOutcome) -> tuple[str, str |
 def _metrics(run_dir: Path) -> dict[str, Any]:
     from autobench.bench.result import load_result_json
     from autobench.errors import AutobenchError
-    from autobench.ledger.models import METRIC_KEYS
+    from autobench.runrow import metric_columns
 
-    path = run_dir / P.BENCH_JSON
+    path = run_dir / P.BENCH_JSON  # written by the job on the node: read at this edge
     if not path.is_file():
         return {}
     try:
-        norm = load_result_json(path)
+        return metric_columns(load_result_json(path))
     except AutobenchError:
         return {}
-    return {k: norm[k] for k in METRIC_KEYS if norm.get(k) is not None}
 
 
 def redact_outputs(run_dir: Path, secrets: Mapping[str, str]) -> None:
@@ -262,25 +264,23 @@ def redact_outputs(run_dir: Path, secrets: Mapping[str, str]) -> None:
             _write(path, clean)
 
 
-def _log_facts(run_dir: Path, outcome: RunOutcome) -> dict[str, Any]:
-    """Boot facts into the outcome; the log's root cause (or {})."""
+def _log_facts(run_dir: Path, outcome: RunOutcome) -> RootCause | None:
+    """Boot facts into the outcome; the log's root cause (or None)."""
     from autobench.errors import AutobenchError
-    from autobench.ledger.models import BOOT_KEYS
     from autobench.logs import parse_log
+    from autobench.runrow import boot_columns, log_root_cause
 
     log = run_dir / P.SERVER_LOG
     if not log.is_file():
-        return {}
+        return None
     try:
         doc = parse_log(log).to_json_dict()
     except AutobenchError as exc:
         outcome.notes.append(f"log not parsed: {exc}")
-        return {}
+        return None
     _write(run_dir / P.LOG_JSON, json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
-    nested = doc.get("boot")
-    boot: dict[str, Any] = nested if isinstance(nested, dict) else doc
-    outcome.boot = {k: boot[k] for k in BOOT_KEYS if boot.get(k) is not None}
-    return doc.get("root_cause") or {}
+    outcome.boot = boot_columns(doc)
+    return log_root_cause(doc)
 
 
 def run_slurm(
@@ -289,7 +289,7 @@ def run_slurm(
     """Run a recipe as a Slurm job and record it (``dry_run``: the plan and the sbatch script)."""
     from autobench.compile.slurm import compile_slurm
     from autobench.recipe import load_recipe
-    from autobench.redaction import environment_secrets, redact
+    from autobench.redaction import environment_secrets
     from autobench.run.plan import build_plan
 
     base_env = dict(os.environ if env is None else env)
@@ -361,16 +361,15 @@ def run_slurm(
                 outcome.signal = interrupted
                 message = f"interrupted by {interrupted} during {phase}; {message}"
             if status in ("BLOCKED", "FAILED") and rc and category in ("not_ready", "bench_failed"):
-                from autobench.run.orchestrate import _rc_message
-
                 outcome.notes.append(message or "")
-                category, message = rc.get("category"), _rc_message(rc)
+                category, message = rc.category, rc.message
+                outcome.root_cause_detail = rc.detail
             outcome.status = status
             outcome.root_cause_category, outcome.root_cause_message = category, message
             outcome.notes.insert(0, f"slurm job {job_id} on {info.nodes or '?'}: {info.state}")
             outcome.ended_at = _now().isoformat()
             host = {"runtime": "slurm", "slurm": info.to_json_dict(), "phase": phase}
-            _record(ledger, loaded, plan, outcome, script, lambda text: redact(text, secrets), host_facts=host)
+            _record(ledger, loaded, plan, outcome, script, base_env, host_facts=host)
             _write(plan.path(P.OUTCOME_JSON), json.dumps(outcome.to_json_dict(), indent=2) + "\n")
     finally:
         ledger.close()

@@ -70,7 +70,7 @@ def test_server_that_never_becomes_ready_is_blocked_with_the_log_root_cause(make
     assert row.status == "BLOCKED"
     assert row.root_cause_category == "kv_page_size"
     assert "page_size_bytes == max_page_size" in row.root_cause_message
-    assert "(kv_cache_utils.py:1077)" in row.root_cause_message  # the innermost frame, not core.py
+    assert "at kv_cache_utils.py:1077" in row.root_cause_message  # the innermost frame, not core.py
     assert "EngineCore failed to start" not in row.root_cause_message
     assert "server exited with code 1 before it became ready" in row.notes
     assert row.metrics == {} or all(v is None for v in row.metrics.values())

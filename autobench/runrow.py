@@ -1,0 +1,158 @@
+"""One place that turns a run into a ledger row: ``new_run(loaded, script, RunFacts(...))``.
+
+``autobench run`` (every runtime) and ``autobench record`` both end here, and so should any
+later path (sweeps, imports).  What a run produced goes in as it is:
+
+* ``metrics``: the bench result's normalized keys (``BenchResult.normalized()`` in memory,
+  or ``load_result_json`` of a result file); only the ledger's metric columns are kept;
+* ``log``: the ``LogReport.to_json_dict()`` of the server log (boot facts, the root cause);
+* ``root_cause``: an explicit cause (``record --root-cause``, a readiness timeout, an
+  interrupt); else the log's, in the one text form :func:`root_cause_text` writes;
+* ``notes``, times, the image digest, host facts, and ``record``'s stated shas.
+
+Every string that reaches the row is redacted here (``autobench.redaction``, with the
+recipe's secrets and secret-named variables of ``env``).  The ledger itself imports
+nothing above it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from autobench.errors import LedgerError, UsageError
+from autobench.ledger.models import BOOT_KEYS, METRIC_KEYS, NewRun
+from autobench.recipe import LoadedRecipe
+from autobench.recipe.facts import passed_secrets, pinned_sha
+from autobench.redaction import environment_secrets, redact, redact_tree
+
+
+@dataclass(frozen=True)
+class RootCause:
+    category: str | None
+    message: str | None
+    detail: str | None = None
+
+
+@dataclass
+class RunFacts:
+    """What happened in one run, as its producers state it (see the module doc)."""
+
+    status: str
+    source: str  # "run" | "manual" | ...
+    metrics: Mapping[str, Any] = field(default_factory=dict)
+    log: Mapping[str, Any] | None = None
+    root_cause: RootCause | None = None
+    notes: Sequence[str] = ()
+    started_at: str | None = None
+    ended_at: str | None = None
+    image: str | None = None  # None: the server did not run from a container image
+    image_digest: str | None = None
+    engine_version: str | None = None  # default: the log's vLLM version
+    host_facts: Mapping[str, Any] | None = None
+    model_sha: str | None = None  # stated by the user; must agree with the recipe's pin
+    draft_sha: str | None = None
+    corrects: int | None = None
+    supersedes: int | None = None
+    preflight: Mapping[str, Any] | None = None  # the preflight prediction made before the run
+    notes_sep: str = "; "
+
+
+def metric_columns(normalized: Mapping[str, Any]) -> dict[str, Any]:
+    """The ledger's metric columns of a normalized bench result (unknown keys dropped)."""
+    return {k: normalized[k] for k in METRIC_KEYS if normalized.get(k) is not None}
+
+
+def boot_columns(log: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ledger's boot-fact columns of a ``LogReport.to_json_dict()``."""
+    if not log:
+        return {}
+    return {k: log[k] for k in BOOT_KEYS if log.get(k) is not None}
+
+
+def root_cause_text(cause: Mapping[str, Any]) -> str | None:
+    """The one text of a log's root cause: ``message at LOCATION in FUNCTION``."""
+    message = str(cause.get("message") or "")
+    where = cause.get("location")
+    if where and str(where) not in message:
+        message += f" at {where}"
+        if cause.get("function"):
+            message += f" in {cause['function']}"
+    return message or None
+
+
+def log_root_cause(log: Mapping[str, Any] | None) -> RootCause | None:
+    """The root cause a server log states, or None."""
+    cause = (log or {}).get("root_cause") or {}
+    if not cause:
+        return None
+    return RootCause(cause.get("category"), root_cause_text(cause), cause.get("detail"))
+
+
+def _pick_sha(given: str | None, recipe_sha: str | None, what: str) -> str | None:
+    if given is None:
+        return recipe_sha
+    given = given.strip().lower()
+    if recipe_sha is not None and given != recipe_sha:
+        raise LedgerError(
+            f"--{what}-sha {given} contradicts the recipe's pinned {what} revision {recipe_sha}",
+            hint=f"record against a recipe pinned to {given}, or drop --{what}-sha",
+        )
+    return given
+
+
+def new_run(loaded: LoadedRecipe, script: str, facts: RunFacts, *, env: Mapping[str, str] | None = None) -> NewRun:
+    """The ledger row of a run of ``loaded`` (compiled to ``script``).  ``env`` (default
+    ``os.environ``) decides which secret values are redacted besides token shapes."""
+    recipe = loaded.recipe
+    secrets = environment_secrets(passed_secrets(recipe), env)
+    draft = recipe.speculative
+    has_draft = draft is not None and bool(draft.model)
+    if facts.draft_sha and not has_draft:
+        raise UsageError("--draft-sha given but the recipe has no speculative draft model")
+    cause = facts.root_cause or log_root_cause(facts.log) or RootCause(None, None)
+    boot = boot_columns(facts.log)
+    notes = facts.notes_sep.join(n for n in facts.notes if n) or None
+
+    def clean(text: str | None) -> str | None:
+        return redact(text, secrets) if text else text
+
+    return NewRun(
+        recipe_name=recipe.name,
+        model_repo=recipe.model.repo,
+        status=facts.status,
+        recipe_digest=loaded.digest,
+        recipe_snapshot=loaded.data,
+        script_snapshot=script,
+        model_sha=_pick_sha(facts.model_sha, pinned_sha(recipe, "model"), "model"),
+        draft_repo=draft.model if draft is not None else None,
+        draft_sha=_pick_sha(facts.draft_sha, pinned_sha(recipe, "draft"), "draft") if has_draft else None,
+        image=facts.image,
+        image_digest=facts.image_digest,
+        engine_version=facts.engine_version or boot.get("vllm_version"),
+        host_facts=dict(facts.host_facts) if facts.host_facts is not None else None,
+        root_cause_category=cause.category,
+        root_cause_message=clean(cause.message),
+        root_cause_detail=clean(cause.detail),
+        started_at=facts.started_at,
+        ended_at=facts.ended_at,
+        notes=clean(notes),
+        corrects=facts.corrects,
+        supersedes=facts.supersedes,
+        source=facts.source,
+        preflight=dict(facts.preflight) if facts.preflight is not None else None,
+        metrics=redact_tree(metric_columns(facts.metrics), secrets),
+        boot=redact_tree(boot, secrets),
+    )
+
+
+__all__ = [
+    "RootCause",
+    "RunFacts",
+    "boot_columns",
+    "log_root_cause",
+    "metric_columns",
+    "new_run",
+    "root_cause_text",
+]
