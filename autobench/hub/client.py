@@ -15,6 +15,7 @@ revision and the fix.  The token is never part of a message (``redact``).
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import threading
@@ -27,6 +28,10 @@ from autobench.errors import HubError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT = 10.0
+#: Largest Hub API answer read (bytes on the wire): model_info of a repo with thousands of files
+#: with metadata is a few MB; a 300 MB answer is not a Hub's.
+MAX_API_BODY = 32 * 1024 * 1024
+MAX_REDIRECTS = 10
 T = TypeVar("T")
 
 CACHE_HINT = "run `autobench lock` online once, or `huggingface-cli download {repo} --revision {rev}`"
@@ -93,6 +98,88 @@ class HubSettings:
 
     def redact(self, text: str) -> str:
         return text.replace(self.token, "***") if self.token else text
+
+
+class HubAnswerTooLarge(Exception):
+    """An API answer longer than :data:`MAX_API_BODY` (refused while it is read)."""
+
+    def __init__(self, size: int | None):
+        super().__init__(f"answer larger than {MAX_API_BODY} bytes")
+        self.size = size
+
+
+class DeadlineExceeded(TimeoutError):
+    """A whole call (connect, every read, retries) took longer than its deadline: a server that
+    trickles bytes keeps every single read within the read timeout."""
+
+    def __init__(self, seconds: float):
+        super().__init__(f"no complete answer within {seconds:g} s")
+        self.seconds = seconds
+
+
+def _bounded_stream(inner: Any, limit: int) -> Any:
+    """``inner`` (a response byte stream) stopping with HubAnswerTooLarge past ``limit`` bytes."""
+    import httpx2
+
+    class BoundedStream(httpx2.SyncByteStream):
+        def __init__(self) -> None:
+            self.seen = 0
+
+        def __iter__(self) -> Any:
+            for chunk in inner:
+                self.seen += len(chunk)
+                if self.seen > limit:
+                    self.close()
+                    raise HubAnswerTooLarge(None)
+                yield chunk
+
+        def close(self) -> None:
+            close = getattr(inner, "close", None)
+            if close is not None:
+                close()
+
+    return BoundedStream()
+
+
+def _identity_encoding(request: Any) -> None:
+    if request.url.path.startswith("/api/"):
+        request.headers["Accept-Encoding"] = "identity"  # the size bound is then the JSON's size
+
+
+def _bounded_response(response: Any) -> None:
+    """Hub API answers are read at most MAX_API_BODY bytes (huggingface_hub reads them whole)."""
+    if not response.request.url.path.startswith("/api/"):
+        return  # file downloads stream to disk
+    length = response.headers.get("content-length", "")
+    if length.isdigit() and int(length) > MAX_API_BODY:
+        response.close()
+        raise HubAnswerTooLarge(int(length))
+    response.stream = _bounded_stream(response.stream, MAX_API_BODY)
+
+
+def _client_factory() -> Any:
+    """huggingface_hub's own client, plus the API answer bound and a redirect limit."""
+    from huggingface_hub.utils._http import default_client_factory
+
+    client = default_client_factory()
+    hooks = client.event_hooks
+    hooks.setdefault("request", []).append(_identity_encoding)
+    hooks.setdefault("response", []).append(_bounded_response)
+    client.event_hooks = hooks
+    client.max_redirects = MAX_REDIRECTS
+    return client
+
+
+_FACTORY_SET = False
+
+
+def _install_client_factory() -> None:
+    global _FACTORY_SET
+    if not _FACTORY_SET:
+        from huggingface_hub import set_client_factory
+
+        set_client_factory(_client_factory)
+        _FACTORY_SET = True
 
 
 def ref(repo: str, revision: str | None) -> str:
@@ -162,8 +249,30 @@ def translate(
         msg, hint = (f"{where}: rate limited by the Hub (429)", "wait a minute and retry, or set HF_TOKEN")
     elif isinstance(exc, hf.HfHubHTTPError):
         msg, hint = (f"{where}: the Hub answered HTTP {status}", net_hint)
+    elif isinstance(exc, DeadlineExceeded):
+        msg, hint = (
+            f"{where}: {endpoint} did not finish answering within {exc.seconds:g} s "
+            f"(each read waits at most {settings.timeout:g} s)",
+            net_hint,
+        )
     elif isinstance(exc, httpx2.TimeoutException | TimeoutError):
         msg, hint = (f"{where}: no answer from {endpoint} within {settings.timeout:g} s", net_hint)
+    elif isinstance(exc, HubAnswerTooLarge):
+        msg, hint = (
+            f"{where}: {endpoint} sent an answer larger than {MAX_API_BODY // (1024 * 1024)} MiB; "
+            "a Hub's API answers are far smaller",
+            "check HF_ENDPOINT",
+        )
+    elif isinstance(exc, httpx2.TooManyRedirects):
+        msg, hint = (
+            f"{where}: {endpoint} redirects in a loop (more than {MAX_REDIRECTS} redirects)",
+            "check HF_ENDPOINT",
+        )
+    elif isinstance(exc, json.JSONDecodeError):
+        msg, hint = (
+            f"{where}: {endpoint} does not answer like a Hugging Face Hub (its answer is not JSON)",
+            "check HF_ENDPOINT (a proxy or login page may be answering instead)",
+        )
     elif isinstance(exc, httpx2.TransportError):
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         msg, hint = (f"{where}: cannot reach {endpoint} ({reason})", net_hint)
@@ -194,7 +303,7 @@ def with_deadline(fn: Callable[[], T], seconds: float) -> T:
     try:
         ok, value = box.get(timeout=seconds)
     except queue.Empty:
-        raise TimeoutError(f"no result within {seconds:g} s") from None
+        raise DeadlineExceeded(seconds) from None
     if ok:
         return value
     raise value
@@ -206,6 +315,7 @@ class Hub:
     def __init__(self, settings: HubSettings):
         from huggingface_hub import HfApi
 
+        _install_client_factory()
         self.settings = settings
         self.api = HfApi(endpoint=settings.endpoint, token=settings.token or False, library_name="autobench")
 

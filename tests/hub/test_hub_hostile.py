@@ -1,0 +1,130 @@
+"""A hostile or broken "Hub" gets one clear line, in bounded time and memory (issue 12, item 7).
+
+The real huggingface_hub client against a loopback server that answers the model_info call
+(`/api/models/<repo>/revision/<rev>`) with an HTML page, a redirect loop, a 300 MB answer, an
+endless chunked answer, or a trickle of one byte at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from test_hub_lock import run
+
+from autobench.hub.client import MAX_API_BODY
+
+
+class Hostile(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        path = self.path
+        try:
+            if "/evil/html" in path:
+                body = b"<html><body>Please log in</body></html>"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            elif "/evil/loop" in path:
+                self.send_response(302)
+                self.send_header("Location", path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif "/evil/huge" in path:  # announces 300 MB, sends them lazily
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(300 * 1024 * 1024))
+                self.end_headers()
+                for _ in range(300):
+                    self.wfile.write(b" " * (1024 * 1024))
+            elif "/evil/endless" in path:  # no length: chunked until the client gives up
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                chunk = b" " * (1024 * 1024)
+                for _ in range(2 * MAX_API_BODY // len(chunk)):
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                self.wfile.write(b"0\r\n\r\n")
+            elif "/evil/slow" in path:  # every read gets a byte in time; the answer never ends
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "100000")
+                self.end_headers()
+                for _ in range(200):
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                    time.sleep(0.25)
+            else:
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+@contextmanager
+def hostile_hub() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def hub_url(monkeypatch):
+    with hostile_hub() as url:
+        monkeypatch.setenv("HF_ENDPOINT", url)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        yield url
+
+
+def _one_line(capsys, *argv: str) -> str:
+    code, out, err = run(capsys, *argv)
+    assert code == 3, (code, out, err)  # a HubError, not an internal error (70)
+    assert err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err
+    return err
+
+
+def test_an_html_page_with_200_is_not_a_hub(hub_url, capsys):
+    err = _one_line(capsys, "hub", "info", "evil/html")
+    assert "does not answer like a Hugging Face Hub (its answer is not JSON)" in err
+
+
+def test_a_redirect_loop_is_one_line(hub_url, capsys):
+    err = _one_line(capsys, "hub", "info", "evil/loop")
+    assert "redirects in a loop" in err
+
+
+@pytest.mark.parametrize("repo", ["evil/huge", "evil/endless"])
+def test_a_huge_answer_is_refused_while_it_is_read(hub_url, capsys, repo):
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    err = _one_line(capsys, "hub", "info", repo)
+    grown_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert f"larger than {MAX_API_BODY // (1024 * 1024)} MiB" in err
+    assert grown_mib < 200, grown_mib  # the 300 MB answer was never held (bound: 32 MiB read)
+
+
+def test_a_trickling_answer_is_cut_at_the_deadline_and_says_so(hub_url, capsys):
+    start = time.monotonic()
+    err = _one_line(capsys, "hub", "info", "evil/slow", "--timeout", "1")
+    elapsed = time.monotonic() - start
+    assert "did not finish answering within 4 s (each read waits at most 1 s)" in err
+    assert elapsed < 20
