@@ -336,6 +336,20 @@ class Hub:
             )
         except HubError:
             raise
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            # huggingface_hub builds ModelInfo from the answer's JSON: a 2xx answer of another
+            # shape ({} without "id", a list, a date that is no date) fails inside it
+            if (
+                isinstance(exc, ValueError)
+                and not isinstance(exc, json.JSONDecodeError)
+                and type(exc) is not ValueError
+            ):
+                raise translate(exc, self.settings, repo, revision) from exc
+            raise HubError(
+                f"{ref(repo, revision)}: {self.settings.endpoint} does not answer like a Hugging Face Hub "
+                f"(its answer is not a model description: {type(exc).__name__})",
+                hint="check HF_ENDPOINT (a proxy or login page may be answering instead)",
+            ) from exc
         except Exception as exc:
             raise translate(exc, self.settings, repo, revision) from exc
 
