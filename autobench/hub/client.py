@@ -339,11 +339,7 @@ class Hub:
         except (KeyError, TypeError, AttributeError, ValueError) as exc:
             # huggingface_hub builds ModelInfo from the answer's JSON: a 2xx answer of another
             # shape ({} without "id", a list, a date that is no date) fails inside it
-            if (
-                isinstance(exc, ValueError)
-                and not isinstance(exc, json.JSONDecodeError)
-                and type(exc) is not ValueError
-            ):
+            if isinstance(exc, ValueError) and type(exc) is not ValueError:  # JSONDecodeError, HFValidationError
                 raise translate(exc, self.settings, repo, revision) from exc
             raise HubError(
                 f"{ref(repo, revision)}: {self.settings.endpoint} does not answer like a Hugging Face Hub "
