@@ -68,6 +68,7 @@ def preflight(
         gpu_memory_gib=memory,
         weights_gib=weights_gib,
         offline=offline or None,
+        budget_required=memory is not None,
     )
     prediction = predict_recipe(load_recipe(recipe), options)
     doc = prediction.to_dict()

@@ -65,7 +65,7 @@ def check(loaded: LoadedRecipe, strict: bool = False) -> list[Finding]:
             target,
             draft,
             serve_options(recipe),
-            vllm_version(recipe.container.image, None),
+            vllm_version(recipe.container.image, recipe.container.vllm_version),
             Options(cache_only=True),
             utilization=recipe.engine.gpu_memory_utilization,
         )

@@ -8,7 +8,7 @@ predicted and why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from autobench.errors import PreflightError
@@ -32,6 +32,7 @@ class Options:
     allowance_gib: tuple[float, float] | None = None
     offline: bool | None = None
     cache_only: bool = False  # validate: never touch the network; missing configs -> no prediction
+    budget_required: bool = False  # the user asked for the budget (a flag): unknown weights are an error
 
 
 @dataclass
@@ -229,8 +230,12 @@ def predict(
         if opts.weights_gib is not None:
             weights = int(opts.weights_gib * GIB)
         elif target_cfg.weights_bytes is None or (draft_cfg is not None and draft_cfg.weights_bytes is None):
+            reason = "the weights' size is unknown (no safetensors index or file sizes)"
+            if not opts.budget_required:  # the GPU came from the recipe: say so, keep the layout
+                pred.notes.append(f"KV budget not estimated: {reason}; run `autobench preflight` online")
+                return pred
             raise PreflightError(
-                "cannot estimate the KV budget: the weights' size is unknown (no safetensors index or file sizes)",
+                f"cannot estimate the KV budget: {reason}",
                 hint="pass --weights-gib, or run online so the Hub lists the file sizes",
             )
         else:
@@ -256,7 +261,17 @@ def predict_recipe(loaded: Any, opts: Options, resolver: Any = None) -> Predicti
     """Predict the boot of a loaded recipe (``autobench.recipe.loader.LoadedRecipe``)."""
     recipe = loaded.recipe
     serve = serve_options(recipe)
-    version = vllm_version(recipe.container.image, opts.vllm_version)
+    version = vllm_version(recipe.container.image, opts.vllm_version or recipe.container.vllm_version)
+    if version.source == "--vllm-version" and not opts.vllm_version:
+        version = VersionPick(version.version, "container.vllm_version")
+    if opts.gpu_memory_gib is None:
+        topo = recipe.topology
+        if topo.gpu_memory_gib is not None:
+            opts = replace(opts, gpu_memory_gib=topo.gpu_memory_gib)
+        elif topo.gpu:
+            from autobench.preflight.budget import gpu_memory_gib
+
+            opts = replace(opts, gpu_memory_gib=gpu_memory_gib(topo.gpu))
     spec = recipe.speculative
     needs_draft = spec is not None and spec.method in DRAFT_METHODS
     want_weights = opts.gpu_memory_gib is not None and opts.weights_gib is None

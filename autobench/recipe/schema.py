@@ -143,6 +143,10 @@ class Container(StrictModel):
     ports: list[str] = Field(default_factory=list, description='Published ports, "HOST:CONTAINER".')
     volumes: list[str] = Field(default_factory=list, description='Bind mounts, "SRC:DST[:ro]".')
     extra_args: list[str] = Field(default_factory=list, description="Extra docker run flags, one per item.")
+    vllm_version: Annotated[str, Field(pattern=r"^v?\d+\.\d+(\.\d+)?([.+-].*)?$")] | None = Field(
+        None,
+        description="The vLLM version the image runs, e.g. 0.23.1 (preflight's rules; else read from the tag).",
+    )
 
     @field_validator("image")
     @classmethod
@@ -237,6 +241,10 @@ class Topology(StrictModel):
     nodes: Annotated[int, Field(ge=1, le=1024)] = 1
     gpus_per_node: Annotated[int, Field(ge=1, le=64)] | None = Field(
         None, description="GPUs on each node; required when nodes > 1."
+    )
+    gpu: str | None = Field(None, description="GPU model, e.g. GB10 or H200 (preflight's KV budget).")
+    gpu_memory_gib: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        None, description="Memory of one GPU as torch reports it, GiB (preflight's KV budget; overrides gpu)."
     )
     executor: Literal["native", "ray"] = Field(
         "native",
@@ -423,6 +431,9 @@ LATER_KEYS: tuple[tuple[str, ...], ...] = (
     ("engine", "quantization"),
     ("engine", "runner"),
     ("model", "quantization", "components"),
+    ("container", "vllm_version"),
+    ("topology", "gpu"),
+    ("topology", "gpu_memory_gib"),
 )
 
 

@@ -98,3 +98,14 @@ def test_kv_budget_on_gb10_brackets_the_seeds_boot(hub, write_recipe, capsys) ->
     assert b["num_blocks"][0] <= 1694 <= b["num_blocks"][1]
     assert b["kv_tokens"][0] <= 800_129 <= b["kv_tokens"][1]
     assert b["max_model_len_fits"] == "yes"
+
+
+def test_recipe_states_the_vllm_version_and_the_gpu(hub, write_recipe, capsys) -> None:
+    text = seed_recipe(c.DRAFT_NEW, 8).replace(
+        '  ports: ["8000:8000"]\n', '  ports: ["8000:8000"]\n  vllm_version: "0.33.0"\ntopology:\n  gpu: GB10\n'
+    )
+    code, out, err = _run(capsys, "preflight", str(write_recipe(text)), "--json")
+    d = json.loads(out)
+    assert code == 0, err
+    assert d["vllm_version"] == "0.33.0" and d["vllm_version_source"] == "container.vllm_version"
+    assert d["status"] == "padded" and d["budget"]["gpu_memory_gib"] == 119.7
