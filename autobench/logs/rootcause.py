@@ -20,7 +20,6 @@ Source lines shown in tracebacks (``raise ValueError("No available ...")``,
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -51,7 +50,7 @@ _TABLE: list[tuple[str, str, str | None]] = [
         r"\bNCCL error|nccl\w*Error|ncclInternalError|ncclUnhandledCudaError|ncclSystemError|ncclInvalidUsage"
         r"|ncclRemoteError|NCCL (?:WARN|failure|communicator was aborted)|ProcessGroupNCCL|DistBackendError"
         r"|DistNetworkError|DistStoreError|\[Gloo\].*(?:[Ee]rror|failed|[Tt]imed out)|gloo/transport"
-        r"|placement group|No available node types can fulfill|Cannot provide a placement group"
+        r"|[Pp]lacement group|No available node types can fulfill|Cannot provide a placement group"
         r"|[Nn]o CUDA GPUs are available|[Nn]o GPUs? (?:is |are )?(?:available|found)|has no GPU"
         r"|required GPUs exceeds|larger than the number of available GPUs|Ray does not allocate any GPUs"
         r"|not enough GPUs",
@@ -202,6 +201,7 @@ _FRAME = re.compile(
     r'^\s*File (?:"(?P<path>[^"]+)", line (?P<line>\d+)|(?P<jpath>\S+\.py):(?P<jline>\d+))'
     r"(?:, in (?P<func>[\w.<>]+))?"
 )
+_PATH_SEP = re.compile(r"[\\/]")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 # Cheap substrings: a record can only be a cause if one of these occurs in it.
 NEEDLES: tuple[str, ...] = (
@@ -345,10 +345,12 @@ class RootCauseTracker:
             self._exception(rec, line, em.group("exc"), (em.group("text") or "").strip(), stripped)
             return
         if self.cause is None:
-            if _WRAPPER.search(stripped):
+            category = classify(stripped, self.ready)
+            if _WRAPPER.search(stripped) and category in ("other", "config_validation", "launcher_usage"):
+                # "Exception in worker ... while processing method init_device: NCCL error: ..."
+                # states its cause; "EngineCore failed to start." does not
                 self._wrapper(stripped, line, None)
                 return
-            category = classify(stripped, self.ready)
             if category != "other" and not self._request_level(category, proc):
                 self._set(RootCause(category, stripped[:_MAX_MESSAGE], line))
 
@@ -371,10 +373,10 @@ class RootCauseTracker:
             if self.wrapper is None and not self.ready:
                 self.wrapper = RootCause("other", full[:_MAX_MESSAGE], line, exception=exc, generic=True)
             return
-        if exc in _WRAPPER_EXC or _WRAPPER.search(full):
+        category = classify(full, self.ready)
+        if exc in _WRAPPER_EXC or (_WRAPPER.search(full) and category in ("other", "config_validation")):
             self._wrapper(full, line, exc)
             return
-        category = classify(full, self.ready)
         if exc == "AssertionError":
             # a bare assert: its source line (shown in the traceback) says what failed
             if not text and code and code.startswith("assert"):
@@ -387,7 +389,7 @@ class RootCauseTracker:
         cause = RootCause(category, full[:_MAX_MESSAGE], line, exception=exc)
         if frame is not None:
             path, lineno, func = frame
-            cause.location = f"{os.path.basename(path)}:{lineno}"
+            cause.location = f"{_PATH_SEP.split(path)[-1]}:{lineno}"  # POSIX or Windows path
             cause.function = func
         self._set(cause)
         if exc.endswith("ValidationError"):

@@ -72,6 +72,9 @@ def _layer(text: str) -> str | None:
         m = _COLUMN.match(text) if "| " in head else None
         if m is None and ": " in head:
             m = _SLURM.match(text)
+        if m is None and head.lstrip()[:1] in ("`", "*"):  # an indented Markdown list item
+            e = _EMPHASIS.match(text.lstrip())
+            return e.group(2) if e else None
     elif c.isalpha():
         head = text[:96]
         m = None
