@@ -172,6 +172,9 @@ class _Parser:
     def _served(self, lineno: int) -> None:
         if self.served_line is None:
             self.served_line = lineno
+            # a server that served a request was up, even when the log (an excerpt) never
+            # says so: what fails from here on is a runtime failure
+            self.cause.ready = True
             self._refresh()
 
     def teardown(self) -> None:
@@ -193,7 +196,7 @@ class _Parser:
             needles.add(TEARDOWN_MARK)
             if self._may_want_request:
                 needles.update(_REQUEST_NEEDLES)
-        self._want_post = self._want_request
+        self._want_post = self._may_want_request
         self._trigger = _trigger(frozenset(needles))
 
     def _pending(self) -> bool:

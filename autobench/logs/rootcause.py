@@ -290,6 +290,7 @@ class RootCauseTracker:
         self._expect_code: dict[str | None, bool] = {}
         self._code: dict[str | None, str] = {}
         self._detail_for: str | None | bool = False  # proc awaiting a pydantic detail line
+        self._frame_after = False  # ... or the raising frame, shown after a bare AssertionError
 
     @property
     def done(self) -> bool:
@@ -302,6 +303,7 @@ class RootCauseTracker:
         """Autobench's own teardown began: nothing after it is a cause."""
         self.stopped = True
         self._detail_for = False
+        self._frame_after = False
         self._expect_code.clear()
 
     def feed(self, rec: Record, line: int) -> None:
@@ -314,8 +316,26 @@ class RootCauseTracker:
         stripped = msg.strip()
         if not stripped or _CARETS.match(msg):
             return
+        if self._frame_after and self._detail_for == proc and self.cause is not None:
+            self._frame_after = False
+            self._detail_for = False
+            after = _FRAME.match(msg)
+            if after:
+                func = after.group("func")
+                self.cause.location = f"{_PATH_SEP.split(after.group('path') or after.group('jpath'))[-1]}:" + (
+                    after.group("line") or after.group("jline")
+                )
+                self.cause.function = func
+                if self.cause.category == "assertion" and func:
+                    category = classify(f"{self.cause.message} {func}", self.ready)
+                    if category not in ("other", "config_validation", "launcher_usage"):
+                        self.cause.category = category
+            return
         if self._detail_for is not False and self._detail_for == proc and self.cause is not None:
-            if msg[:1].isspace() and not stripped.startswith("For further information"):
+            # indented by pydantic; a paste may have lost the indentation of "Value error, ..."
+            if (msg[:1].isspace() or stripped.startswith("Value error,")) and not stripped.startswith(
+                "For further information"
+            ):
                 self.cause.detail = re.sub(r"\s*\[type=.*$", "", stripped)[:_MAX_MESSAGE]
                 if self.cause.category == "config_validation":
                     # "1 validation error for SpeculativeConfig" says little; its detail says what
@@ -381,7 +401,8 @@ class RootCauseTracker:
             # a bare assert: its source line (shown in the traceback) says what failed
             if not text and code and code.startswith("assert"):
                 full = code
-            category = classify(full, self.ready)
+            # the raising function names the check when the message does not
+            category = classify(f"{full} {frame[2] or ''}" if frame else full, self.ready)
             if category in ("other", "config_validation", "launcher_usage"):
                 category = "assertion"
         if self._request_level(category, proc):
@@ -394,6 +415,9 @@ class RootCauseTracker:
         self._set(cause)
         if exc.endswith("ValidationError"):
             self._detail_for = proc
+        elif exc == "AssertionError" and frame is None:
+            self._detail_for = proc  # a paste may show the raising frame after the exception
+            self._frame_after = True
 
     def _set(self, cause: RootCause) -> None:
         if self.cause is None:
