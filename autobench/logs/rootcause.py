@@ -316,6 +316,8 @@ class RootCauseTracker:
         stripped = msg.strip()
         if not stripped or _CARETS.match(msg):
             return
+        if not self.ready and rec.src is not None and rec.src.startswith("serving_"):
+            self.ready = True  # the API server's request handlers log it: the server was serving
         if self._frame_after and self._detail_for == proc and self.cause is not None:
             self._frame_after = False
             self._detail_for = False
