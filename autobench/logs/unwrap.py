@@ -10,7 +10,7 @@ any number:
   (``0: ``);
 * paste artefacts: Markdown quote markers (``> ``, ``>> ``), emphasis or inline
   code around the whole line (``**...**``, ``*...*``, ``__...__``, `` `...` ``);
-* ANSI colour codes (also with the ESC mangled into U+FFFD by a paste).
+* ANSI colour codes (also with the ESC mangled into U+FFFD, or spelled ``ESC``, by a paste).
 
 :func:`unwrap` strips them one layer at a time until none is left (at most
 :data:`MAX_LAYERS`), so ``> **vllm-1  | 2025-...Z ERROR ...**`` comes out as
@@ -25,7 +25,8 @@ import re
 MAX_LAYERS = 8
 
 # ESC[...m and the same sequence whose ESC was mangled into U+FFFD by a paste.
-_ANSI = re.compile(r"(?:\x1b|\ufffd)\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# A paste may also show the ESC as the three letters "ESC".
+_ANSI = re.compile(r"(?:\x1b|\ufffd|ESC)\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 # docker logs --timestamps / kubectl --timestamps: 2025-10-15T00:06:46.700988901Z
 _DOCKER_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ")
@@ -43,6 +44,8 @@ _COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]*\s+\| ")
 _COLUMN = re.compile(r"\s+\| ")
 # Slurm srun --label: "0: " / "12: " (task id)
 _SLURM = re.compile(r" {0,3}\d{1,4}: (?=\S)")
+# vLLM's process prefix, "(EngineCore_DP0 pid=32)", "(VllmWorker rank=0 pid=9)"
+_PROC_HEAD = re.compile(r"\([A-Za-z_][\w.()-]*?(?: [A-Za-z_]+=[\w.:-]+)*? pid=\d+\)")
 # Markdown block quotes: "> ", ">> ", "> > "
 _QUOTE = re.compile(r"(?:> ?)+")
 # Markdown emphasis or inline code around the whole line
@@ -50,7 +53,7 @@ _EMPHASIS = re.compile(r"(\*\*|__|\*|_|`+)(?=\S)(.*\S)\1\s*$")
 
 
 def strip_ansi(text: str) -> str:
-    if "\x1b" not in text and "\ufffd[" not in text:
+    if "\x1b" not in text and "\ufffd[" not in text and "ESC[" not in text:
         return text
     return _ANSI.sub("", text)
 
@@ -72,6 +75,8 @@ def _layer(text: str) -> str | None:
         m = _COLUMN.match(text) if "| " in head else None
         if m is None and ": " in head:
             m = _SLURM.match(text)
+        if m is None and head.lstrip()[:1] == "(" and _PROC_HEAD.match(head.lstrip()):
+            return text.lstrip()  # a process prefix pasted with a leading space
         if m is None and head.lstrip()[:1] in ("`", "*"):  # an indented Markdown list item
             e = _EMPHASIS.match(text.lstrip())
             return e.group(2) if e else None
