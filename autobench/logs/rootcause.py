@@ -70,7 +70,8 @@ _TABLE: list[tuple[str, str, str | None]] = [
         "cache dtype, or use a vLLM release that supports this model",
         r"page_size_bytes|max_page_size|page_size_padded|[Mm]amba page size|attention page size"
         r"|page size (?:of|for) (?:the )?(?:mamba|attention)|same page size|unify_kv_cache_spec"
-        r"|unify_hybrid_kv_cache_specs|KV cache groups? with different page sizes",
+        r"|unify_hybrid_kv_cache_specs|KV cache groups? with different page sizes|page size of the layer"
+        r"|maximum page size|unify by adjusting block_size",
     ),
     (
         "speculative_config",
@@ -102,7 +103,7 @@ _TABLE: list[tuple[str, str, str | None]] = [
         "~/.cache/vllm/torch_compile_cache, or use a matching torch/Triton build",
         r"torch\._dynamo|torch\._inductor|BackendCompilerFailed|InductorError|triton\.compiler"
         r"|CompilationError|TritonError|[Tt]riton (?:[Ee]rror|compil)|ptxas (?:fatal|error)|nvcc fatal"
-        r"|failed to compile|Compilation failed|torch\.compile",
+        r"|failed to compile|Compilation failed|torch\.compile|triton\.runtime\.errors|OutOfResources",
     ),
     (
         "missing_kernel",
@@ -195,7 +196,7 @@ _WRAPPER_EXC = {"EngineDeadError", "EngineGenerateError"}
 _SIGNAL_EXC = {"KeyboardInterrupt", "SystemExit", "CancelledError"}
 
 _EXC = re.compile(
-    r"^(?:[A-Za-z_]\w*\.)*(?P<exc>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)|Unsupported)(?:: ?(?P<text>.*))?$"
+    r"^(?:[A-Za-z_]\w*\.)*(?P<exc>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)|Unsupported|OutOfResources)(?:: ?(?P<text>.*))?$"
 )
 _FRAME = re.compile(
     r'^\s*File (?:"(?P<path>[^"]+)", line (?P<line>\d+)|(?P<jpath>\S+\.py):(?P<jline>\d+))'
@@ -241,6 +242,7 @@ NEEDLES: tuple[str, ...] = (
     "Got unexpected",
     "_dynamo",
     "_inductor",
+    "OutOfResources",
 )
 _MAX_MESSAGE = 600
 

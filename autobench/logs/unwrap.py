@@ -29,7 +29,8 @@ MAX_LAYERS = 8
 _ANSI = re.compile(r"(?:\x1b|\ufffd|ESC)\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 # docker logs --timestamps / kubectl --timestamps: 2025-10-15T00:06:46.700988901Z
-_DOCKER_TS = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ")
+# (also with a space for the T, as log collectors print it: 2026-04-21 10:50:43)
+_DOCKER_TS = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ")
 # CI systems: [2025-03-10T15:07:20Z]
 _CI_TS = re.compile(r"\[\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\] ?")
 # kubectl logs --prefix: [pod/vllm-7d9f-x2/vllm]
