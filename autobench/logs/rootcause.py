@@ -111,7 +111,8 @@ _TABLE: list[tuple[str, str, str | None]] = [
         "choose another quantization, attention backend or dtype, a GPU with the compute capability it needs, "
         "or matching wheels",
         r"Failed to find a kernel that can implement|no kernel image is available|not supported for the current GPU"
-        r"|[Mm]inimum capability|compute capability|CUDA [Cc]apability|No \S+ MoE backend supports|is not valid for this configuration"
+        r"|[Mm]inimum capability|compute capability|CUDA [Cc]apability|No \S+ MoE backend supports"
+        r"|is not valid for this configuration"
         r"|undefined symbol|not compiled with|is not supported on this (?:GPU|device)|requires (?:a )?GPU with"
         r"|FlashAttention only supports|does not support (?:the )?(?:current|this) (?:GPU|device)"
         r"|Bfloat16 is only supported on GPUs with|No available (?:attention )?backend|sm_\d+ is not",
@@ -196,7 +197,8 @@ _WRAPPER_EXC = {"EngineDeadError", "EngineGenerateError"}
 _SIGNAL_EXC = {"KeyboardInterrupt", "SystemExit", "CancelledError"}
 
 _EXC = re.compile(
-    r"^(?:[A-Za-z_]\w*\.)*(?P<exc>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)|Unsupported|OutOfResources)(?:: ?(?P<text>.*))?$"
+    r"^(?:[A-Za-z_]\w*\.)*(?P<exc>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)|Unsupported|OutOfResources)"
+    r"(?:: ?(?P<text>.*))?$"
 )
 _FRAME = re.compile(
     r'^\s*File (?:"(?P<path>[^"]+)", line (?P<line>\d+)|(?P<jpath>\S+\.py):(?P<jline>\d+))'

@@ -5,11 +5,13 @@ stays None.  The corpus covers every failure category and many vLLM versions."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
-from autobench.logs import parse_log
+from autobench.logs import CATEGORIES, parse_log
 from autobench.logs.facts import BOOT_KEYS
+from autobench.logs.rootcause import HINTS
 from tests.logs.corpus_index import CORPUS, expected, load_index
 
 INDEX = load_index()
@@ -40,6 +42,44 @@ def test_excerpt_states_exactly_its_expected_facts(name: str) -> None:
     assert got["stats"] == entry.get("stats")
     assert got["spec_decode"] == entry.get("spec_decode")
     json.dumps(got)  # JSON-safe
+
+
+# Categories a real log can show without a test of their own here: the catch-all and
+# wrapper-only ones are covered by excerpts as they come.
+GENERAL = {"other", "assertion", "boot_failed", "engine_died"}
+# An honest gap: public issue excerpts that show an out-of-memory error together with
+# evidence that the server was already serving are rare; two are in the corpus so far.
+SHORT = {"cuda_oom": 2}
+
+
+def test_corpus_has_100_real_excerpts_with_sources_across_10_versions() -> None:
+    real = {name: e for name, e in INDEX.items() if not name.startswith("9")}
+    assert len(real) >= 100, len(real)
+    for name, entry in real.items():
+        assert entry["source"].startswith("https://github.com/"), name
+        assert entry["title"] and entry["vllm"] and entry["version"], name
+    versions = {e["version"] for e in real.values() if re.fullmatch(r"\d+\.\d+", str(e["version"]))}
+    assert len(versions) >= 10, sorted(versions)
+
+
+def test_every_category_has_three_real_excerpts_and_a_hint() -> None:
+    seen: dict[str, int] = {}
+    for name, entry in INDEX.items():
+        rc = expected(entry)["root_cause"]
+        if rc is not None and not name.startswith("9"):
+            seen[rc["category"]] = seen.get(rc["category"], 0) + 1
+    short = {c: seen.get(c, 0) for c in CATEGORIES if c not in GENERAL and seen.get(c, 0) < SHORT.get(c, 3)}
+    assert not short, short
+    assert set(HINTS) == set(CATEGORIES) and all(HINTS.values())
+
+
+def test_corpus_spans_v0_and_v1_healthy_boots_and_cpu_builds() -> None:
+    generations = " ".join(e["vllm"] for e in INDEX.values())
+    assert "V0" in generations and "V1" in generations
+    healthy = [e for e in INDEX.values() if not e.get("cause") and (e.get("facts") or {}).get("ready")]
+    assert len(healthy) >= 3
+    cpu = [name for name, e in INDEX.items() if "CPU" in e["vllm"] and (e.get("facts") or {})]
+    assert len(cpu) >= 2, cpu
 
 
 def test_seed_done_boot_facts() -> None:
