@@ -572,7 +572,10 @@ def _record(
         notes=[f"run folder {plan.run_dir}", *outcome.notes],
         started_at=outcome.started_at,
         ended_at=outcome.ended_at,
-        image=loaded.recipe.container.image if docker else None,
+        # the image ran under docker, or in a Slurm job's container (host_facts "container")
+        image=loaded.recipe.container.image
+        if docker or (host_facts or {}).get("container", "none") != "none"
+        else None,
         image_digest=outcome.image_digest if docker else None,
         engine_version=outcome.boot.get("vllm_version"),
         host_facts=host_facts if host_facts is not None else _host_facts(plan),

@@ -368,7 +368,7 @@ def run_slurm(
             outcome.root_cause_category, outcome.root_cause_message = category, message
             outcome.notes.insert(0, f"slurm job {job_id} on {info.nodes or '?'}: {info.state}")
             outcome.ended_at = _now().isoformat()
-            host = {"runtime": "slurm", "slurm": info.to_json_dict(), "phase": phase}
+            host = {"runtime": "slurm", "slurm": info.to_json_dict(), "phase": phase, "container": options.container}
             _record(ledger, loaded, plan, outcome, script, base_env, host_facts=host)
             _write(plan.path(P.OUTCOME_JSON), json.dumps(outcome.to_json_dict(), indent=2) + "\n")
     finally:

@@ -130,6 +130,7 @@ def test_run_on_slurm_is_done_with_the_job_id_in_the_ledger(cluster, tmp_path):
     [row] = _rows(tmp_path)
     slurm = row.host_facts["slurm"]
     assert row.status == "DONE" and row.host_facts["runtime"] == "slurm"
+    assert row.host_facts["container"] == "none" and row.image is None  # no container ran the server
     assert slurm["job_id"].isdigit() and slurm["state"] == "COMPLETED" and slurm["nodes"] in NODES
     assert f"slurm job {slurm['job_id']} on {slurm['nodes']}: COMPLETED" in row.notes
     assert row.metrics["completed"] == 8 and row.metrics["decode_tok_s"] > 0
