@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("autobench.cli.recipe_cmds:validate", "Check recipes against the schema and rules."),
     "compile": ("autobench.cli.recipe_cmds:compile_", "Compile a recipe into a bash script."),
     "schema": ("autobench.cli.recipe_cmds:schema", "Print the JSON Schema of a recipe."),
+    "import": ("autobench.cli.import_cmds:import_", "Convert peer recipes (eugr, sparkrun, vllm recipes, InferenceX)."),
     "variants": ("autobench.cli.matrix_cmds:variants", "List the cells (variants x roles) of a recipe."),
     "lock": ("autobench.cli.hub_cmds:lock", "Pin every Hub reference of recipes to a commit sha."),
     "outdated": ("autobench.cli.hub_cmds:outdated", "Show pins whose branch has moved upstream."),

@@ -202,8 +202,7 @@ def engine_flag_lines(recipe: Any) -> Lines:
     _bool_flag(lines, e.enable_expert_parallel, "enable-expert-parallel")
     _bool_flag(lines, e.enable_prefix_caching, "enable-prefix-caching")
     _bool_flag(lines, e.enable_chunked_prefill, "enable-chunked-prefill")
-    if e.enforce_eager:
-        lines.append(_w("--enforce-eager"))
+    _bool_flag(lines, e.enforce_eager, "enforce-eager")
     lines.extend(group_args(e.extra_args))
     return lines
 

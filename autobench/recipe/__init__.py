@@ -1,4 +1,5 @@
-"""Recipes: schema, loading (with file/line positions and ``extends``), rules."""
+"""Recipes: schema, loading (with file/line positions, ``extends``, variants and roles), rules,
+the docs key reference (``reference``) and peer-format import (``importer``)."""
 
 from autobench.recipe.facts import is_full_sha
 from autobench.recipe.loader import LoadedRecipe, Position, load_recipe
