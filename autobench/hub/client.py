@@ -268,7 +268,7 @@ def translate(
             f"{where}: {endpoint} redirects in a loop (more than {MAX_REDIRECTS} redirects)",
             "check HF_ENDPOINT",
         )
-    elif isinstance(exc, json.JSONDecodeError):
+    elif isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
         msg, hint = (
             f"{where}: {endpoint} does not answer like a Hugging Face Hub (its answer is not JSON)",
             "check HF_ENDPOINT (a proxy or login page may be answering instead)",

@@ -315,13 +315,13 @@ class _Converter:
         out: dict[str, Any] = {}
         for key in node:
             value = node[key]
-            skey = key if isinstance(key, str) else json.dumps(key) if key is not None else "null"
-            if not isinstance(key, (str, int, float, bool)) and key is not None:
+            if not isinstance(key, (str, int, float, bool)) and key is not None:  # `{{}}`, `? [a]`
                 raise RecipeError(
                     f"{format_path(keypath)}: a mapping key must be a plain scalar",
                     location=self.where(keypath),
                     hint="write keys as plain words",
                 )
+            skey = key if isinstance(key, str) else json.dumps(key) if key is not None else "null"
             sub = (*keypath, skey)
             kpos, vpos = self._map_positions(node, key)
             if kpos is not None:

@@ -128,3 +128,27 @@ def test_a_trickling_answer_is_cut_at_the_deadline_and_says_so(hub_url, capsys):
     elapsed = time.monotonic() - start
     assert "did not finish answering within 4 s (each read waits at most 1 s)" in err
     assert elapsed < 20
+
+
+def test_a_json_answer_in_no_utf_encoding_is_one_line(monkeypatch, capsys):
+    """Found by tests/fuzz (benchmarks/fuzz.py --random): NUL bytes read as UTF-32 JSON were an
+    internal error (UnicodeDecodeError)."""
+
+    class Nul(Hostile):
+        def do_GET(self) -> None:
+            body = b"\x00\x00\x00\x00\x00"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Nul)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        err = _one_line(capsys, "hub", "info", "o/m")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "its answer is not JSON" in err

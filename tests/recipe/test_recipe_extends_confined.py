@@ -77,3 +77,12 @@ def test_a_recipe_parent_still_extends(tmp_path):
     recipe.write_text("extends: base.yml\nengine: {max_model_len: 1024}\n")
     loaded = load_recipe(recipe)
     assert (loaded.recipe.engine.max_num_seqs, loaded.recipe.engine.max_model_len) == (4, 1024)
+
+
+@pytest.mark.parametrize("text", ["{{}}", "? [a, b]\n: 1\n", "{[1]: x}"])
+def test_a_collection_as_a_mapping_key_is_one_recipe_error(tmp_path, text):
+    """Found by tests/fuzz (benchmarks/fuzz.py --random): `{{}}` was an internal error."""
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    with pytest.raises(RecipeError, match="a mapping key must be a plain scalar"):
+        load_recipe(path)
