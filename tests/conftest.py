@@ -22,6 +22,9 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch:
     # `lock` / `outdated` pin images against their registry (Docker Hub for most recipes): no test
     # may reach a public registry.  Image tests turn it back on against a loopback registry.
     monkeypatch.setenv("AUTOBENCH_IMAGES", "0")
+    # Nothing reaches the real Hub (a recipe's bench fetches its model's tokenizer): tests that
+    # need a Hub point HF_ENDPOINT at the loopback fake Hub; everything else is refused at once.
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     yield
 
 

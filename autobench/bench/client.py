@@ -94,6 +94,11 @@ class BenchConfig:
     max_prompt_tokens: int = 1024
     random_input_len: int = 256
     random_range_ratio: float = 0.0
+    #: The tokenizer that measures prompt lengths: a Hub repo id (at ``tokenizer_revision``), a
+    #: tokenizer.json or a model directory; "estimated" for characters / 4; None: ``model`` when it
+    #: looks like a Hub repo id (as vllm bench serve does), else the estimate.
+    tokenizer: str | None = None
+    tokenizer_revision: str | None = None
     scrape_metrics: bool = True
     label: str | None = None
     #: The environment variable holding the server's API key (sent as ``Authorization: Bearer``).
@@ -184,6 +189,7 @@ def run_bench(
 def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dataset | None) -> BenchResult:
     config.check()
     if dataset is None:
+        tok, why = choose_tokenizer(config)
         dataset = load_dataset(
             kind=config.dataset_kind,
             path=config.dataset,
@@ -195,6 +201,8 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
             max_prompt_tokens=config.max_prompt_tokens,
             random_input_len=config.random_input_len,
             random_range_ratio=config.random_range_ratio,
+            tokenizer=tok,
+            tokenizer_fallback=why,
         )
     runner = _Runner(config, dataset, progress)
     factory, loop_name = loop_factory()
@@ -207,6 +215,22 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
             raise
     result.data["event_loop"] = loop_name
     return result
+
+
+def choose_tokenizer(config: BenchConfig) -> tuple[Any, str | None]:
+    """(tokenizer or None, why the estimate is used instead).  A bad local path is an error."""
+    from autobench.bench.tokenizer import ESTIMATED, TokenizerChoice, looks_local
+
+    spec = config.tokenizer
+    if spec is None:
+        m = config.model
+        if "/" in m and not looks_local(m) and m.count("/") == 1:
+            spec = m  # like vllm bench serve: the model name is the tokenizer's repo
+        else:
+            return None, f"no --tokenizer, and the model name {m!r} is not a Hub repo id"
+    if spec == ESTIMATED:
+        return None, None  # asked for: no warning, recorded as "estimated"
+    return TokenizerChoice(spec, config.tokenizer_revision).load()
 
 
 class _Runner:

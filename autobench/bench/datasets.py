@@ -5,9 +5,12 @@ does not have the expected shape raises ``BenchError`` (one line, with the file
 and, for JSONL, the line number); single prompts that cannot be used are
 skipped and counted by reason in ``Dataset.skipped``.
 
-No tokenizer is loaded: lengths used for *filtering* are estimated as
-``ceil(len(text) / 4)`` tokens (``estimate_tokens``); every token count in the
-results comes from the server's usage report.
+Prompt lengths (for building random prompts and for the ShareGPT / JSONL length
+filter) are counted with the served model's tokenizer when one is given
+(``autobench.bench.tokenizer``: what the server will count, special tokens
+included); without one they are estimated as ``ceil(len(text) / 4)`` tokens
+(``estimate_tokens``), and the dataset says so (``tokenizer`` = ``"estimated"``).
+Every token count in the results comes from the server's usage report.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ import random
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.errors import BenchError
 from autobench.files import human_bytes, open_regular, read_regular
+
+if TYPE_CHECKING:
+    from autobench.bench.tokenizer import BenchTokenizer
 
 KINDS = ("sharegpt", "random", "jsonl")
 
@@ -43,6 +49,10 @@ class Dataset:
     available: int  # usable prompts in the source before sampling
     skipped: Counter[str] = field(default_factory=Counter)
     reused: int = 0  # prompts sent more than once because the source had too few
+    #: The tokenizer that measured the prompts (``repo@sha``, ``path@sha256:...``) or "estimated".
+    tokenizer: str = "estimated"
+    #: Why no tokenizer was used, when one was wanted (None: a tokenizer was used, or none asked).
+    tokenizer_fallback: str | None = None
 
     def fingerprint(self) -> str:
         """sha256 over the measured prompts, in order: equal iff the sample is equal."""
@@ -80,23 +90,35 @@ def load_dataset(
     max_prompt_tokens: int = 1024,
     random_input_len: int = 256,
     random_range_ratio: float = 0.0,
+    tokenizer: BenchTokenizer | None = None,
+    tokenizer_fallback: str | None = None,
 ) -> Dataset:
-    """Load, filter and sample ``num_prompts`` measured prompts plus ``warmup`` distinct ones."""
+    """Load, filter and sample ``num_prompts`` measured prompts plus ``warmup`` distinct ones.
+
+    With ``tokenizer``, lengths are real token counts; else estimates (``tokenizer_fallback``
+    says why, and is recorded).
+    """
     kind = infer_kind(kind, path)
     if num_prompts < 1:
         raise BenchError("--num-prompts must be at least 1")
     want = num_prompts + warmup
     rng = random.Random(seed)
+    tok_id = tokenizer.id if tokenizer is not None else "estimated"
+    why = None if tokenizer is not None else tokenizer_fallback
     if kind == "random":
-        prompts = _random_prompts(want, rng, random_input_len, random_range_ratio, max_tokens)
-        return Dataset(kind, None, prompts[:num_prompts], prompts[num_prompts:], available=want)
+        prompts = _random_prompts(want, rng, random_input_len, random_range_ratio, max_tokens, tokenizer)
+        return Dataset(
+            kind, None, prompts[:num_prompts], prompts[num_prompts:], want, tokenizer=tok_id, tokenizer_fallback=why
+        )
     if path is None:
         raise BenchError(f"dataset kind {kind!r} needs a file", hint="pass --dataset PATH")
     skipped: Counter[str] = Counter()
+    f = _Filter(skipped, min_prompt_tokens, max_prompt_tokens, tokenizer, rng)
     if kind == "sharegpt":
-        pool = _sharegpt(path, skipped, max_tokens, min_prompt_tokens, max_prompt_tokens)
+        _sharegpt(path, f, max_tokens)
     else:
-        pool = _jsonl(path, skipped, max_tokens, min_prompt_tokens, max_prompt_tokens)
+        _jsonl(path, f, max_tokens)
+    pool = f.finish()
     if not pool:
         detail = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) or "the file has no entries"
         raise BenchError(
@@ -111,7 +133,7 @@ def load_dataset(
         # Too few prompts: reuse them in the same shuffled order (counted as reused).
         reused = want - len(pool)
         pool = [pool[i % len(pool)] for i in range(want)]
-    return Dataset(kind, path, pool[:num_prompts], pool[num_prompts:want], available, skipped, reused)
+    return Dataset(kind, path, pool[:num_prompts], pool[num_prompts:want], available, skipped, reused, tok_id, why)
 
 
 #: The largest dataset file read (ShareGPT V3 is 642 MiB; a JSON array is parsed whole).
@@ -178,24 +200,48 @@ def _lines(path: str) -> Iterator[tuple[int, str | None]]:
                 raise BenchError(f"line is not UTF-8 text (byte {exc.start})", location=f"{path}:{lineno}") from exc
 
 
-def _accept(text: str, skipped: Counter[str], max_tokens: int, lo: int, hi: int) -> Prompt | None:
-    if not text.strip():
-        skipped["empty_prompt"] += 1
-        return None
-    if len(text) > MAX_RECORD_BYTES or len(text.encode("utf-8")) > MAX_RECORD_BYTES:
-        skipped["record_too_large"] += 1
-        return None
-    est = estimate_tokens(text)
-    if est < lo:
-        skipped["prompt_too_short"] += 1
-        return None
-    if est > hi:
-        skipped["prompt_too_long"] += 1
-        return None
-    return Prompt(text, est, max_tokens)
+class _Filter:
+    """Collects candidate prompts, then measures them all at once (the tokenizer encodes in
+    batches) and keeps those within [lo, hi] tokens."""
+
+    def __init__(self, skipped: Counter[str], lo: int, hi: int, tok: BenchTokenizer | None, rng: random.Random):
+        self.skipped, self.lo, self.hi, self.tok, self.rng = skipped, lo, hi, tok, rng
+        self.texts: list[str] = []
+        self.max_tokens: list[int] = []
+        self.fixed: list[Prompt] = []  # built from a token count
+
+    def add(self, text: str, max_tokens: int) -> None:
+        if not text.strip():
+            self.skipped["empty_prompt"] += 1
+            return
+        if len(text) > MAX_RECORD_BYTES or len(text.encode("utf-8")) > MAX_RECORD_BYTES:
+            self.skipped["record_too_large"] += 1
+            return
+        self.texts.append(text)
+        self.max_tokens.append(max_tokens)
+
+    def add_length(self, n_tokens: int, max_tokens: int) -> None:
+        """A JSONL record giving a prompt length instead of text: a random prompt of that length."""
+        if not self.lo <= n_tokens <= self.hi:
+            self.skipped["prompt_too_short" if n_tokens < self.lo else "prompt_too_long"] += 1
+            return
+        text, n = _random_prompt(n_tokens, self.rng, self.tok)
+        self.fixed.append(Prompt(text, n, max_tokens))
+
+    def finish(self) -> list[Prompt]:
+        counts = self.tok.count_many(self.texts) if self.tok is not None else [estimate_tokens(t) for t in self.texts]
+        out: list[Prompt] = []
+        for text, n, mt in zip(self.texts, counts, self.max_tokens, strict=True):
+            if n < self.lo:
+                self.skipped["prompt_too_short"] += 1
+            elif n > self.hi:
+                self.skipped["prompt_too_long"] += 1
+            else:
+                out.append(Prompt(text, n, mt))
+        return out + self.fixed  # (the pool is shuffled with the seed next)
 
 
-def _sharegpt(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: int) -> list[Prompt]:
+def _sharegpt(path: str, f: _Filter, max_tokens: int) -> None:
     data = _loads(
         _read_text(path), path, "dataset", "ShareGPT V3 is one JSON array; use --dataset-kind jsonl for JSON lines"
     )
@@ -203,7 +249,7 @@ def _sharegpt(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: in
         raise BenchError(
             f"ShareGPT dataset must be a JSON array of conversations, got {type(data).__name__}", location=path
         )
-    out: list[Prompt] = []
+    skipped = f.skipped
     for entry in data:
         conv = entry.get("conversations") if isinstance(entry, dict) else None
         if not isinstance(conv, list):
@@ -219,41 +265,45 @@ def _sharegpt(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: in
         if first.get("from", "human") not in ("human", "user"):
             skipped["first_turn_not_human"] += 1
             continue
-        p = _accept(first["value"], skipped, max_tokens, lo, hi)
-        if p is not None:
-            out.append(p)
-    return out
+        f.add(first["value"], max_tokens)
 
 
-def _jsonl(path: str, skipped: Counter[str], max_tokens: int, lo: int, hi: int) -> list[Prompt]:
-    out: list[Prompt] = []
+def _jsonl(path: str, f: _Filter, max_tokens: int) -> None:
+    skipped = f.skipped
     for lineno, line in _lines(path):
         if line is None:
             skipped["record_too_large"] += 1
             continue
         if not line.strip():
             continue
-        obj = _loads(
-            line, f"{path}:{lineno}", "line", 'each line must be a JSON string or {"prompt": "...", "max_tokens": N}'
-        )
-        mt = max_tokens
+        obj = _loads(line, f"{path}:{lineno}", "line", _JSONL_HINT)
         if isinstance(obj, str):
-            text = obj
-        elif isinstance(obj, dict) and isinstance(obj.get("prompt"), str):
-            text = obj["prompt"]
-            if "max_tokens" in obj:
-                v = obj["max_tokens"]
-                if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                    skipped["bad_max_tokens"] += 1
-                    continue
-                mt = v
-        else:
+            f.add(obj, max_tokens)
+            continue
+        if not isinstance(obj, dict) or not (isinstance(obj.get("prompt"), str) or "prompt_tokens" in obj):
             skipped["no_prompt_field"] += 1
             continue
-        p = _accept(text, skipped, mt, lo, hi)
-        if p is not None:
-            out.append(p)
-    return out
+        mt = max_tokens
+        if "max_tokens" in obj:
+            mt = obj["max_tokens"]
+            if not _positive_int(mt):
+                skipped["bad_max_tokens"] += 1
+                continue
+        if isinstance(obj.get("prompt"), str):
+            f.add(obj["prompt"], mt)
+        elif _positive_int(obj["prompt_tokens"]) and obj["prompt_tokens"] <= MAX_RECORD_BYTES // 4:
+            f.add_length(obj["prompt_tokens"], mt)
+        else:
+            skipped["bad_prompt_tokens"] += 1
+
+
+_JSONL_HINT = (
+    'each line must be a JSON string, {"prompt": "...", "max_tokens": N} or {"prompt_tokens": N, "max_tokens": M}'
+)
+
+
+def _positive_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
 
 _WORDS = [
@@ -323,8 +373,25 @@ _WORDS = [
 ]
 
 
-def _random_prompts(n: int, rng: random.Random, input_len: int, ratio: float, max_tokens: int) -> list[Prompt]:
-    """Random word sequences of ~``input_len`` estimated tokens, +/- ``ratio`` (uniform)."""
+def _random_prompt(n_tokens: int, rng: random.Random, tok: BenchTokenizer | None) -> tuple[str, int]:
+    """(text, its length in tokens): exact with a tokenizer, else random words of ~n_tokens * 4 chars."""
+    if tok is not None:
+        return tok.prompt_of_length(n_tokens, rng)
+    words: list[str] = []
+    chars = 0
+    while chars < n_tokens * 4:
+        w = rng.choice(_WORDS)
+        words.append(w)
+        chars += len(w) + 1
+    text = " ".join(words)
+    return text, estimate_tokens(text)
+
+
+def _random_prompts(
+    n: int, rng: random.Random, input_len: int, ratio: float, max_tokens: int, tok: BenchTokenizer | None = None
+) -> list[Prompt]:
+    """Prompts of ``input_len`` tokens +/- ``ratio`` (uniform): exact token counts with a
+    tokenizer (built as vLLM's random dataset builds them), estimated ones without."""
     if input_len < 1:
         raise BenchError("--random-input-len must be at least 1")
     if not 0.0 <= ratio < 1.0:
@@ -333,13 +400,6 @@ def _random_prompts(n: int, rng: random.Random, input_len: int, ratio: float, ma
     hi = max(lo, int(input_len * (1 + ratio)))
     out = []
     for _ in range(n):
-        target = rng.randint(lo, hi)
-        words: list[str] = []
-        chars = 0
-        while chars < target * 4:
-            w = rng.choice(_WORDS)
-            words.append(w)
-            chars += len(w) + 1
-        text = " ".join(words)
-        out.append(Prompt(text, estimate_tokens(text), max_tokens))
+        text, count = _random_prompt(rng.randint(lo, hi), rng, tok)
+        out.append(Prompt(text, count, max_tokens))
     return out

@@ -75,6 +75,7 @@ class SyntheticConfig:
     stall_seconds: float = 30.0
     no_usage: bool = False
     empty_chunk_rate: float = 0.0  # fraction of token chunks sent with "text": "" (a partial UTF-8 token)
+    tokenizer: str | None = None  # tokenizer.json / model dir: usage.prompt_tokens counted with it
     boot_delay: float = 0.0
     fail_boot_with: str | None = None
     die_after_requests: int | None = None
@@ -204,6 +205,11 @@ class SyntheticServer:
         # CPU back at once).  At normal priority it does not: a yield can then cost a whole time
         # slice behind any other busy process.
         self.spin_yield = hasattr(os, "getpriority") and os.getpriority(os.PRIO_PROCESS, 0) < 0
+        self.tokenizer: Any = None
+        if config.tokenizer is not None:
+            from autobench.bench.tokenizer import load_local
+
+            self.tokenizer = load_local(config.tokenizer)
 
     def protocol(self) -> HttpConn:
         return HttpConn(self.dispatch, self.conns, self.pacer)
@@ -348,7 +354,8 @@ class SyntheticServer:
         except (TypeError, ValueError):
             self._error(conn, 400, "max_tokens must be an integer", "BadRequestError", "max_tokens")
             return
-        prompt_tokens = max(1, len(prompt.split()))
+        # Like vLLM: the prompt's tokens with special tokens (a BOS), when a tokenizer is given.
+        prompt_tokens = self.tokenizer.count(prompt) if self.tokenizer is not None else max(1, len(prompt.split()))
         stream = bool(req.get("stream", False))
         include_usage = bool((req.get("stream_options") or {}).get("include_usage")) and not cfg.no_usage
 

@@ -97,6 +97,17 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
     help="Environment variable holding the server's API key (sent as a Bearer token; must be set). "
     "Default: OPENAI_API_KEY when set.",
 )
+@click.option(
+    "--tokenizer",
+    default=None,
+    metavar="REPO|PATH",
+    help="Tokenizer that measures prompt lengths: a Hub repo id (fetched at --tokenizer-revision, or read "
+    "from the HF cache offline), a tokenizer.json or a model directory; 'estimated' for characters / 4. "
+    "Default: --model when it is a Hub repo id, else the estimate (with a warning).",
+)
+@click.option(
+    "--tokenizer-revision", default=None, metavar="REV", help="Branch, tag or commit sha of --tokenizer (default main)."
+)
 @click.option("--result", "result_path", default=None, help="Write the result JSON to this file.")
 @json_option("Print the result JSON on stdout.")
 @click.pass_context
@@ -128,6 +139,8 @@ def bench(
     random_range_ratio: float,
     label: str | None,
     api_key_env: str | None,
+    tokenizer: str | None,
+    tokenizer_revision: str | None,
     result_path: str | None,
     as_json: bool,
 ) -> None:
@@ -160,6 +173,8 @@ def bench(
         random_input_len=random_input_len,
         random_range_ratio=random_range_ratio,
         label=label,
+        tokenizer=tokenizer,
+        tokenizer_revision=tokenizer_revision,
     )
     if api_key_env is not None:  # a name given explicitly must be set
         cfg.api_key_env, cfg.api_key_required = api_key_env, True
@@ -172,6 +187,12 @@ def bench(
     else:
         _print_summary(result.to_json_dict())
     d = result.to_json_dict()
+    if d.get("tokenizer_fallback"):
+        click.echo(
+            f"warning: prompt lengths were ESTIMATED (characters / 4), not counted: {d['tokenizer_fallback']} "
+            '(pass --tokenizer REPO|PATH; the result records tokenizer_id "estimated")',
+            err=True,
+        )
     if d.get("interrupted"):
         where = f"; written to {result_path}" if result_path else ""
         say(
@@ -246,6 +267,10 @@ def _summary_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
         ("incomplete (cancelled at cap)", _fmt(d["incomplete"])),
         ("not dispatched", _fmt(d["not_dispatched"])),
         ("time cap hit", "yes" if d["time_cap_hit"] else "no"),
+        (
+            "tokenizer",
+            str(d.get("tokenizer_id")) + (" (characters / 4)" if d.get("tokenizer_id") == "estimated" else ""),
+        ),
         *([("interrupted (Ctrl-C)", "yes")] if d.get("interrupted") else []),
         ("duration (s)", _fmt(d["duration"])),
         ("prefill (input) tok/s", _fmt(d["input_throughput"])),
@@ -363,6 +388,12 @@ def _print_summary(d: dict[str, Any]) -> None:
     help='Fraction of token chunks sent with empty text ("text": "", as vLLM does for a token '
     "ending inside a UTF-8 sequence); they still count as tokens.",
 )
+@click.option(
+    "--tokenizer",
+    default=None,
+    metavar="PATH",
+    help="tokenizer.json or model directory: usage.prompt_tokens counted with it (default: words).",
+)
 @click.option("--no-usage", is_flag=True, help="Never send the usage chunk.")
 @click.option(
     "--boot-delay",
@@ -407,6 +438,7 @@ def synthetic_server(
     stall_rate: float,
     stall_seconds: float,
     empty_chunk_rate: float,
+    tokenizer: str | None,
     no_usage: bool,
     boot_delay: float,
     fail_boot_with: str | None,
@@ -439,6 +471,7 @@ def synthetic_server(
         stall_rate=stall_rate,
         stall_seconds=stall_seconds,
         empty_chunk_rate=empty_chunk_rate,
+        tokenizer=tokenizer,
         no_usage=no_usage,
         boot_delay=boot_delay,
         fail_boot_with=fail_boot_with,

@@ -6,7 +6,7 @@ Public API (used by the run orchestration):
     docker_argv(recipe, *, home=None) -> list[str]   ["docker", "run", "-d", "--name", NAME, ...]
     bench_argv(recipe, *, home=None) -> list[str]    ["autobench", "bench", ...] or docker exec form
     base_url(recipe), container_name(recipe), speculative_json(recipe), check_frozen(loaded),
-    bench_api_key_env(recipe)
+    bench_api_key_env(recipe), bench_tokenizer(recipe)
 Multi-node recipes: ``autobench.compile.cluster.compile_cluster(loaded, hosts, remote)`` ->
 {"driver.sh": ..., "node-K.sh": ...}.
 The script is built from the same argument lists through one quoting path
@@ -19,6 +19,7 @@ from autobench.compile.argv import (
     base_url,
     bench_api_key_env,
     bench_argv,
+    bench_tokenizer,
     container_name,
     docker_argv,
     serve_argv,
@@ -31,6 +32,7 @@ __all__ = [
     "base_url",
     "bench_api_key_env",
     "bench_argv",
+    "bench_tokenizer",
     "check_frozen",
     "compile_recipe",
     "container_name",

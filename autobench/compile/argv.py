@@ -100,6 +100,18 @@ def bench_api_key_env(recipe: Any) -> str | None:
     return SERVER_API_KEY_SECRET if SERVER_API_KEY_SECRET in recipe.secrets else None
 
 
+def bench_tokenizer(recipe: Any) -> tuple[str, str | None]:
+    """(tokenizer, revision) the bench measures prompt lengths with: the served model's own, as
+    vllm serve loads it (``model.tokenizer`` at ``tokenizer_revision`` when set, else the model repo
+    at its revision; a local model directory as is)."""
+    m = recipe.model
+    if m.tokenizer:
+        return m.tokenizer, m.tokenizer_revision
+    if is_local_model(m.repo):
+        return m.repo, None
+    return m.repo, m.revision
+
+
 def speculative_json(recipe: Any) -> str | None:
     spec = recipe.speculative
     if spec is None:
@@ -320,6 +332,10 @@ def bench_lines(recipe: Any) -> Lines:
             lines.append(_opt("--dataset", d.path, path=True))
         if d.kind == "random" and d.input_len is not None:
             lines.append(_opt("--random-input-len", str(d.input_len)))
+        tok, tok_rev = bench_tokenizer(recipe)
+        lines.append(_opt("--tokenizer", tok, path=is_local_model(tok)))
+        if tok_rev:
+            lines.append(_opt("--tokenizer-revision", tok_rev))
         lines.append(_opt("--num-prompts", str(b.num_prompts)))
         if b.max_seconds is not None:
             lines.append(_opt("--max-seconds", num(b.max_seconds)))

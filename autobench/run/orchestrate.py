@@ -181,7 +181,7 @@ def prepare(
 # ---------------------------------------------------------------- bench
 def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
     from autobench.bench.client import BenchConfig
-    from autobench.compile import bench_api_key_env
+    from autobench.compile import bench_api_key_env, bench_tokenizer
 
     b = loaded.recipe.bench
     s = b.sampler
@@ -212,6 +212,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
         label=loaded.recipe.name,
         extra_body=extra,
     )
+    cfg.tokenizer, cfg.tokenizer_revision = bench_tokenizer(loaded.recipe)  # the served model's own
     key_env = bench_api_key_env(loaded.recipe)
     if key_env is not None:  # the server demands the key it was given: the bench sends it by name
         cfg.api_key_env = key_env  # sent when set (a server started without it is open)

@@ -102,7 +102,11 @@ def test_bench_invocation_has_the_seeds_parameters():
     seed = shlex.split(SEED_BENCH.replace("\\\n", " "))[2:]  # drop python3 scripts/bench-serving.py
     # the one endpoint (autobench.recipe.facts.server_endpoint) dials loopback by address, as `run` does
     seed = [w.replace("http://localhost:8000", "http://127.0.0.1:8000") for w in seed]
-    assert bench_argv(recipe) == ["autobench", "bench", *seed]
+    argv = bench_argv(recipe)
+    # Beyond the seed: prompt lengths measured with the served model's tokenizer at its revision.
+    i = argv.index("--tokenizer")
+    assert argv[i : i + 4] == ["--tokenizer", recipe.model.repo, "--tokenizer-revision", recipe.model.revision]
+    assert argv[:i] + argv[i + 4 :] == ["autobench", "bench", *seed]
 
 
 def test_compiled_script_runs_the_seed_command_with_hf_token_by_reference(tmp_path, monkeypatch):

@@ -82,6 +82,8 @@ autobench bench \
   --base-url http://127.0.0.1:8000 \
   --model qwen \
   --dataset benchmark_data/ShareGPT_V3_unfiltered_cleaned_split.json \
+  --tokenizer shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC \
+  --tokenizer-revision main \
   --num-prompts 500 \
   --max-seconds 900 \
   --concurrency 8 \
