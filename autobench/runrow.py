@@ -8,7 +8,8 @@ later path (sweeps, imports).  What a run produced goes in as it is:
 * ``log``: the ``LogReport.to_json_dict()`` of the server log (boot facts, the root cause);
 * ``root_cause``: an explicit cause (``record --root-cause``, a readiness timeout, an
   interrupt); else the log's, in the one text form :func:`root_cause_text` writes;
-* ``notes``, times, the image digest, host facts, and ``record``'s stated shas.
+* ``notes``, times, the image digest, host facts, and ``record``'s stated shas;
+* ``tokenizer``: what measured the bench's prompt lengths (the result's ``tokenizer_id``).
 
 Every string that reaches the row is redacted here (``autobench.redaction``, with the
 recipe's secrets and secret-named variables of ``env``).  The ledger itself imports
@@ -56,6 +57,9 @@ class RunFacts:
     corrects: int | None = None
     supersedes: int | None = None
     preflight: Mapping[str, Any] | None = None  # the preflight prediction made before the run
+    #: What measured the bench's prompt lengths (the result's tokenizer_id); default: the
+    #: ``tokenizer`` key of ``metrics`` when they are a whole normalized result.
+    tokenizer: str | None = None
     notes_sep: str = "; "
 
 
@@ -88,6 +92,11 @@ def log_root_cause(log: Mapping[str, Any] | None) -> RootCause | None:
     if not cause:
         return None
     return RootCause(cause.get("category"), root_cause_text(cause), cause.get("detail"))
+
+
+def _tokenizer(facts: RunFacts) -> str | None:
+    tok = facts.tokenizer if facts.tokenizer is not None else facts.metrics.get("tokenizer")
+    return tok if isinstance(tok, str) else None
 
 
 def _pick_sha(given: str | None, recipe_sha: str | None, what: str) -> str | None:
@@ -142,6 +151,7 @@ def new_run(loaded: LoadedRecipe, script: str, facts: RunFacts, *, env: Mapping[
         supersedes=facts.supersedes,
         source=facts.source,
         preflight=dict(facts.preflight) if facts.preflight is not None else None,
+        tokenizer=clean(_tokenizer(facts)),
         metrics=redact_tree(metric_columns(facts.metrics), secrets),
         boot=redact_tree(boot, secrets),
     )

@@ -50,6 +50,7 @@ NORMALIZED_KEYS = (
     "request_rate",
     "concurrency",
     "num_prompts",
+    "tokenizer",  # not a metric: what measured the prompt lengths (recorded in the ledger)
 )
 
 
@@ -311,6 +312,8 @@ def normalize(d: Any, source: str = "result") -> dict[str, Any]:
         "request_rate": rate_acc,
         "concurrency": int(conc) if isinstance(conc, (int, float)) and not isinstance(conc, bool) else None,
         "num_prompts": _int(d, "num_prompts", w),
+        # ours: "repo@sha", "path@sha256:...", "estimated"; vllm bench serve: the tokenizer it loaded
+        "tokenizer": d["tokenizer_id"] if isinstance(d.get("tokenizer_id"), str) else None,
     }
 
 

@@ -104,6 +104,12 @@ def _v6_preflight(conn: Connection) -> None:
     conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN preflight TEXT")
 
 
+def _v7_tokenizer(conn: Connection) -> None:
+    # Nullable: runs recorded before v7 keep their content and hashes (NULL added columns are
+    # left out of the hashed content).
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN tokenizer TEXT")
+
+
 # (version, description, apply).  Append new migrations; never edit an applied one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "runs table with metrics and boot facts, indexes, append-only triggers", _v1_runs_table),
@@ -117,6 +123,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (4, "run_uid: a run's stable id across ledgers (push / pull)", _v4_run_uid),
     (5, "root_cause_detail: the line that says what is wrong (a ValidationError's detail)", _v5_root_cause_detail),
     (6, "preflight: the KV-cache layout prediction made before the run started", _v6_preflight),
+    (7, "tokenizer: what measured the bench's prompt lengths (repo@sha, a file, or estimated)", _v7_tokenizer),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -79,7 +79,7 @@ BOOT_KEYS: tuple[str, ...] = (
 #: The hash chain's rule for them (autobench.ledger.chain): such a column enters a row's
 #: canonical content only when it is not NULL, so rows written before it existed hash
 #: exactly as they did.  Add every new column here with its migration's number.
-ADDED_IN: dict[str, int] = {**{key: 3 for key in V3_BOOT_KEYS}, "run_uid": 4, "root_cause_detail": 5, "preflight": 6}
+ADDED_IN: dict[str, int] = {**{key: 3 for key in V3_BOOT_KEYS}, "run_uid": 4, "root_cause_detail": 5, "preflight": 6, "tokenizer": 7}
 
 #: Run columns other than metrics, boot facts and the chain.
 CORE_KEYS: tuple[str, ...] = (
@@ -107,6 +107,7 @@ CORE_KEYS: tuple[str, ...] = (
     "source",
     "run_uid",
     "preflight",
+    "tokenizer",
 )
 
 #: JSON-encoded text columns (decoded in RunRecord).
@@ -220,6 +221,9 @@ class RunRow(SQLModel, table=True):
     # -- schema v6: the preflight prediction made before the run started (autobench.preflight,
     #    JSON; NULL when none was made).  Part of the hashed content when set.
     preflight: str | None = _text()
+    # -- schema v7: the tokenizer that measured the bench's prompts ("repo@sha", "path@sha256:...",
+    #    or "estimated"); NULL on runs recorded before v7 or without a bench result
+    tokenizer: str | None = _text()
     # -- hash chain
     prev_hash: str = Field(nullable=False, unique=True)
     row_hash: str = Field(nullable=False, unique=True)
@@ -279,6 +283,8 @@ class NewRun:
     run_uid: str | None = None
     #: The preflight prediction (``autobench.preflight.predict.Prediction.to_dict()``), if one was made.
     preflight: dict[str, Any] | str | None = None
+    #: The bench result's ``tokenizer_id``: ``repo@sha``, ``path@sha256:...`` or "estimated".
+    tokenizer: str | None = None
 
 
 @dataclass
@@ -314,6 +320,7 @@ class RunRecord:
     run_uid: str | None = None
     root_cause_detail: str | None = None
     preflight: dict[str, Any] | None = None
+    tokenizer: str | None = None
 
     @property
     def stable_id(self) -> str:

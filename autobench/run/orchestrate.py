@@ -86,6 +86,7 @@ class RunOutcome:
     signal: str | None = None
     image_digest: str | None = None  # docker runtime: the registry digest of the image that ran
     preflight: dict[str, Any] | None = None  # the preflight prediction (autobench.preflight)
+    tokenizer: str | None = None  # the bench result's tokenizer_id (repo@sha, a file, "estimated")
 
     @property
     def exit_code(self) -> int:
@@ -114,6 +115,7 @@ class RunOutcome:
             "ended_at": self.ended_at,
             "signal": self.signal,
             "image_digest": self.image_digest,
+            "tokenizer": self.tokenizer,
             "plan": self.plan.to_json_dict(),
         }
 
@@ -460,6 +462,7 @@ def _bench(loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome
         return "FAILED", f"bench crashed (a bug in autobench): {type(exc).__name__}: {exc}"
     result = worker.result
     outcome.metrics = normalized_metrics(result, plan)
+    outcome.tokenizer = result.to_json_dict().get("tokenizer_id")
     died = _server_gone(server, plan)
     if died:
         return "FAILED", died
@@ -582,6 +585,7 @@ def _record(
         host_facts=host_facts if host_facts is not None else _host_facts(plan),
         log={**outcome.boot},
         preflight=outcome.preflight,
+        tokenizer=outcome.tokenizer,
     )
     rec = ledger.append(new_run(loaded, script, facts, env=env))
     outcome.run_id = getattr(rec, "id", None)

@@ -235,18 +235,20 @@ def classify(info: JobInfo, phase: str, outcome: RunOutcome) -> tuple[str, str |
     return "FAILED", f"slurm_{info.state.lower()}", f"{job} ended {info.state}{code} during {phase}"
 
 
-def _metrics(run_dir: Path) -> dict[str, Any]:
+def _metrics(run_dir: Path) -> tuple[dict[str, Any], str | None]:
+    """(ledger metrics, the tokenizer that measured the prompts) of the job's bench.json."""
     from autobench.bench.result import load_result_json
     from autobench.errors import AutobenchError
     from autobench.runrow import metric_columns
 
     path = run_dir / P.BENCH_JSON  # written by the job on the node: read at this edge
     if not path.is_file():
-        return {}
+        return {}, None
     try:
-        return metric_columns(load_result_json(path))
+        norm = load_result_json(path)
     except AutobenchError:
-        return {}
+        return {}, None
+    return metric_columns(norm), norm.get("tokenizer")
 
 
 def redact_outputs(run_dir: Path, secrets: Mapping[str, str]) -> None:
@@ -354,7 +356,7 @@ def run_slurm(
             secrets = environment_secrets(plan.secret_names, base_env)
             redact_outputs(run_dir, secrets)
             phase = _phase(run_dir)
-            outcome.metrics = _metrics(run_dir)
+            outcome.metrics, outcome.tokenizer = _metrics(run_dir)
             rc = _log_facts(run_dir, outcome)
             status, category, message = classify(info, phase, outcome)
             if interrupted:

@@ -61,8 +61,9 @@ def test_empty_text_chunks_are_tokens(empty_chunk_server: str, endpoint: str) ->
     assert d["mean_tokens_per_chunk"] == pytest.approx(1.0)
     assert d["token_chunks"] == n_req * n_tok
     assert d["itl_samples"] == n_req * (n_tok - 1)
-    assert 49.5 <= d["median_ttft_ms"] < 53.0
-    assert 49.5 <= d["p99_ttft_ms"] < 60.0  # an empty first chunk must not add an ITL to TTFT
+    # (bounds with room for a loaded 2-core machine; the counts above are exact whatever the load)
+    assert 49.5 <= d["median_ttft_ms"] < 55.0
+    assert 49.5 <= d["p99_ttft_ms"] < 60.0  # an empty first chunk must not add an ITL (10 ms) to TTFT
     assert d["median_tpot_ms"] == pytest.approx(10.0, abs=0.3)
     assert d["median_itl_ms"] == pytest.approx(10.0, abs=1.0)
     assert d["median_e2el_ms"] == pytest.approx(50 + (n_tok - 1) * 10, abs=5.0)

@@ -352,3 +352,18 @@ def test_verify_head_and_missing_triggers_through_the_cli(capsys, backend):
     code, out, err = run(capsys, "ledger", "verify", "--json", "--ledger", backend.url)
     doc = json.loads(out)
     assert code == 4 and doc["ok"] is False and "runs_no_update" in doc["missing_triggers"]
+
+
+def test_record_keeps_the_tokenizer_that_measured_the_prompts(capsys, db_path, tmp_path):
+    ours = tmp_path / "result.json"
+    tok = "shieldstar/Qwen3.5-122B-A10B-int4-AutoRound-EC@6c7242c934a9870d7c59c05240bdbb2467cc1394"
+    ours.write_text(json.dumps({**VLLM_RESULT, "tokenizer_id": tok}))
+    code, out, err = run(
+        capsys, "record", str(DFLASH), "--status", "DONE", "--metrics", str(ours), "--ledger", str(db_path), "--json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["tokenizer"] == tok
+    assert open_ledger(db_path).get(1).tokenizer == tok
+    code, out, err = run(capsys, "ledger", "show", "1", "--ledger", str(db_path))
+    assert code == 0 and f"tokenizer: {tok}" in out
+    assert open_ledger(db_path).verify().ok

@@ -40,7 +40,12 @@ def test_done_row_with_metrics(make_recipe, tmp_path: Path):
     assert row.recipe_snapshot["name"] == "synth-run"
     assert row.root_cause_category is None
     assert row.started_at <= row.ended_at
+    # The bench measured prompts with the model's tokenizer when it could: the Hub is unreachable
+    # here, so the estimate, said so and recorded (schema v7).
+    assert row.tokenizer == "estimated" and outcome["tokenizer"] == "estimated"
     run_dir = only_run_dir(tmp_path)
+    bench = json.loads((run_dir / "bench.json").read_text())
+    assert "acme/tiny-model" in bench["tokenizer_fallback"] and bench["tokenizer_id"] == "estimated"
     assert outcome["run_dir"] == str(run_dir) and outcome["run_id"] == row.id
     for name in (
         "server.log",
