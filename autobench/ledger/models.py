@@ -79,7 +79,13 @@ BOOT_KEYS: tuple[str, ...] = (
 #: The hash chain's rule for them (autobench.ledger.chain): such a column enters a row's
 #: canonical content only when it is not NULL, so rows written before it existed hash
 #: exactly as they did.  Add every new column here with its migration's number.
-ADDED_IN: dict[str, int] = {**{key: 3 for key in V3_BOOT_KEYS}, "run_uid": 4, "root_cause_detail": 5, "preflight": 6, "tokenizer": 7}
+ADDED_IN: dict[str, int] = {
+    **{key: 3 for key in V3_BOOT_KEYS},
+    "run_uid": 4,
+    "root_cause_detail": 5,
+    "preflight": 6,
+    "tokenizer": 7,
+}
 
 #: Run columns other than metrics, boot facts and the chain.
 CORE_KEYS: tuple[str, ...] = (

@@ -176,7 +176,12 @@ def test_a_fresh_ledger_has_the_schema_of_a_migrated_one(tmp_path, v2_copy):
     old = _sql(FIXTURE, "SELECT name FROM pragma_table_info('runs')")
     new = _sql(tmp_path / "fresh.db", "SELECT name FROM pragma_table_info('runs')")
     # ... and v5 the root cause's detail line
-    assert new == old + [(name,) for name, _ in V3_COLUMNS] + [("run_uid",), ("root_cause_detail",), ("preflight",), ("tokenizer",)]
+    assert new == old + [(name,) for name, _ in V3_COLUMNS] + [
+        ("run_uid",),
+        ("root_cause_detail",),
+        ("preflight",),
+        ("tokenizer",),
+    ]
     assert {name for name, _ in V3_COLUMNS} == {k for k, v in ADDED_IN.items() if v == 3} == set(V3_BOOT_KEYS)
     assert {k for k, v in ADDED_IN.items() if v == 4} == {"run_uid"}
     assert {k for k, v in ADDED_IN.items() if v == 5} == {"root_cause_detail"}
