@@ -204,6 +204,7 @@ def main() -> None:
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=64)
     ap.add_argument("--build-only", action="store_true")
+    ap.add_argument("--port", type=int, default=None, help="use a vllm serve already running on this port")
     a = ap.parse_args()
     work = Path(a.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -211,8 +212,8 @@ def main() -> None:
     if a.build_only:
         print(f"built: {venv}, {model}")
         return
-    port = free_port()
-    proc = start_server(venv, model, port, work / "serve.log")
+    port = a.port or free_port()
+    proc = None if a.port else start_server(venv, model, port, work / "serve.log")
     rows: dict[tuple[int, str], list[dict[str, Any]]] = {}
     try:
         prompts = work / "prompts.jsonl"
@@ -268,11 +269,12 @@ def main() -> None:
                 )
             print(f"C={c}\n  " + "\n  ".join(parts))
     finally:
-        os.killpg(proc.pid, 15)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
+        if proc is not None:
+            os.killpg(proc.pid, 15)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, 9)
     print(f"# load average at the end: {os.getloadavg()[0]:.2f}")
 
 
