@@ -6,7 +6,8 @@
     budget.py     the KV budget: GPU memory -> blocks -> concurrency, with its uncertainty
     inputs.py     recipe -> configs at the pinned revisions, serve options, vLLM version, weights
     predict.py    one Prediction (text and JSON) for a recipe
-    findings.py   the prediction as a validate finding (AB070)
+    findings.py   the prediction as validate findings (AB070 predicted failure, AB071 cannot predict)
+    compare.py    a stored prediction against the boot facts a log printed (preflight-report)
 
 Nothing here starts a process or loads weights: a prediction is arithmetic over config.json files.
 """

@@ -26,7 +26,9 @@ def gate(
         # Configs from the local HF cache only (``lock`` puts them there): run never waits on the Hub here.
         prediction = predict_recipe(loaded, Options(vllm_version=vllm_version, cache_only=True))
     except AutobenchError as exc:
-        return None, f"preflight: {exc}"
+        note = f"preflight: {exc}"
+        echo(note)
+        return None, note
     doc = prediction.to_dict()
     if not prediction.fails:
         block = doc["attention_block_size"]

@@ -131,3 +131,10 @@ def test_a_forced_run_keeps_the_failed_prediction_and_the_report_flags_it(hub, t
     code = main(["preflight-report", "--ledger", str(tmp_path / "ledger.db")])
     out = capsys.readouterr().out
     assert code == 1 and "boot" in out and "fails (assertion)" in out and "DIFFERS" in out
+
+
+def test_configs_not_cached_the_run_goes_on_and_says_why(tmp_path: Path) -> None:
+    recipe = _recipe(tmp_path, c.DRAFT_NEW, 8)  # never locked: no config in the HF cache
+    proc = _run(recipe, tmp_path, "--allow-unpinned")
+    assert proc.returncode == 0, proc.stderr
+    assert "preflight: " in proc.stderr and "not in the local HF cache" in proc.stderr
