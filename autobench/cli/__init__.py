@@ -62,6 +62,15 @@ class LazyGroup(click.Group):
         module_name, attr = COMMANDS[cmd_name][0].split(":")
         return getattr(importlib.import_module(module_name), attr)
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            name = args[0] if args else ""
+            raise click.UsageError(_unknown_command(name, self.list_commands(ctx)) or exc.message, ctx) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
         if rows:
@@ -77,6 +86,21 @@ def cli() -> None:
     Recipes (YAML) are validated, pinned to exact Hub commits, compiled into
     shell-safe scripts, run, recorded in an append-only ledger and reported.
     """
+
+
+def _unknown_command(name: str, known: list[str]) -> str | None:
+    """``No such command 'valdate'. Did you mean 'validate'?`` (None when ``name`` is no command word)."""
+    import difflib
+
+    from autobench.escape import human
+
+    if not name or name.startswith("-"):
+        return None
+    close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+    message = f"No such command {human(name)!r}."
+    if close:
+        message += " Did you mean " + " or ".join(repr(c) for c in close) + "?"
+    return message
 
 
 def _one_line(text: str) -> str:
@@ -97,6 +121,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         return 130
+    except click.exceptions.NoArgsIsHelpError as exc:  # a bare group: its help, as --help prints it
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else "")
+        return 0
     except click.UsageError as exc:  # bad command line: one line, like every other bad input
         command = exc.ctx.command_path if exc.ctx is not None else "autobench"
         click.echo(f"error: {_one_line(exc.format_message())} (hint: see `{command} --help`)", err=True)

@@ -118,7 +118,13 @@ class LogFile:
             self._fh.close()
 
 
-def _spawn(argv: Sequence[str], env: dict[str, str] | None) -> subprocess.Popen[bytes]:
+_MISSING_HINT = "install it or point --vllm-exec at it"
+_MISSING_DOCKER_HINT = "install the docker CLI and start its engine, or run with --runtime process"
+
+
+def _spawn(
+    argv: Sequence[str], env: dict[str, str] | None, missing_hint: str = _MISSING_HINT
+) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
             list(argv),
@@ -131,7 +137,7 @@ def _spawn(argv: Sequence[str], env: dict[str, str] | None) -> subprocess.Popen[
     except FileNotFoundError as exc:
         raise RunError(
             f"cannot start the server: {argv[0]!r} not found",
-            hint="install it or point --vllm-exec at it",
+            hint=missing_hint,
         ) from exc
     except PermissionError as exc:
         raise RunError(f"cannot start the server: {argv[0]!r} is not executable") from exc
@@ -258,9 +264,9 @@ class DockerServer:
         if _is_detached(self.argv):
             # `docker run -d` returns once the container is created; wait_started() waits for it,
             # bounded and interruptible (a hung CLI must not make the run unstoppable).
-            self._starter = _spawn(self.argv, env)
+            self._starter = _spawn(self.argv, env, _MISSING_DOCKER_HINT)
         else:
-            self._run_proc = _spawn(self.argv, env)
+            self._run_proc = _spawn(self.argv, env, _MISSING_DOCKER_HINT)
             assert self._run_proc.stdout is not None
             self._pumps.append(log.pump(self._run_proc.stdout))
 
@@ -309,7 +315,7 @@ class DockerServer:
             self._early_exit = proc.returncode
             return
         log.note(f"container {self.name} started: {text.strip()[:64]}")
-        self._follower = _spawn([self.docker, "logs", "-f", self.name], self._env)
+        self._follower = _spawn([self.docker, "logs", "-f", self.name], self._env, _MISSING_DOCKER_HINT)
         assert self._follower.stdout is not None
         self._pumps.append(log.pump(self._follower.stdout))
 

@@ -100,3 +100,13 @@ def test_a_refused_docker_run_records_nothing_and_never_removes_someone_elses_co
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_without_docker_the_hint_is_about_docker_not_the_process_runtimes_vllm_exec(make_recipe, tmp_path: Path):
+    # PATH holds only the Python that runs autobench: no docker CLI at all.
+    env = run_env(tmp_path, PATH=str(Path(sys.executable).parent))
+    r = _run(make_recipe(), tmp_path, env)
+    assert r.returncode != 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert "'docker' not found" in last and "--runtime process" in last
+    assert "--vllm-exec" not in r.stderr
