@@ -15,7 +15,7 @@ from typing import Any
 
 from autobench.compile.quoting import Word, path_word
 from autobench.errors import RecipeError
-from autobench.recipe.facts import is_local_model, server_endpoint
+from autobench.recipe.facts import is_local_model, output_tokens, server_endpoint
 from autobench.recipe.rules import flag_name
 
 Lines = list[list[Word]]
@@ -307,7 +307,7 @@ def bench_lines(recipe: Any) -> Lines:
         lines.append(_opt("--max-concurrency", str(b.concurrency)))
         if d.kind == "random":
             lines.append(_opt("--random-input-len", str(d.input_len or 1024)))
-            lines.append(_opt("--random-output-len", str(d.output_len or b.max_tokens)))
+            lines.append(_opt("--random-output-len", str(output_tokens(recipe))))
         else:
             lines.append(_w(f"--{dataset_name}-output-len", str(b.max_tokens)))
         if b.request_rate is not None:
@@ -340,7 +340,7 @@ def bench_lines(recipe: Any) -> Lines:
         if b.max_seconds is not None:
             lines.append(_opt("--max-seconds", num(b.max_seconds)))
         lines.append(_opt("--concurrency", str(b.concurrency)))
-        lines.append(_opt("--max-tokens", str(b.max_tokens)))
+        lines.append(_opt("--max-tokens", str(output_tokens(recipe))))
         if b.request_rate is not None:
             lines.append(_opt("--request-rate", num(b.request_rate)))
         if b.ignore_eos:

@@ -4,6 +4,7 @@
     pins(recipe) -> list[Pin]                      # the Hub references and whether each is a full sha
     unpinned(recipe) -> list[Pin]
     passed_secrets(recipe) -> tuple[str, ...]      # the secret names the recipe hands to the server
+    output_tokens(recipe) -> int                   # max_tokens each request asks for
     parse_port_spec("127.0.0.1:9001:8000/tcp") -> PortSpec | None
 
 The rules (AB010-AB012, AB022), compile (the script's BASE_URL, ``--frozen``), run (the
@@ -32,6 +33,16 @@ def is_full_sha(revision: str | None) -> bool:
 def is_local_model(ref: str) -> bool:
     """True for a local model directory (an absolute path) rather than a Hub repo id."""
     return ref.startswith("/")
+
+
+def output_tokens(recipe: Any) -> int:
+    """The output tokens each bench request asks for: a random dataset's ``output_len`` when
+    set (that is what it means, as ``--random-output-len`` does for ``vllm bench serve``),
+    otherwise ``bench.max_tokens``."""
+    b = recipe.bench
+    if b.dataset.kind == "random" and b.dataset.output_len is not None:
+        return int(b.dataset.output_len)
+    return int(b.max_tokens)
 
 
 # --------------------------------------------------------------------------- pins

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from autobench.recipe.facts import server_endpoint, unpinned
+from autobench.recipe.facts import output_tokens, server_endpoint, unpinned
 from autobench.recipe.imageref import parse_image_ref
 from autobench.recipe.loader import LoadedRecipe, Position, format_path
 from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS
@@ -102,8 +102,8 @@ RULES: dict[str, Rule] = {
         Rule(
             "AB024",
             "error",
-            "bench.max_tokens exceeds engine.max_model_len",
-            "lower bench.max_tokens or raise engine.max_model_len",
+            "the output tokens a request asks for exceed engine.max_model_len",
+            "lower bench.max_tokens (bench.dataset.output_len for a random dataset) or raise engine.max_model_len",
         ),
         Rule("AB025", "error", "dataset kind needs a file path", "set bench.dataset.path (or use dataset kind random)"),
         Rule(
@@ -521,8 +521,10 @@ def _engine_vs_bench(c: _Ctx) -> None:
             ("engine", "gpu_memory_utilization"),
             f"gpu_memory_utilization {e.gpu_memory_utilization} is outside (0, 1]",
         )
-    if isinstance(e.max_model_len, int) and b.max_tokens > e.max_model_len:
-        c.add("AB024", ("bench", "max_tokens"), f"max_tokens {b.max_tokens} > max_model_len {e.max_model_len}")
+    wanted = output_tokens(c.r)
+    if isinstance(e.max_model_len, int) and wanted > e.max_model_len:
+        key = ("bench", "max_tokens") if wanted == b.max_tokens else ("bench", "dataset", "output_len")
+        c.add("AB024", key, f"{wanted} output tokens > max_model_len {e.max_model_len}")
     d = b.dataset
     if d.kind in ("sharegpt", "jsonl") and not d.path:
         c.add("AB025", ("bench", "dataset"), f"dataset kind {d.kind} needs a path")

@@ -34,6 +34,7 @@ from typing import Any
 from autobench.compile.quoting import shell_join
 from autobench.errors import AutobenchError, RecipeError, RunError
 from autobench.recipe import LoadedRecipe, load_recipe
+from autobench.recipe.facts import output_tokens
 from autobench.redaction import environment_secrets
 from autobench.run import plan as P
 from autobench.run.plan import RunPlan, build_plan, unpinned_refs
@@ -202,7 +203,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
         num_prompts=b.num_prompts,
         max_seconds=b.max_seconds,
         concurrency=b.concurrency,
-        max_tokens=b.max_tokens,
+        max_tokens=output_tokens(loaded.recipe),
         temperature=s.temperature if s else None,
         top_p=s.top_p if s else None,
         top_k=s.top_k if s else None,

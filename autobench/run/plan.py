@@ -18,7 +18,7 @@ from autobench.compile.quoting import shell_join, shell_word
 from autobench.errors import RunError, UsageError
 from autobench.escape import terminal
 from autobench.recipe import LoadedRecipe
-from autobench.recipe.facts import passed_secrets, server_endpoint, unpinned
+from autobench.recipe.facts import output_tokens, passed_secrets, server_endpoint, unpinned
 
 Runtime = Literal["docker", "process"]
 RUNTIMES: tuple[str, ...] = ("docker", "process")
@@ -226,6 +226,7 @@ def build_plan(
             location=str(loaded.path),
         )
     bench = recipe.bench.model_dump(mode="json", exclude={"client", "model", "ready_timeout_s"})
+    bench["max_tokens"] = output_tokens(recipe)  # what each request asks for (a random output_len wins)
     return RunPlan(
         recipe_name=recipe.name,
         recipe_path=str(loaded.path),
