@@ -659,8 +659,40 @@ def _describe(err: dict[str, Any], path: KeyPath, data: Any, extra_hint: str | N
             f"{label}: not an image reference: {reason}",
             "write [registry/]repository[:tag][@sha256:digest], e.g. vllm/vllm-openai:v0.11.0",
         )
+    if kind in _BOUNDS:
+        word, bound_key, fix = _BOUNDS[kind]
+        bound = err.get("ctx", {}).get(bound_key)
+        return f"{label}: {_shown(err.get('input'))} is {word} {bound}", f"set `{label}` to {fix.format(bound)}"
+    if kind in _STRICT_TYPES and isinstance(err.get("input"), str):
+        want = _STRICT_TYPES[kind]
+        return (
+            f"{label}: {_shown(err.get('input'))} is a quoted string, not {want}",
+            f"write {want} without quotes (YAML reads anything in quotes as text)",
+        )
     hint = _TYPE_HINTS.get(kind) or extra_hint
     return f"{label}: {err['msg']}", hint
+
+
+#: pydantic range errors -> (what the value is, the bound's ctx key, the fix with the bound).
+_BOUNDS = {
+    "greater_than_equal": ("below the minimum", "ge", "{} or more"),
+    "greater_than": ("not above the minimum", "gt", "more than {}"),
+    "less_than_equal": ("above the maximum", "le", "{} or less"),
+    "less_than": ("not below the maximum", "lt", "less than {}"),
+}
+
+#: Types a recipe must write as YAML scalars, not quoted strings (the schema is strict).
+_STRICT_TYPES = {
+    "bool_type": "true or false",
+    "int_type": "a whole number",
+    "float_type": "a number",
+}
+
+
+def _shown(value: Any) -> str:
+    """A user's value in a message: short, JSON-quoted, control characters escaped."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _validation_error(exc: Any, doc: _Doc) -> RecipeSchemaError:
