@@ -35,8 +35,8 @@ def _cli(tmp_path: Path, command: str, *, eager: str = "true", concurrency: str 
     ("eager", "concurrency", "line", "message", "hint"),
     [
         ('"yes"', "8", 6, 'engine.enforce_eager: "yes" is a quoted string, not true or false', "without quotes"),
-        ("true", '"8"', 10, 'bench.concurrency: "8" is a quoted string, not a whole number', "without quotes"),
-        ("true", "-8", 10, "bench.concurrency: -8 is below the minimum 1", "set `bench.concurrency` to 1 or more"),
+        ("true", '"8"', 9, 'bench.concurrency: "8" is a quoted string, not a whole number', "without quotes"),
+        ("true", "-8", 9, "bench.concurrency: -8 is below the minimum 1", "set `bench.concurrency` to 1 or more"),
     ],
 )
 def test_quoted_scalars_and_range_errors_are_located_with_a_specific_hint(
