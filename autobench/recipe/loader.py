@@ -663,7 +663,7 @@ def _describe(err: dict[str, Any], path: KeyPath, data: Any, extra_hint: str | N
         word, bound_key, fix = _BOUNDS[kind]
         bound = err.get("ctx", {}).get(bound_key)
         return f"{label}: {_shown(err.get('input'))} is {word} {bound}", f"set `{label}` to {fix.format(bound)}"
-    if kind in _STRICT_TYPES and isinstance(err.get("input"), str):
+    if kind in _STRICT_TYPES and isinstance(err.get("input"), str) and _looks_like(kind, err["input"]):
         want = _STRICT_TYPES[kind]
         return (
             f"{label}: {_shown(err.get('input'))} is a quoted string, not {want}",
@@ -687,6 +687,18 @@ _STRICT_TYPES = {
     "int_type": "a whole number",
     "float_type": "a number",
 }
+
+
+def _looks_like(kind: str, text: str) -> bool:
+    """Whether ``text`` is a boolean / number that quotes turned into a string."""
+    text = text.strip().lower()
+    if kind == "bool_type":
+        return text in ("true", "false", "yes", "no", "on", "off")
+    try:
+        int(text) if kind == "int_type" else float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _shown(value: Any) -> str:

@@ -523,8 +523,10 @@ def _engine_vs_bench(c: _Ctx) -> None:
         )
     wanted = output_tokens(c.r)
     if isinstance(e.max_model_len, int) and wanted > e.max_model_len:
-        key = ("bench", "max_tokens") if wanted == b.max_tokens else ("bench", "dataset", "output_len")
-        c.add("AB024", key, f"{wanted} output tokens > max_model_len {e.max_model_len}")
+        where: tuple[str, ...] = (
+            ("bench", "max_tokens") if wanted == b.max_tokens else ("bench", "dataset", "output_len")
+        )
+        c.add("AB024", where, f"{wanted} output tokens > max_model_len {e.max_model_len}")
     d = b.dataset
     if d.kind in ("sharegpt", "jsonl") and not d.path:
         c.add("AB025", ("bench", "dataset"), f"dataset kind {d.kind} needs a path")
