@@ -91,7 +91,11 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool,
 @click.option(
     "-o", "--output", type=click.Path(), help="Write the script here (mode 755); a folder for a multi-node recipe."
 )
-@click.option("--frozen", is_flag=True, help="Refuse any model/tokenizer/draft revision that is not a full sha.")
+@click.option(
+    "--frozen",
+    is_flag=True,
+    help="Refuse any model/tokenizer/draft revision that is not a full sha, and an image without a digest.",
+)
 @click.option("--partition", default=None, help="slurm: #SBATCH --partition.")
 @click.option(
     "--gpus-per-node",
