@@ -325,3 +325,23 @@ def image_extras(*, offline: bool, timeout: float | None, platforms: Sequence[st
         return [plan_image_pin(loaded, recipe_path, previous_lock, client=client, platforms=platforms)]
 
     return extras, client
+
+
+def tagged_image(loaded: Any) -> str:
+    """The recipe's image with its tag: ``name:TAG@sha256:…`` when the value is ``name@sha256:…``
+    and the tag is known (``# frozen: TAG``, else the lock file), else the value as written.
+    For readers of the tag (preflight reads the vLLM version from ``:v0.23.1``)."""
+    from autobench.hub.lockfile import read_lock
+
+    image = str(loaded.recipe.container.image)
+    try:
+        ref = parse_image_ref(image)
+    except ValueError:
+        return image
+    if ref.digest is None or ref.tag is not None:
+        return image
+    try:
+        tag = image_tag(loaded, ref, read_lock(Path(loaded.path)))
+    except Exception:  # noqa: BLE001 - a best-effort reading aid: an unreadable lock file changes nothing here
+        return image
+    return f"{ref.name}:{tag}@{ref.digest}" if tag else image

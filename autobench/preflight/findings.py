@@ -42,6 +42,7 @@ def _finding(loaded: LoadedRecipe, code: str, keys: tuple[Any, ...], message: st
 
 
 def check(loaded: LoadedRecipe, strict: bool = False) -> list[Finding]:
+    from autobench.image.pins import tagged_image  # a locked image keeps its tag in `# frozen:`
     from autobench.preflight.inputs import serve_options, vllm_version
     from autobench.preflight.predict import Options, predict
 
@@ -65,7 +66,7 @@ def check(loaded: LoadedRecipe, strict: bool = False) -> list[Finding]:
             target,
             draft,
             serve_options(recipe),
-            vllm_version(recipe.container.image, recipe.container.vllm_version),
+            vllm_version(tagged_image(loaded), recipe.container.vllm_version),
             Options(cache_only=True),
             utilization=recipe.engine.gpu_memory_utilization,
         )

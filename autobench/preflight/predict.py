@@ -261,7 +261,9 @@ def predict_recipe(loaded: Any, opts: Options, resolver: Any = None) -> Predicti
     """Predict the boot of a loaded recipe (``autobench.recipe.loader.LoadedRecipe``)."""
     recipe = loaded.recipe
     serve = serve_options(recipe)
-    version = vllm_version(recipe.container.image, opts.vllm_version or recipe.container.vllm_version)
+    from autobench.image.pins import tagged_image  # a locked image keeps its tag in `# frozen:`
+
+    version = vllm_version(tagged_image(loaded), opts.vllm_version or recipe.container.vllm_version)
     if version.source == "--vllm-version" and not opts.vllm_version:
         version = VersionPick(version.version, "container.vllm_version")
     if opts.gpu_memory_gib is None:

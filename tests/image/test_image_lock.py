@@ -306,3 +306,19 @@ def test_relock_and_outdated_of_a_kept_pin_only_send_heads(image_env, registry, 
         assert item.status == "up-to-date"
         assert [m for m, _ in client.sent] == ["HEAD", "HEAD", "HEAD"]
         assert client.sent[0][1] == f"vllm/vllm-openai/manifests/{pushed.digest}"
+
+
+def test_a_locked_image_keeps_its_tag_for_readers_of_the_tag(image_env, registry, tmp_path, capsys):
+    """preflight reads the vLLM version from the tag (`:v0.23.1`); after `lock` the value is
+    `name@sha256:…  # frozen: v0.23.1` and the tag is read back from the comment."""
+    from autobench.image.pins import tagged_image
+    from autobench.preflight.inputs import vllm_version
+
+    pushed = registry.image("vllm/vllm-openai", "v0.23.1")
+    image = f"{registry.host}/vllm/vllm-openai"
+    _, child = write_recipes(tmp_path / "r", f"{image}:v0.23.1")
+    assert run(capsys, "lock", str(child))[0] == 0
+    loaded = load_recipe(child)
+    assert loaded.recipe.container.image == f"{image}@{pushed.digest}"
+    assert tagged_image(loaded) == f"{image}:v0.23.1@{pushed.digest}"
+    assert vllm_version(tagged_image(loaded), None).version == (0, 23, 1)
