@@ -60,11 +60,10 @@ def _pins(recipe: Any) -> list[dict[str, Any]]:
 def check_frozen(loaded: LoadedRecipe) -> None:
     """Refuse any model / tokenizer / draft revision that is not a full 40-hex sha, and a
     container image that is not pinned by digest."""
-    from autobench.recipe.imageref import parse_image_ref
+    from autobench.recipe.facts import image_digest
 
     bad = [p for p in _pins(loaded.recipe) if not p["pinned"]]
-    image = loaded.recipe.container.image
-    if not bad and not parse_image_ref(image).pinned:
+    if not bad and image_digest(loaded.recipe) is None:
         where = loaded.value_position("container", "image") or loaded.position("container")
         raise RecipeError(
             "container.image is not pinned by digest (name@sha256:...); --frozen refuses it",

@@ -3,6 +3,7 @@
     server_endpoint(recipe, runtime) -> Endpoint   # where a client on this machine reaches the server
     pins(recipe) -> list[Pin]                      # the Hub references and whether each is a full sha
     unpinned(recipe) -> list[Pin]
+    image_digest(recipe) -> str | None             # the digest container.image is pinned to
     passed_secrets(recipe) -> tuple[str, ...]      # the secret names the recipe hands to the server
     output_tokens(recipe) -> int                   # max_tokens each request asks for
     parse_port_spec("127.0.0.1:9001:8000/tcp") -> PortSpec | None
@@ -221,3 +222,12 @@ __all__ = [
     "unpinned",
     "uses_host_network",
 ]
+
+
+# --------------------------------------------------------------------------- the image
+def image_digest(recipe: Any) -> str | None:
+    """The digest ``container.image`` is pinned to (``name[:tag]@sha256:…``), or None (a tag only).
+    compile ``--frozen``, run's local-image check and the ledger's ``image_digest`` ask this."""
+    from autobench.recipe.imageref import parse_image_ref
+
+    return parse_image_ref(recipe.container.image).digest

@@ -54,7 +54,7 @@ def check_local_image(
     from autobench.image.local import pull as docker_pull
 
     ref = parse_image_ref(image)
-    if ref.digest is None:
+    if ref.digest is None:  # the same answer as recipe.facts.image_digest
         digest = local_digest(image, docker=docker, env=env)
         return ImageCheck(digest, False, f"image not pinned by digest: {image}")
     by_digest = f"{ref.name}@{ref.digest}"
