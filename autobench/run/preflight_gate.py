@@ -26,9 +26,9 @@ def gate(
         # Configs from the local HF cache only (``lock`` puts them there): run never waits on the Hub here.
         prediction = predict_recipe(loaded, Options(vllm_version=vllm_version, cache_only=True))
     except AutobenchError as exc:
-        note = f"preflight: {exc}"
-        echo(note)
-        return None, note
+        # Kept for the outcome's notes (printed with the result): a run refused later for
+        # another reason still says so in one line.
+        return None, f"preflight: {exc}"
     doc = prediction.to_dict()
     if not prediction.fails:
         block = doc["attention_block_size"]

@@ -137,4 +137,5 @@ def test_configs_not_cached_the_run_goes_on_and_says_why(tmp_path: Path) -> None
     recipe = _recipe(tmp_path, c.DRAFT_NEW, 8)  # never locked: no config in the HF cache
     proc = _run(recipe, tmp_path, "--allow-unpinned")
     assert proc.returncode == 0, proc.stderr
-    assert "preflight: " in proc.stderr and "not in the local HF cache" in proc.stderr
+    note = next(line for line in proc.stdout.splitlines() if "note: preflight:" in line)
+    assert "not in the local HF cache" in note
