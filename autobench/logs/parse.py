@@ -140,6 +140,7 @@ class LogReport:
 
 # autobench's own note where it begins to stop the server (autobench/run/runtimes.py)
 TEARDOWN_MARK = "[autobench] teardown"
+_TEARDOWN_NEEDLE = TEARDOWN_MARK[1:]  # no "[" first: vLLM's "[core.py:1]" would try it everywhere
 # Evidence that the server served a request: an access line of a POST, or vLLM's own
 # request log lines.
 _POST_B = b'"POST '
@@ -193,7 +194,7 @@ class _Parser:
         if not self._cause_done:
             needles.update(CAUSE_NEEDLES)
             needles.add("assert")
-            needles.add(TEARDOWN_MARK)
+            needles.add(_TEARDOWN_NEEDLE)
             if self._may_want_request:
                 needles.update(_REQUEST_NEEDLES)
         self._want_post = self._may_want_request
