@@ -186,6 +186,7 @@ def run_vllm(
     cmd += ["--dataset-name", "custom", "--dataset-path", str(prompts), "--skip-chat-template"]
     cmd += ["--custom-output-len", str(a.output_len), "--num-prompts", str(a.num_prompts)]
     cmd += ["--max-concurrency", str(c), "--ignore-eos", "--temperature", "0", "--save-result"]
+    cmd += ["--percentile-metrics", "ttft,tpot,itl,e2el"]
     cmd += ["--result-dir", str(out.parent), "--result-filename", out.name]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     sh(cmd, capture_output=True, env=env)
