@@ -38,6 +38,18 @@ def _resolver(offline: bool, timeout: float | None) -> Any:
     return Resolver(HubSettings.from_env(offline=offline or None, timeout=timeout))
 
 
+def _platforms(values: tuple[str, ...]) -> tuple[str, ...]:
+    """--platform values as OS/ARCH[/VARIANT] (linux/arm64/v8 is linux/arm64, as in the index)."""
+    import re
+
+    out = []
+    for value in values:
+        if not re.fullmatch(r"[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?", value):
+            raise click.BadParameter("expected OS/ARCH[/VARIANT], e.g. linux/arm64", param_hint="--platform")
+        out.append(value.removesuffix("/v8") if value.startswith("linux/arm64/") else value)
+    return tuple(out)
+
+
 def _short(sha: str | None) -> str:
     return sha[:7] if sha else "-"
 
@@ -53,6 +65,7 @@ def _short(sha: str | None) -> str:
     "platforms",
     multiple=True,
     metavar="OS/ARCH",
+    callback=lambda ctx, param, value: _platforms(value),
     help="A platform the image's index must offer (repeatable; default: whichever of linux/arm64, linux/amd64 it has).",
 )
 def lock(

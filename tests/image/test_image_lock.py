@@ -114,7 +114,9 @@ def test_a_single_platform_docker_image_and_platform_choice(image_env, registry,
     assert "a single-platform image for linux/arm64, not linux/amd64" in err
     assert "v1   # the engine" in base.read_text() and not (tmp_path / "r" / "child.yaml.lock.json").exists()
     assert "revision: main" in base.read_text()  # the Hub pin was not written either
-    assert run(capsys, "lock", "--platform", "linux/arm64", str(child))[0] == 0
+    err = one_error_line(*run(capsys, "lock", "--platform", "arm64", str(child)), exit_code=2)
+    assert "--platform: expected OS/ARCH[/VARIANT], e.g. linux/arm64" in err
+    assert run(capsys, "lock", "--platform", "linux/arm64/v8", str(child))[0] == 0  # v8 is arm64's default
     entry = json.loads((tmp_path / "r" / "child.yaml.lock.json").read_text())["images"]["container.image"]
     assert entry["digest"] == single.digest and list(entry["platforms"]) == ["linux/arm64"]
 
