@@ -342,10 +342,11 @@ class SyntheticServer:
             prompt = " ".join(str(m.get("content", "")) for m in msgs if isinstance(m, dict))
             max_tokens = req.get("max_completion_tokens", req.get("max_tokens"))
         else:
-            prompt = req.get("prompt")
-            if not isinstance(prompt, str):
+            given = req.get("prompt")
+            if not isinstance(given, str):
                 self._error(conn, 400, "prompt must be a string", "BadRequestError", "prompt")
                 return
+            prompt = given
             max_tokens = req.get("max_tokens")
         if max_tokens is None:
             max_tokens = cfg.default_max_tokens

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ruamel.yaml.comments import CommentedMap
+
 from autobench.errors import HubError, RecipeError
 from autobench.hub.fingerprint import fingerprint
 from autobench.hub.resolve import Resolver, is_sha
@@ -103,7 +105,8 @@ def defining_file(loaded: Any, keys: tuple[str, ...]) -> Path | None:
     pos = getattr(loaded, "positions", {}).get(tuple(keys))
     if pos is not None:
         return Path(pos.file).resolve()
-    path, seen = Path(loaded.path).resolve(), set()
+    path: Path | None = Path(loaded.path).resolve()
+    seen: set[Path] = set()
     while path is not None and path not in seen and path.exists():
         seen.add(path)
         _, doc = _load_rt(path)
@@ -140,7 +143,7 @@ def frozen_label_at(path: Path, keys: tuple[str, ...]) -> str | None:
     """The label of a ``# frozen: <label>`` comment on the line of ``keys``' value, if any."""
     text, doc = _load_rt(path)
     parent = _node(doc, keys[:-1])
-    if not isinstance(parent, dict) or keys[-1] not in parent:
+    if not isinstance(parent, CommentedMap) or keys[-1] not in parent:
         return None
     line = parent.lc.value(keys[-1])[0]
     lines = [ln.rstrip("\r\n") for ln in yaml_lines(text)]
@@ -170,7 +173,7 @@ def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, lab
     """Write ``<keys[-1]>: <sha>  # frozen: <label>`` into ``path``; True if the file changed."""
     text, doc = _load_rt(path)
     parent = _node(doc, keys[:-1])
-    if not isinstance(parent, dict):
+    if not isinstance(parent, CommentedMap):
         raise RecipeError(f"cannot pin {'.'.join(keys)}: {keys[0]} is not a mapping in this file", location=str(path))
     lines = yaml_lines(text)
     name = keys[-1]
@@ -390,7 +393,7 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
             where = loaded.position(*spec.rev_key) or loaded.position(*spec.repo_key)
             exc.location = exc.location or (str(where) if where else str(recipe_path))
             raise
-        label_now = resolved.sha
+        label_now: str | None = resolved.sha
         if is_sha(revision) and not resolver.settings.offline:
             # A kept pin: note where its label points now (and cache refs/<label>, so that
             # `outdated --offline` can compare later).  Best effort: the branch may be gone.

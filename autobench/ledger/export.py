@@ -17,7 +17,7 @@ FORMATS = ("jsonl", "csv")
 CSV_COLUMNS: tuple[str, ...] = tuple(c.name for c in RUNS.columns)
 
 
-def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO, secrets: Mapping[str, str] | None = None) -> int:
+def write_jsonl(rows: Iterable[Mapping[Any, Any]], out: TextIO, secrets: Mapping[str, str] | None = None) -> int:
     count = 0
     for row in rows:
         out.write(json.dumps(redact_tree(record_from_row(row).to_json_dict(), secrets), ensure_ascii=False) + "\n")
@@ -25,7 +25,7 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO, secrets: Mapping
     return count
 
 
-def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO, secrets: Mapping[str, str] | None = None) -> int:
+def write_csv(rows: Iterable[Mapping[Any, Any]], out: TextIO, secrets: Mapping[str, str] | None = None) -> int:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     count = 0
@@ -41,7 +41,7 @@ def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO, secrets: Mapping[s
     return count
 
 
-def write(rows: Iterable[Mapping[str, Any]], out: TextIO, fmt: str) -> int:
+def write(rows: Iterable[Mapping[Any, Any]], out: TextIO, fmt: str) -> int:
     """Write ``rows`` as ``fmt``; every string redacted (``autobench.redaction``: token shapes, and
     the values of secret-named variables of this environment)."""
     secrets = environment_secrets()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Connection, Float, Integer, MetaData, Table, insert, select
 from sqlalchemy.schema import CreateTable
@@ -64,7 +65,7 @@ def _v2_covering_history_indexes(conn: Connection) -> None:
 
 # v3: the boot facts the log parser states beyond v2's twelve (autobench/logs/facts.py
 # names).  Frozen here: a later change to the model never alters what v3 added.
-V3_COLUMNS: tuple[tuple[str, type[TypeEngine[object]]], ...] = (
+V3_COLUMNS: tuple[tuple[str, type[TypeEngine[Any]]], ...] = (
     ("max_model_len", Integer),
     ("weights_load_s", Float),
     ("torch_compile_s", Float),

@@ -160,7 +160,7 @@ def _decode(value: str | None) -> Any:
     return None if value is None else json.loads(value)
 
 
-def record_from_row(row: Mapping[str, Any]) -> RunRecord:
+def record_from_row(row: Mapping[Any, Any]) -> RunRecord:
     metrics = {key: row[key] for key in METRIC_KEYS}
     metrics["spec_per_position"] = _decode(metrics["spec_per_position"])
     if metrics["time_cap_hit"] is not None:

@@ -248,7 +248,7 @@ class StatsSummary:
     first_line: int | None = None
     last_line: int | None = None
 
-    def add(self, m: re.Match[str], line: int) -> None:
+    def add(self, m: re.Match[str] | re.Match[bytes], line: int) -> None:
         prompt, gen = float(m[1]), float(m[2])
         self.samples += 1
         if prompt > 0 or gen > 0:

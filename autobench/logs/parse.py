@@ -33,7 +33,7 @@ from functools import lru_cache
 from itertools import accumulate, islice, repeat
 from operator import add
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from autobench.errors import LogError
 from autobench.logs.facts import (
@@ -249,9 +249,10 @@ class _Parser:
                 continue
             for pattern in BOOT_PATTERNS:
                 if pattern.needle in msg:
-                    m = pattern.regex.search(msg)
-                    if m is None:
+                    found = pattern.regex.search(msg)
+                    if found is None:
                         continue
+                    m = found
                     for key, value in pattern.facts(m).items():
                         if key not in report.lines:
                             setattr(report, key, value)
@@ -333,22 +334,22 @@ class _Parser:
         if not stats:
             return stats, marked, None
         rows = [lines[k] for k in stats]
-        joined = b"\n".join(rows)
+        text = b"\n".join(rows)
         mixed: set[int] = set()  # positions in ``stats`` of lines that hold a _MIXED word
         ends: list[int] = []  # ends[r]: where row r + 1 starts in ``joined``
         for word in _MIXED:
-            at = joined.find(word)
+            at = text.find(word)
             while at != -1:
                 if not ends:
                     ends = list(accumulate(map(add, map(len, rows), repeat(1))))
                 row = bisect_right(ends, at)
                 mixed.add(row)
-                at = joined.find(word, ends[row])
+                at = text.find(word, ends[row])
         if mixed:  # rare: they take the full path
             marked = sorted(marked + [stats[r] for r in mixed])
             stats = [k for r, k in enumerate(stats) if r not in mixed]
-            joined = None
-        return stats, marked, joined
+            return stats, marked, None
+        return stats, marked, text
 
     def _stats_run(self, lines: list[bytes], run: list[int], base: int, joined: bytes | None = None) -> None:
         """Add the samples of the pure stats lines ``run`` (indices into ``lines``)."""
@@ -488,7 +489,7 @@ def parse_log(
         with _open(path_or_lines) as f:
             n = _feed_reader(parser, f, str(path_or_lines))
     elif isinstance(path_or_lines, (io.RawIOBase, io.BufferedIOBase)):
-        n = _feed_reader(parser, path_or_lines, getattr(path_or_lines, "name", "log stream"))
+        n = _feed_reader(parser, cast(IO[bytes], path_or_lines), getattr(path_or_lines, "name", "log stream"))
     else:
         n = _feed_iterable(parser, path_or_lines)
     return parser.finish(n)

@@ -654,7 +654,7 @@ def _describe(err: dict[str, Any], path: KeyPath, data: Any, extra_hint: str | N
             hint += "; name defaults to the file stem: set `name:` explicitly or rename the file"
         return f"{label}: {json.dumps(err.get('input'))} does not match {pattern}", hint
     if kind == "value_error" and path == ("container", "image"):
-        reason = str(err.get("ctx", {}).get("error", "")) or err["msg"]
+        reason = str(err.get("ctx", {}).get("error", "")) or str(err["msg"])
         return (
             f"{label}: not an image reference: {reason}",
             "write [registry/]repository[:tag][@sha256:digest], e.g. vllm/vllm-openai:v0.11.0",
@@ -669,8 +669,7 @@ def _describe(err: dict[str, Any], path: KeyPath, data: Any, extra_hint: str | N
             f"{label}: {_shown(err.get('input'))} is a quoted string, not {want}",
             f"write {want} without quotes (YAML reads anything in quotes as text)",
         )
-    hint = _TYPE_HINTS.get(kind) or extra_hint
-    return f"{label}: {err['msg']}", hint
+    return f"{label}: {err['msg']}", _TYPE_HINTS.get(kind) or extra_hint
 
 
 #: pydantic range errors -> (what the value is, the bound's ctx key, the fix with the bound).

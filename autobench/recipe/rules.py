@@ -594,13 +594,13 @@ def _secrets(c: _Ctx) -> None:
             )
     for base, args in (("engine", c.r.engine.extra_args), ("container", c.r.container.extra_args)):
         for i, arg in enumerate(args):
-            value = None
+            given: str | None = None
             if arg in ("-e", "--env") and i + 1 < len(args):
-                value = args[i + 1]
+                given = args[i + 1]
             elif arg.startswith(("--env=", "-e=")):
-                value = arg.split("=", 1)[1]
-            if value and "=" in value:
-                name = value.split("=", 1)[0]
+                given = arg.split("=", 1)[1]
+            if given and "=" in given:
+                name = given.split("=", 1)[0]
                 if name in WELL_KNOWN_SECRET_NAMES or name in secrets:
                     c.add("AB032", (base, "extra_args", i), f"{name} is given a value in extra_args")
 

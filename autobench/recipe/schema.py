@@ -346,7 +346,7 @@ class Bench(StrictModel):
         "completions", description="embeddings: a pooling (embedding) model; needs client vllm."
     )
     model: str | None = Field(None, description="Model name sent by the client; defaults to served_name.")
-    dataset: Dataset = Field(default_factory=Dataset)
+    dataset: Dataset = Field(default_factory=lambda: Dataset.model_validate({}))
     num_prompts: Annotated[int, Field(ge=1)] = 500
     max_seconds: Annotated[float, Field(gt=0)] | None = None
     concurrency: Annotated[int, Field(ge=1)] = 8
@@ -398,8 +398,8 @@ class Recipe(StrictModel):
     env: dict[str, Scalar] = Field(default_factory=dict, description="Plain environment variables.")
     secrets: list[str] = Field(default_factory=list, description="Names of secrets passed by reference (never values).")
     engine: Engine = Field(default_factory=lambda: Engine.model_validate({}))
-    bench: Bench = Field(default_factory=Bench)
-    meta: Meta = Field(default_factory=Meta)
+    bench: Bench = Field(default_factory=lambda: Bench.model_validate({}))
+    meta: Meta = Field(default_factory=lambda: Meta.model_validate({}))
 
     @field_validator("env")
     @classmethod

@@ -50,9 +50,9 @@ class RecipeFiles(Mapping[str, Mapping[str, Any]]):
     A file only counts when its recipe name equals its stem (the catalogue's convention).
     """
 
-    def __init__(self, directory: str | Path | None, given: Mapping[str, Mapping[str, Any]] = ()):
+    def __init__(self, directory: str | Path | None, given: Mapping[str, Mapping[str, Any]] | None = None):
         self.directory = Path(directory) if directory else None
-        self._cache: dict[str, Mapping[str, Any] | None] = dict(given)
+        self._cache: dict[str, Mapping[str, Any] | None] = dict(given or {})
 
     def _load(self, name: str) -> Mapping[str, Any] | None:
         if name not in self._cache:
