@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from autobench.errors import RunError
-from autobench.recipe import LoadedRecipe, is_full_sha
+from autobench.recipe import LoadedRecipe
 from autobench.run import plan as P
 from autobench.run.plan import RunPlan, run_dir_for, unpinned_refs
 
@@ -172,7 +172,7 @@ def run_cluster(
                 outcome.root_cause_category = "bench_failed"
                 outcome.root_cause_message = "no request completed"
         outcome.ended_at = _now().isoformat()
-        _record(ledger, loaded, plan, outcome, hosts, remote, lambda s: redact(s, secrets))
+        _record(ledger, loaded, plan, outcome, hosts, remote, base_env)
         (run_dir / P.OUTCOME_JSON).write_text(json.dumps(outcome.to_json_dict(), indent=2) + "\n")
         return outcome
     finally:
@@ -188,15 +188,14 @@ def _driver_first(item: tuple[str, str]) -> tuple[int, str]:
 def _metrics(path: Path, outcome: Any) -> dict[str, Any]:
     from autobench.bench.result import load_result_json
     from autobench.errors import AutobenchError
-    from autobench.ledger.models import METRIC_KEYS
+    from autobench.runrow import metric_columns
 
     try:
         norm = load_result_json(path)
     except (AutobenchError, OSError, ValueError) as exc:
         outcome.notes.append(f"bench result not read: {exc}")
         return {}
-    norm = norm if isinstance(norm, dict) else getattr(norm, "metrics", {}) or {}
-    return {k: norm[k] for k in METRIC_KEYS if norm.get(k) is not None}
+    return metric_columns(norm)
 
 
 def _record(
@@ -206,26 +205,28 @@ def _record(
     outcome: Any,
     hosts: list[str],
     remote: str,
-    redact: Callable[[str], str],
+    env: Mapping[str, str],
 ) -> None:
-    from autobench.ledger import NewRun
+    """Append the run's row through ``autobench.runrow.new_run`` (the path every run takes)."""
+    from autobench.recipe.imageref import parse_image_ref
+    from autobench.runrow import RootCause, RunFacts, new_run
 
     r = loaded.recipe
-    spec = r.speculative
-    notes = "; ".join([f"run folder {plan.run_dir}", *outcome.notes])
     image = r.container.image
-    row = NewRun(
-        recipe_name=r.name,
-        model_repo=r.model.repo,
+    try:
+        digest = parse_image_ref(image).digest
+    except ValueError:
+        digest = None
+    facts = RunFacts(
         status=outcome.status,
-        recipe_digest=loaded.digest,
-        recipe_snapshot=loaded.data,
-        script_snapshot=outcome.script,
-        model_sha=r.model.revision if is_full_sha(r.model.revision) else None,
-        draft_repo=spec.model if spec is not None else None,
-        draft_sha=spec.revision if spec is not None and is_full_sha(spec.revision) else None,
+        source="run",
+        metrics=outcome.metrics,
+        root_cause=RootCause(outcome.root_cause_category, outcome.root_cause_message),
+        notes=[f"run folder {plan.run_dir}", *outcome.notes],
+        started_at=outcome.started_at,
+        ended_at=outcome.ended_at,
         image=image,
-        image_digest=image.split("@", 1)[1] if "@sha256:" in image else None,
+        image_digest=digest,
         host_facts={
             "runtime": "cluster",
             "executor": r.topology.executor,
@@ -235,16 +236,8 @@ def _record(
             "remote": shlex.split(remote)[0] if remote.strip() else remote,
             "driver_platform": platform.platform(),
         },
-        root_cause_category=outcome.root_cause_category,
-        root_cause_message=outcome.root_cause_message,
-        started_at=outcome.started_at,
-        ended_at=outcome.ended_at,
-        notes=redact(notes),
-        source="run",
-        metrics=dict(outcome.metrics),
-        boot={},
     )
-    rec = ledger.append(row)
+    rec = ledger.append(new_run(loaded, outcome.script, facts, env=env))
     outcome.run_id = getattr(rec, "id", None)
     outcome.display_id = getattr(rec, "display_id", None)
 
