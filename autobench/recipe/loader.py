@@ -753,6 +753,23 @@ def content_sha256(path: Path) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def local_model_digest(path: str | Path) -> str | None:
+    """A local model directory's pin: ``sha256:`` over its config and weight index files (their
+    relative names and bytes) and every weight file's name and size.  None if it is not a folder."""
+    root = Path(path)
+    if not root.is_dir():
+        return None
+    digest = hashlib.sha256()
+    for item in sorted(root.iterdir()):
+        if not item.is_file():
+            continue
+        if item.suffix == ".json":  # config.json, *.index.json, tokenizer and generation configs
+            digest.update(item.name.encode() + b"\0" + hashlib.sha256(item.read_bytes()).digest())
+        elif item.suffix in (".safetensors", ".bin", ".gguf", ".pt"):
+            digest.update(f"{item.name}\0{item.stat().st_size}".encode())
+    return "sha256:" + digest.hexdigest()
+
+
 def _hash_mods(recipe: Any, doc: _Doc) -> dict[int, Path]:
     """Resolve and hash every mod step in place; refuse a missing mod or a changed one."""
     found: dict[int, Path] = {}

@@ -264,6 +264,12 @@ RULES: dict[str, Rule] = {
             "preflight cannot predict this recipe's boot from the cached configs",
             "see `autobench preflight RECIPE` for what is missing",
         ),
+        Rule(
+            "AB075",
+            "error",
+            "a local model directory is not mounted into the container",
+            'mount it (container.volumes: ["/models/x:/models/x:ro"]) or run with --runtime process',
+        ),
     ]
 }
 
@@ -683,6 +689,24 @@ def _container(c: _Ctx) -> None:
         c.add("AB053", ("env", "HF_HUB_OFFLINE"), "offline mode without a mounted HF cache")
 
 
+def _local_model(c: _Ctx) -> None:
+    from autobench.recipe.facts import is_local_model
+
+    for keys, ref in ((("model", "repo"), c.r.model.repo), (("speculative", "model"), (c.r.speculative or _NO).model)):
+        if not ref or not is_local_model(ref):
+            continue
+        targets = [v.split(":")[1] for v in c.r.container.volumes if v.count(":") >= 1]
+        if not any(ref == t.rstrip("/") or ref.startswith(t.rstrip("/") + "/") for t in targets):
+            c.add("AB075", keys, f"{ref} is a directory on this machine; the container cannot see it")
+
+
+class _NoSpec:
+    model = None
+
+
+_NO = _NoSpec()
+
+
 def _meta(c: _Ctx) -> None:
     if c.r.meta.baseline is not None and c.r.meta.baseline == c.r.name:
         c.add("AB054", ("meta", "baseline"), "baseline is the recipe itself")
@@ -829,18 +853,26 @@ CHECKS = (
     _consistency,
     _topology,
     _launch,
+    _local_model,
 )
 
 
-def check(loaded: LoadedRecipe, *, strict: bool = False, env: Mapping[str, str] | None = None) -> list[Finding]:
-    """Every rule's findings for one loaded recipe, ordered by file position.
+#: Rules about the container; the process runtime (``vllm serve`` as a child process) skips them.
+DOCKER_ONLY = frozenset({"AB022", "AB050", "AB051", "AB052", "AB053", "AB075"})
+
+
+def check(
+    loaded: LoadedRecipe, *, strict: bool = False, env: Mapping[str, str] | None = None, runtime: str = "docker"
+) -> list[Finding]:
+    """Every rule's findings for one loaded recipe, ordered by file position.  ``runtime="process"``
+    drops the container rules (DOCKER_ONLY): no port to publish, no image, a local model dir is fine.
 
     With ``env`` (e.g. ``os.environ``), AB030 also refuses any string that holds the value
     of a declared secret or of a secret-named variable set there (``autobench.redaction``)."""
     ctx = _Ctx(loaded, env)
     for rule in CHECKS:
         rule(ctx)
-    findings = ctx.out
+    findings = [f for f in ctx.out if runtime == "docker" or f.code not in DOCKER_ONLY]
     if strict:
         findings = [
             Finding(f.code, "error", f.message, f.hint, f.location, f.key) if f.severity == "warning" else f

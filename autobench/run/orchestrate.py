@@ -122,7 +122,9 @@ class RunOutcome:
 
 
 # ---------------------------------------------------------------- checks
-def check_recipe(loaded: LoadedRecipe, echo: Echo, env: Mapping[str, str] | None = None) -> None:
+def check_recipe(
+    loaded: LoadedRecipe, echo: Echo, env: Mapping[str, str] | None = None, runtime: str = "docker"
+) -> None:
     """Run the recipe rules: the first error stops the run, warnings are printed.
 
     The pin rules (AB010-AB012) are left to :func:`require_pinned`, which honours
@@ -130,7 +132,7 @@ def check_recipe(loaded: LoadedRecipe, echo: Echo, env: Mapping[str, str] | None
     """
     from autobench.recipe.rules import check
 
-    findings = [f for f in check(loaded, env=env) if f.code not in PIN_CODES]
+    findings = [f for f in check(loaded, env=env, runtime=runtime) if f.code not in PIN_CODES]
     errors = [f for f in findings if f.severity == "error"]
     for f in findings:
         if f.severity == "warning":
@@ -167,9 +169,8 @@ def prepare(
     from autobench.compile import compile_recipe
 
     loaded = load_recipe(path)
-    check_recipe(loaded, echo, env)
+    check_recipe(loaded, echo, env, options.runtime)
     require_pinned(loaded, options.allow_unpinned or options.dry_run)  # a dry run shows them
-    script = compile_recipe(loaded, target="full")
     plan = build_plan(
         loaded,
         runtime=options.runtime,
@@ -178,7 +179,25 @@ def prepare(
         ready_timeout_s=options.ready_timeout_s,
         grace_s=options.grace_s,
     )
+    # The stored script is what this run executes: the compiled docker script, or for the
+    # process runtime the command itself (the docker script would not be what ran).
+    script = compile_recipe(loaded, target="full") if plan.runtime == "docker" else process_script(loaded, plan)
     return loaded, plan, script
+
+
+def process_script(loaded: LoadedRecipe, plan: RunPlan) -> str:
+    """The process runtime's command as a script: env, then exec the server argv."""
+    from autobench.compile.quoting import comment_text, shell_word
+
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# autobench run --runtime process: recipe {comment_text(loaded.recipe.name)}, digest {loaded.digest}",
+        "# The server command this run executed (secrets come from the environment by name).",
+        "set -euo pipefail",
+    ]
+    lines += [f"export {k}={shell_word(v)}" for k, v in plan.env.items()]
+    lines.append("exec " + " ".join(shell_word(w) for w in plan.server_argv))
+    return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------- bench
@@ -318,6 +337,13 @@ def run_recipe(
             outcome.notes.append(image.note)
     if plan.unpinned:
         outcome.notes.append("unpinned: " + ", ".join(plan.unpinned))
+    from autobench.recipe.facts import is_local_model
+
+    if is_local_model(loaded.recipe.model.repo):  # pinned by content instead of a Hub sha
+        from autobench.recipe.loader import local_model_digest
+
+        content = local_model_digest(loaded.recipe.model.repo)
+        outcome.notes.append(f"local model {loaded.recipe.model.repo}: content {content or 'not found here'}")
     missing = [n for n in plan.secret_names if not base_env.get(n)]
     if missing:
         outcome.notes.append("secrets not set in the environment: " + ", ".join(missing))

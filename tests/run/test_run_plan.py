@@ -151,7 +151,9 @@ def test_dry_run_shows_the_plan_and_runs_nothing(tmp_path: Path):
     assert "ready      GET http://127.0.0.1:18123/health and http://127.0.0.1:18123/v1/models" in out
     assert "teardown   SIGTERM to the server's process group" in out
     assert "secrets    HF_TOKEN (by name, redacted from logs)" in out
-    assert "# compiled script" in out and "docker run" in out
+    # issue 13: a process run's stored script is the command that runs, not the docker script
+    assert "# compiled script" in out and "docker run" not in out
+    assert f"exec {sys.executable} {FAKE_VLLM} serve acme/tiny-model --revision {SHA}" in out
     assert not (tmp_path / "runs").exists() and not (tmp_path / "ledger.db").exists()
 
 

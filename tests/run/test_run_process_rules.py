@@ -1,0 +1,49 @@
+"""Issue 13 defects, failing first: the process runtime was held to docker-only rules (a published
+port required, a local model directory refused) and stored the docker script as what ran."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from run_helpers import free_port, ledger_rows, recipe_text, run_cli
+
+from autobench.recipe import load_recipe
+from autobench.recipe.loader import local_model_digest
+from autobench.recipe.rules import check
+
+
+def _local_recipe(tmp_path: Path, port: int) -> Path:
+    model = tmp_path / "models" / "tiny"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text('{"architectures": ["TinyForCausalLM"]}')
+    (model / "model.safetensors").write_bytes(b"\0" * 64)
+    text = recipe_text(port).replace("  repo: acme/tiny-model\n", f"  repo: {model}\n")
+    text = text.replace(f'  ports: ["{port}:{port}"]\n', "")
+    path = tmp_path / "r.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_container_rules_do_not_apply_to_the_process_runtime(tmp_path):
+    path = _local_recipe(tmp_path, 8000)
+    loaded = load_recipe(path)
+    docker = {f.code for f in check(loaded) if f.severity == "error"}
+    assert docker == {"AB022", "AB075"}  # no published port; the container cannot see the model dir
+    assert [f for f in check(loaded, runtime="process") if f.severity == "error"] == []
+
+
+def test_process_run_of_a_local_model_without_ports_is_done_and_stores_what_ran(tmp_path):
+    port = free_port()
+    path = _local_recipe(tmp_path, port)
+    res = run_cli(path, tmp_path)
+    assert res.returncode == 0, res.stderr + res.stdout
+    (row,) = ledger_rows(tmp_path)
+    assert row.status == "DONE"
+    model = tmp_path / "models" / "tiny"
+    assert row.script_snapshot.splitlines()[-1].startswith("exec ")
+    assert f" serve {model} --served-model-name tiny" in row.script_snapshot  # no --revision for a dir
+    assert "docker run" not in row.script_snapshot
+    digest = local_model_digest(model)
+    assert digest and f"local model {model}: content {digest}" in row.notes
+    (model / "config.json").write_text('{"architectures": ["OtherForCausalLM"]}')
+    assert local_model_digest(model) != digest
