@@ -17,6 +17,12 @@ def _local_recipe(tmp_path: Path, port: int) -> Path:
     model.mkdir(parents=True)
     (model / "config.json").write_text('{"architectures": ["TinyForCausalLM"]}')
     (model / "model.safetensors").write_bytes(b"\0" * 64)
+    from tokenizers import Tokenizer, models, pre_tokenizers  # the bench counts with the model's tokenizer
+
+    vocab = {"[UNK]": 0, **{f"w{i}": i + 1 for i in range(500)}}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(model / "tokenizer.json"))
     text = recipe_text(port).replace("  repo: acme/tiny-model\n", f"  repo: {model}\n")
     text = text.replace(f'  ports: ["{port}:{port}"]\n', "")
     path = tmp_path / "r.yaml"
