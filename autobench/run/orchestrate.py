@@ -195,6 +195,13 @@ def process_script(loaded: LoadedRecipe, plan: RunPlan) -> str:
         "# The server command this run executed (secrets come from the environment by name).",
         "set -euo pipefail",
     ]
+    from autobench.compile import bench_argv
+
+    bench = bench_argv(loaded.recipe)
+    if "--base-url" in bench:
+        bench[bench.index("--base-url") + 1] = plan.base_url
+    lines.append("# The bench autobench runs in-process against it, as the equivalent command:")
+    lines.append("#   " + " ".join(shell_word(w) for w in bench))
     lines += [f"export {k}={shell_word(v)}" for k, v in plan.env.items()]
     lines.append("exec " + " ".join(shell_word(w) for w in plan.server_argv))
     return "\n".join(lines) + "\n"
