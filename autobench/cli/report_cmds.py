@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
 from autobench.cli.options import json_option, ledger_option, print_json
@@ -80,7 +82,17 @@ def report(
         if check and not result.stale:
             say(f"{len(result.checked)} page(s) up to date")
     if result.stale:
+        again = ["autobench", "report", *recipes]
+        if index:
+            again.append("--index")
+        if ledger_url:
+            again += ["--ledger", ledger_url]
+        if recipes_dir != "recipes":
+            again += ["--recipes", recipes_dir]
+        if no_plots:
+            again.append("--no-plots")
+        again += ["-o", out_dir]
         raise ReportError(
             f"{len(result.stale)} page(s) stale against the ledger",
-            hint=f"re-render with: autobench report --index -o {out_dir}",
+            hint=f"re-render with: {shlex.join(again)}",
         )

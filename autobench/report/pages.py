@@ -16,7 +16,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,7 +30,7 @@ from autobench.report.model import (
     group_by_recipe,
     runs_from_records,
 )
-from autobench.report.plots import PlotSpec, plot_specs, write_plots
+from autobench.report.plots import NO_MATPLOTLIB_NOTE, PlotSpec, matplotlib_available, plot_specs, write_plots
 from autobench.report.render import render_index, render_recipe
 
 PAGES_DIR = "recipes"
@@ -153,8 +153,13 @@ def plan_outputs(
     plots: bool = True,
     recipes: Mapping[str, Mapping[str, Any]] | None = None,
     secrets: Mapping[str, str] | None = None,
+    plot_ok: Callable[[Path], bool] | None = None,
 ) -> list[Output]:
     """The pages to write.  ``index`` adds docs/index.md and the page of every recipe it lists.
+
+    ``plot_ok(path)`` decides whether a plot the data supports is linked (default: all of them);
+    :func:`report` links, without matplotlib, only the plots already on disk, so a page never
+    links a file nothing drew and ``--check`` right after agrees with what was written.
 
     ``recipes`` (recipe files by name) fill in what runs did not record; a target given as a
     file takes precedence over it.  Every page is redacted (``autobench.redaction``): token
@@ -170,7 +175,8 @@ def plan_outputs(
     outputs = []
     for name in sorted(wanted):
         view = build_recipe_view(name, runs_by_recipe, files)
-        specs = tuple(plot_specs(view)) if plots else ()
+        page_dir = out_dir / PAGES_DIR
+        specs = tuple(s for s in plot_specs(view) if plot_ok is None or plot_ok(page_dir / s.file)) if plots else ()
         view = replace(view, plots=[(s.title, s.file) for s in specs])
         outputs.append(Output(out_dir / PAGES_DIR / f"{name}.md", redact(render_recipe(view), secrets), specs, view))
     if index:
@@ -281,6 +287,7 @@ def report(
         raise UsageError("nothing to render", hint="name a recipe (or recipe file), or pass --index")
     targets = resolve_targets(args)
     runs_by_recipe = load_runs(ledger)
+    drawable = plots and matplotlib_available()
     outputs = plan_outputs(
         runs_by_recipe,
         targets,
@@ -289,8 +296,11 @@ def report(
         plots=plots,
         recipes=RecipeFiles(recipes_dir),
         secrets=environment_secrets(),
+        plot_ok=None if drawable else Path.is_file,
     )
     result = ReportResult()
+    if plots and not drawable and any(o.plots != tuple(plot_specs(o.view)) for o in outputs if o.view):
+        result.notes.append(NO_MATPLOTLIB_NOTE + "; pages link only the plots already drawn")
     for name in unsafe_names(runs_by_recipe):
         result.notes.append(
             f"ledger recipe name {json.dumps(name, ensure_ascii=True)} is not a recipe name "

@@ -81,11 +81,12 @@ def test_check_passes_when_fresh_and_fails_when_stale(seed_ledger, tmp_path, cap
     assert code == 8
     assert f"stale: {page}: differs from the ledger" in stdout
     assert f"stale: {out / 'index.md'}: missing" in stdout
-    assert (
-        err.strip()
-        == f"error: 2 page(s) stale against the ledger (hint: re-render with: autobench report --index -o {out})"
-    )
+    # the hint repeats every option given, so following it fixes what --check found
+    again = f"autobench report --index --ledger {seed_ledger} --recipes {tmp_path / 'none'} --no-plots -o {out}"
+    assert err.strip() == f"error: 2 page(s) stale against the ledger (hint: re-render with: {again})"
     assert not (out / "index.md").exists()  # --check writes nothing
+    assert _run(capsys, *again.split()[1:])[0] == 0
+    assert _run(capsys, *args, "--check")[0] == 0
 
 
 def test_index_check_flags_the_page_of_a_recipe_no_longer_in_the_ledger(seed_ledger, tmp_path, capsys):
@@ -112,17 +113,49 @@ def test_index_check_flags_the_page_of_a_recipe_no_longer_in_the_ledger(seed_led
     assert f"note: {orphan}: no runs of this recipe in the ledger; delete the page if it is obsolete" in stderr
 
 
-def test_check_reports_a_linked_plot_that_is_missing(seed_ledger, tmp_path, monkeypatch):
+def _no_matplotlib(monkeypatch) -> None:
     monkeypatch.setattr("autobench.report.plots.matplotlib_available", lambda: False)
+    monkeypatch.setattr("autobench.report.pages.matplotlib_available", lambda: False)
+
+
+def test_without_matplotlib_pages_link_no_undrawn_plot_and_check_agrees_at_once(seed_ledger, tmp_path, monkeypatch):
+    _no_matplotlib(monkeypatch)
     out = tmp_path / "docs"
-    result = pages.report([DFLASH], ledger=str(seed_ledger), out_dir=out, recipes_dir=None)
+    result = pages.report([], index=True, ledger=str(seed_ledger), out_dir=out, recipes_dir=None)
     assert result.plots == []
-    assert result.notes == ["plots skipped: matplotlib is not installed (pip install 'autobench[plot]')"]
-    stale = pages.report([DFLASH], ledger=str(seed_ledger), out_dir=out, check=True, recipes_dir=None).stale
-    assert stale == [
-        f"{out / 'recipes' / (DFLASH + '.decode.svg')}: plot missing",
-        f"{out / 'recipes' / (DFLASH + '.ttft.svg')}: plot missing",
+    assert result.notes == [
+        "plots skipped: matplotlib is not installed (pip install 'autobench[plot]'); "
+        "pages link only the plots already drawn"
     ]
+    assert ".svg" not in "".join(p.read_text() for p in out.rglob("*.md"))
+    check = pages.report([], index=True, ledger=str(seed_ledger), out_dir=out, check=True, recipes_dir=None)
+    assert check.stale == []
+
+
+def test_without_matplotlib_plots_already_drawn_stay_linked_and_a_lost_one_is_stale(seed_ledger, tmp_path, monkeypatch):
+    _no_matplotlib(monkeypatch)
+    out = tmp_path / "docs"
+    drawn = [out / "recipes" / f"{DFLASH}.{stem}.svg" for stem in ("decode", "ttft")]
+    for svg in drawn:  # drawn earlier on a machine with matplotlib (as the committed docs/ are)
+        svg.parent.mkdir(parents=True, exist_ok=True)
+        svg.write_text("<svg/>")
+    pages.report([DFLASH], ledger=str(seed_ledger), out_dir=out, recipes_dir=None)
+    page = (out / "recipes" / f"{DFLASH}.md").read_text()
+    assert all(svg.name in page for svg in drawn)
+    assert pages.report([DFLASH], ledger=str(seed_ledger), out_dir=out, check=True, recipes_dir=None).stale == []
+    drawn[0].unlink()
+    stale = pages.report([DFLASH], ledger=str(seed_ledger), out_dir=out, check=True, recipes_dir=None).stale
+    assert stale == [f"{out / 'recipes' / (DFLASH + '.md')}: differs from the ledger"]
+
+
+def test_check_reports_a_linked_plot_that_is_missing(seed_ledger, tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "docs"
+    pages.report([DFLASH], ledger=str(seed_ledger), out_dir=out, recipes_dir=None)
+    plot = out / "recipes" / (DFLASH + ".decode.svg")
+    plot.unlink()
+    stale = pages.report([DFLASH], ledger=str(seed_ledger), out_dir=out, check=True, recipes_dir=None).stale
+    assert stale == [f"{plot}: plot missing"]
 
 
 def test_a_recipe_file_argument_gives_its_name_and_fills_in_the_stack(seed_ledger, tmp_path, capsys):
