@@ -166,6 +166,7 @@ def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool =
                 build_dockerfile=build_lines(loaded)[1],
                 build_tag=recipe.container.image,
                 bench=bench_lines(recipe),
+                result_file=recipe.name.replace("/", "_") + ".bench.json",
             )
         )
     except ValueError as exc:  # a NUL byte reached the quoting path

@@ -165,7 +165,8 @@ def test_script_argv_equals_api_argv(data):
             assert ["docker", *bench] == bench_argv(recipe, home=home)
         else:
             bench = next(argv for tool, argv in calls if tool == "autobench")
-            assert ["autobench", *bench] == bench_argv(recipe, home=home)
+            result = ["--result", recipe.name + ".bench.json"]  # the script's result file, for record --metrics
+            assert ["autobench", *bench] == bench_argv(recipe, home=home) + result
         assert calls[-1] == ("docker", ["rm", "-f", container_name(recipe)])
 
 

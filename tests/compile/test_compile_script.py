@@ -129,7 +129,8 @@ def test_compiled_script_runs_the_seed_command_with_hf_token_by_reference(tmp_pa
     hf = (tmp_path / "log" / "000-docker.hf_token").read_text()
     assert hf == secret  # ...and docker finds it in its environment
     bench = next(argv for tool, argv in calls if tool == "autobench")
-    assert ["autobench", *bench] == bench_argv(load_recipe(DFLASH).recipe)
+    result = ["--result", "qwen3-5-122b-a10b-vllm-int4-autoround-dflash.bench.json"]  # for `record --metrics`
+    assert ["autobench", *bench] == bench_argv(load_recipe(DFLASH).recipe) + result
     assert calls[-1][1] == ["rm", "-f", "vllm-qwen35-122b"]
 
 

@@ -7,6 +7,23 @@
 # draft:     z-lab/Qwen3.5-122B-A10B-DFlash @ 6c7242c934a9870d7c59c05240bdbb2467cc1394
 set -euo pipefail
 
+# The bench writes its result here; feed it to `autobench record RECIPE --metrics FILE`.
+BENCH_RESULT=${BENCH_RESULT:-qwen3-5-122b-a10b-vllm-int4-autoround-dflash.bench.json}
+
+# autobench: $AUTOBENCH, else `autobench` on PATH, else ./.venv/bin/autobench (venv not activated).
+autobench() {
+  if [ -n "${AUTOBENCH:-}" ]; then
+    "$AUTOBENCH" "$@"
+  elif type -P autobench >/dev/null; then
+    command autobench "$@"
+  elif [ -x .venv/bin/autobench ]; then
+    .venv/bin/autobench "$@"
+  else
+    echo "autobench: the autobench command is not on PATH: activate its venv or set AUTOBENCH=/path/to/autobench" >&2
+    return 127
+  fi
+}
+
 # Bench.
 autobench bench \
   --base-url http://127.0.0.1:8000 \
@@ -17,4 +34,6 @@ autobench bench \
   --num-prompts 500 \
   --max-seconds 900 \
   --concurrency 8 \
-  --max-tokens 256
+  --max-tokens 256 \
+  --result "$BENCH_RESULT"
+echo "autobench: bench result in $BENCH_RESULT" >&2

@@ -11,6 +11,23 @@ BASE_URL=http://127.0.0.1:8000
 READY_TIMEOUT_S=1800
 POLL_S=5
 
+# The bench writes its result here; feed it to `autobench record RECIPE --metrics FILE`.
+BENCH_RESULT=${BENCH_RESULT:-qwen3-5-122b-a10b-vllm-int4-autoround.bench.json}
+
+# autobench: $AUTOBENCH, else `autobench` on PATH, else ./.venv/bin/autobench (venv not activated).
+autobench() {
+  if [ -n "${AUTOBENCH:-}" ]; then
+    "$AUTOBENCH" "$@"
+  elif type -P autobench >/dev/null; then
+    command autobench "$@"
+  elif [ -x .venv/bin/autobench ]; then
+    .venv/bin/autobench "$@"
+  else
+    echo "autobench: the autobench command is not on PATH: activate its venv or set AUTOBENCH=/path/to/autobench" >&2
+    return 127
+  fi
+}
+
 require_secret() {
   if [ -z "${!1:-}" ]; then
     echo "autobench: secret $1 is not set: export it in your shell (the recipe passes it by name, never by value)" >&2
@@ -85,4 +102,6 @@ autobench bench \
   --num-prompts 500 \
   --max-seconds 900 \
   --concurrency 8 \
-  --max-tokens 256
+  --max-tokens 256 \
+  --result "$BENCH_RESULT"
+echo "autobench: bench result in $BENCH_RESULT" >&2
