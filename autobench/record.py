@@ -52,6 +52,30 @@ def read_metrics(path: str) -> dict[str, Any]:
     return load_result_json(path)
 
 
+def result_times(path: str) -> tuple[str | None, str | None]:
+    """(started, ended) of the bench a result file describes, as UTC ISO 8601: ``date`` (written
+    when the bench ended, local time, ``%Y%m%d-%H%M%S`` -- ours and ``vllm bench serve``'s) and
+    the bench's duration.  (None, None) when the file has no readable date."""
+    import datetime as dt
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = json.load(handle)
+        ended = dt.datetime.strptime(str(raw["date"]), "%Y%m%d-%H%M%S").astimezone(dt.UTC)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+    duration = raw.get("duration")
+    started = ended
+    if isinstance(duration, int | float) and 0 <= duration < 7 * 86400:
+        started = ended - dt.timedelta(seconds=float(duration))
+
+    def iso(t: dt.datetime) -> str:
+        return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    return iso(started), iso(ended)
+
+
 def read_log(path: str) -> dict[str, Any]:
     """The log's facts (``LogReport.to_json_dict()``); ``new_run`` redacts what it keeps."""
     from autobench.logs import parse_log
@@ -84,6 +108,10 @@ def build_new_run(spec: RecordInput) -> NewRun:
         digest = parse_image_ref(image).digest
     except ValueError:  # an unparsable image is refused by validate; record what is written
         digest = image.split("@", 1)[1] if "@sha256:" in image else None
+    started_at, ended_at = spec.started_at, spec.ended_at
+    if spec.metrics_file and not (started_at and ended_at):  # the result says when its bench ran
+        from_result = result_times(spec.metrics_file)
+        started_at, ended_at = started_at or from_result[0], ended_at or from_result[1]
     facts = RunFacts(
         status=spec.status,
         source="manual",
@@ -92,8 +120,8 @@ def build_new_run(spec: RecordInput) -> NewRun:
         root_cause=RootCause(category, message) if (category or message) else None,
         notes=spec.notes,
         notes_sep="\n",
-        started_at=spec.started_at,
-        ended_at=spec.ended_at,
+        started_at=started_at,
+        ended_at=ended_at,
         image=image,
         image_digest=digest,
         model_sha=spec.model_sha,

@@ -100,6 +100,7 @@ bench:
     with open_ledger(ledger, create=False) as book:
         (run,) = list(book.runs())
     assert run.status == "DONE" and run.metrics and run.metrics.get("completed") == 6
+    assert run.started_at and run.ended_at and run.started_at <= run.ended_at  # from the result's date
 
 
 def test_script_says_how_to_find_autobench_when_it_is_nowhere(tmp_path: Path) -> None:

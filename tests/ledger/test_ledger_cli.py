@@ -367,3 +367,32 @@ def test_record_keeps_the_tokenizer_that_measured_the_prompts(capsys, db_path, t
     code, out, err = run(capsys, "ledger", "show", "1", "--ledger", str(db_path))
     assert code == 0 and f"tokenizer: {tok}" in out
     assert open_ledger(db_path).verify().ok
+
+
+@pytest.mark.parametrize(
+    ("given", "started", "ended"),
+    [
+        ([], "2026-06-24T09:44:44Z", "2026-06-24T10:00:00Z"),  # from the result: date - duration, date
+        (["--started-at", "2026-06-24T09:00:00Z"], "2026-06-24T09:00:00Z", "2026-06-24T10:00:00Z"),
+    ],
+)
+def test_record_takes_the_run_time_from_the_result_when_not_given(
+    capsys, db_path, tmp_path, monkeypatch, given, started, ended
+):
+    monkeypatch.setenv("TZ", "UTC")  # the result's date is local time, as both clients write it
+    import time
+
+    time.tzset()
+    metrics = tmp_path / "result.json"
+    metrics.write_text(json.dumps({**VLLM_RESULT, "date": "20260624-100000", "duration": 915.2}))
+    code, out, err = run(capsys, "record", str(DFLASH), "--status", "DONE", "--metrics", str(metrics), *given, "--json")
+    assert code == 0, err
+    row = json.loads(out)
+    assert (row["started_at"], row["ended_at"]) == (started, ended)
+
+
+def test_record_without_a_date_anywhere_leaves_the_times_empty(capsys, db_path, tmp_path):
+    metrics = tmp_path / "result.json"
+    metrics.write_text(json.dumps(VLLM_RESULT))
+    code, out, _ = run(capsys, "record", str(DFLASH), "--status", "DONE", "--metrics", str(metrics), "--json")
+    assert code == 0 and json.loads(out)["started_at"] is None
