@@ -385,7 +385,19 @@ def test_record_takes_the_run_time_from_the_result_when_not_given(
     time.tzset()
     metrics = tmp_path / "result.json"
     metrics.write_text(json.dumps({**VLLM_RESULT, "date": "20260624-100000", "duration": 915.2}))
-    code, out, err = run(capsys, "record", str(DFLASH), "--status", "DONE", "--metrics", str(metrics), *given, "--json")
+    code, out, err = run(
+        capsys,
+        "record",
+        str(DFLASH),
+        "--status",
+        "DONE",
+        "--metrics",
+        str(metrics),
+        *given,
+        "--json",
+        "--ledger",
+        str(db_path),
+    )
     assert code == 0, err
     row = json.loads(out)
     assert (row["started_at"], row["ended_at"]) == (started, ended)
@@ -394,5 +406,7 @@ def test_record_takes_the_run_time_from_the_result_when_not_given(
 def test_record_without_a_date_anywhere_leaves_the_times_empty(capsys, db_path, tmp_path):
     metrics = tmp_path / "result.json"
     metrics.write_text(json.dumps(VLLM_RESULT))
-    code, out, _ = run(capsys, "record", str(DFLASH), "--status", "DONE", "--metrics", str(metrics), "--json")
+    code, out, _ = run(
+        capsys, "record", str(DFLASH), "--status", "DONE", "--metrics", str(metrics), "--json", "--ledger", str(db_path)
+    )
     assert code == 0 and json.loads(out)["started_at"] is None
