@@ -16,6 +16,7 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from autobench.errors import ReportError
 from autobench.report.model import DONE, RecipeView, Run
@@ -122,7 +123,7 @@ def write_plots(view: RecipeView, directory: Path, specs: Sequence[PlotSpec]) ->
     from matplotlib.figure import Figure
 
     written = []
-    rc = {"svg.hashsalt": "autobench", "svg.fonttype": "none", "font.family": "DejaVu Sans"}
+    rc: Any = {"svg.hashsalt": "autobench", "svg.fonttype": "none", "font.family": "DejaVu Sans"}
     with matplotlib.rc_context(rc):
         for spec in specs:
             fig = Figure(figsize=(7, 4) if spec.kind == "runs" else (9, 3.6))
