@@ -215,8 +215,10 @@ def build_result(
     # A CPU fraction needs a window to mean anything: over a run of a few ms (every request
     # refused, say) start-up work alone reads as a busy core.
     cpu_judged = duration >= MIN_CPU_WINDOW_S
+    # The same for the loop lag: over a few ms its p99 is one sample, and one scheduler hiccup
+    # on a busy machine read as a busy client (a run whose requests were all refused at once).
     data["client_bound_warning"] = bool(
-        (lag_p99 is not None and lag_p99 > 5.0) or (cpu_judged and cpu_frac is not None and cpu_frac > 0.75)
+        cpu_judged and ((lag_p99 is not None and lag_p99 > 5.0) or (cpu_frac is not None and cpu_frac > 0.75))
     )
     return BenchResult(_finite(data))
 
