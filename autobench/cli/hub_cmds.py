@@ -243,7 +243,7 @@ def info(ref: str, offline: bool, timeout: float | None, as_json: bool) -> None:
     """Commit sha, architecture fingerprint and trust facts of REPO at REV (default main)."""
     from autobench.hub.fingerprint import describe
     from autobench.hub.info import hub_info
-    from autobench.hub.trust import human_bytes
+    from autobench.hub.trust import describe_weights
 
     data = hub_info(ref, _resolver(offline, timeout))
     if as_json:
@@ -266,12 +266,7 @@ def info(ref: str, offline: bool, timeout: float | None, as_json: bool) -> None:
         ("config.json", yn(t["has_config"])),
         ("quantization", yn(t["has_quantization_config"])),
         ("chat template", template),
-        (
-            "weights",
-            "?"
-            if t["weight_files"] is None
-            else f"{human_bytes(t['weight_bytes'])} in {t['weight_files']} file{'' if t['weight_files'] == 1 else 's'}",
-        ),
+        ("weights", describe_weights(t["weight_files"], t["weight_bytes"])),
         ("last modified", t["last_modified"] or "?"),
     ]
     for key, value in rows:

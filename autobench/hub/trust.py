@@ -76,6 +76,16 @@ def trust_facts(
     }
 
 
+def describe_weights(files: int | None, size: int | None) -> str:
+    """The weights line of ``hub info``: what was found, or plainly that nothing was."""
+    if files is None:
+        return "? (the Hub was not asked: offline, from the local cache)"
+    if files == 0:
+        return "none found (no .safetensors or .bin files at this revision)"
+    count = f"{files} file{'' if files == 1 else 's'}"
+    return f"{count}, sizes not listed by the Hub" if size is None else f"{human_bytes(size)} in {count}"
+
+
 def human_bytes(n: int | None) -> str:
     if n is None:
         return "?"

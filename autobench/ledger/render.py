@@ -105,7 +105,38 @@ def history_causes(h: History) -> list[str]:
     return lines
 
 
+#: The widest value cell of ``compare``: a 40-hex sha fits; longer names are cut in the middle
+#: (``compare --json`` and ``ledger show`` keep them whole), so two runs fit in ~150 columns.
+COMPARE_CELL_WIDTH = 56
+
+
+def compare_cell(value: Any) -> str:
+    """One value of ``compare``: numbers in one format (thousands separators; two decimals for a
+    non-integral float), text cut in the middle past :data:`COMPARE_CELL_WIDTH`."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if isinstance(value, list):
+        return "/".join(compare_cell(v) for v in value)
+    return middle_cut(cell(value), COMPARE_CELL_WIDTH)
+
+
+def middle_cut(text: str, width: int) -> str:
+    """``text`` at most ``width`` characters: its head and tail kept, the middle replaced by '…'."""
+    if len(text) <= width:
+        return text
+    head = width // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
 def compare_table(c: Comparison) -> Table:
     head = ["", f"A {c.a.display_id}", f"B {c.b.display_id}", "B/A"]
-    rows = [[row.key, cell(row.a), cell(row.b), "" if row.ratio is None else f"{row.ratio:.2f}x"] for row in c.rows]
+    rows = [
+        [row.key, compare_cell(row.a), compare_cell(row.b), "" if row.ratio is None else f"{row.ratio:.2f}x"]
+        for row in c.rows
+    ]
     return head, rows

@@ -317,9 +317,31 @@ def test_compare_seed_speedup(capsys, seeded):
     assert code == 0 and err == ""
     assert "decode speedup (B/A): 1.26x" in out
     decode = next(line for line in out.splitlines() if line.startswith("decode_tok_s"))
-    assert decode.split() == ["decode_tok_s", "85.5", "107.43", "1.26x"]
+    assert decode.split() == ["decode_tok_s", "85.50", "107.43", "1.26x"]  # one number format
     code, out, _ = run(capsys, "compare", "1", "3", "--json", "--ledger", str(seeded))
     assert json.loads(out)["decode_speedup"] == pytest.approx(107.43 / 85.5)
+
+
+def test_compare_fits_a_terminal_with_a_long_draft_name_and_formats_numbers_alike(capsys, seeded, tmp_path):
+    long_draft = "an-organisation-with-a-long-name/Qwen3.5-122B-A10B-DFlash-experimental-speculator-v2"
+    recipe = tmp_path / "long-draft.yaml"
+    (tmp_path / BASE.name).write_text(BASE.read_text())  # the recipe it extends
+    recipe.write_text(DFLASH.read_text().replace("z-lab/Qwen3.5-122B-A10B-DFlash", long_draft))
+    metrics = tmp_path / "result.json"
+    metrics.write_text(json.dumps({**VLLM_RESULT, "output_throughput": 299.589, "completed": 11763}))
+    args = ["--ledger", str(seeded)]
+    code, _, err = run(capsys, "record", str(recipe), "--status", "DONE", "--metrics", str(metrics), *args)
+    assert code == 0, err
+    code, out, _ = run(capsys, "compare", "3", "4", *args)
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 160
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:] if line.split()}
+    assert rows["decode_tok_s"][:2] == ["107.43", "299.59"]
+    assert rows["completed"][:2] == ["385", "11,763"]
+    draft = rows["draft_repo"][1]
+    assert "…" in draft and draft.startswith(long_draft[:20]) and draft.endswith(long_draft[-20:])
+    code, out, _ = run(capsys, "compare", "3", "4", "--json", *args)
+    assert long_draft in out  # whole in --json
 
 
 def test_compare_warns_on_concurrency(capsys, seeded, tmp_path):
