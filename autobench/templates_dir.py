@@ -2,7 +2,8 @@
 
 The repository keeps them in a top-level ``templates/`` folder.  A checkout or an
 editable install reads that folder; a built wheel carries the same files as the
-package data ``autobench/templates/`` (see ``[tool.setuptools.package-dir]``).
+package data ``autobench/templates/`` (``setup.py`` maps the folder there; a
+``packages.find`` table in pyproject.toml cannot express it).
 """
 
 from __future__ import annotations

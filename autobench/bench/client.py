@@ -47,8 +47,9 @@ MAX_PROMPTS = 1_000_000
 #: The young-generation threshold of the garbage collector during the measured run (CPython's
 #: default is 700).  A burst of C requests allocates C times the per-request objects at
 #: once; at 700 that triggers a collection every few requests, each walking every young
-#: in-flight object (with aiohttp as the transport: 30 ms of pauses, up to 8 ms each, in a
-#: 1,024-request run at C=256, landing on the dispatch path).  The happy path creates no
+#: in-flight object (measured with the earlier aiohttp transport, since replaced by
+#: ``transport``: 30 ms of pauses, up to 8 ms each, in a 1,024-request run at C=256,
+#: landing on the dispatch path).  The happy path creates no
 #: reference cycles (refcounting frees everything), so collecting less often only delays
 #: reclaiming the cycles of error paths, by at most this many objects.
 YOUNG_GC_THRESHOLD = 10_000

@@ -11,7 +11,6 @@ checks that every code a rule emits is in the table.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -22,8 +21,6 @@ from autobench.recipe.imageref import parse_image_ref
 from autobench.recipe.loader import LoadedRecipe, Position, format_path
 from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS
 from autobench.redaction import WELL_KNOWN_SECRET_NAMES, environment_secrets, find_token, is_secret_name, secret_in
-
-SEVERITIES = ("error", "warning", "info")
 
 
 @dataclass(frozen=True)
@@ -911,7 +908,3 @@ def _parse_location(text: str) -> Position:
     if m:
         return Position(Path(m.group(1)), int(m.group(2)), int(m.group(3)))
     return Position(Path(text), 0, 0)
-
-
-def findings_json(findings: list[Finding]) -> str:
-    return json.dumps([f.as_dict() for f in findings], indent=2, ensure_ascii=False)

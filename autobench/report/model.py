@@ -23,7 +23,6 @@ from datetime import date, datetime
 from typing import Any
 
 DONE = "DONE"
-BLOCKED = "BLOCKED"
 
 
 # --------------------------------------------------------------------------- runs
@@ -125,7 +124,7 @@ def run_from_record(record: Any) -> Run:
     status = _attr(record, "status")
     status = getattr(status, "value", status)
     return Run(
-        id=_attr(record, "id", "run_id"),
+        id=_attr(record, "id"),
         recipe=str(_attr(record, "recipe_name", "recipe")),
         status=str(status).upper(),
         started_at=_as_datetime(_attr(record, "started_at")),
@@ -143,8 +142,8 @@ def run_from_record(record: Any) -> Run:
         corrects=_attr(record, "corrects"),
         supersedes=_attr(record, "supersedes"),
         metrics=_as_mapping(_attr(record, "metrics")),
-        boot=_as_mapping(_attr(record, "boot", "boot_facts")),
-        snapshot=_as_mapping(_attr(record, "recipe_snapshot", "snapshot", "recipe_json", "resolved")),
+        boot=_as_mapping(_attr(record, "boot")),
+        snapshot=_as_mapping(_attr(record, "recipe_snapshot", "snapshot")),
     )
 
 

@@ -24,26 +24,12 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO
 
 from autobench.errors import RunError
 from autobench.redaction import Redactor, redact
 
 DOCKER_REFUSED = 125  # docker run's own exit code: the daemon/CLI refused the run
-
-
-class Server(Protocol):
-    """A started server."""
-
-    def exit_code(self) -> int | None:
-        """None while the server runs, else its exit code."""
-
-    def stop(self) -> None:
-        """Tear the server down (idempotent); afterwards nothing it started is running."""
-
-    @property
-    def pids(self) -> list[int]:
-        """Process ids this runtime started (for tests and diagnostics)."""
 
 
 class LogPump:
