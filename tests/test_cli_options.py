@@ -102,3 +102,12 @@ def test_plain_table_pads_columns(capsys) -> None:
 
     print_table(["a", "long head"], [["xyz", "1"], ["q", "22"]], title="t")
     assert capsys.readouterr().out == "t\na    long head\nxyz  1\nq    22\n"
+
+
+def test_json_and_ledger_are_declared_only_in_options() -> None:
+    for source in CLI_DIR.glob("*.py"):
+        if source.name == "options.py":
+            continue
+        text = source.read_text(encoding="utf-8")
+        assert 'option("--json"' not in text and 'option(\n    "--ledger"' not in text, source
+        assert '"--ledger",' not in text, source

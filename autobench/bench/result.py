@@ -99,38 +99,39 @@ def build_result(
     client: ClientStats,
     base_url: str,
 ) -> BenchResult:
-    """Aggregate request records into the result dict (statistics over successful requests only)."""
+    """Aggregate request records into the result dict (statistics over successful requests
+    only), section by section: the run's settings, totals, latencies, speculative decoding,
+    the dataset and the client's own costs."""
     ok = [r for r in records if r.status == "ok"]
-    errs = [r for r in records if r.status == "error"]
-    incomplete = [r for r in records if r.status == "incomplete"]
     duration = t_end - t0
-    timings = [M.RequestTiming(r.start, r.first, r.last, r.completion_tokens) for r in ok]
-    ttfts = [M.ttft(t) for t in timings]
-    tpots = [v for v in (M.tpot(t) for t in timings) if v is not None]
-    e2els = [M.e2el(t) for t in timings]
-    itls = [g for r in ok for g in r.gaps]
-    total_in = sum(r.prompt_tokens for r in ok)
-    total_out = sum(r.completion_tokens for r in ok)
-    chunks = sum(r.n_chunks for r in ok)
-    by_kind = Counter(r.error_kind for r in errs)
-    samples: dict[str, str] = {}
-    for r in errs:
-        samples.setdefault(r.error_kind, r.error_message or "")
-    queue = [r.start - r.arrival for r in records if r.arrival is not None and r.start]
-    srv_lag = [r.first - r.first_srv for r in ok if isinstance(r.first_srv, float)]
-    send_path = [r.arr_srv - r.start for r in ok if isinstance(r.arr_srv, float)]
-    # Against the synthetic server: the TTFT it observed itself (arrival -> first chunk sent), and
-    # the client's own share of the measured TTFT (send path + receive path), free of server timing.
-    srv_ttft = [r.first_srv - r.arr_srv for r in ok if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)]
-    ttft_client = [
-        (r.first - r.start) - (r.first_srv - r.arr_srv)
-        for r in ok
-        if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)
-    ]
-    pre_write = [r.start - r.dispatch for r in records if r.dispatch and r.start >= r.dispatch]
-    lags = client.loop_lag_s
-    rate = cfg.request_rate
     data: dict[str, Any] = {
+        **_settings(cfg, ds, base_url),
+        **_totals(cfg, records, ok, duration, time_cap_hit),
+        **_latencies(records, ok),
+    }
+    sd = M.spec_decode_metrics(spec) if spec is not None else None
+    data["spec_decode_available"] = sd is not None
+    if sd is not None:
+        data.update(sd)
+    data["dataset"] = _dataset(ds)
+    data["client"] = _client(client, records, ok, duration, data["total_output_tokens"])
+    lag_p99 = data["client"]["loop_lag_ms"]["p99"]
+    cpu_frac = data["client"]["cpu_fraction_of_one_core"]
+    # A CPU fraction needs a window to mean anything: over a run of a few ms (every request
+    # refused, say) start-up work alone reads as a busy core.
+    cpu_judged = duration >= MIN_CPU_WINDOW_S
+    # The same for the loop lag: over a few ms its p99 is one sample, and one scheduler hiccup
+    # on a busy machine read as a busy client (a run whose requests were all refused at once).
+    data["client_bound_warning"] = bool(
+        cpu_judged and ((lag_p99 is not None and lag_p99 > 5.0) or (cpu_frac is not None and cpu_frac > 0.75))
+    )
+    return BenchResult(_finite(data))
+
+
+def _settings(cfg: Any, ds: Any, base_url: str) -> dict[str, Any]:
+    """What was asked for: the server, the model, the sampling, the limits (vLLM's names)."""
+    rate = cfg.request_rate
+    return {
         "result_format": RESULT_FORMAT,
         "autobench_version": __version__,
         "date": _dt.datetime.now().strftime("%Y%m%d-%H%M%S"),
@@ -154,7 +155,21 @@ def build_result(
         "max_seconds": cfg.max_seconds,
         "grace_seconds": cfg.grace_seconds,
         "in_flight_policy": "drain within grace, then cancel (incomplete)",
-        # totals (vLLM names)
+    }
+
+
+def _totals(cfg: Any, records: list[Any], ok: list[Any], duration: float, time_cap_hit: bool) -> dict[str, Any]:
+    """Counts, errors, tokens and throughputs (vLLM's names)."""
+    errs = [r for r in records if r.status == "error"]
+    incomplete = [r for r in records if r.status == "incomplete"]
+    total_in = sum(r.prompt_tokens for r in ok)
+    total_out = sum(r.completion_tokens for r in ok)
+    chunks = sum(r.n_chunks for r in ok)
+    by_kind = Counter(r.error_kind for r in errs)
+    samples: dict[str, str] = {}
+    for r in errs:
+        samples.setdefault(r.error_kind, r.error_message or "")
+    return {
         "duration": duration,
         "completed": len(ok),
         "failed": len(errs),
@@ -176,20 +191,27 @@ def build_result(
         "request_goodput": None,
         "mean_tokens_per_chunk": (total_out / chunks) if chunks else None,
         "token_chunks": chunks,
-        "itl_samples": len(itls),
+        "itl_samples": sum(len(r.gaps) for r in ok),
         "finish_reasons": dict(Counter(r.finish_reason or "none" for r in ok)),
     }
-    data.update(_ms_stats("ttft", ttfts))
-    data.update(_ms_stats("tpot", tpots))
-    data.update(_ms_stats("itl", itls))
-    data.update(_ms_stats("e2el", e2els))
+
+
+def _latencies(records: list[Any], ok: list[Any]) -> dict[str, Any]:
+    """TTFT, TPOT, ITL and end-to-end latency statistics (ms), and the client queue time."""
+    timings = [M.RequestTiming(r.start, r.first, r.last, r.completion_tokens) for r in ok]
+    out: dict[str, Any] = {}
+    out.update(_ms_stats("ttft", [M.ttft(t) for t in timings]))
+    out.update(_ms_stats("tpot", [v for v in (M.tpot(t) for t in timings) if v is not None]))
+    out.update(_ms_stats("itl", [g for r in ok for g in r.gaps]))
+    out.update(_ms_stats("e2el", [M.e2el(t) for t in timings]))
+    queue = [r.start - r.arrival for r in records if r.arrival is not None and r.start]
     if queue:
-        data.update(_ms_stats("client_queue_time", queue))
-    sd = M.spec_decode_metrics(spec) if spec is not None else None
-    data["spec_decode_available"] = sd is not None
-    if sd is not None:
-        data.update(sd)
-    data["dataset"] = {
+        out.update(_ms_stats("client_queue_time", queue))
+    return out
+
+
+def _dataset(ds: Any) -> dict[str, Any]:
+    return {
         "kind": ds.kind,
         "path": ds.path,
         "available": ds.available,
@@ -197,7 +219,20 @@ def build_result(
         "reused": ds.reused,
         "prompts_sha256": ds.fingerprint(),
     }
-    data["client"] = {
+
+
+def _client(client: ClientStats, records: list[Any], ok: list[Any], duration: float, total_out: int) -> dict[str, Any]:
+    """What the client itself cost and how far its timing can be trusted."""
+    srv_lag = [r.first - r.first_srv for r in ok if isinstance(r.first_srv, float)]
+    send_path = [r.arr_srv - r.start for r in ok if isinstance(r.arr_srv, float)]
+    # Against the synthetic server: the TTFT it observed itself (arrival -> first chunk sent), and
+    # the client's own share of the measured TTFT (send path + receive path), free of server timing.
+    timed = [r for r in ok if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)]
+    srv_ttft = [r.first_srv - r.arr_srv for r in timed]
+    ttft_client = [(r.first - r.start) - (r.first_srv - r.arr_srv) for r in timed]
+    pre_write = [r.start - r.dispatch for r in records if r.dispatch and r.start >= r.dispatch]
+    lags = client.loop_lag_s
+    return {
         "cpu_seconds": client.cpu_seconds,
         "cpu_ms_per_1k_tokens": (1e6 * client.cpu_seconds / total_out) if total_out else None,
         "cpu_fraction_of_one_core": client.cpu_seconds / duration if duration > 0 else None,
@@ -210,17 +245,6 @@ def build_result(
         "dispatch_to_write_ms": M.summarize(pre_write, 1000.0) if pre_write else None,
         "served_models": client.served_models,
     }
-    lag_p99 = data["client"]["loop_lag_ms"]["p99"]
-    cpu_frac = data["client"]["cpu_fraction_of_one_core"]
-    # A CPU fraction needs a window to mean anything: over a run of a few ms (every request
-    # refused, say) start-up work alone reads as a busy core.
-    cpu_judged = duration >= MIN_CPU_WINDOW_S
-    # The same for the loop lag: over a few ms its p99 is one sample, and one scheduler hiccup
-    # on a busy machine read as a busy client (a run whose requests were all refused at once).
-    data["client_bound_warning"] = bool(
-        cpu_judged and ((lag_p99 is not None and lag_p99 > 5.0) or (cpu_frac is not None and cpu_frac > 0.75))
-    )
-    return BenchResult(_finite(data))
 
 
 #: Shortest measured run whose client CPU fraction feeds ``client_bound_warning``.

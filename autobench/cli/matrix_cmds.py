@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
-
 import click
+
+from autobench.cli.options import json_option, print_json
 
 
 @click.command()
 @click.argument("recipe", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print JSON: [{cell, digest, served_name, image}].")
+@json_option("Print JSON: [{cell, digest, served_name, image}].")
 def variants(recipe: str, as_json: bool) -> None:
     """List the cells of RECIPE: base and each variant, times each role.
 
@@ -32,7 +32,7 @@ def variants(recipe: str, as_json: bool) -> None:
             }
         )
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        print_json(rows)
         return
     width = max(len(row["cell"]) for row in rows)
     for row in rows:

@@ -50,7 +50,9 @@ def json_option(func: F | str) -> F | Callable[[F], F]:
 
 
 def print_json(doc: Any, *, sort_keys: bool = False) -> None:
-    click.echo(json.dumps(doc, indent=2, sort_keys=sort_keys, ensure_ascii=False, default=str))
+    """``doc`` as indented JSON; every non-ASCII character escaped, so no value can carry a
+    control or bidi character to the terminal."""
+    click.echo(json.dumps(doc, indent=2, sort_keys=sort_keys, ensure_ascii=True, default=str))
 
 
 def print_table(

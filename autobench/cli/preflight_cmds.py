@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
+from autobench.cli.options import json_option, print_json
 from autobench.cli.params import Finite
 
 
@@ -32,7 +31,7 @@ from autobench.cli.params import Finite
     metavar="LOG",
     help="A vLLM server log of this recipe's boot: compare the prediction with the facts it printed.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the prediction as JSON.")
+@json_option("Print the prediction as JSON.")
 @click.pass_context
 def preflight(
     ctx: click.Context,
@@ -84,7 +83,7 @@ def preflight(
         rows = compare(doc, facts, status)
         doc["against"] = {"log": against, "rows": [r.as_dict() for r in rows]}
     if as_json:
-        click.echo(json.dumps(doc, indent=2))
+        print_json(doc)
     else:
         click.echo(prediction.render_text())
         for r in rows or []:
