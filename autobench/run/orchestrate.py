@@ -360,6 +360,7 @@ def run_recipe(
     server = None
     phase = "start"
     guard = SignalGuard()
+    bench_threads: list[BenchThread] = []  # this run's bench, joined after teardown
     bench_error: str | None = None
     teardown_line: int | None = None
     start_error: str | None = None
@@ -385,7 +386,7 @@ def run_recipe(
                 echo(readiness.describe())
                 if readiness.ready:
                     phase = "bench"
-                    outcome.status, bench_error = _bench(loaded, plan, server, outcome, echo)
+                    outcome.status, bench_error = _bench(loaded, plan, server, outcome, echo, bench_threads)
                     phase = "metrics"
                     _scrape(plan, redact)
                 else:
@@ -406,8 +407,8 @@ def run_recipe(
                     teardown_line = log.teardown_mark()
                     server.stop()
                     log.note("server torn down")
-                while _BENCH_THREADS:  # an interrupted bench ends once its server is gone
-                    _BENCH_THREADS.pop().join(timeout=10)
+                while bench_threads:  # an interrupted bench ends once its server is gone
+                    bench_threads.pop().join(timeout=10)
                 log.close()
             _finish(loaded, plan, outcome, readiness, bench_error, guard, teardown_line)
             if start_error is not None:
@@ -475,10 +476,9 @@ class BenchThread:
         self._thread.join(timeout)
 
 
-_BENCH_THREADS: list[BenchThread] = []
-
-
-def _bench(loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome, echo: Echo) -> tuple[str, str | None]:
+def _bench(
+    loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome, echo: Echo, threads: list[BenchThread]
+) -> tuple[str, str | None]:
     from autobench.bench.client import run_bench
 
     cfg = bench_config(loaded, plan)
@@ -487,7 +487,7 @@ def _bench(loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome
         f"{cfg.concurrency}, max_tokens {cfg.max_tokens}"
     )
     worker = BenchThread(run_bench, cfg)
-    _BENCH_THREADS.append(worker)
+    threads.append(worker)  # joined by run_recipe after teardown
     worker.wait()  # a signal interrupts this wait, never the bench's event loop
     if isinstance(worker.error, AutobenchError):
         return "FAILED", f"bench failed: {worker.error}"
