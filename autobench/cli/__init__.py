@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("autobench.cli.recipe_cmds:validate", "Check recipes against the schema and rules."),
     "init": ("autobench.cli.init_cmds:init", "Write a new, valid, commented recipe from flags or questions."),
     "recipes": ("autobench.cli.catalogue_cmds:recipes", "List the catalogue: model, draft, pins, last run."),
+    "tour": ("autobench.cli.tour_cmds:tour", "Run a bundled recipe end to end against the synthetic server (no GPU)."),
     "compile": ("autobench.cli.recipe_cmds:compile_", "Compile a recipe into a bash script."),
     "schema": ("autobench.cli.recipe_cmds:schema", "Print the JSON Schema of a recipe."),
     "import": ("autobench.cli.import_cmds:import_", "Convert peer recipes (eugr, sparkrun, vllm recipes, InferenceX)."),

@@ -1,0 +1,81 @@
+"""A stand-in for the ``vllm`` executable: ``vllm serve`` answered by the synthetic server (no GPU).
+
+    python -m autobench.run.standin serve MODEL --served-model-name N --host H --port P ...
+
+``autobench tour`` runs a recipe with ``--runtime process --vllm-exec "python -m
+autobench.run.standin"``: the process runtime launches this instead of vLLM, with the very
+command line it would give vLLM.  It accepts the serve flags autobench's typed recipe fields
+compile to (``autobench.recipe.rules.TYPED_ENGINE_FLAGS``) and refuses any other flag the way
+vLLM's argparse parser does (``vllm serve: error: unrecognized arguments: ...``, exit 2), so a
+recipe whose ``engine.extra_args`` vLLM would reject is refused here too.  Then it serves the
+served name on the host and port given, with known timings; a ``--speculative-config`` with
+``num_speculative_tokens`` turns on speculative-decoding chunks and vLLM-like acceptance logs.
+A model directory holding ``tokenizer.json`` is used to count prompt tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+#: Per-position acceptance the stand-in drafts with (a typical decaying profile).
+ACCEPT_PROFILE = (0.8, 0.6, 0.45, 0.33, 0.25, 0.18, 0.13, 0.1)
+
+
+def _parser() -> argparse.ArgumentParser:
+    from autobench.recipe.rules import TYPED_ENGINE_FLAGS
+
+    parser = argparse.ArgumentParser(prog="vllm serve", allow_abbrev=False)
+    parser.add_argument("model_tag")
+    for flag in sorted(TYPED_ENGINE_FLAGS):
+        if flag.startswith("--"):
+            parser.add_argument(flag, nargs="?", const=True, default=None)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] != "serve":
+        print("usage: vllm serve [model_tag] [options]", file=sys.stderr)
+        print("vllm: error: the stand-in only knows the serve subcommand", file=sys.stderr)
+        return 2
+    parser = _parser()
+    ns, unknown = parser.parse_known_args(args[1:])
+    if unknown:
+        parser.error("unrecognized arguments: " + " ".join(unknown))  # exits 2, as vLLM does
+    opts = vars(ns)
+    model = str(ns.model_tag)
+    spec_tokens = 0
+    raw_spec = opts.get("speculative_config")
+    if isinstance(raw_spec, str):
+        try:
+            spec = json.loads(raw_spec)
+        except ValueError:
+            parser.error(f"argument --speculative-config: invalid loads value: {raw_spec!r}")
+        spec_tokens = int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, dict) else 0
+    tokenizer = Path(model) / "tokenizer.json"
+    max_len = opts.get("max_model_len")
+
+    from autobench.bench.synthetic import SyntheticConfig, run
+
+    config = SyntheticConfig(
+        host=str(opts.get("host") or "127.0.0.1"),
+        port=int(opts.get("port") or 8000),
+        model=str(opts.get("served_model_name") or model),
+        ttft_ms=40.0,
+        itl_ms=4.0,
+        accept_profile=ACCEPT_PROFILE[:spec_tokens] if spec_tokens else (),
+        spec_tokens=spec_tokens or None,
+        tokenizer=str(tokenizer) if tokenizer.is_file() else None,
+        log_stats_interval=1.0,
+        max_model_len=int(max_len) if isinstance(max_len, str) and max_len.isdigit() else 262144,
+    )
+    print(f"INFO [standin] vllm serve stand-in (synthetic server) for {model} on {config.host}:{config.port}")
+    sys.stdout.flush()
+    return run(config)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
