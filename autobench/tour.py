@@ -13,6 +13,7 @@ scrape, teardown, log parse, ledger append, report.
 
 from __future__ import annotations
 
+import json
 import socket
 import sys
 from collections.abc import Callable
@@ -38,6 +39,7 @@ container:
   image: vllm/vllm-openai:v0.11.0
   gpus: all
   ports: ["{port}:{port}"]
+  volumes: [{volume}]  # what a docker run would need to see the local model
 engine:
   host: 127.0.0.1
   port: {port}
@@ -96,13 +98,20 @@ def prepare(folder: Path) -> Path:
         raise UsageError(
             f"{folder} is not an empty folder", hint="give a new folder, or omit --dir for a temporary one"
         )
-    folder.mkdir(parents=True, exist_ok=True)
     model_dir = (folder / "model").resolve()
+    if ":" in str(model_dir) or "\n" in str(model_dir):
+        raise UsageError(f"{folder} has a ':' in its path", hint="give a folder whose path has no ':'")
+    folder.mkdir(parents=True, exist_ok=True)
     write_tokenizer(model_dir)
     recipes = folder / "recipes"
     recipes.mkdir()
     recipe = recipes / "tour.yaml"
-    recipe.write_text(TOUR_RECIPE.format(model_dir=model_dir, port=_free_port()), encoding="utf-8")
+    recipe.write_text(
+        TOUR_RECIPE.format(
+            model_dir=json.dumps(str(model_dir)), volume=json.dumps(f"{model_dir}:{model_dir}:ro"), port=_free_port()
+        ),
+        encoding="utf-8",
+    )
     return recipe
 
 
