@@ -239,19 +239,33 @@ def history(draft: str | None, model: str | None, recipe: str | None, ledger_url
 @click.command("compare")
 @click.argument("run_a")
 @click.argument("run_b")
+@click.option(
+    "--anyway",
+    is_flag=True,
+    help="Compare even when the runs' pins differ (the differences head the output).",
+)
 @ledger_option
 @json_option
-def compare(run_a: str, run_b: str, ledger_url: str | None, as_json: bool) -> None:
-    """RUN_A and RUN_B side by side, with ratios B/A (e.g. the decode speedup)."""
+def compare(run_a: str, run_b: str, anyway: bool, ledger_url: str | None, as_json: bool) -> None:
+    """RUN_A and RUN_B side by side, with ratios B/A (e.g. the decode speedup).
+
+    Refuses runs whose pins differ (model, draft, image, engine version, engine arguments,
+    bench parameters), naming each difference, unless --anyway."""
+    from autobench.ledger.pins import require_same_pins
     from autobench.ledger.render import compare_table
 
     with _open(ledger_url) as book:
         result = book.compare(run_a, run_b)
+    if not anyway:
+        require_same_pins(result.a, result.b, result.pins)
     if as_json:
         print_json(result.to_json_dict())
         return
     for warning in result.warnings:
         say(f"warning: {warning}", err=True)
+    if result.pins.differences:
+        say("pins differ (A vs B):")
+        say("\n".join(f"  {d.text()}" for d in result.pins.differences))
     print_table(*compare_table(result))
     if result.decode_speedup is not None:
         say(f"decode speedup (B/A): {result.decode_speedup:.2f}x")

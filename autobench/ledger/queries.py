@@ -12,6 +12,7 @@ from sqlalchemy import Connection, func, select
 
 from autobench.errors import LedgerError
 from autobench.ledger.models import BOOT_KEYS, METRIC_KEYS, RUNS, STATUSES, RunRecord
+from autobench.ledger.pins import PinCheck, check_pins
 
 # history(kind=...) -> (column selecting the runs, column grouping them, label of a group)
 HISTORY_KINDS = {
@@ -219,6 +220,8 @@ class Comparison:
     b: RunRecord
     rows: list[CompareRow]
     warnings: list[str]
+    #: The pins on which the runs differ (autobench.ledger.pins); ``compare`` refuses unless --anyway.
+    pins: PinCheck
 
     @property
     def decode_speedup(self) -> float | None:
@@ -239,6 +242,7 @@ class Comparison:
                 "status": self.b.status,
             },
             "decode_speedup": self.decode_speedup,
+            "pin_differences": [d.to_json_dict() for d in self.pins.differences],
             "rows": [r.to_json_dict() for r in self.rows],
             "warnings": list(self.warnings),
         }
@@ -277,22 +281,9 @@ def compare(a: RunRecord, b: RunRecord) -> Comparison:
         if va is None and vb is None:
             continue
         rows.append(CompareRow("boot", key, va, vb, _ratio(va, vb)))
-    warnings: list[str] = []
-    ca, cb = a.metrics.get("concurrency"), b.metrics.get("concurrency")
-    if ca != cb:
-        if ca is None or cb is None:
-            warnings.append(
-                f"concurrency is unknown for run {a.display_id if ca is None else b.display_id}; "
-                "ratios may not compare like with like"
-            )
-        else:
-            warnings.append(f"concurrency differs ({ca} vs {cb}); throughput ratios are not like for like")
+    pins = check_pins(a, b)  # concurrency and num_prompts are pins: differing or unknown is said there
+    warnings: list[str] = list(pins.notes)
     for run in (a, b):
         if run.status != "DONE":
             warnings.append(f"run {run.display_id} is {run.status}, not DONE")
-    if a.metrics.get("num_prompts") != b.metrics.get("num_prompts") and None not in (
-        a.metrics.get("num_prompts"),
-        b.metrics.get("num_prompts"),
-    ):
-        warnings.append("num_prompts differs between the runs")
-    return Comparison(a, b, rows, warnings)
+    return Comparison(a, b, rows, warnings, pins)

@@ -313,12 +313,14 @@ def test_history_other_kinds_and_errors(capsys, seeded):
 
 
 def test_compare_seed_speedup(capsys, seeded):
-    code, out, err = run(capsys, "compare", "1", "3", "--ledger", str(seeded))
-    assert code == 0 and err == ""
+    # the base against the DFlash run: their pins differ (no draft against a draft), so --anyway
+    code, out, err = run(capsys, "compare", "1", "3", "--anyway", "--ledger", str(seeded))
+    assert code == 0 and all(line.startswith("warning: ") for line in err.splitlines())
+    assert out.splitlines()[:2] == ["pins differ (A vs B):", "  draft_repo: (none) vs " + DRAFT]
     assert "decode speedup (B/A): 1.26x" in out
     decode = next(line for line in out.splitlines() if line.startswith("decode_tok_s"))
     assert decode.split() == ["decode_tok_s", "85.50", "107.43", "1.26x"]  # one number format
-    code, out, _ = run(capsys, "compare", "1", "3", "--json", "--ledger", str(seeded))
+    code, out, _ = run(capsys, "compare", "1", "3", "--anyway", "--json", "--ledger", str(seeded))
     assert json.loads(out)["decode_speedup"] == pytest.approx(107.43 / 85.5)
 
 
@@ -332,7 +334,7 @@ def test_compare_fits_a_terminal_with_a_long_draft_name_and_formats_numbers_alik
     args = ["--ledger", str(seeded)]
     code, _, err = run(capsys, "record", str(recipe), "--status", "DONE", "--metrics", str(metrics), *args)
     assert code == 0, err
-    code, out, _ = run(capsys, "compare", "3", "4", *args)
+    code, out, _ = run(capsys, "compare", "3", "4", "--anyway", *args)
     assert code == 0
     assert max(len(line) for line in out.splitlines()) <= 160
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines()[1:] if line.split()}
@@ -340,7 +342,7 @@ def test_compare_fits_a_terminal_with_a_long_draft_name_and_formats_numbers_alik
     assert rows["completed"][:2] == ["385", "11,763"]
     draft = rows["draft_repo"][1]
     assert "…" in draft and draft.startswith(long_draft[:20]) and draft.endswith(long_draft[-20:])
-    code, out, _ = run(capsys, "compare", "3", "4", "--json", *args)
+    code, out, _ = run(capsys, "compare", "3", "4", "--anyway", "--json", *args)
     assert long_draft in out  # whole in --json
 
 
@@ -352,7 +354,9 @@ def test_compare_warns_on_concurrency(capsys, seeded, tmp_path):
         == 0
     )
     code, out, err = run(capsys, "compare", "3", "4", "--ledger", str(seeded))
-    assert code == 0 and "warning: concurrency differs (8 vs 4)" in err
+    assert code == 4 and out == "" and "concurrency: 8 vs 4" in err  # a bench parameter: a pin
+    code, out, err = run(capsys, "compare", "3", "4", "--anyway", "--ledger", str(seeded))
+    assert code == 0 and out.splitlines()[:2] == ["pins differ (A vs B):", "  concurrency: 8 vs 4"]
 
 
 def test_verify_head_and_missing_triggers_through_the_cli(capsys, backend):
