@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ledger": ("autobench.cli.ledger_cmds:ledger", "List, show, export, verify, push and pull the ledger."),
     "history": ("autobench.cli.ledger_cmds:history", "Run history per draft, model or recipe."),
     "compare": ("autobench.cli.ledger_cmds:compare", "Compare two runs side by side."),
+    "regress": ("autobench.cli.regress_cmds:regress", "Exit 1 when a run is worse than a baseline run."),
     "replay": ("autobench.cli.replay_cmds:replay", "Print the exact script a recorded run ran."),
     "report": ("autobench.cli.report_cmds:report", "Render Markdown pages from the ledger."),
 }
