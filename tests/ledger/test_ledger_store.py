@@ -447,7 +447,7 @@ def test_compare_ratios_and_warnings(book):
     row = next(r for r in c.rows if r.key == "ttft_median_ms")
     assert (row.a, row.b, row.ratio) == (None, 681.0, None)
     c2 = book.compare("1", "#3")
-    assert any("concurrency differs (8 vs 4)" in w for w in c2.warnings)
+    assert [(d.pin, d.a, d.b) for d in c2.pins.differences] == [("concurrency", 8, 4)]  # a pin, not a warning
     assert any("BLOCKED" in w for w in c2.warnings)
     with pytest.raises(LedgerError, match="no run #9"):
         book.compare(1, 9)
