@@ -25,6 +25,7 @@ from typing import Any
 from autobench.errors import RunError
 from autobench.recipe import LoadedRecipe
 from autobench.run import plan as P
+from autobench.run.folder import claim_run_dir, write_run_files
 from autobench.run.plan import RunPlan, run_dir_for, unpinned_refs
 
 DRIVER_LOG = "driver.log"
@@ -111,23 +112,18 @@ def run_cluster(
 
     ledger = open_ledger(options.ledger)
     try:
-        run_dir = plan.run_dir
-        n = 1
-        while run_dir.exists():
-            n += 1
-            run_dir = plan.run_dir.with_name(f"{plan.run_dir.name}-{n}")
-        if run_dir != plan.run_dir:
+        claimed = claim_run_dir(plan)
+        if claimed.run_dir != plan.run_dir:
             from dataclasses import replace
 
-            plan = replace(plan, run_dir=run_dir, server_argv=("bash", str(run_dir / "driver.sh")))
-        run_dir.mkdir(parents=True)
+            claimed = replace(claimed, server_argv=("bash", str(claimed.run_dir / "driver.sh")))
+        plan = claimed
+        run_dir = plan.run_dir
         for name, text in files.items():
             path = run_dir / name
             path.write_text(text, encoding="utf-8")
             path.chmod(0o755)
-        (run_dir / P.PLAN_JSON).write_text(json.dumps(plan.to_json_dict(), indent=2) + "\n", encoding="utf-8")
-        (run_dir / P.SCRIPT).write_text(script, encoding="utf-8")
-        (run_dir / P.RECIPE_JSON).write_text(json.dumps(loaded.data, indent=2, sort_keys=True) + "\n")
+        write_run_files(plan, script, loaded.data)
         secrets = environment_secrets(plan.secret_names, base_env)
         outcome = RunOutcome(status="FAILED", plan=plan, script=script)
         outcome.started_at = _now().isoformat()

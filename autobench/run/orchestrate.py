@@ -37,6 +37,7 @@ from autobench.recipe import LoadedRecipe, load_recipe
 from autobench.recipe.facts import output_tokens
 from autobench.redaction import environment_secrets
 from autobench.run import plan as P
+from autobench.run.folder import claim_run_dir, write_run_files
 from autobench.run.plan import RunPlan, build_plan, unpinned_refs
 from autobench.run.readiness import Readiness, http_get, wait_ready
 from autobench.run.signals import RunInterrupted, SignalGuard
@@ -318,19 +319,9 @@ def run_recipe(
     secrets = environment_secrets(plan.secret_names, base_env)
     child_env = {**base_env, **plan.env}
 
+    plan = claim_run_dir(plan)
     run_dir = plan.run_dir
-    n = 1
-    while run_dir.exists():
-        n += 1
-        run_dir = plan.run_dir.with_name(f"{plan.run_dir.name}-{n}")
-    if run_dir != plan.run_dir:
-        from dataclasses import replace
-
-        plan = replace(plan, run_dir=run_dir)
-    run_dir.mkdir(parents=True)
-    _write(plan.path(P.PLAN_JSON), json.dumps(plan.to_json_dict(), indent=2) + "\n")
-    _write(plan.path(P.SCRIPT), script)
-    _write(plan.path(P.RECIPE_JSON), json.dumps(loaded.data, indent=2, sort_keys=True) + "\n")
+    write_run_files(plan, script, loaded.data)
 
     from autobench.run.runtimes import LogFile, ServerStartTimeout, start_server
 

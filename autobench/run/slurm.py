@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from autobench.errors import RunError
 from autobench.run import plan as P
+from autobench.run.folder import claim_run_dir, write_run_files
 from autobench.run.orchestrate import Echo, RunOptions, RunOutcome, _now, _record, _write, check_recipe, require_pinned
 from autobench.run.signals import RunInterrupted, SignalGuard
 
@@ -321,17 +322,10 @@ def run_slurm(
 
     ledger = open_ledger(options.ledger)  # before submitting: an unusable ledger fails now
     try:
+        plan = claim_run_dir(plan)
+        plan = replace(plan, run_dir=plan.run_dir.resolve())  # sbatch runs it from elsewhere
         run_dir = plan.run_dir
-        n = 1
-        while run_dir.exists():
-            n += 1
-            run_dir = plan.run_dir.with_name(f"{plan.run_dir.name}-{n}")
-        plan = replace(plan, run_dir=run_dir.resolve())
-        run_dir = plan.run_dir
-        run_dir.mkdir(parents=True)
-        _write(plan.path(P.PLAN_JSON), json.dumps(plan.to_json_dict(), indent=2) + "\n")
-        _write(plan.path(P.SCRIPT), script)
-        _write(plan.path(P.RECIPE_JSON), json.dumps(loaded.data, indent=2, sort_keys=True) + "\n")
+        write_run_files(plan, script, loaded.data)
         outcome = RunOutcome(status="FAILED", plan=plan, script=script, preflight=prediction)
         outcome.started_at = _now().isoformat()
         if preflight_note:
