@@ -48,7 +48,7 @@ from autobench.logs.facts import (
 )
 from autobench.logs.lines import split_records
 from autobench.logs.rootcause import NEEDLES as CAUSE_NEEDLES
-from autobench.logs.rootcause import RootCause, RootCauseTracker
+from autobench.logs.rootcause import RootCause, RootCauseTracker, boot_oom
 
 # Bytes per read.  1-16 MiB all run at the same speed; peak RSS grows with the block
 # (about 25 MiB at 2 MiB, 52 MiB at 8 MiB), see docs/logs.md "Speed".
@@ -157,6 +157,7 @@ class _Parser:
         self.ready_line: int | None = None
         self.served_line: int | None = None  # the first request served after ready
         self._pending_age = 0
+        self._oom_unserved = False
         self._refresh()
 
     @property
@@ -167,8 +168,10 @@ class _Parser:
     @property
     def _may_want_request(self) -> bool:
         """The same, before readiness is known: what the block classifier and the
-        trigger (decided once per block) must let through."""
-        return self.served_line is None and not self._cause_done
+        trigger (decided once per block) must let through.  After an out-of-memory
+        cause found before any sign of serving, a request served later still counts:
+        V0's access line for the request that ran out comes after its traceback."""
+        return self.served_line is None and (not self._cause_done or self._oom_unserved)
 
     def _served(self, lineno: int) -> None:
         if self.served_line is None:
@@ -189,11 +192,13 @@ class _Parser:
         known = self.report.lines
         self._facts_known = len(known)
         self._cause_done = self.cause.done
+        self._oom_unserved = self._cause_done and not self.cause.stopped and boot_oom(self.cause.cause)
         needles = set(SPEC_NEEDLES)
         needles.update(p.needle for p in BOOT_PATTERNS if not all(k in known for k in p.keys))
         if not self._cause_done:
             needles.update(CAUSE_NEEDLES)
             needles.add("assert")
+        if not self._cause_done or self._oom_unserved:
             needles.add(_TEARDOWN_NEEDLE)
             if self._may_want_request:
                 needles.update(_REQUEST_NEEDLES)
@@ -260,9 +265,9 @@ class _Parser:
                     if report.ready and self.ready_line is None:
                         cause.ready = True
                         self.ready_line = report.lines["ready"]
-            if feed_cause and self._want_post and any(n in msg for n in _REQUEST_NEEDLES):
+            if self._want_post and any(n in msg for n in _REQUEST_NEEDLES):
                 self._served(lineno)
-            if feed_cause and msg.startswith(TEARDOWN_MARK):
+            if (feed_cause or self._oom_unserved) and msg.startswith(TEARDOWN_MARK):
                 self.teardown()
                 feed_cause = False
                 continue
@@ -375,6 +380,8 @@ class _Parser:
         cause = report.root_cause = self.cause.result()
         if cause is not None:
             report.lines["root_cause"] = cause.line
+            if boot_oom(cause) and self.served_line is not None and self.served_line > cause.line:
+                cause.category = "cuda_oom"  # it served a request after: a runtime OOM
             ready_at = self.ready_line
             if (
                 ready_at is not None

@@ -273,6 +273,12 @@ def classify(text: str, ready: bool = False) -> str:
     return "other"
 
 
+def boot_oom(cause: RootCause | None) -> bool:
+    """True for an out-of-memory cause classified as a boot failure (``gpu_memory``): a
+    request served later in the same log shows the server was serving when it ran out."""
+    return cause is not None and cause.category == "gpu_memory" and _OOM.search(cause.message) is not None
+
+
 def hint(category: str | None) -> str | None:
     """The one-line hint of a category (None for a category this version does not know)."""
     return HINTS.get(category or "")

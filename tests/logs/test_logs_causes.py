@@ -132,6 +132,34 @@ def test_engine_death_after_a_served_request_keeps_readiness_and_reports_the_cau
     assert rc is not None and (rc.category, rc.line) == ("cuda_oom", 3)  # at runtime, not at boot
 
 
+OOM_TRACEBACK = [
+    "Traceback (most recent call last):",
+    '  File "/usr/lib/python3/site-packages/vllm/worker/model_runner.py", line 1, in execute_model',
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.",
+]
+
+
+def test_an_oom_whose_request_is_answered_after_its_traceback_is_a_runtime_oom() -> None:
+    # V0 logs the traceback first and the access line of the request that ran out after it
+    r = parse_log(
+        [*OOM_TRACEBACK, 'INFO:     127.0.0.1:50000 - "POST /v1/completions HTTP/1.1" 500 Internal Server Error']
+    )
+    rc = r.root_cause
+    assert rc is not None and (rc.category, rc.line) == ("cuda_oom", 3)
+
+
+def test_an_oom_with_no_request_served_stays_a_boot_memory_failure() -> None:
+    r = parse_log([*OOM_TRACEBACK, 'INFO:     127.0.0.1:50000 - "GET /health HTTP/1.1" 500 Internal Server Error'])
+    rc = r.root_cause
+    assert rc is not None and (rc.category, rc.line) == ("gpu_memory", 3)
+
+
+def test_a_request_after_an_oom_past_autobench_teardown_changes_nothing() -> None:
+    lines = [*OOM_TRACEBACK, "[autobench] teardown: stopping the server", '"POST /v1/completions HTTP/1.1" 500']
+    rc = parse_log(lines).root_cause
+    assert rc is not None and rc.category == "gpu_memory"
+
+
 def test_health_probes_are_not_requests() -> None:
     r = parse_log(
         [
