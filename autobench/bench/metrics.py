@@ -11,21 +11,11 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# The one percentile definition (numpy's linear method); raw samples stored in the ledger
+# are summarised with it too (autobench.samples).
+from autobench.samples import percentile as percentile
+
 PERCENTILES = (90.0, 99.0)
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    """``numpy.percentile(values, p)`` with the default linear method."""
-    if not values:
-        raise ValueError("percentile of an empty sequence")
-    xs = sorted(values)
-    if len(xs) == 1:
-        return float(xs[0])
-    rank = (len(xs) - 1) * p / 100.0
-    lo = math.floor(rank)
-    hi = min(lo + 1, len(xs) - 1)
-    frac = rank - lo
-    return float(xs[lo] + (xs[hi] - xs[lo]) * frac)
 
 
 def mean(values: Sequence[float]) -> float:

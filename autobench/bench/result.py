@@ -23,7 +23,9 @@ from typing import Any
 
 from autobench import __version__
 from autobench.bench import metrics as M
+from autobench.bench.samples_of import samples_of
 from autobench.errors import BenchError
+from autobench.samples import Samples
 
 RESULT_FORMAT = "autobench.bench/1"
 
@@ -63,7 +65,11 @@ class ClientStats:
 
 @dataclass
 class BenchResult:
+    """The result dict (what ``--result`` writes) and, for a run of our own client, the raw
+    per-request samples it was computed from (``None`` for a result read back from a file)."""
+
     data: dict[str, Any]
+    samples: Samples | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         return self.data
@@ -125,7 +131,7 @@ def build_result(
     data["client_bound_warning"] = bool(
         cpu_judged and ((lag_p99 is not None and lag_p99 > 5.0) or (cpu_frac is not None and cpu_frac > 0.75))
     )
-    return BenchResult(_finite(data))
+    return BenchResult(_finite(data), samples=samples_of(records, t0))
 
 
 def _settings(cfg: Any, ds: Any, base_url: str) -> dict[str, Any]:

@@ -138,3 +138,36 @@ def test_result_module_does_not_import_the_transport() -> None:
     code = "import sys, autobench.bench.result; print([m for m in ('httptools', 'autobench.bench.transport') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_result_carries_the_raw_samples_it_was_computed_from(synth: Any) -> None:
+    """BenchResult.samples: one row per request (errors too), and the result's percentiles
+    recomputed from them agree to float32 precision."""
+    from autobench.samples import decode, encode, summary
+
+    srv = synth(ttft_ms=3, itl_ms=1, tokens_per_chunk=1, error_rate=0.25)
+    res = run_bench(
+        BenchConfig(
+            base_url=srv.base_url,
+            model="m",
+            num_prompts=12,
+            concurrency=4,
+            max_tokens=8,
+            max_seconds=60,
+            random_input_len=16,
+        )
+    )
+    d = res.to_json_dict()
+    s = res.samples
+    assert s is not None and len(s) == d["dispatched"] == 12
+    assert s.count("ok") == d["completed"] and s.count("error") == d["failed"] > 0
+    assert {k for k in s.error_kind if k} == set(d["errors_by_kind"])
+    assert len(s.values("itl_ms")) == d["itl_samples"]
+    got = summary(s)
+    for name in ("ttft", "tpot", "itl", "e2el"):
+        for stat in ("median", "p99", "mean"):
+            assert got[f"{name}_{stat}_ms"] == pytest.approx(d[f"{stat}_{name}_ms"], rel=1e-5), (name, stat)
+    assert all(0 <= t <= d["duration"] for t in s.start_s)
+    ok = [s.request(i) for i in range(len(s)) if s.status[i] == "ok"]
+    assert sum(r.completion_tokens or 0 for r in ok) == d["total_output_tokens"]
+    assert decode(encode(s)) == s
