@@ -5,7 +5,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autobench.redaction import Redactor, redact
+from autobench.redaction import (
+    MIN_ENV_SECRET_LEN,
+    MIN_SECRET_LEN,
+    Redactor,
+    environment_secrets,
+    is_secret_name,
+    redact,
+)
 
 TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
@@ -49,3 +56,87 @@ def test_streaming_never_leaks_a_secret_split_across_chunks(prefix, suffix, cuts
     assert secret not in out and TOKEN not in out
     assert out.count("[REDACTED:S]") == 1 and out.count("[REDACTED:hf_token]") == 1
     assert out.replace("[REDACTED:S]", secret).replace("[REDACTED:hf_token]", TOKEN) == text
+
+
+def _restore(text: str, secret: str) -> str:
+    return text.replace("[REDACTED:S]", secret).replace("[REDACTED:hf_token]", TOKEN)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    filler=st.text(alphabet="ab -_.", max_size=40).map(lambda f: f + " "),  # a run of token characters ends
+    repeats=st.integers(min_value=3, max_value=12),
+    chunk=st.integers(min_value=1, max_value=60),
+)
+def test_an_endless_line_is_emitted_in_pieces_without_cutting_a_secret(filler, repeats, chunk) -> None:
+    # A progress bar or a runaway log line never ends with a newline: the redactor must emit it
+    # in pieces (bounded memory) and still never cut a secret or a token between two pieces.
+    secret = "Zq9-secret-Value"
+    text = "".join(f"{filler}{secret}{filler}{TOKEN}" for _ in range(repeats))
+    r = Redactor({"S": secret}, max_line=8)  # raised to 2 * 16 + 64 = 96 by the constructor
+    emitted = ""
+    for start in range(0, len(text), chunk):
+        emitted += r.feed(text[start : start + chunk])
+        held = start + len(text[start : start + chunk]) - len(_restore(emitted, secret))
+        assert held <= 96 + 256 + chunk  # the line's tail only: a run of token characters at most
+        assert secret not in emitted and TOKEN not in emitted
+    assert len(emitted) > 0  # pieces came out before the end of the line
+    out = emitted + r.flush()
+    assert out.count("[REDACTED:S]") == repeats and out.count("[REDACTED:hf_token]") == repeats
+    assert out == redact(text, {"S": secret})  # the same text as redacting the line whole
+
+
+def test_an_endless_line_holds_back_only_what_could_still_become_a_secret() -> None:
+    r = Redactor({"S": "Zq9-secret-Value"}, max_line=8)
+    first = r.feed("x " * 60 + "Zq9-sec")  # 127 characters, no newline: over the 96 floor
+    assert first.startswith("x x ") and "Zq9" not in first  # the possible start of the secret waits
+    assert r.feed("ret-Value done ") == ""  # under the floor again: nothing to emit yet
+    assert first + r.flush() == "x " * 60 + "[REDACTED:S] done "
+
+
+def test_values_shorter_than_the_minimum_are_not_redacted() -> None:
+    assert MIN_SECRET_LEN == 4
+    text = "port=abc level=abcd"
+    assert redact(text, {"PORT": "abc"}) == text
+    assert redact(text, {"LEVEL": "abcd"}) == "port=abc level=[REDACTED:LEVEL]"
+    r = Redactor({"PORT": "abc", "KEY": "wxyz"})
+    assert r.feed("abc wxyz\n") + r.flush() == "abc [REDACTED:KEY]\n"
+    # a multi-line value: its lines of 4+ characters are redacted one by one, shorter ones not
+    assert redact("ab cd\nsecond-line\n", {"PEM": "ab\nsecond-line"}) == "ab cd\n[REDACTED:PEM]\n"
+
+
+def test_only_variables_named_like_secrets_count_and_only_from_six_characters() -> None:
+    assert MIN_ENV_SECRET_LEN == 6
+    env = {
+        "HOME": "/home/someone-with-a-long-name",
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "TOKENIZERS_PARALLELISM": "false-but-long",
+        "HF_TOKEN": "hf_abc",
+        "MY_SERVICE_TOKEN": "12345",  # five characters: too short to be worth redacting
+        "DB_PASSWORD": "123456",
+        "OPENAI_API_KEY": "",
+        "DECLARED": "ab",
+    }
+    assert environment_secrets(["DECLARED", "UNSET"], env) == {
+        "DECLARED": "ab",  # declared names count whatever their length (redact() still skips < 4)
+        "HF_TOKEN": "hf_abc",
+        "DB_PASSWORD": "123456",
+    }
+    for name in ("HOME", "PATH", "USER", "TOKENIZERS_PARALLELISM", "SECRETARY", "KEYBOARD", "PASSWORDLESS"):
+        assert not is_secret_name(name), name
+    for name in (
+        "HF_TOKEN",
+        "hf_token",
+        "MY_API_KEY",
+        "APIKEY",
+        "SECRET",
+        "GH_TOKEN",
+        "AWS_ACCESS_KEY",
+        "X_CREDENTIALS",
+    ):
+        assert is_secret_name(name), name
+
+
+def test_environment_secrets_reads_the_process_environment_by_default(monkeypatch) -> None:
+    monkeypatch.setenv("AB_TEST_SERVICE_TOKEN", "value-123456")
+    assert environment_secrets()["AB_TEST_SERVICE_TOKEN"] == "value-123456"

@@ -32,6 +32,26 @@ def test_tpot_excludes_first_token_and_needs_two_tokens() -> None:
     assert M.tpot(M.RequestTiming(0.0, 0.1, 0.1, 1)) is None
 
 
+def test_one_value_is_every_percentile_of_itself() -> None:
+    for p in (0.0, 50.0, 90.0, 99.0, 100.0):
+        assert M.percentile([7.5], p) == 7.5
+    assert M.summarize([0.25], scale=1000.0) == {"mean": 250.0, "median": 250.0, "std": 0.0, "p90": 250.0, "p99": 250.0}
+    with pytest.raises(ValueError, match="empty"):
+        M.percentile([], 50)
+
+
+def test_tpot_of_exactly_two_tokens_is_the_one_gap() -> None:
+    assert M.tpot(M.RequestTiming(start=0.0, first=0.1, last=0.35, output_tokens=2)) == pytest.approx(0.25)
+    assert M.tpot(M.RequestTiming(start=0.0, first=0.1, last=0.1, output_tokens=0)) is None
+
+
+def test_throughput_over_no_time_is_unknown_not_infinite() -> None:
+    assert M.throughput(1200.0, 4.0) == 300.0
+    assert M.throughput(1200.0, 0.0) is None
+    assert M.throughput(0.0, 0.0) is None
+    assert M.throughput(1200.0, -1.0) is None
+
+
 def test_spec_formulas() -> None:
     d = M.SpecDecodeDelta(drafts=100, draft_tokens=500, accepted=223, accepted_per_pos=(78, 56, 39, 29, 21))
     s = M.spec_decode_metrics(d)

@@ -94,3 +94,47 @@ def test_diff_summarizes_long_layer_type_lists():
     (change,) = diff_configs(old, new)
     assert change.field == "text_config.layer_types" and change.breaking
     assert show(change.new) == "[48 items: full_attention×48]"
+
+
+def test_a_hidden_size_change_alone_moves_the_derived_head_dim_and_is_breaking():
+    # No head_dim key and the same head count: only hidden_size moves, a field that is not
+    # breaking by name, but the KV cache page size moves with the derived head dim.
+    old = {"hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8}
+    new = {"hidden_size": 5120, "num_attention_heads": 32, "num_key_value_heads": 8}
+    changes = diff_configs(old, new)
+    assert [(c.field, c.old, c.new, c.breaking) for c in changes] == [
+        ("head_dim (derived)", 128, 160, True),
+        ("hidden_size", 4096, 5120, False),
+    ]
+
+
+def test_an_explicit_head_dim_change_is_reported_once_not_again_as_derived():
+    old = {"text_config": {"head_dim": 128, "hidden_size": 4096, "num_attention_heads": 32}}
+    new = {"text_config": {"head_dim": 256, "hidden_size": 4096, "num_attention_heads": 32}}
+    assert [(c.field, c.breaking) for c in diff_configs(old, new)] == [("text_config.head_dim", True)]
+
+
+def test_an_empty_nested_dict_is_a_field_of_its_own():
+    # rope_scaling: {} -> absent is a change (an engine reads "present but empty" differently
+    # from "absent"); an empty dict on both sides is not.
+    (change,) = diff_configs({"rope_scaling": {}, "a": 1}, {"a": 1})
+    assert (change.field, change.old, change.breaking) == ("rope_scaling", {}, False)
+    assert change.to_json() == {"field": "rope_scaling", "old": {}, "new": None, "breaking": False, "absent": "new"}
+    assert diff_configs({"rope_scaling": {}}, {"rope_scaling": {}}) == []
+    assert diff_configs({}, {}) == []
+    assert [c.to_json() for c in diff_configs({}, {"a": 1})] == [  # an empty config is no field of its own
+        {"field": "a", "old": None, "new": 1, "breaking": False, "absent": "old"}
+    ]
+    added = diff_configs({"rope_scaling": {}}, {"rope_scaling": {"type": "yarn", "factor": 4.0}})
+    assert [(c.field, show(c.old), show(c.new)) for c in added] == [
+        ("rope_scaling", "{}", "<absent>"),
+        ("rope_scaling.factor", "<absent>", "4.0"),
+        ("rope_scaling.type", "<absent>", "'yarn'"),
+    ]
+
+
+def test_show_prints_up_to_six_items_whole_and_counts_longer_lists():
+    six = ["full_attention"] * 5 + ["sliding_attention"]
+    assert show(six) == str(six)
+    assert show(["full_attention"] * 4 + ["linear_attention"] * 3) == "[7 items: full_attention×4, linear_attention×3]"
+    assert show("bfloat16") == "'bfloat16'" and show(4096) == "4096" and show(None) == "None" and show({}) == "{}"

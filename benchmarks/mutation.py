@@ -1,0 +1,924 @@
+"""Mutation testing of the modules users trust blindly (issue #21): small deliberate bugs,
+one at a time, each run against the tests that exercise its module.
+
+    nice -n 10 .venv/bin/python benchmarks/mutation.py [MODULE ...] [--jobs 1] [--timeout S]
+    .venv/bin/python benchmarks/mutation.py autobench/hub/diff.py --list       # the mutants, no run
+    .venv/bin/python benchmarks/mutation.py autobench/hub/diff.py --show 12    # one mutant as a diff
+    .venv/bin/python benchmarks/mutation.py autobench/hub/diff.py --only 12,40 # run just those
+
+With no MODULE, every module of :data:`TESTS` is run.  A module is named by its path
+(``autobench/hub/diff.py`` or ``hub/diff.py``); to add one, give it a row in :data:`TESTS`.
+
+The mutator is our own (standard library ``ast``): comparison boundaries and ``==``/``is``/``in``
+swaps, ``and``/``or`` swaps and dropped operands, ``not`` removed, conditions negated, arithmetic
+swaps, ``min``/``max`` swaps, constants changed (``0``/``1``, ``n+1``, ``''``, ``True``/``False``),
+slice bounds dropped, ``return x`` -> ``return None``, and calls or raises deleted.  Docstrings,
+annotations, ``__all__`` and logging calls are never mutated; nor is a line marked
+``# pragma: no mutate``.  Each mutant replaces only its node's text, so the rest of the file is
+byte for byte the original.
+
+How a mutant reaches every test, including those that start ``python -m autobench`` in a child
+process (sometimes with a bare environment, from another directory): the repository is copied to a
+temporary folder (one copy per job) beside a small virtualenv whose ``.pth`` puts that copy on
+``sys.path`` ahead of the editable install (whose finder comes after the path finder), then the
+original site-packages.  The tests run in the copy with ``sys.executable`` set to the copy's
+interpreter, so a child sees the mutant whatever its environment; a self-check at start proves it
+(a planted exit in the copy's CLI must reach a child run from elsewhere with a bare environment).
+The mutated file's ``.pyc`` is removed before each run, so a same-size mutant written within the
+same second is never served stale bytecode.
+
+Each mutant runs ``pytest -x -q -p no:cacheprovider`` over its module's test files in a process
+forked from this one (pytest and the heavy libraries imported once, autobench never), in its own
+process group, killed whole at the end.  A failing run kills the mutant; a run past the timeout
+(default three times the unmutated run plus 15 s) counts as killed by timeout.  ``--no-fork`` runs
+``python -m pytest`` instead.
+
+Equivalent mutants (no test can tell them from the code) are listed with the reason in
+``benchmarks/mutation_equivalent.yaml`` (matched by description and line text, so they survive
+edits elsewhere in the file); they are not run (``--check-equivalent`` runs them) and are excluded
+from the score: ``score = killed / (mutants - equivalent)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import copy
+import dataclasses
+import datetime as dt
+import difflib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EQUIVALENT = REPO / "benchmarks" / "mutation_equivalent.yaml"
+
+#: module -> the test files that exercise it, the quickest and most direct first (``-x`` stops at
+#: the first failure, so a mutant is usually killed by the first file).
+TESTS: dict[str, list[str]] = {
+    "autobench/compile/argv.py": [
+        "tests/compile/test_compile_argv.py",
+        "tests/compile/test_compile_script.py",
+        "tests/compile/test_compile_quoting_property.py",
+        "tests/compile/test_compile_fences.py",
+        "tests/compile/test_compile_output_len.py",
+        "tests/compile/test_compile_bench_result.py",
+        "tests/compile/test_compile_k8s.py",
+    ],
+    "autobench/compile/quoting.py": [
+        "tests/compile/test_compile_quoting.py",
+        "tests/compile/test_compile_quoting_property.py",
+        "tests/compile/test_compile_script.py",
+        "tests/compile/test_compile_fences.py",
+    ],
+    "autobench/compile/render.py": [
+        "tests/compile/test_compile_render.py",
+        "tests/compile/test_compile_script.py",
+        "tests/compile/test_compile_fences.py",
+        "tests/compile/test_compile_output_len.py",
+        "tests/compile/test_compile_bench_result.py",
+        "tests/compile/test_compile_quoting_property.py",
+    ],
+    "autobench/hub/fingerprint.py": [
+        "tests/hub/test_hub_fingerprint_diff.py",
+        "tests/hub/test_hub_lock.py",
+        "tests/hub/test_hub_outdated.py",
+    ],
+    "autobench/hub/diff.py": [
+        "tests/hub/test_hub_fingerprint_diff.py",
+        "tests/hub/test_hub_outdated.py",
+    ],
+    "autobench/hub/lockfile.py": [
+        "tests/hub/test_hub_lockfile_units.py",
+        "tests/hub/test_hub_lock.py",
+        "tests/hub/test_hub_lock_layout.py",
+        "tests/hub/test_hub_seed_recipes.py",
+        "tests/hub/test_hub_hostile.py",
+        "tests/hub/test_hub_errors.py",
+        "tests/test_recipe_facts.py",
+        "tests/hub/test_hub_subprocess.py",
+    ],
+    "autobench/redaction.py": [
+        "tests/test_redaction.py",
+        "tests/test_redaction_writers.py",
+        "tests/logs/test_logs_cli_secrets.py",
+        "tests/security/test_echoed_values.py",
+    ],
+    "autobench/bench/metrics.py": [
+        "tests/bench/test_bench_metrics.py",
+        "tests/bench/test_bench_result.py",
+    ],
+    "autobench/bench/stream.py": [
+        "tests/bench/test_bench_stream.py",
+        "tests/bench/test_bench_stream_fastpath.py",
+        "tests/bench/test_bench_empty_chunks.py",
+        "tests/bench/test_bench_hostile_inputs.py",
+        "tests/bench/test_bench_limits.py",
+        "tests/bench/test_bench_client.py",
+    ],
+    "autobench/logs/rootcause.py": [
+        "tests/logs/test_logs_causes.py",
+        "tests/logs/test_logs_units.py",
+        "tests/logs/test_logs_corpus.py",
+        "tests/logs/test_logs_blocks.py",
+    ],
+    "autobench/logs/facts.py": [
+        "tests/logs/test_logs_units.py",
+        "tests/logs/test_logs_facts.py",
+        "tests/logs/test_logs_corpus.py",
+        "tests/logs/test_logs_blocks.py",
+    ],
+    # Not yet scored (issue #15 is changing them); listed so they can be run by name.
+    "autobench/ledger/chain.py": [
+        "tests/ledger/test_ledger_chain.py",
+        "tests/ledger/test_ledger_store.py",
+        "tests/ledger/test_ledger_hardening.py",
+        "tests/ledger/test_ledger_migrate_v3.py",
+        "tests/ledger/test_ledger_sync.py",
+    ],
+    "autobench/ledger/store.py": [
+        "tests/ledger/test_ledger_store.py",
+        "tests/ledger/test_ledger_hardening.py",
+        "tests/ledger/test_ledger_cli.py",
+        "tests/ledger/test_ledger_migrate_v3.py",
+    ],
+    "autobench/ledger/migrations.py": [
+        "tests/ledger/test_ledger_migrate_v3.py",
+        "tests/ledger/test_ledger_store.py",
+        "tests/ledger/test_ledger_hardening.py",
+    ],
+    "autobench/bench/result.py": [
+        "tests/bench/test_bench_result.py",
+        "tests/compile/test_compile_bench_result.py",
+        "tests/bench/test_bench_client.py",
+    ],
+    "autobench/recipe/rules.py": [
+        "tests/recipe/test_recipe_rules.py",
+        "tests/recipe/test_recipe_strict_values.py",
+        "tests/recipe/test_recipe_loader.py",
+        "tests/recipe/test_recipe_cli.py",
+    ],
+    "autobench/report/model.py": [
+        "tests/report/test_report_model.py",
+        "tests/report/test_report_pages.py",
+        "tests/report/test_report_hostile_ledger.py",
+    ],
+}
+
+#: What ``fork`` mode imports once, so each mutant's pytest starts warm (never autobench itself).
+PRELOAD = (
+    "pytest",
+    "_pytest.python",
+    "hypothesis",
+    "pydantic",
+    "sqlalchemy",
+    "sqlmodel",
+    "ruamel.yaml",
+    "jinja2",
+    "click",
+    "rich.console",
+    "huggingface_hub",
+    "httptools",
+    "tokenizers",
+    "psycopg",
+    "jsonschema",
+    "markdown_it",
+)
+
+_SKIP_DIRS = {".venv", ".git", "__pycache__", ".hypothesis", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
+_LOG_OBJECTS = {"log", "logger", "logging", "LOG", "_log", "_logger", "warnings"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The mutator
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    id: int
+    line: int
+    col: int  # characters, from 0
+    start: int  # byte offsets into the source
+    end: int
+    new: bytes
+    description: str
+    code: str  # the stripped text of ``line``: with ``description``, the key of an equivalence
+
+    def apply(self, source: bytes) -> bytes:
+        return source[: self.start] + self.new + source[self.end :]
+
+
+_CMP_SWAP: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+_BIN_SWAP: dict[type[ast.operator], type[ast.operator]] = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Div,
+    ast.Mod: ast.FloorDiv,
+    ast.Pow: ast.Mult,
+    ast.BitOr: ast.BitAnd,
+    ast.BitAnd: ast.BitOr,
+    ast.LShift: ast.RShift,
+    ast.RShift: ast.LShift,
+}
+
+
+def _short(text: str, width: int = 48) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+class _Mutator:
+    def __init__(self, source: bytes):
+        self.source = source
+        self.tree = ast.parse(source)
+        self.lines = source.split(b"\n")
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line) + 1)
+        self.skip: set[int] = set()  # ids of nodes never mutated (docstrings, annotations...)
+        self.out: list[tuple[int, int, int, int, bytes, str]] = []
+
+    # positions -------------------------------------------------------------------------------
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        start = self.starts[node.lineno - 1] + node.col_offset  # type: ignore[attr-defined]
+        end = self.starts[node.end_lineno - 1] + node.end_col_offset  # type: ignore[attr-defined]
+        return start, end
+
+    def text(self, node: ast.AST) -> str:
+        start, end = self.span(node)
+        return self.source[start:end].decode("utf-8")
+
+    def add(self, node: ast.AST, new: str, what: str) -> None:
+        start, end = self.span(node)
+        old = self.source[start:end].decode("utf-8")
+        if old == new:
+            return
+        line: int = node.lineno  # type: ignore[attr-defined]
+        col = len(self.lines[line - 1][: node.col_offset].decode("utf-8"))  # type: ignore[attr-defined]
+        self.out.append((line, col, start, end, new.encode("utf-8"), f"{what}: {_short(old)!r} -> {_short(new)!r}"))
+
+    def replace(self, node: ast.AST, mutated: ast.AST, what: str) -> None:
+        self.add(node, ast.unparse(mutated), what)
+
+    # what is never mutated -------------------------------------------------------------------
+    def mark(self, node: ast.AST | None) -> None:
+        if node is not None:
+            for sub in ast.walk(node):
+                self.skip.add(id(sub))
+
+    def mark_skipped(self) -> None:
+        for node in ast.walk(self.tree):
+            body = getattr(node, "body", None)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body:
+                first = body[0]
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                    self.mark(first)  # docstring
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                for decorator in node.decorator_list:
+                    self.mark(decorator)  # @dataclass(frozen=True), @lru_cache(maxsize=...): hygiene, not behaviour
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                self.mark(node.returns)
+                for arg in [*node.args.args, *node.args.posonlyargs, *node.args.kwonlyargs]:
+                    self.mark(arg.annotation)
+                for arg in (node.args.vararg, node.args.kwarg):
+                    if arg is not None:
+                        self.mark(arg.annotation)
+            if isinstance(node, ast.AnnAssign):
+                self.mark(node.annotation)
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                    self.mark(node)
+            if isinstance(node, ast.ImportFrom | ast.Import):
+                self.mark(node)
+            if isinstance(node, ast.If) and self.text(node.test) in ("TYPE_CHECKING", '__name__ == "__main__"'):
+                self.mark(node)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                obj = node.func.value
+                if isinstance(obj, ast.Name) and obj.id in _LOG_OBJECTS:
+                    self.mark(node)
+            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None and self.is_table(node):
+                # A data table (names, patterns): its strings are data, not logic; emptying each
+                # entry in turn would only pin the table.
+                for sub in ast.walk(node.value):
+                    if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+                        self.skip.add(id(sub))
+            if isinstance(node, ast.JoinedStr):
+                for sub in ast.walk(node):
+                    if sub is not node:
+                        self.skip.add(id(sub))  # 3.11 positions inside f-strings are unreliable
+        for lineno, line in enumerate(self.lines, 1):
+            if b"pragma: no mutate" in line:
+                for node in ast.walk(self.tree):
+                    if getattr(node, "lineno", None) == lineno:
+                        self.skip.add(id(node))
+
+    def is_table(self, node: ast.Assign | ast.AnnAssign) -> bool:
+        """A module- or class-level assignment of a collection literal (or a call wrapping one)."""
+        if node.col_offset != 0 and not any(
+            node in getattr(c, "body", []) for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef)
+        ):
+            return False
+        value = node.value
+        if isinstance(value, ast.Call) and value.args:
+            value = value.args[0]
+        return isinstance(value, ast.List | ast.Tuple | ast.Set | ast.Dict)
+
+    # the operators ---------------------------------------------------------------------------
+    def visit(self) -> None:
+        self.mark_skipped()
+        for node in ast.walk(self.tree):
+            if id(node) in self.skip:
+                continue
+            method = getattr(self, "on_" + type(node).__name__, None)
+            if method is not None:
+                method(node)
+
+    def on_Compare(self, node: ast.Compare) -> None:
+        for i, op in enumerate(node.ops):
+            swap = _CMP_SWAP.get(type(op))
+            if swap is not None:
+                mutated = copy.deepcopy(node)
+                mutated.ops[i] = swap()
+                self.replace(node, mutated, "compare")
+
+    def on_BoolOp(self, node: ast.BoolOp) -> None:
+        mutated = copy.deepcopy(node)
+        mutated.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        self.replace(node, mutated, "and/or")
+        for i in range(len(node.values)):
+            rest = [v for j, v in enumerate(node.values) if j != i]
+            kept: ast.AST = rest[0] if len(rest) == 1 else ast.BoolOp(op=node.op, values=rest)
+            self.add(node, "(" + ast.unparse(kept) + ")", "operand dropped")
+
+    def on_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if isinstance(node.op, ast.Not):
+            self.add(node, "(" + ast.unparse(node.operand) + ")", "not removed")
+
+    def _negate(self, test: ast.expr) -> None:
+        if isinstance(test, ast.Compare | ast.BoolOp) or (
+            isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
+        ):
+            return  # their own operators cover them
+        if id(test) not in self.skip:
+            self.add(test, "not (" + ast.unparse(test) + ")", "condition negated")
+
+    def on_If(self, node: ast.If) -> None:
+        self._negate(node.test)
+
+    def on_While(self, node: ast.While) -> None:
+        self._negate(node.test)
+
+    def on_IfExp(self, node: ast.IfExp) -> None:
+        self._negate(node.test)
+
+    def on_BinOp(self, node: ast.BinOp) -> None:
+        swap = _BIN_SWAP.get(type(node.op))
+        if swap is None:
+            return
+        if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant | ast.JoinedStr):
+            return  # printf-style formatting
+        mutated = copy.deepcopy(node)
+        mutated.op = swap()
+        self.replace(node, mutated, "arithmetic")
+
+    def on_AugAssign(self, node: ast.AugAssign) -> None:
+        swap = _BIN_SWAP.get(type(node.op))
+        if swap is not None:
+            mutated = copy.deepcopy(node)
+            mutated.op = swap()
+            self.replace(node, mutated, "arithmetic")
+
+    def on_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Name) and node.func.id in ("min", "max") and id(node.func) not in self.skip:
+            self.add(node.func, "max" if node.func.id == "min" else "min", "min/max")
+
+    def on_Constant(self, node: ast.Constant) -> None:
+        value = node.value
+        if isinstance(value, bool):
+            self.add(node, repr(not value), "constant")
+        elif isinstance(value, int):
+            for new in (1,) if value == 0 else (0, 2) if value == 1 else (value + 1,):
+                self.add(node, repr(new), "constant")
+        elif isinstance(value, float):
+            self.add(node, repr(value + 1.0), "constant")
+        elif isinstance(value, str):
+            self.add(node, '""' if value else '"XX"', "constant")
+        elif isinstance(value, bytes):
+            self.add(node, 'b""' if value else 'b"XX"', "constant")
+
+    def on_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self.add(node, '""', "constant")
+
+    def on_Slice(self, node: ast.Slice) -> None:
+        for bound in ("lower", "upper"):
+            if getattr(node, bound) is not None:
+                mutated = copy.deepcopy(node)
+                setattr(mutated, bound, None)
+                self.add(node, ast.unparse(mutated) or ":", "slice bound dropped")
+
+    def on_Return(self, node: ast.Return) -> None:
+        value = node.value
+        if value is None or (
+            isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, bool))
+        ):
+            return
+        self.add(node, "return None", "return None")
+
+    def on_Expr(self, node: ast.Expr) -> None:
+        if isinstance(node.value, ast.Call | ast.Await):
+            self.add(node, "pass", "statement deleted")
+
+    def on_Raise(self, node: ast.Raise) -> None:
+        self.add(node, "pass", "statement deleted")
+
+    def on_Assert(self, node: ast.Assert) -> None:
+        self.add(node, "pass", "statement deleted")
+
+    def on_Continue(self, node: ast.Continue) -> None:
+        self.add(node, "pass", "statement deleted")
+
+    def on_Break(self, node: ast.Break) -> None:
+        self.add(node, "pass", "statement deleted")
+
+
+def mutants(source: bytes) -> list[Mutant]:
+    """Every mutant of ``source`` that compiles, one per distinct resulting source, by position."""
+    m = _Mutator(source)
+    m.visit()
+    seen: set[bytes] = {source}
+    out: list[Mutant] = []
+    for line, col, start, end, new, description in sorted(m.out, key=lambda x: (x[2], x[3], x[5])):
+        mutated = source[:start] + new + source[end:]
+        if mutated in seen:
+            continue
+        try:
+            compile(mutated, "<mutant>", "exec", dont_inherit=True)
+        except SyntaxError:
+            continue
+        seen.add(mutated)
+        code = m.lines[line - 1].decode("utf-8").strip()
+        out.append(Mutant(len(out) + 1, line, col, start, end, new, description, code))
+    return out
+
+
+def show(mutant: Mutant, source: bytes, name: str) -> str:
+    before = source.decode("utf-8").splitlines(keepends=True)
+    after = mutant.apply(source).decode("utf-8").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(before, after, name, f"{name} (mutant {mutant.id})", n=1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Equivalent mutants
+
+
+@dataclasses.dataclass
+class Equivalent:
+    module: str
+    line: int
+    code: str
+    mutant: str
+    reason: str
+    col: int | None = None  # only where one line has two mutants with the same description
+    used: bool = False
+
+
+def load_equivalents(path: Path) -> list[Equivalent]:
+    if not path.is_file():
+        return []
+    from ruamel.yaml import YAML
+
+    data = YAML(typ="safe").load(path.read_text()) or {}
+    out = []
+    for module, entries in data.items():
+        for e in entries or []:
+            col = e.get("col")
+            out.append(
+                Equivalent(
+                    module,
+                    int(e.get("line", 0)),
+                    str(e["code"]).strip(),
+                    str(e["mutant"]),
+                    str(e["reason"]),
+                    None if col is None else int(col),
+                )
+            )
+    return out
+
+
+def equivalent_for(module: str, m: Mutant, equivalents: list[Equivalent]) -> Equivalent | None:
+    for e in equivalents:
+        if e.module == module and e.mutant == m.description and e.code == m.code and e.col in (None, m.col):
+            e.used = True
+            return e
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Where the tests run
+
+
+class Slot:
+    """A copy of the repository with its own interpreter, one mutant at a time."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.repo = root / "repo"
+        self.venv = root / "venv"
+        shutil.copytree(REPO, self.repo, ignore=self._ignore, symlinks=True)
+        venv.EnvBuilder(with_pip=False, symlinks=True).create(self.venv)
+        self.python = self.venv / "bin" / "python"
+        purelib = subprocess.run(
+            [str(self.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        ours = sysconfig_purelib()
+        # The copy first (ahead of the editable install's finder), then the project's own venv.
+        Path(purelib, "_autobench_mutation_a.pth").write_text(f"{self.repo}\n")
+        Path(purelib, "_autobench_mutation_b.pth").write_text(f"import site; site.addsitedir({ours!r})\n")
+        # The project's tools (shellcheck, lint-imports...) beside the copy's interpreter, as in .venv/bin.
+        ours_bin = Path(sys.executable).parent
+        for tool in ours_bin.iterdir():
+            target = self.venv / "bin" / tool.name
+            if not target.exists() and not tool.name.startswith(("python", "activate", "Activate", "autobench")):
+                target.symlink_to(tool)
+        script = self.venv / "bin" / "autobench"
+        script.write_text(f"#!{self.python}\nimport sys\nfrom autobench.cli import main\nsys.exit(main())\n")
+        script.chmod(0o755)
+
+    @staticmethod
+    def _ignore(folder: str, names: list[str]) -> set[str]:
+        return {n for n in names if n in _SKIP_DIRS or n.endswith(".egg-info")}
+
+    def write(self, module: str, source: bytes) -> None:
+        path = self.repo / module
+        path.write_bytes(source)
+        for pyc in (path.parent / "__pycache__").glob(path.stem + ".*.pyc"):
+            pyc.unlink()
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(self.repo)
+        env["PATH"] = f"{self.venv / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
+        env["VIRTUAL_ENV"] = str(self.venv)
+        env.pop("PYTHONHOME", None)
+        return env
+
+    def self_check(self) -> None:
+        """A change in the copy must reach a child started elsewhere with a bare environment."""
+        cli = self.repo / "autobench" / "cli" / "__init__.py"
+        original = cli.read_bytes()
+        self.write("autobench/cli/__init__.py", original + b"\nraise SystemExit(97)\n")
+        try:
+            with tempfile.TemporaryDirectory() as elsewhere:
+                for env in (self.env(), {"PATH": "/usr/bin:/bin"}):
+                    rc = subprocess.run(
+                        [str(self.python), "-m", "autobench", "--help"], cwd=elsewhere, env=env, capture_output=True
+                    ).returncode
+                    if rc != 97:
+                        raise SystemExit(f"self-check failed: a child process does not see the copy (rc {rc})")
+        finally:
+            self.write("autobench/cli/__init__.py", original)
+
+
+def sysconfig_purelib() -> str:
+    import sysconfig
+
+    return sysconfig.get_paths()["purelib"]
+
+
+def pytest_args(tests: list[str]) -> list[str]:
+    return [*tests, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+
+
+class Runner:
+    """Runs pytest in a slot: forked from this process (warm) or as a fresh interpreter."""
+
+    def __init__(self, fork: bool):
+        self.fork = fork
+        if fork:
+            for name in PRELOAD:
+                with contextlib.suppress(ImportError):
+                    __import__(name)
+            assert "autobench" not in sys.modules, "the harness must never import autobench itself"
+
+    def start(self, slot: Slot, tests: list[str], log: Path) -> int:
+        if not self.fork:
+            proc = subprocess.Popen(
+                [str(slot.python), "-m", "pytest", *pytest_args(tests)],
+                cwd=slot.repo,
+                env=slot.env(),
+                stdin=subprocess.DEVNULL,
+                stdout=log.open("wb"),
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            return proc.pid
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid:
+            return pid
+        rc = 3
+        try:
+            os.setpgid(0, 0)
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            os.dup2(fd, 1)
+            os.dup2(fd, 2)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.chdir(slot.repo)
+            os.environ.clear()
+            os.environ.update(slot.env())
+            sys.executable = str(slot.python)
+            sys.path.insert(0, str(slot.repo))
+            import pytest
+
+            rc = int(pytest.main(pytest_args(tests)))
+        except BaseException:  # noqa: BLE001 - the child must always exit here
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(rc)
+
+
+def _wait(pid: int) -> int | None:
+    """The exit code of a finished child, or None while it runs."""
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if not done:
+        return None
+    return os.waitstatus_to_exitcode(status)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def run_once(
+    runner: Runner, slot: Slot, tests: list[str], log: Path, timeout: float | None
+) -> tuple[int | None, float]:
+    """(exit code or None on timeout, seconds)."""
+    t0 = time.monotonic()
+    pid = runner.start(slot, tests, log)
+    while True:
+        rc = _wait(pid)
+        if rc is not None:
+            _kill_group(pid)
+            return rc, time.monotonic() - t0
+        if timeout is not None and time.monotonic() - t0 > timeout:
+            _kill_group(pid)
+            os.waitpid(pid, 0)
+            return None, time.monotonic() - t0
+        time.sleep(0.05)
+
+
+# ---------------------------------------------------------------------------------------------
+# A module's run
+
+
+@dataclasses.dataclass
+class Outcome:
+    mutant: Mutant
+    status: str  # killed | timeout | survived | equivalent | equivalent-killed
+    seconds: float = 0.0
+    reason: str = ""
+
+
+def module_name(arg: str) -> str:
+    path = arg.strip()
+    if not path.startswith("autobench/"):
+        path = "autobench/" + path
+    if not path.endswith(".py"):
+        path = path.replace(".", "/") + ".py" if "/" not in path[10:] else path + ".py"
+    return path
+
+
+def run_module(
+    module: str,
+    slots: list[Slot],
+    runner: Runner,
+    equivalents: list[Equivalent],
+    args: argparse.Namespace,
+    logdir: Path,
+) -> list[Outcome]:
+    tests = [t for t in args.tests or TESTS[module] if (REPO / t).exists()]
+    if not tests:
+        raise SystemExit(f"{module}: none of its test files exist; give it a row in TESTS")
+    source = (REPO / module).read_bytes()
+    todo = mutants(source)
+    if args.only:
+        todo = [m for m in todo if m.id in args.only]
+    outcomes: list[Outcome] = []
+    queue: list[Mutant] = []
+    for m in todo:
+        eq = equivalent_for(module, m, equivalents)
+        if eq is not None and not args.check_equivalent:
+            outcomes.append(Outcome(m, "equivalent", reason=eq.reason))
+        else:
+            queue.append(m)
+    base_log = logdir / (module.replace("/", "_") + ".baseline.log")
+    rc, base = run_once(runner, slots[0], tests, base_log, None)
+    if rc != 0:
+        tail = base_log.read_text(errors="replace").splitlines()[-40:]
+        raise SystemExit(
+            "\n".join([*tail, f"{module}: its tests fail without any mutant (rc {rc}); the end of the log is above"])
+        )
+    timeout = args.timeout or 3 * base + 15
+    print(f"{module}: {len(todo)} mutants, tests {' '.join(tests)} ({base:.1f} s unmutated; timeout {timeout:.0f} s)")
+    free = list(slots)
+    running: dict[int, tuple[Slot, Mutant, float]] = {}
+    done = 0
+    while queue or running:
+        while queue and free:
+            slot, m = free.pop(), queue.pop(0)
+            slot.write(module, m.apply(source))
+            log = logdir / f"{module.replace('/', '_')}.{m.id}.log"
+            running[runner.start(slot, tests, log)] = (slot, m, time.monotonic())
+        time.sleep(0.05)
+        for pid, (slot, m, t0) in list(running.items()):
+            rc = _wait(pid)
+            elapsed = time.monotonic() - t0
+            if rc is None and elapsed <= timeout:
+                continue
+            _kill_group(pid)
+            if rc is None:
+                os.waitpid(pid, 0)
+                status = "timeout"
+            elif rc in (4, 5):
+                raise SystemExit(f"{module}: pytest usage error (rc {rc}) for mutant {m.id}")
+            else:
+                status = "killed" if rc else "survived"
+            eq = equivalent_for(module, m, equivalents)
+            if eq is not None:
+                status = "equivalent-killed" if status != "survived" else "equivalent"
+            outcomes.append(Outcome(m, status, elapsed, eq.reason if eq else ""))
+            slot.write(module, source)
+            free.append(slot)
+            del running[pid]
+            done += 1
+            if args.verbose or status == "survived":
+                print(
+                    f"  [{done}/{len(queue) + len(running) + done}] #{m.id} L{m.line}:{m.col} {m.description}: {status}"
+                )
+    return sorted(outcomes, key=lambda o: o.mutant.id)
+
+
+@dataclasses.dataclass
+class Row:
+    module: str
+    mutants: int
+    killed: int
+    equivalent: int
+    survived: int
+    date: str
+
+    @property
+    def score(self) -> float:
+        scored = self.mutants - self.equivalent
+        return 100.0 * self.killed / scored if scored else 100.0
+
+
+def summarize(module: str, outcomes: list[Outcome]) -> Row:
+    killed = sum(o.status in ("killed", "timeout") for o in outcomes)
+    equivalent = sum(o.status in ("equivalent", "equivalent-killed") for o in outcomes)
+    survived = sum(o.status == "survived" for o in outcomes)
+    return Row(module, len(outcomes), killed, equivalent, survived, dt.date.today().isoformat())
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| module | mutants | killed | equivalent | survived | score | date |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r.module.removeprefix('autobench/')} | {r.mutants} | {r.killed} | {r.equivalent} | "
+            f"{r.survived} | {r.score:.0f} % | {r.date} |"
+        )
+    return "\n".join(lines)
+
+
+def _ids(text: str) -> set[int]:
+    return {int(x) for x in text.split(",") if x.strip()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    ap.add_argument("modules", nargs="*", help="module paths (default: every row of TESTS)")
+    ap.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1: the machine is shared)")
+    ap.add_argument(
+        "--timeout", type=float, default=None, help="seconds per mutant (default 3x the unmutated run + 15)"
+    )
+    ap.add_argument("--tests", nargs="+", help="test files to run instead of the module's row in TESTS")
+    ap.add_argument("--only", type=_ids, help="comma-separated mutant ids to run (one module)")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument("--show", type=_ids, help="print these mutants as diffs and exit")
+    ap.add_argument("--check-equivalent", action="store_true", help="run the listed equivalent mutants too")
+    ap.add_argument("--no-fork", action="store_true", help="a fresh interpreter per mutant instead of a fork")
+    ap.add_argument("--json", type=Path, help="write every mutant's outcome to this file")
+    ap.add_argument("--equivalent", type=Path, default=EQUIVALENT, help="the equivalent-mutant list")
+    ap.add_argument("-v", "--verbose", action="store_true", help="print every mutant's outcome, not only survivors")
+    args = ap.parse_args(argv)
+
+    modules = [module_name(m) for m in args.modules] or list(TESTS)
+    for module in modules:
+        if not (REPO / module).is_file():
+            raise SystemExit(f"{module}: no such module")
+        if module not in TESTS and not args.tests:
+            raise SystemExit(f"{module}: not in the TESTS table of {Path(__file__).name}; add a row or pass --tests")
+    if args.list or args.show:
+        for module in modules:
+            source = (REPO / module).read_bytes()
+            for m in mutants(source):
+                if args.show and m.id in args.show:
+                    print(show(m, source, module))
+                elif args.list:
+                    print(f"{module} #{m.id} L{m.line}:{m.col} {m.description}")
+        return 0
+
+    equivalents = load_equivalents(args.equivalent)
+    work = Path(tempfile.mkdtemp(prefix="autobench-mutation-"))
+    try:
+        slots = [Slot(work / f"slot{i}") for i in range(max(1, args.jobs))]
+        slots[0].self_check()
+        runner = Runner(fork=not args.no_fork)
+        logdir = work / "logs"
+        logdir.mkdir()
+        rows, survivors, records = [], [], []
+        for module in modules:
+            t0 = time.monotonic()
+            outcomes = run_module(module, slots, runner, equivalents, args, logdir)
+            rows.append(summarize(module, outcomes))
+            print(f"  {module}: {time.monotonic() - t0:.0f} s")
+            for o in outcomes:
+                records.append(
+                    {
+                        "module": module,
+                        **dataclasses.asdict(o.mutant),
+                        "new": o.mutant.new.decode(),
+                        "status": o.status,
+                        "seconds": round(o.seconds, 2),
+                    }
+                )
+                if o.status in ("survived", "equivalent-killed"):
+                    survivors.append((module, o))
+        print()
+        print(table(rows))
+        timeouts = [r["module"] for r in records if r["status"] == "timeout"]
+        if timeouts:
+            counts = {m: timeouts.count(m) for m in dict.fromkeys(timeouts)}
+            print("\nKilled by the timeout: " + ", ".join(f"{m} {n}" for m, n in counts.items()))
+        if survivors:
+            print("\nSurvivors (a test should kill each, or it goes in mutation_equivalent.yaml with the reason):")
+            for module, o in survivors:
+                note = (
+                    " (listed as equivalent, but a test kills it: remove it from the list)"
+                    if o.status == "equivalent-killed"
+                    else ""
+                )
+                where = f"{module}:{o.mutant.line}:{o.mutant.col}"
+                print(f"  {where} #{o.mutant.id} {o.mutant.description}{note}\n      {o.mutant.code}")
+        stale = [e for e in equivalents if e.module in modules and not e.used and not args.only]
+        for e in stale:
+            print(f"  stale entry in {args.equivalent.name}: {e.module}:{e.line} {e.mutant} (no such mutant now)")
+        if args.json:
+            args.json.write_text(
+                json.dumps(
+                    {"rows": [dataclasses.asdict(r) | {"score": r.score} for r in rows], "mutants": records}, indent=1
+                )
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
