@@ -677,7 +677,16 @@ def _wait(pid: int) -> int | None:
     return os.waitstatus_to_exitcode(status)
 
 
+#: Process groups of the pytest runs under way, killed whole if the harness is stopped.
+_STARTED: set[int] = set()
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise SystemExit(f"stopped by signal {signum}")
+
+
 def _kill_group(pid: int) -> None:
+    _STARTED.discard(pid)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
@@ -688,6 +697,7 @@ def run_once(
     """(exit code or None on timeout, seconds)."""
     t0 = time.monotonic()
     pid = runner.start(slot, tests, log)
+    _STARTED.add(pid)
     while True:
         rc = _wait(pid)
         if rc is not None:
@@ -761,7 +771,9 @@ def run_module(
             slot, m = free.pop(), queue.pop(0)
             slot.write(module, m.apply(source))
             log = logdir / f"{module.replace('/', '_')}.{m.id}.log"
-            running[runner.start(slot, tests, log)] = (slot, m, time.monotonic())
+            pid = runner.start(slot, tests, log)
+            _STARTED.add(pid)
+            running[pid] = (slot, m, time.monotonic())
         time.sleep(0.05)
         for pid, (slot, m, t0) in list(running.items()):
             rc = _wait(pid)
@@ -865,6 +877,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     equivalents = load_equivalents(args.equivalent)
+    signal.signal(signal.SIGTERM, _stop)
     work = Path(tempfile.mkdtemp(prefix="autobench-mutation-"))
     try:
         slots = [Slot(work / f"slot{i}") for i in range(max(1, args.jobs))]
@@ -916,6 +929,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
     finally:
+        for pid in list(_STARTED):
+            _kill_group(pid)
         shutil.rmtree(work, ignore_errors=True)
     return 0
 

@@ -52,6 +52,34 @@ def test_throughput_over_no_time_is_unknown_not_infinite() -> None:
     assert M.throughput(1200.0, -1.0) is None
 
 
+def test_summarize_without_a_scale_keeps_the_unit() -> None:
+    assert M.summarize([1.0, 3.0]) == {"mean": 2.0, "median": 2.0, "std": 1.0, "p90": 2.8, "p99": pytest.approx(2.98)}
+
+
+def test_latencies_are_measured_from_the_request_start_not_from_zero() -> None:
+    r = M.RequestTiming(start=100.0, first=100.25, last=101.5, output_tokens=6)
+    assert M.ttft(r) == pytest.approx(0.25) and M.e2el(r) == pytest.approx(1.5)
+    assert M.tpot(r) == pytest.approx(0.25)
+
+
+def test_spec_metrics_of_one_draft_and_of_no_draft_tokens() -> None:
+    one = M.spec_decode_metrics(M.SpecDecodeDelta(drafts=1, draft_tokens=1, accepted=1, accepted_per_pos=(1,)))
+    assert one == {
+        "spec_decode_acceptance_length": 2.0,
+        "spec_decode_acceptance_rate": 100.0,
+        "spec_decode_num_drafts": 1,
+        "spec_decode_draft_tokens": 1,
+        "spec_decode_accepted_tokens": 1,
+        "spec_decode_per_position_acceptance_rates": [1.0],
+    }
+    # Drafts counted but no draft token reported (a scrape between counters): the rate is
+    # unknown, not a division by zero.
+    none = M.spec_decode_metrics(M.SpecDecodeDelta(drafts=4, draft_tokens=0, accepted=2, accepted_per_pos=()))
+    assert none is not None and none["spec_decode_acceptance_rate"] is None
+    assert none["spec_decode_acceptance_length"] == 1.5
+    assert M.spec_decode_metrics(M.SpecDecodeDelta(-1, 3, 1, ())) is None
+
+
 def test_spec_formulas() -> None:
     d = M.SpecDecodeDelta(drafts=100, draft_tokens=500, accepted=223, accepted_per_pos=(78, 56, 39, 29, 21))
     s = M.spec_decode_metrics(d)
