@@ -102,6 +102,18 @@ def _echo_err(text: str) -> None:
     metavar="CMD",
     help="Multi-node recipes: how the driver reaches a host [env AUTOBENCH_REMOTE; default ssh -o BatchMode=yes].",
 )
+@click.option(
+    "--profile",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A bench profile (YAML of bench keys: concurrency: [1, 4, 16], repeat: 2, schedule: ...) "
+    "merged onto the recipe's bench (docs/recipes.md).",
+)
+@click.option(
+    "--live/--no-live",
+    default=None,
+    help="Progress as a live display (default: when stderr is a terminal) or plain lines.",
+)
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
 @json_option("Print the outcome (or the plan) as JSON on stdout.")
 @click.pass_context
@@ -127,6 +139,8 @@ def run(
     container: str,
     hosts: str | None = None,
     remote: str | None = None,
+    profile: str | None = None,
+    live: bool | None = None,
 ) -> None:
     """Run a recipe end to end and record the outcome in the ledger.
 
@@ -157,6 +171,8 @@ def run(
         vllm_version=vllm_version,
         hosts=tuple(h.strip() for h in hosts.split(",")) if hosts else (),
         remote=remote,
+        profile=profile,
+        live=live,
     )
     if runtime == "slurm":
         from autobench.run.slurm import run_slurm

@@ -84,10 +84,16 @@ def check_frozen(loaded: LoadedRecipe) -> None:
     )
 
 
-def _refuse(loaded: LoadedRecipe, codes: set[str] | None) -> None:
+def refuse_grid(loaded: LoadedRecipe, runtime: str) -> None:
+    """A job compiled for ``runtime`` (slurm, k8s) benches one cell: a grid is refused (AB081)."""
+    _refuse(loaded, {"AB081"}, runtime=runtime)
+
+
+def _refuse(loaded: LoadedRecipe, codes: set[str] | None, *, runtime: str = "docker") -> None:
     from autobench.recipe.rules import check
 
-    errors = [f for f in check(loaded) if f.severity == "error" and (codes is None or f.code in codes)]
+    found = check(loaded, runtime=runtime)
+    errors = [f for f in found if f.severity == "error" and (codes is None or f.code in codes)]
     if errors:
         f = errors[0]
         more = (
@@ -125,6 +131,24 @@ def build_lines(loaded: LoadedRecipe) -> tuple[Any, str | None]:
         return lines, None
     lines.append(_w("-"))  # the Dockerfile on stdin, no build context (the source comes from git)
     return lines, (templates_dir() / "vllm-build.Dockerfile").read_text(encoding="utf-8")
+
+
+def _benches(recipe: Any) -> list[dict[str, Any]]:
+    """One bench per cell of the grid (``autobench.recipe.grid``), in run order, on the one
+    server the script started; a one-cell recipe's single bench is written as before."""
+    from autobench.recipe.grid import cell_recipe, cells
+
+    all_cells = cells(recipe)
+    if len(all_cells) == 1:
+        return [{"label": None, "lines": bench_lines(recipe), "result": "$BENCH_RESULT"}]
+    return [
+        {
+            "label": f"{c.index + 1}/{len(all_cells)}: {c.label()}",
+            "lines": bench_lines(cell_recipe(recipe, c)),
+            "result": f"cell-{c.index + 1}.$BENCH_RESULT",
+        }
+        for c in all_cells
+    ]
 
 
 def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool = False, check: bool = True) -> str:
@@ -165,7 +189,7 @@ def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool =
                 build=build_lines(loaded)[0],
                 build_dockerfile=build_lines(loaded)[1],
                 build_tag=recipe.container.image,
-                bench=bench_lines(recipe),
+                benches=_benches(recipe),
                 result_file=recipe.name.replace("/", "_") + ".bench.json",
             )
         )

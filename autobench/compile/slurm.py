@@ -106,12 +106,13 @@ def compile_slurm(
 ) -> str:
     """The sbatch script of ``loaded`` (see the module doc)."""
     from autobench import __version__
-    from autobench.compile.render import UNSAFE_CODES, _pins, _refuse, environment
+    from autobench.compile.render import UNSAFE_CODES, _pins, _refuse, environment, refuse_grid
 
     recipe = loaded.recipe
     if container not in CONTAINER_MODES:
         raise RecipeError(f"unknown --container {container!r}", hint="use one of " + ", ".join(CONTAINER_MODES))
     _refuse(loaded, None if check else UNSAFE_CODES)
+    refuse_grid(loaded, "slurm")
     nodes = recipe.topology.nodes
     if nodes > 1 and container == "docker":
         raise RecipeError(

@@ -39,10 +39,11 @@ def is_local_model(ref: str) -> bool:
 def output_tokens(recipe: Any) -> int:
     """The output tokens each bench request asks for: a random dataset's ``output_len`` when
     set (that is what it means, as ``--random-output-len`` does for ``vllm bench serve``),
-    otherwise ``bench.max_tokens``."""
+    otherwise ``bench.max_tokens``.  A grid of output lengths: the largest."""
     b = recipe.bench
     if b.dataset.kind == "random" and b.dataset.output_len is not None:
-        return int(b.dataset.output_len)
+        out = b.dataset.output_len
+        return int(max(out) if isinstance(out, list) else out)
     return int(b.max_tokens)
 
 

@@ -659,6 +659,9 @@ def _describe(err: dict[str, Any], path: KeyPath, data: Any, extra_hint: str | N
             f"{label}: not an image reference: {reason}",
             "write [registry/]repository[:tag][@sha256:digest], e.g. vllm/vllm-openai:v0.11.0",
         )
+    if kind == "grid_axis":  # autobench.recipe.schema._grid_axis: its own words and fix
+        ctx = err.get("ctx") or {}
+        return f"{label}: {ctx.get('message', err['msg'])}", str(ctx.get("hint") or "").replace("{key}", label)
     if kind in _BOUNDS:
         word, bound_key, fix = _BOUNDS[kind]
         bound = err.get("ctx", {}).get(bound_key)
@@ -710,6 +713,9 @@ def _validation_error(exc: Any, doc: _Doc) -> RecipeSchemaError:
     problems: list[tuple[str | None, str, str, str | None]] = []
     for err in exc.errors(include_url=False):
         path = _clean_loc(tuple(err["loc"]), doc.data)
+        index = (err.get("ctx") or {}).get("index") if err["type"] == "grid_axis" else None
+        if index is not None:  # a grid axis's bad item: point at it
+            path = (*path, index)
         if err["type"] in ("missing",):
             anchor = path[:-1]
             where = _nearest(doc.positions, anchor) or Position(doc.path, 1, 1)
@@ -902,9 +908,68 @@ def recipe_cells(path: str | Path) -> list[str]:
     return matrix_cells(_matrix(doc))
 
 
-def load_recipe(path: str | Path, cell: str | None = None) -> LoadedRecipe:
+# --------------------------------------------------------------------------- bench profiles
+
+#: Top-level keys that mark another tool's benchmark profile -> what it is.
+FOREIGN_PROFILE_KEYS = {
+    "framework": "a sparkrun benchmark profile (framework: {value})",
+    "sparkrun_benchmark": "a sparkrun benchmark result",
+    "args": "another tool's benchmark profile (args:)",
+}
+
+
+def _read_profile(path: Path) -> _Doc:
+    """A bench profile file: a mapping of bench keys (``concurrency: [1, 4, 16]``,
+    ``repeat: 2``, ``schedule: [...]``, ...).  Another tool's profile, or a recipe, is refused
+    in one line; a bad key is reported at its line in the profile file."""
+    from autobench.recipe.schema import Bench, Recipe
+
+    if not path.is_file():
+        raise RecipeError(
+            f"bench profile not found: {path}" if not path.exists() else f"bench profile {path} is not a file",
+            location=str(path),
+            hint="--profile names a YAML file of bench keys (docs/recipes.md, Bench profiles)",
+        )
+    doc = _read_doc(path)
+    for key, what in FOREIGN_PROFILE_KEYS.items():
+        if key in doc.data:
+            value = doc.data[key]
+            shown = value if isinstance(value, str) and len(value) < 40 else "..."
+            raise RecipeError(
+                f"{what.format(value=shown)}, not an autobench bench profile",
+                location=str(doc.positions.get((key,)) or Position(path, 1, 1)),
+                hint="an autobench profile holds bench keys, e.g. `concurrency: [1, 4, 16]`, `repeat: 2`, "
+                "`schedule: [{concurrency: 16}, ...]` (docs/recipes.md, Bench profiles)",
+            )
+    recipe_keys = [k for k in doc.data if k in Recipe.model_fields and k not in Bench.model_fields]
+    if recipe_keys:
+        raise RecipeError(
+            f"this is a recipe (it has {recipe_keys[0]}:), not a bench profile",
+            location=str(doc.positions.get((recipe_keys[0],)) or Position(path, 1, 1)),
+            hint="pass it as the RECIPE; a profile holds only bench keys (concurrency, repeat, schedule, ...)",
+        )
+    return doc
+
+
+def _apply_profile(doc: _Doc, profile: Path) -> None:
+    """Deep-merge the profile's keys onto the recipe's ``bench:`` (positions point into the profile)."""
+    over = _read_profile(profile)
+    bench = doc.data.get("bench")
+    if bench is None:
+        bench = doc.data["bench"] = {}
+    if not isinstance(bench, dict):
+        raise RecipeError(
+            "bench: must be a mapping to apply a bench profile to",
+            location=str(doc.positions.get(("bench",)) or doc.path),
+            hint="write `bench:` then its keys, indented",
+        )
+    _merge(bench, over, over.data, ("bench",), doc.positions, doc.value_positions, ())
+
+
+def load_recipe(path: str | Path, cell: str | None = None, profile: str | Path | None = None) -> LoadedRecipe:
     """Read, merge (``extends``) and validate one recipe; see the module docstring.  ``cell``
-    picks a variant and/or role (``VARIANT``, ``ROLE``, ``VARIANT/ROLE``); default: the base."""
+    picks a variant and/or role (``VARIANT``, ``ROLE``, ``VARIANT/ROLE``); default: the base.
+    ``profile``: a bench profile file merged onto ``bench:`` last (``run --profile``)."""
     from pydantic import ValidationError
 
     from autobench.recipe.schema import Recipe, trim_later_defaults
@@ -923,6 +988,9 @@ def load_recipe(path: str | Path, cell: str | None = None) -> LoadedRecipe:
         _apply_cell(doc, matrix, cell)
     if cell is not None and cell != BASE_CELL and len(cells) > 1:
         doc.data["cell"] = cell
+    if profile is not None:  # last: the profile's bench keys win over the recipe's and its cell's
+        _apply_profile(doc, Path(profile))
+        files.append(Path(profile))
     if "name" not in doc.data:
         doc.data = {"name": path.stem, **doc.data}
     try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autobench.recipe.facts import output_tokens, server_endpoint, unpinned
+from autobench.recipe.grid import AXES, cells, largest, schedule_problems
 from autobench.recipe.imageref import parse_image_ref
 from autobench.recipe.loader import LoadedRecipe, Position, format_path
 from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS
@@ -267,6 +268,18 @@ RULES: dict[str, Rule] = {
             "a local model directory is not mounted into the container",
             'mount it (container.volumes: ["/models/x:/models/x:ro"]) or run with --runtime process',
         ),
+        Rule(
+            "AB080",
+            "error",
+            "a bench.schedule entry names no cell of the grid",
+            "each entry gives one value of every grid axis with several values, each value in its list",
+        ),
+        Rule(
+            "AB081",
+            "error",
+            "a bench grid (several cells) on a runtime that benches one cell",
+            "run it with --runtime docker or process (one server boot, every cell), or bench one cell here",
+        ),
     ]
 }
 
@@ -421,8 +434,9 @@ class Finding:
 
 
 class _Ctx:
-    def __init__(self, loaded: LoadedRecipe, env: Mapping[str, str] | None = None):
+    def __init__(self, loaded: LoadedRecipe, env: Mapping[str, str] | None = None, runtime: str = "docker"):
         self.loaded = loaded
+        self.runtime = runtime
         self.r = loaded.recipe
         # values that must not be written in the recipe: its secrets and secret-named variables
         self.secret_values = environment_secrets(self.r.secrets, env) if env is not None else {}
@@ -514,8 +528,9 @@ def _pins(c: _Ctx) -> None:
 
 def _engine_vs_bench(c: _Ctx) -> None:
     e, b = c.r.engine, c.r.bench
-    if e.max_num_seqs is not None and e.max_num_seqs < b.concurrency:
-        c.add("AB020", ("engine", "max_num_seqs"), f"max_num_seqs {e.max_num_seqs} < bench.concurrency {b.concurrency}")
+    conc = largest(b.concurrency)
+    if e.max_num_seqs is not None and e.max_num_seqs < conc:
+        c.add("AB020", ("engine", "max_num_seqs"), f"max_num_seqs {e.max_num_seqs} < bench.concurrency {conc}")
     if b.model is not None and b.model != c.r.served_name:
         c.add("AB021", ("bench", "model"), f"bench.model {b.model!r} != served name {c.r.served_name!r}")
     if e.gpu_memory_utilization is not None and not 0 < e.gpu_memory_utilization <= 1:
@@ -541,6 +556,30 @@ def _engine_vs_bench(c: _Ctx) -> None:
                 c.add("AB028", ("bench", "sampler", key), f"sampler.{key} is not sent by autobench bench")
     if b.client == "vllm" and b.max_seconds is not None:
         c.add("AB027", ("bench", "max_seconds"), "vllm bench serve has no time cap; max_seconds is ignored")
+
+
+#: Runtimes whose compiled job benches exactly one cell (the bench runs inside their script).
+ONE_CELL_RUNTIMES = frozenset({"slurm", "cluster", "k8s"})
+
+
+def _grid(c: _Ctx) -> None:
+    for i, entry_axis, what, fix in schedule_problems(c.r):
+        keys: tuple[Any, ...] = ("bench", "schedule", i) + ((entry_axis,) if entry_axis else ())
+        c.add("AB080", keys, f"schedule entry {i + 1} {what}", hint=fix)
+    if (c.runtime in ONE_CELL_RUNTIMES or c.r.topology.nodes > 1) and len(cells(c.r)) > 1:
+        where = next(
+            (path for name, path in AXES if isinstance(_axis_value(c.r, path), list)),
+            ("bench", "repeat") if c.r.bench.repeat > 1 else ("bench", "schedule"),
+        )
+        how = f"{c.r.topology.nodes} nodes" if c.r.topology.nodes > 1 else f"the {c.runtime} runtime"
+        c.add("AB081", where, f"{len(cells(c.r))} bench cells, but {how} benches one cell per job")
+
+
+def _axis_value(recipe: Any, path: tuple[str, ...]) -> Any:
+    node = recipe
+    for part in path:
+        node = getattr(node, part)
+    return node
 
 
 def _ports(c: _Ctx) -> None:
@@ -851,6 +890,7 @@ CHECKS = (
     _topology,
     _launch,
     _local_model,
+    _grid,
 )
 
 
@@ -866,7 +906,7 @@ def check(
 
     With ``env`` (e.g. ``os.environ``), AB030 also refuses any string that holds the value
     of a declared secret or of a secret-named variable set there (``autobench.redaction``)."""
-    ctx = _Ctx(loaded, env)
+    ctx = _Ctx(loaded, env, runtime)
     for rule in CHECKS:
         rule(ctx)
     findings = [f for f in ctx.out if runtime == "docker" or f.code not in DOCKER_ONLY]

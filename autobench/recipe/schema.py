@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 LOCAL_PATH = r"/[^\x00\n]*"
@@ -315,13 +316,71 @@ class Engine(StrictModel):
     extra_args: list[str] = Field(default_factory=list, description="Extra vllm serve flags, one per item.")
 
 
+def _grid_axis(whole: bool, low: float, inclusive: bool) -> Any:
+    """A grid axis's before-check: one value, or a non-empty list of distinct values, each a
+    number (a whole number when ``whole``) above ``low`` (or equal, when ``inclusive``).  One
+    problem, one clear error (``grid_axis``: the loader points at the list item and puts the
+    key's name in place of ``{key}`` in the hint)."""
+    import json
+
+    kind = "a whole number" if whole else "a number"
+    bound = f"{low:g} or more" if inclusive else f"more than {low:g}"
+    below = f"below the minimum {low:g}" if inclusive else f"not above the minimum {low:g}"
+
+    def fail(message: str, hint: str, index: int | None = None) -> PydanticCustomError:
+        return PydanticCustomError("grid_axis", "{message}", {"message": message, "hint": hint, "index": index})
+
+    def one(value: Any, index: int | None) -> None:
+        shown = json.dumps(value) if isinstance(value, (str, int, float)) else type(value).__name__
+        if isinstance(value, str) and value.strip().replace(".", "", 1).isdigit():
+            raise fail(
+                f"{shown} is a quoted string, not {kind}",
+                f"write {kind} without quotes (YAML reads anything in quotes as text)",
+                index,
+            )
+        ok_type = isinstance(value, int) if whole else isinstance(value, (int, float))
+        if isinstance(value, bool) or not ok_type:
+            raise fail(f"{shown} is not {kind}", f"write {kind}, or a list of them: [1, 4, 16]", index)
+        if value < low or (value == low and not inclusive) or value != value:
+            raise fail(f"{shown} is {below}", f"set `{{key}}` to {bound}", index)
+
+    def check(value: Any) -> Any:
+        if isinstance(value, list):
+            if not value:
+                raise fail("empty grid: the list has no value to bench", f"give at least one value ({bound})")
+            for i, item in enumerate(value):
+                one(item, i)
+            for i, item in enumerate(value):
+                if item in value[:i]:
+                    raise fail(f"{item:g} is listed twice", "list each value once (bench.repeat repeats cells)", i)
+            return value
+        if value is not None:
+            one(value, None)
+        return value
+
+    return BeforeValidator(check)
+
+
+#: A grid axis: one value, or a list of them (each one cell of the run; autobench.recipe.grid).
+WholeAxis = Annotated[
+    Annotated[int, Field(ge=1)] | Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1)],
+    _grid_axis(True, 1, True),
+]
+RateAxis = Annotated[
+    Annotated[float, Field(gt=0)] | Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)],
+    _grid_axis(False, 0, False),
+]
+#: A schedule entry: grid axis -> value (one cell of the grid).
+ScheduleEntry = dict[str, int | float]
+
+
 class Dataset(StrictModel):
     """The prompts the bench sends."""
 
     kind: Literal["sharegpt", "random", "jsonl"] = "sharegpt"
     path: str | None = None
-    input_len: Annotated[int, Field(ge=1)] | None = Field(None, description="random: prompt tokens.")
-    output_len: Annotated[int, Field(ge=1)] | None = Field(None, description="random: output tokens.")
+    input_len: WholeAxis | None = Field(None, description="random: prompt tokens; a list is a grid axis.")
+    output_len: WholeAxis | None = Field(None, description="random: output tokens; a list is a grid axis.")
 
 
 class Sampler(StrictModel):
@@ -349,9 +408,19 @@ class Bench(StrictModel):
     dataset: Dataset = Field(default_factory=lambda: Dataset.model_validate({}))
     num_prompts: Annotated[int, Field(ge=1)] = 500
     max_seconds: Annotated[float, Field(gt=0)] | None = None
-    concurrency: Annotated[int, Field(ge=1)] = 8
+    concurrency: WholeAxis = Field(8, description="Requests in flight at once; a list is a grid axis: [1, 4, 16].")
     max_tokens: Annotated[int, Field(ge=1)] = 256
-    request_rate: Annotated[float, Field(gt=0)] | None = None
+    request_rate: RateAxis | None = Field(
+        None, description="Requests per second (Poisson); unset: as fast as concurrency allows; a list is a grid axis."
+    )
+    repeat: Annotated[int, Field(ge=1)] = Field(
+        1, description="Bench every cell this many times (rounds: every cell once, then again)."
+    )
+    schedule: list[ScheduleEntry] | None = Field(
+        None,
+        description="The cells in this order instead of the grid's, e.g. [{concurrency: 16}, {concurrency: 1}]; "
+        "each entry names a value of every grid axis with several values.",
+    )
     ignore_eos: bool = False
     seed: int = 0
     warmup: Annotated[int, Field(ge=0)] = 0
@@ -434,6 +503,8 @@ LATER_KEYS: tuple[tuple[str, ...], ...] = (
     ("container", "vllm_version"),
     ("topology", "gpu"),
     ("topology", "gpu_memory_gib"),
+    ("bench", "repeat"),
+    ("bench", "schedule"),
 )
 
 

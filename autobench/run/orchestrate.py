@@ -68,6 +68,8 @@ class RunOptions:
     vllm_version: str | None = None  # for preflight when the image tag does not say it
     hosts: tuple[str, ...] = ()  # multi-node: head first (overrides topology.hosts)
     remote: str | None = None  # multi-node: how the driver reaches a host (default ssh)
+    profile: str | Path | None = None  # a bench profile file merged onto the recipe's bench:
+    live: bool | None = None  # progress: a live display (True), plain lines (False), None: on a terminal
 
 
 @dataclass
@@ -89,6 +91,8 @@ class RunOutcome:
     image_digest: str | None = None  # docker runtime: the registry digest of the image that ran
     preflight: dict[str, Any] | None = None  # the preflight prediction (autobench.preflight)
     tokenizer: str | None = None  # the bench result's tokenizer_id (repo@sha, a file, "estimated")
+    #: Every cell benched to its end, in run order: (autobench.recipe.grid.Cell, BenchResult).
+    cells: list[tuple[Any, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -118,6 +122,10 @@ class RunOutcome:
             "signal": self.signal,
             "image_digest": self.image_digest,
             "tokenizer": self.tokenizer,
+            "cells": [
+                {"index": c.index, "params": c.params, "repeat": c.repeat, "metrics": cell_metrics(r)}
+                for c, r in self.cells
+            ],
             "plan": self.plan.to_json_dict(),
         }
 
@@ -169,7 +177,7 @@ def prepare(
     """Everything before anything runs: load, validate, pin check, compile, plan."""
     from autobench.compile import compile_recipe
 
-    loaded = load_recipe(path)
+    loaded = load_recipe(path, profile=options.profile)
     check_recipe(loaded, echo, env, options.runtime)
     require_pinned(loaded, options.allow_unpinned or options.dry_run)  # a dry run shows them
     plan = build_plan(
@@ -209,11 +217,14 @@ def process_script(loaded: LoadedRecipe, plan: RunPlan) -> str:
 
 
 # ---------------------------------------------------------------- bench
-def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
+def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
+    """The bench client's configuration for ``cell`` of the grid (default: the first)."""
     from autobench.bench.client import BenchConfig
     from autobench.compile import bench_api_key_env, bench_tokenizer
+    from autobench.recipe.grid import cell_recipe, cells
 
-    b = loaded.recipe.bench
+    recipe = cell_recipe(loaded.recipe, cell if cell is not None else cells(loaded.recipe)[0])
+    b = recipe.bench
     s = b.sampler
     extra: dict[str, Any] = {}
     if s is not None:
@@ -230,7 +241,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
         num_prompts=b.num_prompts,
         max_seconds=b.max_seconds,
         concurrency=b.concurrency,
-        max_tokens=output_tokens(loaded.recipe),
+        max_tokens=output_tokens(recipe),
         temperature=s.temperature if s else None,
         top_p=s.top_p if s else None,
         top_k=s.top_k if s else None,
@@ -242,8 +253,8 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
         label=loaded.recipe.name,
         extra_body=extra,
     )
-    cfg.tokenizer, cfg.tokenizer_revision = bench_tokenizer(loaded.recipe)  # the served model's own
-    key_env = bench_api_key_env(loaded.recipe)
+    cfg.tokenizer, cfg.tokenizer_revision = bench_tokenizer(recipe)  # the served model's own
+    key_env = bench_api_key_env(recipe)
     if key_env is not None:  # the server demands the key it was given: the bench sends it by name
         cfg.api_key_env = key_env  # sent when set (a server started without it is open)
     if b.dataset.input_len is not None:
@@ -251,14 +262,44 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan) -> Any:
     return cfg
 
 
-def normalized_metrics(result: Any, plan: RunPlan) -> dict[str, Any]:
-    """The bench result's ledger metric columns, from the result in memory; bench.json is
-    written for the run folder only (JSON at the edge, never read back)."""
+def normalized_metrics(result: Any, plan: RunPlan, name: str = P.BENCH_JSON) -> dict[str, Any]:
+    """The bench result's ledger metric columns, from the result in memory; ``name`` (bench.json,
+    or bench.cell-N.json of a grid) is written for the run folder only (JSON at the edge, never
+    read back)."""
+    path = plan.path(name)
+    path.write_text(json.dumps(result.to_json_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return cell_metrics(result)
+
+
+def cell_metrics(result: Any) -> dict[str, Any]:
+    """One bench result's ledger metric columns."""
     from autobench.runrow import metric_columns
 
-    path = plan.path(P.BENCH_JSON)
-    path.write_text(json.dumps(result.to_json_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return metric_columns(result.normalized())
+
+
+#: Metrics that add up over the cells of a grid run (the run's own row; each cell keeps its own).
+SUMMED = ("completed", "errors", "incomplete", "duration_s")
+
+
+def sweep_metrics(per_cell: list[dict[str, Any]]) -> dict[str, Any]:
+    """A grid run's row metrics: one cell's own; several cells' request counts and duration
+    summed, ``time_cap_hit`` if any cell hit it, and the parameters all cells share.  Rates and
+    latencies belong to each cell (mixing cells into one number would mean nothing)."""
+    if len(per_cell) == 1:
+        return dict(per_cell[0])
+    out: dict[str, Any] = {}
+    for key in SUMMED:
+        values = [m[key] for m in per_cell if m.get(key) is not None]
+        if values:
+            out[key] = round(sum(values), 3) if key == "duration_s" else sum(values)
+    if any(m.get("time_cap_hit") for m in per_cell):
+        out["time_cap_hit"] = True
+    for key in ("concurrency", "num_prompts"):
+        shared = {m.get(key) for m in per_cell}
+        if len(shared) == 1 and None not in shared:
+            out[key] = shared.pop()
+    return out
 
 
 # ---------------------------------------------------------------- the run
@@ -285,7 +326,7 @@ def run_recipe(
 ) -> RunOutcome:
     """Run a recipe end to end and record it (or, with ``dry_run``, only plan it)."""
     options = options or RunOptions()
-    first = load_recipe(path)
+    first = load_recipe(path, profile=options.profile)
     if first.recipe.topology.nodes > 1:  # node scripts + a driver (autobench.run.cluster)
         from autobench.run.cluster import run_cluster
 
@@ -377,7 +418,8 @@ def run_recipe(
                 echo(readiness.describe())
                 if readiness.ready:
                     phase = "bench"
-                    outcome.status, bench_error = _bench(loaded, plan, server, outcome, echo, bench_threads)
+                    live = options.live if options.live is not None else _on_terminal()
+                    outcome.status, bench_error = _bench(loaded, plan, server, outcome, echo, bench_threads, live)
                     phase = "metrics"
                     _scrape(plan, redact)
                 else:
@@ -423,6 +465,12 @@ def run_recipe(
     return outcome
 
 
+def _on_terminal() -> bool:
+    import sys
+
+    return sys.stderr.isatty()
+
+
 def _redact_outcome(outcome: RunOutcome, redact: Callable[[str], str]) -> None:
     """Secrets out of everything in the outcome that came from the server or the bench: the root
     cause, the notes (bench errors quote response bodies) and any text metric."""
@@ -447,53 +495,102 @@ class BenchThread:
     server is torn down, the bench's requests fail, and the thread ends by itself.
     """
 
-    def __init__(self, fn: Callable[..., Any], *args: Any):
+    def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any):
         self.result: Any = None
         self.error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(fn, *args), name="autobench-bench", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, args=(fn, *args), kwargs=kwargs, name="autobench-bench", daemon=True
+        )
         self._thread.start()
 
-    def _run(self, fn: Callable[..., Any], *args: Any) -> None:
+    def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         try:
-            self.result = fn(*args)
+            self.result = fn(*args, **kwargs)
         except BaseException as exc:  # handed to the main thread
             self.error = exc
 
-    def wait(self) -> None:
+    def wait(self, tick: Callable[[], None] | None = None) -> None:
+        """Until the bench ends; ``tick`` (progress) runs on this thread between the waits."""
         while self._thread.is_alive():
             self._thread.join(0.2)
+            if tick is not None:
+                tick()
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
 
 
 def _bench(
-    loaded: LoadedRecipe, plan: RunPlan, server: Any, outcome: RunOutcome, echo: Echo, threads: list[BenchThread]
+    loaded: LoadedRecipe,
+    plan: RunPlan,
+    server: Any,
+    outcome: RunOutcome,
+    echo: Echo,
+    threads: list[BenchThread],
+    live: bool = False,
 ) -> tuple[str, str | None]:
+    """Bench every cell of the grid, in run order, on the one server.  Each finished cell goes
+    into ``outcome.cells`` as soon as it ends, so an interrupt keeps it; the first cell that
+    fails (bench error, no request completed, server gone) ends the sweep: FAILED."""
     from autobench.bench.client import run_bench
+    from autobench.recipe.grid import cells
+    from autobench.run.progress import SweepProgress
 
-    cfg = bench_config(loaded, plan)
-    echo(
-        f"bench: {plan.bench_model} @ {plan.base_url}, {cfg.num_prompts} prompts, concurrency "
-        f"{cfg.concurrency}, max_tokens {cfg.max_tokens}"
-    )
-    worker = BenchThread(run_bench, cfg)
-    threads.append(worker)  # joined by run_recipe after teardown
-    worker.wait()  # a signal interrupts this wait, never the bench's event loop
-    if isinstance(worker.error, AutobenchError):
-        return "FAILED", f"bench failed: {worker.error}"
-    if worker.error is not None:  # a bug in the client must not lose the run: record it as FAILED
-        exc = worker.error
-        return "FAILED", f"bench crashed (a bug in autobench): {type(exc).__name__}: {exc}"
-    result = worker.result
-    outcome.metrics = normalized_metrics(result, plan)
-    outcome.tokenizer = result.to_json_dict().get("tokenizer_id")
-    died = _server_gone(server, plan)
-    if died:
-        return "FAILED", died
-    if not outcome.metrics.get("completed"):
-        return "FAILED", "no request completed"
-    return "DONE", None
+    all_cells = cells(loaded.recipe)
+    many = len(all_cells) > 1
+    first = bench_config(loaded, plan, all_cells[0])
+    progress = SweepProgress(len(all_cells), first.num_prompts, echo, live=live and many)
+    try:
+        for cell in all_cells:
+            cfg = bench_config(loaded, plan, cell)
+            echo(
+                f"bench: {plan.bench_model} @ {plan.base_url}, {cfg.num_prompts} prompts, concurrency "
+                f"{cfg.concurrency}, max_tokens {cfg.max_tokens}"
+                + (f" (cell {cell.index + 1}/{len(all_cells)}: {cell.label()})" if many else "")
+            )
+            if many:
+                progress.start_cell(cell.index, cell.label())
+            worker = BenchThread(run_bench, cfg, progress=progress.update if many else None)
+            threads.append(worker)  # joined by run_recipe after teardown
+            worker.wait(progress.tick if many else None)  # a signal interrupts this wait, never the bench's loop
+            if isinstance(worker.error, AutobenchError):
+                return "FAILED", f"bench failed{_in(cell, many)}: {worker.error}"
+            if worker.error is not None:  # a bug in the client must not lose the run: record it as FAILED
+                exc = worker.error
+                return "FAILED", f"bench crashed (a bug in autobench){_in(cell, many)}: {type(exc).__name__}: {exc}"
+            result = worker.result
+            metrics = normalized_metrics(result, plan, f"bench.cell-{cell.index + 1}.json" if many else P.BENCH_JSON)
+            if outcome.tokenizer is None:
+                outcome.tokenizer = result.to_json_dict().get("tokenizer_id")
+            if not many:
+                outcome.metrics = metrics  # a one-cell run's row holds its bench, finished or not
+            died = _server_gone(server, plan)
+            if died:
+                return "FAILED", died + _in(cell, many)
+            if not metrics.get("completed"):
+                return "FAILED", "no request completed" + _in(cell, many)
+            outcome.cells.append((cell, result))
+            outcome.metrics = sweep_metrics([cell_metrics(r) for _, r in outcome.cells])
+            if many:
+                progress.end_cell(_summary(metrics))
+        return "DONE", None
+    finally:
+        progress.close()
+        if outcome.cells:
+            outcome.metrics = sweep_metrics([cell_metrics(r) for _, r in outcome.cells])
+
+
+def _in(cell: Any, many: bool) -> str:
+    return f" in cell {cell.index + 1} ({cell.label()})" if many else ""
+
+
+def _summary(m: dict[str, Any]) -> str:
+    parts = [f"{m.get('completed', 0)} completed", f"{m.get('errors', 0)} errors"]
+    if m.get("total_tok_s") is not None:
+        parts.append(f"{m['total_tok_s']:.1f} tok/s")
+    if m.get("ttft_median_ms") is not None:
+        parts.append(f"TTFT median {m['ttft_median_ms']:.1f} ms")
+    return ", ".join(parts)
 
 
 def _server_gone(server: Any, plan: RunPlan, settle_s: float = 3.0) -> str | None:

@@ -296,7 +296,7 @@ def run_slurm(
     from autobench.run.plan import build_plan
 
     base_env = dict(os.environ if env is None else env)
-    loaded = load_recipe(path)
+    loaded = load_recipe(path, profile=options.profile)
     check_recipe(loaded, echo, base_env)
     require_pinned(loaded, options.allow_unpinned or options.dry_run)
     from autobench.run.preflight_gate import gate

@@ -1,0 +1,170 @@
+"""The bench grid: which cells one run benches, in which order.
+
+A grid axis is a bench key that takes one value or a list of them: ``bench.concurrency``,
+``bench.request_rate``, ``bench.dataset.input_len`` and ``bench.dataset.output_len``.  The
+cells are the cartesian product of the axes in the order written (the first axis varies
+slowest), or the explicit ``bench.schedule``; each is benched ``bench.repeat`` times, one round
+of every cell after the other (repeat 1 of every cell, then repeat 2, ...), so a slow drift of
+the server shows up as noise between repeats instead of as a difference between cells.
+
+A scalar is a one-value grid: a recipe without lists has exactly one cell, and its cell
+recipe is the recipe itself.  Pure functions, no I/O.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+#: (axis name in a cell and a schedule entry, key path in the recipe), in cartesian order.
+AXES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("concurrency", ("bench", "concurrency")),
+    ("request_rate", ("bench", "request_rate")),
+    ("input_len", ("bench", "dataset", "input_len")),
+    ("output_len", ("bench", "dataset", "output_len")),
+)
+AXIS_NAMES = tuple(name for name, _ in AXES)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One point of the grid, benched once: ``index`` (0-based, in run order), ``params``
+    (every axis that has a value, by name), ``repeat`` (1-based) of ``repeats``."""
+
+    index: int
+    params: dict[str, Any]
+    repeat: int
+    repeats: int
+
+    def label(self) -> str:
+        """``concurrency=4 input_len=128`` (and `` repeat 2/3`` when repeated)."""
+        text = " ".join(f"{k}={_num(v)}" for k, v in self.params.items()) or "one cell"
+        return text + (f" repeat {self.repeat}/{self.repeats}" if self.repeats > 1 else "")
+
+
+def _num(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _get(recipe: Any, path: tuple[str, ...]) -> Any:
+    node = recipe
+    for part in path:
+        node = getattr(node, part)
+    return node
+
+
+def axis_values(recipe: Any) -> dict[str, list[Any]]:
+    """Each axis that has a value -> its values as written (a scalar is one value)."""
+    out: dict[str, list[Any]] = {}
+    for name, path in AXES:
+        value = _get(recipe, path)
+        if value is None:
+            continue
+        out[name] = list(value) if isinstance(value, list) else [value]
+    return out
+
+
+def is_grid(recipe: Any) -> bool:
+    """More than one cell to bench (a list with several values, a schedule or repeats)."""
+    return len(cells(recipe)) > 1
+
+
+def grid_points(recipe: Any) -> list[dict[str, Any]]:
+    """The distinct cells' params in run order (a schedule's order, else cartesian)."""
+    axes = axis_values(recipe)
+    schedule = recipe.bench.schedule
+    if schedule:
+        return [schedule_point(axes, entry) for entry in schedule]
+    names = list(axes)
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(axes[n] for n in names))]
+
+
+def schedule_point(axes: dict[str, list[Any]], entry: dict[str, Any]) -> dict[str, Any]:
+    """A schedule entry as a cell's params: the axes it names, plus every one-value axis."""
+    point = {}
+    for name, values in axes.items():
+        if name in entry:
+            point[name] = entry[name]
+        elif len(values) == 1:
+            point[name] = values[0]
+    return point
+
+
+def cells(recipe: Any) -> list[Cell]:
+    """Every bench of the run, in run order: each point ``bench.repeat`` times, round by round."""
+    points = grid_points(recipe)
+    repeats = int(recipe.bench.repeat)
+    out: list[Cell] = []
+    for r in range(1, repeats + 1):
+        for point in points:
+            out.append(Cell(len(out), dict(point), r, repeats))
+    return out
+
+
+def cell_recipe(recipe: Any, cell: Cell | dict[str, Any]) -> Any:
+    """The recipe with every grid axis set to the cell's scalar value (and no schedule): what
+    one bench of the cell reads.  A one-cell recipe comes back unchanged."""
+    params = cell.params if isinstance(cell, Cell) else cell
+    bench = recipe.bench
+    if not is_grid(recipe) and all(not isinstance(_get(recipe, p), list) for _, p in AXES):
+        return recipe
+    dataset = bench.dataset.model_copy(
+        update={k: params.get(k) for k in ("input_len", "output_len") if bench.dataset.__dict__.get(k) is not None}
+    )
+    update: dict[str, Any] = {"dataset": dataset, "schedule": None, "repeat": 1}
+    for key in ("concurrency", "request_rate"):
+        if getattr(bench, key) is not None:
+            update[key] = params[key]
+    return recipe.model_copy(update={"bench": bench.model_copy(update=update)})
+
+
+def largest(value: Any) -> Any:
+    """The largest value of a grid axis (a scalar is its own largest); None stays None."""
+    if isinstance(value, list):
+        return max(value)
+    return value
+
+
+def schedule_problems(recipe: Any) -> list[tuple[int, str | None, str, str]]:
+    """``(entry index, axis or None, what is wrong, how to fix)`` for each schedule entry that
+    names no cell of the grid (AB081)."""
+    schedule = recipe.bench.schedule
+    if not schedule:
+        return []
+    axes = axis_values(recipe)
+    problems: list[tuple[int, str | None, str, str]] = []
+    for i, entry in enumerate(schedule):
+        for name, value in entry.items():
+            if name not in axes:
+                grid_axes = ", ".join(axes) or "none"
+                what = f"{name} is not a grid axis of this recipe" if name in AXIS_NAMES else f"unknown axis {name!r}"
+                problems.append((i, name, what, f"a schedule entry names grid axes ({grid_axes})"))
+                break
+            if value not in axes[name]:
+                shown = ", ".join(_num(v) for v in axes[name])
+                problems.append(
+                    (i, name, f"{name}={_num(value)} is not in the grid", f"use one of {name}: [{shown}], or add it")
+                )
+                break
+        else:
+            missing = [n for n, values in axes.items() if n not in entry and len(values) > 1]
+            if missing:
+                problems.append(
+                    (i, None, "names no single cell: " + ", ".join(missing) + " not given", "give a value for each")
+                )
+    return problems
+
+
+__all__ = [
+    "AXES",
+    "AXIS_NAMES",
+    "Cell",
+    "axis_values",
+    "cell_recipe",
+    "cells",
+    "grid_points",
+    "is_grid",
+    "largest",
+    "schedule_problems",
+]

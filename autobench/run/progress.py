@@ -1,0 +1,134 @@
+"""Progress of a run's benches: a live display on a terminal, plain lines otherwise.
+
+The bench client calls :meth:`SweepProgress.update` from its event loop every half second with
+four numbers (requests done of total, elapsed seconds, errors); update only stores them, so the
+client does no extra work.  The main thread, which waits for the bench, calls :meth:`tick`
+every fraction of a second: the live display (rich) redraws from the stored numbers; plain
+mode writes one line when a cell starts, one when it ends, and one every ``every_s`` (30 s)
+in between.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+Echo = Callable[[str], None]
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class SweepProgress:
+    """Cell ``i`` of ``n``, requests done, errors, elapsed, ETA.  ``live``: draw with rich on
+    ``console`` (a terminal); else plain lines through ``echo``."""
+
+    def __init__(
+        self,
+        n_cells: int,
+        requests_per_cell: int,
+        echo: Echo,
+        *,
+        live: bool = False,
+        every_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.n_cells = n_cells
+        self.per_cell = max(1, requests_per_cell)
+        self.echo = echo
+        self.every_s = every_s
+        self.clock = clock
+        self.t0 = clock()
+        self.cell_index = 0
+        self.cell_label = ""
+        self.done = 0
+        self.total = self.per_cell
+        self.errors = 0
+        self.cell_elapsed = 0.0
+        self.done_before = 0  # requests of the cells already finished
+        self.errors_before = 0
+        self._last_line = self.t0
+        self._live: Any = None
+        if live:
+            self._start_live()
+
+    # ---- called from the bench's event loop: store only ------------------------
+    def update(self, finished: int, total: int, elapsed_s: float, errors: int) -> None:
+        self.done, self.total, self.cell_elapsed, self.errors = finished, total, elapsed_s, errors
+
+    # ---- called from the main thread ----------------------------------------------
+    def start_cell(self, index: int, label: str) -> None:
+        self.cell_index, self.cell_label = index, label
+        self.done = self.errors = 0
+        self.cell_elapsed = 0.0
+        self._last_line = self.clock()
+        if self._live is None:
+            self.echo(f"cell {index + 1}/{self.n_cells}: {label}")
+
+    def end_cell(self, summary: str) -> None:
+        self.done_before += self.done
+        self.errors_before += self.errors
+        if self._live is None:
+            self.echo(f"cell {self.cell_index + 1}/{self.n_cells} done: {summary}")
+        else:
+            self._live.console.print(f"cell {self.cell_index + 1}/{self.n_cells} {self.cell_label}: {summary}")
+
+    def tick(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render(), refresh=True)
+            return
+        now = self.clock()
+        if now - self._last_line >= self.every_s:
+            self._last_line = now
+            self.echo(self.line())
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render(), refresh=True)
+            self._live.stop()
+            self._live = None
+
+    # ---- the numbers --------------------------------------------------------------
+    def eta_s(self) -> float | None:
+        """Seconds left for every cell, from the requests finished so far (None before any)."""
+        finished = self.done_before + self.done
+        if finished <= 0:
+            return None
+        elapsed = self.clock() - self.t0
+        left = self.n_cells * self.per_cell - finished
+        return max(0.0, elapsed / finished * left)
+
+    def line(self) -> str:
+        eta = self.eta_s()
+        return (
+            f"cell {self.cell_index + 1}/{self.n_cells}: {self.done}/{self.total} requests, "
+            f"{self.errors} errors, elapsed {_clock(self.clock() - self.t0)}, "
+            f"ETA {_clock(eta) if eta is not None else '?'}"
+        )
+
+    def _render(self) -> Any:
+        from rich.table import Table
+
+        grid = Table.grid(padding=(0, 2))
+        grid.add_row(f"[bold]cell {self.cell_index + 1}/{self.n_cells}[/bold]", self.cell_label)
+        grid.add_row("requests", f"{self.done}/{self.total}  (all cells: {self.done_before + self.done})")
+        grid.add_row("errors", str(self.errors_before + self.errors))
+        eta = self.eta_s()
+        grid.add_row("elapsed", _clock(self.clock() - self.t0))
+        grid.add_row("ETA", _clock(eta) if eta is not None else "?")
+        return grid
+
+    def _start_live(self) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
+        self._live = Live(self._render(), console=Console(stderr=True), auto_refresh=False, transient=False)
+        self._live.start()
+
+
+__all__ = ["SweepProgress"]

@@ -1,0 +1,146 @@
+"""`autobench run` over a bench grid: one server boot, every cell benched, progress lines,
+Ctrl-C keeps the finished cells.  Real CLI subprocesses, the synthetic server behind the fake
+`vllm`, real signals, a real SQLite ledger."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from run_helpers import ledger_rows, only_run_dir, pid_alive, run_args, run_cli, run_env
+
+FAST = "--ttft-ms 2 --itl-ms 1 --log-stats-interval 0.2"
+
+
+def _boots(run_dir: Path) -> int:
+    return (run_dir / "server.log").read_text().count("Started server process")
+
+
+def test_a_grid_runs_every_cell_on_one_server_boot(make_recipe, tmp_path: Path):
+    recipe = make_recipe(concurrency="[1, 4, 16]", num_prompts=6, extra="  repeat: 2\n")
+    res = run_cli(recipe, tmp_path, "--json", FAKE_VLLM_ARGS=FAST)
+    assert res.returncode == 0, res.stderr
+    outcome = json.loads(res.stdout)
+    assert outcome["status"] == "DONE"
+    cells = outcome["cells"]
+    assert [c["params"]["concurrency"] for c in cells] == [1, 4, 16, 1, 4, 16]  # round by round
+    assert [c["repeat"] for c in cells] == [1, 1, 1, 2, 2, 2]
+    assert all(c["metrics"]["completed"] == 6 for c in cells)
+    run_dir = only_run_dir(tmp_path)
+    assert _boots(run_dir) == 1
+    assert "[autobench] server torn down" in (run_dir / "server.log").read_text()
+    for i in range(1, 7):
+        assert (run_dir / f"bench.cell-{i}.json").is_file()
+    # plain progress (stderr is no terminal here): one line when each cell starts and ends
+    assert "cell 1/6: concurrency=1" in res.stderr and "cell 6/6 done: 6 completed, 0 errors" in res.stderr
+    [row] = ledger_rows(tmp_path)
+    assert row.status == "DONE"
+    assert row.metrics["completed"] == 36 and row.metrics["errors"] == 0
+    assert row.metrics.get("concurrency") is None  # the cells differ in it; each cell keeps its own
+
+
+def test_a_one_cell_recipe_runs_as_before(make_recipe, tmp_path: Path):
+    res = run_cli(make_recipe(), tmp_path, "--json", FAKE_VLLM_ARGS=FAST)
+    assert res.returncode == 0, res.stderr
+    outcome = json.loads(res.stdout)
+    assert len(outcome["cells"]) == 1
+    run_dir = only_run_dir(tmp_path)
+    assert (run_dir / "bench.json").is_file() and not (run_dir / "bench.cell-1.json").exists()
+    assert "cell 1/1" not in res.stderr
+    [row] = ledger_rows(tmp_path)
+    assert row.metrics["concurrency"] == 2 and row.metrics["decode_tok_s"] > 0
+
+
+def test_a_profile_applies_its_grid_and_schedule(make_recipe, tmp_path: Path):
+    recipe = make_recipe(num_prompts=4)
+    profile = tmp_path / "sweep.yaml"
+    profile.write_text("concurrency: [1, 2]\nschedule:\n  - {concurrency: 2}\n  - {concurrency: 1}\n")
+    res = run_cli(recipe, tmp_path, "--json", "--profile", str(profile), FAKE_VLLM_ARGS=FAST)
+    assert res.returncode == 0, res.stderr
+    assert [c["params"]["concurrency"] for c in json.loads(res.stdout)["cells"]] == [2, 1]
+    [row] = ledger_rows(tmp_path)
+    assert row.recipe_snapshot["bench"]["concurrency"] == [1, 2]  # the run's recipe is the merged one
+
+
+def test_sigint_during_a_sweep_keeps_the_finished_cells(make_recipe, tmp_path: Path):
+    recipe = make_recipe(concurrency="[1, 2, 4]", num_prompts=6)
+    env = run_env(tmp_path, FAKE_VLLM_ARGS="--ttft-ms 5 --itl-ms 40", PYTHONFAULTHANDLER="1")
+    proc = subprocess.Popen(
+        run_args(recipe, tmp_path, "--json"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    seen: list[str] = []
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + 60
+        for line in proc.stderr:  # wait until cell 2 is under way: cell 1 has finished
+            seen.append(line)
+            if line.startswith("cell 2/3:") or time.monotonic() > deadline:
+                break
+        assert seen and seen[-1].startswith("cell 2/3:"), "".join(seen)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate(timeout=10)
+            raise AssertionError(f"autobench run did not stop after SIGINT:\n{err}") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    err = "".join(seen) + err
+    assert proc.returncode == 130, err
+    outcome = json.loads(out)
+    assert outcome["status"] == "ABORTED" and outcome["signal"] == "SIGINT"
+    assert [c["params"]["concurrency"] for c in outcome["cells"]] == [1]  # cell 1 kept, cell 2 cut short
+    [row] = ledger_rows(tmp_path)
+    assert row.status == "ABORTED" and row.root_cause_category == "interrupted"
+    assert row.metrics["completed"] == 6  # cell 1's requests
+    run_dir = only_run_dir(tmp_path)
+    log = (run_dir / "server.log").read_text()
+    assert "[autobench] server torn down" in log
+    pid = int(log.split("Started server process [", 1)[1].split("]", 1)[0])
+    assert not pid_alive(pid)
+
+
+def test_bad_grids_are_refused_in_one_line_and_nothing_is_recorded(make_recipe, tmp_path: Path):
+    cases = [
+        (dict(concurrency="[]"), "bench.concurrency: empty grid"),
+        (dict(concurrency="0"), "bench.concurrency: 0 is below the minimum"),
+        (dict(concurrency="[1, 0]"), "bench.concurrency[1]: 0 is below the minimum"),
+        (dict(extra="  repeat: 0\n"), "bench.repeat: 0 is below the minimum 1"),
+        (
+            dict(concurrency="[1, 4]", extra="  schedule: [{concurrency: 8}]\n"),
+            "AB080 bench.schedule[0].concurrency: schedule entry 1 concurrency=8 is not in the grid",
+        ),
+    ]
+    for i, (kw, expected) in enumerate(cases):
+        recipe = make_recipe(name=f"bad-{i}", **kw)
+        res = run_cli(recipe, tmp_path, FAKE_VLLM_ARGS=FAST)
+        assert res.returncode == 2, res.stderr
+        lines = res.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {recipe}:"), res.stderr
+        assert expected in lines[0] and "(hint: " in lines[0] and "Traceback" not in res.stderr
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "ledger.db").exists()
+
+
+def test_a_profile_for_another_tool_is_refused_in_one_line(make_recipe, tmp_path: Path):
+    profile = tmp_path / "spark-arena-v2.yaml"
+    profile.write_text("framework: llama-benchy\nargs:\n  concurrency: [1, 2, 5, 10]\n  runs: 3\n")
+    res = run_cli(make_recipe(), tmp_path, "--profile", str(profile), FAKE_VLLM_ARGS=FAST)
+    assert res.returncode == 2
+    assert res.stderr.strip() == (
+        f"error: {profile}:1:1: a sparkrun benchmark profile (framework: llama-benchy), not an autobench "
+        "bench profile (hint: an autobench profile holds bench keys, e.g. `concurrency: [1, 4, 16]`, "
+        "`repeat: 2`, `schedule: [{concurrency: 16}, ...]` (docs/recipes.md, Bench profiles))"
+    )
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "ledger.db").exists()
