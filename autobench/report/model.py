@@ -68,7 +68,9 @@ class Run:
         value = self.metric("concurrency")
         if value is None:
             value = self.snap("bench", "concurrency")
-        return None if value is None else int(value)
+        if isinstance(value, list):  # a grid: one concurrency per cell (see the run's cells)
+            value = value[0] if len(value) == 1 else None
+        return None if value is None or isinstance(value, bool) else int(value)
 
     @property
     def day(self) -> date | None:

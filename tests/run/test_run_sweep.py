@@ -144,3 +144,26 @@ def test_a_profile_for_another_tool_is_refused_in_one_line(make_recipe, tmp_path
         "`repeat: 2`, `schedule: [{concurrency: 16}, ...]` (docs/recipes.md, Bench profiles))"
     )
     assert not (tmp_path / "runs").exists() and not (tmp_path / "ledger.db").exists()
+
+
+def test_the_report_of_a_grid_run_renders(make_recipe, tmp_path: Path):
+    res = run_cli(make_recipe(concurrency="[1, 2]", num_prompts=3), tmp_path, FAKE_VLLM_ARGS=FAST)
+    assert res.returncode == 0, res.stderr
+    report = subprocess.run(
+        [
+            *run_args(make_recipe(), tmp_path)[:3],
+            "report",
+            "synth-run",
+            "--ledger",
+            str(tmp_path / "ledger.db"),
+            "-o",
+            str(tmp_path / "docs"),
+        ],
+        capture_output=True,
+        text=True,
+        env=run_env(tmp_path),
+        cwd=tmp_path,
+    )
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "docs" / "recipes" / "synth-run.md").read_text()
+    assert "**DONE**" in page and "concurrency=\\[1, 2\\]" in page and "concurrency —:" in page
