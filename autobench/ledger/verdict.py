@@ -1,0 +1,454 @@
+"""Verdicts: did run B get faster or slower than run A, beyond run-to-run noise?
+
+Pure statistics (stdlib only, no I/O), used by ``compare`` and ``regress``; the method is
+written out in docs/verdicts.md.
+
+Per cell (cells matched by their parameters without ``repeat``) and metric:
+
+- **A, B**: the median of the metric over the cell's repeats (the value itself for one repeat);
+  **ratio** = B / A.
+- **band**: a seeded percentile-bootstrap confidence interval of the ratio (95 %, 1000
+  resamples by default).  With at least two repeats on each side the repeats are resampled
+  (the statistic is the median of the resampled repeats, so the band holds run-to-run noise).
+  Otherwise, when both sides kept their per-request samples, the requests are resampled
+  (all repeats of a side merged): a latency percentile is drawn from the exact bootstrap
+  distribution of that order statistic (``x[ceil(n*U)]``, ``U ~ Beta(k, n-k+1)``: the same
+  distribution as sorting a resample, at O(1) per draw); a throughput is the run's value
+  scaled by the resample's tokens per second of request time (``sum tokens / sum E2EL``)
+  relative to the whole sample's, drawn from its normal (delta-method) approximation.  This band holds request-to-request noise only, and a
+  percentile gets one only with at least :data:`MIN_TAIL` requests beyond it.  Without
+  either, there is no band.  Each band's level is Bonferroni-corrected over the metrics judged
+  per cell (95 % over m metrics: each at 1 - 5 %/m), so noise alone makes any of a cell's
+  metrics read faster or slower in under 5 % of comparisons.
+- **verdict** (threshold ``t``, e.g. 5 %): *no change* when the band lies within
+  [1 - t, 1 + t]; else *faster* / *slower* when the band lies wholly on one side of 1.0 and
+  the ratio itself moved beyond ``t`` that way (throughputs: higher is faster; latencies:
+  lower is faster); else *inconclusive*.  Without a band: *inconclusive*.  So *slower* says
+  "worse by more than the threshold, and outside the noise", the very test of a regression.
+- **regression** (``regress``): the verdict is *slower*; without a band, the ratio alone
+  decides (worse by more than ``t``, and the output says there was no band).
+
+A cell either side marked ``client_bound`` (the bench client was the bottleneck,
+docs/bench.md) keeps its verdict but carries the mark everywhere it is shown.
+
+The random stream of every (cell, metric, side) comes from ``random.Random`` seeded with a
+string built from the seed, the cell and the metric, so a verdict does not depend on which
+other cells or metrics were judged, and the same seed gives the same bands.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+FASTER = "faster"
+SLOWER = "slower"
+NO_CHANGE = "no change"
+INCONCLUSIVE = "inconclusive"
+
+RESAMPLES = 1000
+#: A percentile's band from requests needs this many requests beyond it (a p99: 1,000 requests);
+#: the bootstrap of a quantile with fewer is too narrow (it cannot draw beyond the largest value).
+MIN_TAIL = 10
+#: A throughput's band from requests needs this many requests.
+MIN_REQUESTS = 30
+LEVEL = 0.95
+SEED = 0
+
+#: metric -> True when higher is better.
+HIGHER_IS_BETTER: dict[str, bool] = {
+    "decode_tok_s": True,
+    "prefill_tok_s": True,
+    "total_tok_s": True,
+    "goodput": True,
+    "ttft_median_ms": False,
+    "ttft_p99_ms": False,
+    "tpot_median_ms": False,
+    "tpot_p99_ms": False,
+    "itl_median_ms": False,
+    "itl_p99_ms": False,
+    "e2el_median_ms": False,
+    "e2el_p99_ms": False,
+}
+
+#: latency metric -> (per-request field, quantile)
+LATENCY_SOURCES: dict[str, tuple[str, float]] = {
+    f"{name}_{stat}_ms": (f"{name}_ms", q)
+    for name in ("ttft", "tpot", "itl", "e2el")
+    for stat, q in (("median", 0.5), ("p99", 0.99))
+}
+
+#: throughput metric -> the per-request token counts it sums
+THROUGHPUT_TOKENS: dict[str, tuple[str, ...]] = {
+    "decode_tok_s": ("completion_tokens",),
+    "prefill_tok_s": ("prompt_tokens",),
+    "total_tok_s": ("prompt_tokens", "completion_tokens"),
+}
+
+
+@dataclass(frozen=True)
+class Requests:
+    """The successful requests of one cell (every repeat merged), one value per request;
+    ``prompt_tokens``, ``completion_tokens`` and ``e2el_ms`` are aligned (request i);
+    ``itl_ms`` holds every inter-token gap of every request."""
+
+    ttft_ms: Sequence[float] = ()
+    tpot_ms: Sequence[float] = ()
+    itl_ms: Sequence[float] = ()
+    e2el_ms: Sequence[float] = ()
+    prompt_tokens: Sequence[int] = ()
+    completion_tokens: Sequence[int] = ()
+
+
+@dataclass
+class CellData:
+    """One cell of one run: its parameters (without ``repeat``), each repeat's metrics, and
+    its per-request samples when the run kept them."""
+
+    params: dict[str, Any]
+    repeats: list[Mapping[str, Any]]
+    requests: Requests | None = None
+
+    @property
+    def client_bound(self) -> bool:
+        return any(bool(m.get("client_bound")) for m in self.repeats)
+
+    def values(self, metric: str) -> list[float]:
+        return [v for v in (number(m.get(metric)) for m in self.repeats) if v is not None]
+
+
+@dataclass(frozen=True)
+class MetricVerdict:
+    metric: str
+    a: float
+    b: float
+    ratio: float  # b / a
+    band: tuple[float, float] | None
+    method: str  # repeats | requests | none
+    verdict: str
+    client_bound: bool = False
+
+    @property
+    def higher_is_better(self) -> bool:
+        return HIGHER_IS_BETTER[self.metric]
+
+    @property
+    def change(self) -> float:
+        return self.ratio - 1.0
+
+    @property
+    def worse_by(self) -> float:
+        """How much worse B is than A (a fraction; negative when better)."""
+        return -self.change if self.higher_is_better else self.change
+
+    def regressed(self, threshold: float) -> bool:
+        """Worse beyond ``threshold`` and, when there is a band, outside it (verdict slower;
+        ``threshold`` is the one the verdict was judged with)."""
+        if self.band is None:
+            return self.worse_by > threshold
+        return self.verdict == SLOWER
+
+    def label(self) -> str:
+        """The verdict as shown: a client-bound cell's verdict always carries the mark."""
+        return f"{self.verdict} (client-bound)" if self.client_bound else self.verdict
+
+    def to_json_dict(self, threshold: float | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "metric": self.metric,
+            "a": self.a,
+            "b": self.b,
+            "ratio": self.ratio,
+            "change": self.change,
+            "band": list(self.band) if self.band is not None else None,
+            "method": self.method,
+            "verdict": self.verdict,
+            "client_bound": self.client_bound,
+            "higher_is_better": self.higher_is_better,
+        }
+        if threshold is not None:
+            out["regressed"] = self.regressed(threshold)
+        return out
+
+
+@dataclass
+class CellVerdict:
+    params: dict[str, Any]
+    repeats: tuple[int, int]
+    client_bound: tuple[bool, bool]
+    metrics: list[MetricVerdict] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.params)
+
+    def to_json_dict(self, threshold: float | None = None) -> dict[str, Any]:
+        return {
+            "params": self.params,
+            "repeats": {"a": self.repeats[0], "b": self.repeats[1]},
+            "client_bound": {"a": self.client_bound[0], "b": self.client_bound[1]},
+            "metrics": [m.to_json_dict(threshold) for m in self.metrics],
+        }
+
+
+@dataclass
+class Verdicts:
+    threshold: float
+    seed: int
+    resamples: int
+    level: float
+    cells: list[CellVerdict]
+    only_a: list[dict[str, Any]] = field(default_factory=list)  # cells B lacks
+    only_b: list[dict[str, Any]] = field(default_factory=list)
+
+    def rows(self) -> Iterable[tuple[CellVerdict, MetricVerdict]]:
+        for cell in self.cells:
+            for m in cell.metrics:
+                yield cell, m
+
+    @property
+    def regressions(self) -> list[tuple[CellVerdict, MetricVerdict]]:
+        return [(c, m) for c, m in self.rows() if m.regressed(self.threshold)]
+
+    def to_json_dict(self, *, regress: bool = False) -> dict[str, Any]:
+        return {
+            "threshold": self.threshold,
+            "seed": self.seed,
+            "resamples": self.resamples,
+            "level": self.level,
+            "cells": [c.to_json_dict(self.threshold if regress else None) for c in self.cells],
+            "cells_only_in_a": self.only_a,
+            "cells_only_in_b": self.only_b,
+        }
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    f = float(value)
+    return f if math.isfinite(f) else None
+
+
+def median(values: Sequence[float]) -> float:
+    xs = sorted(values)
+    n = len(xs)
+    mid = n // 2
+    return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def cell_key(params: Mapping[str, Any]) -> str:
+    return json.dumps({k: v for k, v in params.items() if k != "repeat"}, sort_keys=True, default=str)
+
+
+def cell_label(params: Mapping[str, Any]) -> str:
+    """``concurrency=4 input_len=256``; ``run`` for a run without cells."""
+    shown = [f"{k}={v}" for k, v in sorted(params.items()) if k != "repeat"]
+    return " ".join(shown) or "run"
+
+
+def verdict_of(ratio: float, band: tuple[float, float] | None, higher_is_better: bool, threshold: float) -> str:
+    """The rule of the module docstring: no change, faster, slower or inconclusive."""
+    if band is None:
+        return INCONCLUSIVE
+    lo, hi = band
+    if 1.0 - threshold <= lo and hi <= 1.0 + threshold:
+        return NO_CHANGE
+    if lo > 1.0 and ratio > 1.0 + threshold:
+        return FASTER if higher_is_better else SLOWER
+    if hi < 1.0 and ratio < 1.0 - threshold:
+        return SLOWER if higher_is_better else FASTER
+    return INCONCLUSIVE
+
+
+# ---------------------------------------------------------------- bootstrap
+
+Draw = Callable[[random.Random], float]
+
+
+def _quantile_band(ratios: list[float], level: float) -> tuple[float, float]:
+    xs = sorted(ratios)
+    tail = (1.0 - level) / 2
+    n = len(xs)
+    lo = xs[max(0, math.floor(tail * n))]
+    hi = xs[min(n - 1, math.ceil((1.0 - tail) * n) - 1)]
+    return lo, hi
+
+
+def ratio_band(
+    draw_a: Draw, draw_b: Draw, *, rng_a: random.Random, rng_b: random.Random, resamples: int, level: float
+) -> tuple[float, float] | None:
+    """The percentile-bootstrap band of draw_b / draw_a; None when A's draws hit zero."""
+    ratios = []
+    for _ in range(resamples):
+        a = draw_a(rng_a)
+        if a == 0:
+            return None
+        ratios.append(draw_b(rng_b) / a)
+    return _quantile_band(ratios, level)
+
+
+def median_of_repeats(values: Sequence[float]) -> Draw:
+    """A resample (with replacement) of the repeats' values, its median."""
+    vals = list(values)
+
+    def draw(rng: random.Random) -> float:
+        return median(rng.choices(vals, k=len(vals)))
+
+    return draw
+
+
+def quantile_draw(values: Sequence[float], q: float) -> Draw:
+    """The ``q`` order statistic of a resample of ``values``, drawn exactly: the k-th smallest of
+    n draws from the sample is ``x[ceil(n*U)]`` (1-based) with ``U ~ Beta(k, n-k+1)``."""
+    xs = sorted(values)
+    n = len(xs)
+    k = min(n, max(1, math.ceil(q * n)))
+
+    def draw(rng: random.Random) -> float:
+        u = rng.betavariate(k, n - k + 1)
+        return xs[min(n - 1, max(0, math.ceil(n * u) - 1))]
+
+    return draw
+
+
+def throughput_draw(observed: float, tokens: Sequence[float], e2el_ms: Sequence[float]) -> Draw:
+    """The run's throughput scaled by a request resample's tokens per second of request time
+    (R = sum tokens / sum E2EL) relative to the whole sample's.  For the n >= MIN_REQUESTS
+    requests it needs, resampling R is normal with the delta-method standard error
+    ``sd(t_i - R e_i) / (mean(e) * sqrt(n))``; that is drawn, at O(1) per draw."""
+    n = len(tokens)
+    r = math.fsum(tokens) / math.fsum(e2el_ms)
+    mean_e = math.fsum(e2el_ms) / n
+    resid = [t - r * e for t, e in zip(tokens, e2el_ms, strict=True)]
+    se = math.sqrt(math.fsum(x * x for x in resid) / n) / (mean_e * math.sqrt(n))
+
+    def draw(rng: random.Random) -> float:
+        return observed * max(0.0, r + rng.gauss(0.0, se)) / r
+
+    return draw
+
+
+def _request_draw(metric: str, cell: CellData, observed: float) -> Draw | None:
+    req = cell.requests
+    if req is None:
+        return None
+    if metric in LATENCY_SOURCES:
+        name, q = LATENCY_SOURCES[metric]
+        values = [float(v) for v in getattr(req, name)]
+        if len(values) * (1.0 - q) < MIN_TAIL:  # a p99 of 200 requests rests on its top 2
+            return None
+        return quantile_draw(values, q)
+    if metric in THROUGHPUT_TOKENS:
+        n = len(req.e2el_ms)
+        if n < MIN_REQUESTS or math.fsum(req.e2el_ms) <= 0:
+            return None
+        columns = [getattr(req, name) for name in THROUGHPUT_TOKENS[metric]]
+        if any(len(c) != n for c in columns):
+            return None
+        tokens = [float(sum(c[i] for c in columns)) for i in range(n)]
+        if math.fsum(tokens) <= 0:
+            return None
+        return throughput_draw(observed, tokens, req.e2el_ms)
+    return None
+
+
+def judge_metric(
+    metric: str,
+    a: CellData,
+    b: CellData,
+    *,
+    threshold: float,
+    seed: int = SEED,
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+) -> MetricVerdict | None:
+    """The verdict on ``metric`` for one cell; None when either side lacks it (or A's is 0)."""
+    va, vb = a.values(metric), b.values(metric)
+    if not va or not vb:
+        return None
+    ma, mb = median(va), median(vb)
+    if ma == 0:
+        return None
+    key = cell_key(a.params)
+    rng_a = random.Random(f"{seed}|{key}|{metric}|a")
+    rng_b = random.Random(f"{seed}|{key}|{metric}|b")
+    band: tuple[float, float] | None = None
+    method = "none"
+    if len(va) >= 2 and len(vb) >= 2:
+        method = "repeats"
+        draw_a, draw_b = median_of_repeats(va), median_of_repeats(vb)
+        band = ratio_band(draw_a, draw_b, rng_a=rng_a, rng_b=rng_b, resamples=resamples, level=level)
+    else:
+        ra, rb = _request_draw(metric, a, ma), _request_draw(metric, b, mb)
+        if ra is not None and rb is not None:
+            method = "requests"
+            band = ratio_band(ra, rb, rng_a=rng_a, rng_b=rng_b, resamples=resamples, level=level)
+    if band is None:
+        method = "none"
+    verdict = verdict_of(mb / ma, band, HIGHER_IS_BETTER[metric], threshold)
+    return MetricVerdict(metric, ma, mb, mb / ma, band, method, verdict, a.client_bound or b.client_bound)
+
+
+def judge_cells(
+    a: Sequence[CellData],
+    b: Sequence[CellData],
+    *,
+    threshold: float,
+    seed: int = SEED,
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+    metrics: Sequence[str] = tuple(HIGHER_IS_BETTER),
+) -> Verdicts:
+    """Every cell both runs have (matched by parameters without ``repeat``), every metric both have."""
+    by_key_b = {cell_key(c.params): c for c in b}
+    keys_a = {cell_key(c.params) for c in a}
+    out = Verdicts(threshold, seed, resamples, level, [])
+    # Bonferroni: each metric's band at 1 - (1 - level) / m, so the chance that any of a cell's
+    # m metrics reads faster or slower by noise alone stays under 1 - level.
+    each = 1.0 - (1.0 - level) / max(1, len(metrics))
+    for cell_a in a:
+        cell_b = by_key_b.get(cell_key(cell_a.params))
+        if cell_b is None:
+            out.only_a.append(cell_a.params)
+            continue
+        cv = CellVerdict(
+            cell_a.params,
+            (len(cell_a.repeats), len(cell_b.repeats)),
+            (cell_a.client_bound, cell_b.client_bound),
+        )
+        for metric in metrics:
+            mv = judge_metric(
+                metric, cell_a, cell_b, threshold=threshold, seed=seed, resamples=resamples, level=each
+            )
+            if mv is not None:
+                cv.metrics.append(mv)
+        out.cells.append(cv)
+    out.only_b = [c.params for c in b if cell_key(c.params) not in keys_a]
+    return out
+
+
+__all__ = [
+    "FASTER",
+    "HIGHER_IS_BETTER",
+    "INCONCLUSIVE",
+    "LEVEL",
+    "NO_CHANGE",
+    "RESAMPLES",
+    "SEED",
+    "SLOWER",
+    "CellData",
+    "CellVerdict",
+    "MetricVerdict",
+    "Requests",
+    "Verdicts",
+    "cell_label",
+    "judge_cells",
+    "judge_metric",
+    "verdict_of",
+]
