@@ -244,22 +244,34 @@ def history(draft: str | None, model: str | None, recipe: str | None, ledger_url
     is_flag=True,
     help="Compare even when the runs' pins differ (the differences head the output).",
 )
+@click.option("--threshold", default="5%", show_default=True, metavar="PCT", help="A change smaller is 'no change'.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap noise band.")
 @ledger_option
 @json_option
-def compare(run_a: str, run_b: str, anyway: bool, ledger_url: str | None, as_json: bool) -> None:
-    """RUN_A and RUN_B side by side, with ratios B/A (e.g. the decode speedup).
+def compare(
+    run_a: str, run_b: str, anyway: bool, threshold: str, seed: int, ledger_url: str | None, as_json: bool
+) -> None:
+    """RUN_A and RUN_B side by side, with ratios B/A, then per cell and metric a verdict.
 
-    Refuses runs whose pins differ (model, draft, image, engine version, engine arguments,
-    bench parameters), naming each difference, unless --anyway."""
+    The verdict (faster / slower / no change / inconclusive) weighs the ratio against the
+    threshold and a bootstrap noise band from the repeats or the per-request samples
+    (docs/verdicts.md).  Refuses runs whose pins differ (model, draft, image, engine
+    version, engine arguments, bench parameters), naming each difference, unless --anyway."""
+    from autobench.cli.regress_cmds import _cells
     from autobench.ledger.pins import require_same_pins
-    from autobench.ledger.render import compare_table
+    from autobench.ledger.regress import parse_threshold, run_cells
+    from autobench.ledger.render import compare_table, verdict_notes, verdict_table
+    from autobench.ledger.verdict import judge_cells
 
+    limit = parse_threshold(threshold)
     with _open(ledger_url) as book:
         result = book.compare(run_a, run_b)
-    if not anyway:
-        require_same_pins(result.a, result.b, result.pins)
+        if not anyway:
+            require_same_pins(result.a, result.b, result.pins)
+        cells_a, cells_b = _cells(book, result.a), _cells(book, result.b)
+    verdicts = judge_cells(run_cells(result.a, cells_a), run_cells(result.b, cells_b), threshold=limit, seed=seed)
     if as_json:
-        print_json(result.to_json_dict())
+        print_json({**result.to_json_dict(), "verdicts": verdicts.to_json_dict()})
         return
     for warning in result.warnings:
         say(f"warning: {warning}", err=True)
@@ -269,6 +281,11 @@ def compare(run_a: str, run_b: str, anyway: bool, ledger_url: str | None, as_jso
     print_table(*compare_table(result))
     if result.decode_speedup is not None:
         say(f"decode speedup (B/A): {result.decode_speedup:.2f}x")
+    if any(True for _ in verdicts.rows()):
+        say("")
+        print_table(*verdict_table(verdicts, f"A {result.a.display_id}", f"B {result.b.display_id}"))
+        for note in verdict_notes(verdicts):
+            say(note)
 
 
 def _add_sync_commands() -> None:

@@ -1,8 +1,8 @@
 """``autobench regress --baseline RUN|latest --current RUN [--threshold 5%] [--json]``.
 
-Exit 0 when no metric of the current run is worse than the baseline's by more than the
-threshold, 1 when one is (for CI); errors exit with their own codes (4: ledger).  Logic in
-``autobench.ledger.regress``.
+Exit 0 when no metric of any cell of the current run is slower than the baseline's beyond
+the threshold and the noise band, 1 when one is (for CI); errors exit with their own codes
+(4: ledger).  Logic in ``autobench.ledger.regress`` and ``autobench.ledger.verdict``.
 """
 
 from __future__ import annotations
@@ -21,18 +21,27 @@ REGRESSION_EXIT = 1
 )
 @click.option("--current", required=True, metavar="RUN", help="The run under test.")
 @click.option("--threshold", default="5%", show_default=True, metavar="PCT", help="Allowed worsening per metric.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap noise band.")
 @ledger_option
 @json_option
 @click.pass_context
 def regress(
-    ctx: click.Context, baseline: str, current: str, threshold: str, ledger_url: str | None, as_json: bool
+    ctx: click.Context,
+    baseline: str,
+    current: str,
+    threshold: str,
+    seed: int,
+    ledger_url: str | None,
+    as_json: bool,
 ) -> None:
-    """Exit 1 when CURRENT is worse than BASELINE by more than the threshold on any metric.
+    """Exit 1 when CURRENT is slower than BASELINE beyond the threshold and the noise band.
 
-    Throughputs regress when they fall, latencies when they rise.  'latest' is the newest
-    DONE run of the same recipe with the same pins before CURRENT.  Single runs: no noise band."""
+    Per cell and metric: throughputs regress when they fall, latencies when they rise; the
+    band is a bootstrap over the repeats or the per-request samples (docs/verdicts.md).
+    'latest' is the newest DONE run of the same recipe with the same pins before CURRENT."""
     from autobench.ledger import open_ledger
     from autobench.ledger.regress import LATEST_WINDOW, judge, latest_baseline, parse_threshold
+    from autobench.ledger.render import verdict_notes, verdict_table
 
     limit = parse_threshold(threshold)
     with open_ledger(ledger_url, create=False) as book:
@@ -41,21 +50,30 @@ def regress(
             base = latest_baseline(book.runs(cur.recipe_name, "DONE", LATEST_WINDOW, newest_first=True), cur)
         else:
             base = book.get(book.resolve(baseline))
-    result = judge(base, cur, limit)
+        result = judge(base, cur, limit, baseline_cells=_cells(book, base), current_cells=_cells(book, cur), seed=seed)
     if as_json:
         print_json(result.to_json_dict())
     else:
-        rows = [
-            [c.metric, f"{c.baseline:g}", f"{c.current:g}", f"{c.change:+.1%}", "REGRESSED" if c.regressed else "ok"]
-            for c in result.changes
-        ]
-        head = ["metric", f"baseline {base.display_id}", f"current {cur.display_id}", "change", ""]
-        print_table(head, rows)
+        names = f"baseline {base.display_id}", f"current {cur.display_id}"
+        print_table(*verdict_table(result.verdicts, *names, regress=True))
+        for note in verdict_notes(result.verdicts, regress=True):
+            say(note)
         pct = f"{limit * 100:g}%"
-        worst = ", ".join(f"{c.metric} {c.change:+.1%}" for c in result.regressed)
+        worst = ", ".join(
+            (f"{c.label} " if c.params else "")
+            + f"{m.metric} {m.change:+.1%}"
+            + (" (no band)" if m.band is None else "")
+            for c, m in result.regressed
+        )
         if worst:
-            say(f"regression beyond {pct}: {worst} (single runs: no noise band)")
+            say(f"regression beyond {pct}: {worst}")
         else:
-            say(f"no regression beyond {pct} (single runs: no noise band)")
+            say(f"no regression beyond {pct}")
     if result.regressed:
         ctx.exit(REGRESSION_EXIT)
+
+
+def _cells(book: object, rec: object) -> list[object]:
+    """The run's recorded cells (an empty list for a run recorded without them)."""
+    fetch = getattr(book, "cells", None)
+    return list(fetch(rec.id)) if fetch is not None else []  # type: ignore[attr-defined]

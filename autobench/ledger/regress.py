@@ -1,34 +1,34 @@
-"""``autobench regress``: did the current run get worse than a baseline beyond a threshold?
+"""``autobench regress``: did the current run get worse than a baseline, beyond a threshold
+and beyond the noise?
 
-Single runs only: each metric is one number per run, so there is no noise band yet and a
-change is judged against the threshold alone.  Throughputs regress when they fall, latencies
-when they rise.  The runs must share their pins (autobench.ledger.pins) and both be DONE.
+Per cell (matched by parameters without ``repeat``) and metric, the verdict of
+:mod:`autobench.ledger.verdict`: a regression is a metric whose verdict is *slower* (its
+noise band wholly on the worse side of 1.0 and the ratio worse than the threshold).  A
+metric with no band (single runs without per-request samples) is judged by the threshold
+alone, and the output says so.  Throughputs regress when they fall, latencies when they
+rise.  The runs must share their pins (autobench.ledger.pins) and both be DONE.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from autobench.errors import LedgerError, UsageError
 from autobench.ledger.models import RunRecord
 from autobench.ledger.pins import check_pins, require_same_pins
-
-#: metric -> True when higher is better.
-HIGHER_IS_BETTER: dict[str, bool] = {
-    "decode_tok_s": True,
-    "prefill_tok_s": True,
-    "total_tok_s": True,
-    "ttft_median_ms": False,
-    "ttft_p99_ms": False,
-    "tpot_median_ms": False,
-    "tpot_p99_ms": False,
-    "itl_median_ms": False,
-    "itl_p99_ms": False,
-    "e2el_median_ms": False,
-    "e2el_p99_ms": False,
-}
+from autobench.ledger.verdict import (
+    HIGHER_IS_BETTER,
+    SEED,
+    CellData,
+    CellVerdict,
+    MetricVerdict,
+    Verdicts,
+    cell_key,
+    judge_cells,
+    requests_of,
+)
 
 
 def parse_threshold(text: str) -> float:
@@ -43,44 +43,39 @@ def parse_threshold(text: str) -> float:
     return value / 100
 
 
-@dataclass(frozen=True)
-class MetricChange:
-    metric: str
-    baseline: float
-    current: float
-    change: float  # (current - baseline) / baseline
-    regressed: bool
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "baseline": self.baseline,
-            "current": self.current,
-            "change": self.change,
-            "higher_is_better": HIGHER_IS_BETTER[self.metric],
-            "regressed": self.regressed,
-        }
-
-
 @dataclass
 class Regression:
     baseline: RunRecord
     current: RunRecord
-    threshold: float
-    changes: list[MetricChange]
+    verdicts: Verdicts
 
     @property
-    def regressed(self) -> list[MetricChange]:
-        return [c for c in self.changes if c.regressed]
+    def threshold(self) -> float:
+        return self.verdicts.threshold
+
+    @property
+    def regressed(self) -> list[tuple[CellVerdict, MetricVerdict]]:
+        return self.verdicts.regressions
+
+    @property
+    def banded(self) -> bool:
+        """Whether any metric has a noise band (else: the threshold alone judged)."""
+        return any(m.band is not None for _, m in self.verdicts.rows())
 
     def to_json_dict(self) -> dict[str, Any]:
+        v = self.verdicts
         return {
             "baseline": self.baseline.display_id,
             "current": self.current.display_id,
             "threshold": self.threshold,
-            "noise_band": None,  # single runs: no repeats to measure noise from
+            "noise_band": {"level": v.level, "resamples": v.resamples, "seed": v.seed} if self.banded else None,
             "regression": bool(self.regressed),
-            "metrics": [c.to_json_dict() for c in self.changes],
+            "metrics": [
+                {"cell": c.params, **m.to_json_dict(self.threshold), "baseline": m.a, "current": m.b}
+                for c, m in v.rows()
+            ],
+            "cells_only_in_baseline": v.only_a,
+            "cells_only_in_current": v.only_b,
         }
 
 
@@ -99,43 +94,65 @@ def latest_baseline(candidates: Iterable[RunRecord], current: RunRecord) -> RunR
     )
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
+def run_cells(rec: RunRecord, cells: Sequence[Any] = ()) -> list[CellData]:
+    """A run's cells for a verdict: its recorded cells grouped by parameters without
+    ``repeat`` (every repeat's metrics, their per-request samples merged), or, for a run
+    recorded without cells, the run itself as one cell of one repeat."""
+    if not cells:
+        return [CellData({}, [dict(rec.metrics)])]
+    groups: dict[str, tuple[CellData, list[Any]]] = {}
+    for c in cells:
+        params = {k: v for k, v in dict(c.params).items() if k != "repeat"}
+        data, samples = groups.setdefault(cell_key(params), (CellData(params, []), []))
+        data.repeats.append(dict(c.metrics))
+        samples.append(getattr(c, "samples", None))
+    out = []
+    for data, samples in groups.values():
+        if samples and all(s is not None for s in samples):
+            data.requests = requests_of(samples)
+        out.append(data)
+    return out
 
 
-def judge(baseline: RunRecord, current: RunRecord, threshold: float) -> Regression:
-    """Every metric both runs have (baseline non-zero): did it move the wrong way by more than ``threshold``?"""
-    for run, role in ((baseline, "baseline"), (current, "current")):
-        if run.status != "DONE":
-            raise LedgerError(
-                f"the {role} run {run.display_id} is {run.status}, not DONE: it has no results to compare",
-                hint=f"pick a DONE run as the {role}",
-            )
+def require_done(run: RunRecord, role: str) -> None:
+    if run.status != "DONE":
+        raise LedgerError(
+            f"the {role} run {run.display_id} is {run.status}, not DONE: it has no results to compare",
+            hint=f"pick a DONE run as the {role}",
+        )
+
+
+def judge(
+    baseline: RunRecord,
+    current: RunRecord,
+    threshold: float,
+    *,
+    baseline_cells: Sequence[Any] = (),
+    current_cells: Sequence[Any] = (),
+    seed: int = SEED,
+) -> Regression:
+    """Every metric of every cell both runs have: is it slower beyond ``threshold`` and the noise?"""
+    require_done(baseline, "baseline")
+    require_done(current, "current")
     require_same_pins(baseline, current, check_pins(baseline, current))
-    changes = []
-    for metric, higher in HIGHER_IS_BETTER.items():
-        b, c = _number(baseline.metrics.get(metric)), _number(current.metrics.get(metric))
-        if b is None or c is None or b == 0:
-            continue
-        change = (c - b) / b
-        worse = -change if higher else change
-        changes.append(MetricChange(metric, b, c, change, worse > threshold))
-    if not changes:
+    verdicts = judge_cells(
+        run_cells(baseline, baseline_cells), run_cells(current, current_cells), threshold=threshold, seed=seed
+    )
+    if not any(True for _ in verdicts.rows()):
         raise LedgerError(
             f"runs {baseline.display_id} and {current.display_id} share no metric to compare",
             hint="record the runs with their bench results (--metrics)",
         )
-    return Regression(baseline, current, threshold, changes)
+    return Regression(baseline, current, verdicts)
 
 
 __all__ = [
     "HIGHER_IS_BETTER",
-    "MetricChange",
     "Regression",
     "LATEST_WINDOW",
     "judge",
     "latest_baseline",
     "parse_threshold",
+    "require_done",
+    "run_cells",
 ]

@@ -6,6 +6,7 @@ from typing import Any
 
 from autobench.ledger.models import BOOT_KEYS, CORE_KEYS, METRIC_KEYS, RunRecord
 from autobench.ledger.queries import Comparison, History
+from autobench.ledger.verdict import Verdicts, cell_label
 
 Table = tuple[list[str], list[list[str]]]
 
@@ -140,3 +141,63 @@ def compare_table(c: Comparison) -> Table:
         for row in c.rows
     ]
     return head, rows
+
+
+# ---------------------------------------------------------------- verdicts
+
+
+def band_text(band: tuple[float, float] | None) -> str:
+    """A ratio band as ``0.891..0.939``; ``-`` without one."""
+    return "-" if band is None else f"{band[0]:.3f}..{band[1]:.3f}"
+
+
+def verdict_table(v: Verdicts, a_name: str, b_name: str, *, regress: bool = False) -> Table:
+    """``compare``'s verdicts (cell, metric, A, B, B/A, band, verdict) or, with ``regress``,
+    ``regress``'s (change instead of B/A, and REGRESSED / ok).  The cell column is left out
+    when the runs are one cell each (runs recorded without cells)."""
+    with_cell = any(c.params for c in v.cells)
+    head = ["cell"] if with_cell else []
+    head += ["metric", a_name, b_name, "change" if regress else "B/A", "band (B/A)", "verdict"]
+    if regress:
+        head.append("")
+    rows = []
+    for c, m in v.rows():
+        row = [c.label] if with_cell else []
+        row += [m.metric, compare_cell(m.a), compare_cell(m.b)]
+        row.append(f"{m.change:+.1%}" if regress else f"{m.ratio:.3f}x")
+        row += [band_text(m.band), m.label()]
+        if regress:
+            flag = "REGRESSED" if m.regressed(v.threshold) else "ok"
+            row.append(f"{flag} (no band)" if m.band is None and flag != "ok" else flag)
+        rows.append(row)
+    return head, rows
+
+
+def verdict_notes(v: Verdicts, *, regress: bool = False) -> list[str]:
+    """What a reader of the verdicts must know: the method, the metrics without a band,
+    cells only one run has, the client-bound cells."""
+    methods = {m.method for _, m in v.rows()}
+    notes = []
+    if methods - {"none"}:
+        notes.append(
+            f"verdicts: threshold {v.threshold * 100:g}%, {v.level * 100:g}% bootstrap bands over "
+            + " and ".join(sorted(methods - {"none"}))
+            + f" ({v.resamples} resamples, seed {v.seed}; docs/verdicts.md)"
+        )
+    if "none" in methods:
+        notes.append(
+            "band '-': no noise band (a single repeat without per-request samples, or too few requests "
+            "for a percentile), so the verdict is inconclusive"
+            + ("; regress judges those metrics by the threshold alone" if regress else "")
+        )
+    for side, cells in (("A", v.only_a), ("B", v.only_b)):
+        for params in cells:
+            notes.append(f"cell {cell_label(params)} is only in {side}: not compared")
+    for c in v.cells:
+        if any(c.client_bound):
+            who = " and ".join(s for s, bound in zip("AB", c.client_bound, strict=True) if bound)
+            notes.append(
+                f"cell {c.label}: the bench client was the bottleneck in {who} (client_bound): "
+                "its verdicts measure the client as much as the server"
+            )
+    return notes

@@ -15,11 +15,12 @@ Per cell (cells matched by their parameters without ``repeat``) and metric:
   distribution of that order statistic (``x[ceil(n*U)]``, ``U ~ Beta(k, n-k+1)``: the same
   distribution as sorting a resample, at O(1) per draw); a throughput is the run's value
   scaled by the resample's tokens per second of request time (``sum tokens / sum E2EL``)
-  relative to the whole sample's, drawn from its normal (delta-method) approximation.  This band holds request-to-request noise only, and a
-  percentile gets one only with at least :data:`MIN_TAIL` requests beyond it.  Without
-  either, there is no band.  Each band's level is Bonferroni-corrected over the metrics judged
-  per cell (95 % over m metrics: each at 1 - 5 %/m), so noise alone makes any of a cell's
-  metrics read faster or slower in under 5 % of comparisons.
+  relative to the whole sample's, drawn from its normal (delta-method) approximation.
+  This band holds request-to-request noise only, and a percentile gets one only with at
+  least :data:`MIN_TAIL` requests beyond it.  Without either, there is no band.  Each
+  band's level is Bonferroni-corrected over the metrics judged per cell (95 % over m
+  metrics: each at 1 - 5 %/m), so noise alone makes any of a cell's metrics read faster or
+  slower in under 5 % of comparisons.
 - **verdict** (threshold ``t``, e.g. 5 %): *no change* when the band lies within
   [1 - t, 1 + t]; else *faster* / *slower* when the band lies wholly on one side of 1.0 and
   the ratio itself moved beyond ``t`` that way (throughputs: higher is faster; latencies:
@@ -100,8 +101,8 @@ class Requests:
     tpot_ms: Sequence[float] = ()
     itl_ms: Sequence[float] = ()
     e2el_ms: Sequence[float] = ()
-    prompt_tokens: Sequence[int] = ()
-    completion_tokens: Sequence[int] = ()
+    prompt_tokens: Sequence[float] = ()
+    completion_tokens: Sequence[float] = ()
 
 
 @dataclass
@@ -358,6 +359,35 @@ def _request_draw(metric: str, cell: CellData, observed: float) -> Draw | None:
     return None
 
 
+def requests_of(samples: Sequence[Any]) -> Requests:
+    """The successful requests of a cell's repeats (``autobench.samples.Samples``, one per
+    repeat), merged: per-request columns read by name, a request kept when its ``status`` is
+    ``ok``; NaN (none) and -1 (unknown) values left out; ITL gaps cut per request by
+    ``itl_offsets``; throughput triples (prompt, completion tokens, E2EL) only whole."""
+    out: dict[str, list[float]] = {
+        k: [] for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "prompt_tokens", "completion_tokens")
+    }
+    for s in samples:
+        ok = [i for i, st in enumerate(getattr(s, "status", ())) if st == "ok"]
+        ttft, tpot = list(getattr(s, "ttft_ms", ())), list(getattr(s, "tpot_ms", ()))
+        e2el = list(getattr(s, "e2el_ms", ()))
+        prompt, completion = list(getattr(s, "prompt_tokens", ())), list(getattr(s, "completion_tokens", ()))
+        flat, offsets = list(getattr(s, "itl_ms", ())), list(getattr(s, "itl_offsets", ()))
+        for i in ok:
+            for name, column in (("ttft_ms", ttft), ("tpot_ms", tpot)):
+                v = number(column[i]) if i < len(column) else None
+                if v is not None:
+                    out[name].append(v)
+            if i + 1 < len(offsets):
+                out["itl_ms"] += [g for g in (number(x) for x in flat[offsets[i] : offsets[i + 1]]) if g is not None]
+            triple = [number(c[i]) if i < len(c) else None for c in (e2el, prompt, completion)]
+            if all(v is not None and v >= 0 for v in triple):
+                out["e2el_ms"].append(triple[0])  # type: ignore[arg-type]
+                out["prompt_tokens"].append(triple[1])  # type: ignore[arg-type]
+                out["completion_tokens"].append(triple[2])  # type: ignore[arg-type]
+    return Requests(**out)
+
+
 def judge_metric(
     metric: str,
     a: CellData,
@@ -423,9 +453,7 @@ def judge_cells(
             (cell_a.client_bound, cell_b.client_bound),
         )
         for metric in metrics:
-            mv = judge_metric(
-                metric, cell_a, cell_b, threshold=threshold, seed=seed, resamples=resamples, level=each
-            )
+            mv = judge_metric(metric, cell_a, cell_b, threshold=threshold, seed=seed, resamples=resamples, level=each)
             if mv is not None:
                 cv.metrics.append(mv)
         out.cells.append(cv)
@@ -450,5 +478,6 @@ __all__ = [
     "cell_label",
     "judge_cells",
     "judge_metric",
+    "requests_of",
     "verdict_of",
 ]

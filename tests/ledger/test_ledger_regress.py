@@ -56,9 +56,11 @@ def db(tmp_path: Path, capsys) -> Path:
 def test_a_slower_run_is_a_regression(capsys, db):
     code, out, err = run(capsys, "regress", "--baseline", "1", "--current", "2", "--ledger", str(db))
     assert code == 1 and err == ""
-    assert "regression beyond 5%: decode_tok_s -10.0%, tpot_median_ms +10.0%" in out
+    # single runs recorded without per-request samples: no noise band, the threshold alone
+    assert "regression beyond 5%: decode_tok_s -10.0% (no band), tpot_median_ms +10.0% (no band)" in out
+    assert "regress judges those metrics by the threshold alone" in out
     decode = next(line for line in out.splitlines() if line.startswith("decode_tok_s"))
-    assert decode.split() == ["decode_tok_s", "100", "90", "-10.0%", "REGRESSED"]
+    assert decode.split() == ["decode_tok_s", "100", "90", "-10.0%", "-", "inconclusive", "REGRESSED", "(no", "band)"]
     # a looser threshold lets it through
     code, out, _ = run(
         capsys, "regress", "--baseline", "1", "--current", "2", "--threshold", "12%", "--ledger", str(db)
