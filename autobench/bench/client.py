@@ -107,6 +107,9 @@ class BenchConfig:
     api_key_env: str = "OPENAI_API_KEY"
     api_key_required: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
+    #: Service-level objectives in ms (``ttft``, ``tpot``, ``e2el``): the result counts the
+    #: requests meeting all of them and their goodput (autobench.bench.slo).
+    slo: dict[str, float] | None = None
 
     def check(self) -> None:
         for name in FLOAT_FIELDS:

@@ -53,6 +53,9 @@ NORMALIZED_KEYS = (
     "concurrency",
     "num_prompts",
     "tokenizer",  # not a metric: what measured the prompt lengths (recorded in the ledger)
+    "goodput",  # requests/s meeting every SLO (None without --slo)
+    "good_requests",
+    "client_bound",  # the client was the bottleneck (client_bound_warning; docs/bench.md)
 )
 
 
@@ -114,6 +117,7 @@ def build_result(
         **_settings(cfg, ds, base_url),
         **_totals(cfg, records, ok, duration, time_cap_hit),
         **_latencies(records, ok),
+        **_goodput(getattr(cfg, "slo", None), ok, duration),
     }
     sd = M.spec_decode_metrics(spec) if spec is not None else None
     data["spec_decode_available"] = sd is not None
@@ -129,7 +133,11 @@ def build_result(
     # The same for the loop lag: over a few ms its p99 is one sample, and one scheduler hiccup
     # on a busy machine read as a busy client (a run whose requests were all refused at once).
     data["client_bound_warning"] = bool(
-        cpu_judged and ((lag_p99 is not None and lag_p99 > 5.0) or (cpu_frac is not None and cpu_frac > 0.75))
+        cpu_judged
+        and (
+            (lag_p99 is not None and lag_p99 > CLIENT_LAG_P99_MS)
+            or (cpu_frac is not None and cpu_frac > CLIENT_CPU_FRACTION)
+        )
     )
     return BenchResult(_finite(data), samples=samples_of(records, t0))
 
@@ -194,12 +202,25 @@ def _totals(cfg: Any, records: list[Any], ok: list[Any], duration: float, time_c
         "input_throughput": M.throughput(total_in, duration),
         "output_throughput": M.throughput(total_out, duration),
         "total_token_throughput": M.throughput(total_in + total_out, duration),
-        "request_goodput": None,
         "mean_tokens_per_chunk": (total_out / chunks) if chunks else None,
         "token_chunks": chunks,
         "itl_samples": sum(len(r.gaps) for r in ok),
         "finish_reasons": dict(Counter(r.finish_reason or "none" for r in ok)),
     }
+
+
+def _goodput(slo: dict[str, float] | None, ok: list[Any], duration: float) -> dict[str, Any]:
+    """The SLOs, the requests meeting all of them and their rate (vLLM's ``request_goodput``)."""
+    if not slo:
+        return {"slo": None, "good_requests": None, "request_goodput": None}
+    from autobench.bench.slo import is_good
+
+    good = 0
+    for r in ok:
+        t = M.RequestTiming(r.start, r.first, r.last, r.completion_tokens)
+        per_token = M.tpot(t)
+        good += is_good(slo, 1000 * M.ttft(t), None if per_token is None else 1000 * per_token, 1000 * M.e2el(t))
+    return {"slo": dict(slo), "good_requests": good, "request_goodput": M.throughput(good, duration)}
 
 
 def _latencies(records: list[Any], ok: list[Any]) -> dict[str, Any]:
@@ -255,6 +276,11 @@ def _client(client: ClientStats, records: list[Any], ok: list[Any], duration: fl
 
 #: Shortest measured run whose client CPU fraction feeds ``client_bound_warning``.
 MIN_CPU_WINDOW_S = 1.0
+#: The client was the bottleneck (``client_bound_warning``, the ``client_bound`` metric) when,
+#: over a measured run of at least MIN_CPU_WINDOW_S, its event loop lagged more than this at
+#: p99 (ms) or it used more than this fraction of one core (docs/bench.md).
+CLIENT_LAG_P99_MS = 5.0
+CLIENT_CPU_FRACTION = 0.75
 
 
 def _finite(obj: Any) -> Any:
@@ -346,6 +372,10 @@ def normalize(d: Any, source: str = "result") -> dict[str, Any]:
         "num_prompts": _int(d, "num_prompts", w),
         # ours: "repo@sha", "path@sha256:...", "estimated"; vllm bench serve: the tokenizer it loaded
         "tokenizer": d["tokenizer_id"] if isinstance(d.get("tokenizer_id"), str) else None,
+        # vLLM writes request_goodput (None without --goodput); the count is ours
+        "goodput": _num(d, "request_goodput", w),
+        "good_requests": _int(d, "good_requests", w),
+        "client_bound": bool(d["client_bound_warning"]) if isinstance(d.get("client_bound_warning"), bool) else None,
     }
 
 

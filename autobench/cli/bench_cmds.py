@@ -108,6 +108,13 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option(
     "--tokenizer-revision", default=None, metavar="REV", help="Branch, tag or commit sha of --tokenizer (default main)."
 )
+@click.option(
+    "--slo",
+    default=None,
+    metavar="ttft=MS,tpot=MS,e2el=MS",
+    help="Service-level objectives (ms): the result counts the requests meeting all of them and "
+    "their rate (goodput, as vllm bench serve --goodput).",
+)
 @click.option("--result", "result_path", default=None, help="Write the result JSON to this file.")
 @json_option("Print the result JSON on stdout.")
 @click.pass_context
@@ -141,11 +148,13 @@ def bench(
     api_key_env: str | None,
     tokenizer: str | None,
     tokenizer_revision: str | None,
+    slo: str | None,
     result_path: str | None,
     as_json: bool,
 ) -> None:
     """Benchmark an OpenAI-compatible streaming server (closed loop or Poisson arrivals)."""
     from autobench.bench.client import BenchConfig, run_bench
+    from autobench.bench.slo import parse_slo
 
     cfg = BenchConfig(
         base_url=base_url,
@@ -175,6 +184,7 @@ def bench(
         label=label,
         tokenizer=tokenizer,
         tokenizer_revision=tokenizer_revision,
+        slo=parse_slo(slo) if slo is not None else None,
     )
     if api_key_env is not None:  # a name given explicitly must be set
         cfg.api_key_env, cfg.api_key_required = api_key_env, True
@@ -278,6 +288,11 @@ def _summary_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
         ("total tok/s", _fmt(d["total_token_throughput"])),
         ("requests/s", _fmt(d["request_throughput"], 3)),
     ]
+    if d.get("slo"):
+        from autobench.bench.slo import slo_text
+
+        rows.append((f"goodput req/s ({slo_text(d['slo'])})", _fmt(d.get("request_goodput"), 3)))
+        rows.append(("requests meeting the SLOs", f"{d.get('good_requests')} of {d['completed']}"))
     for m in ("ttft", "tpot", "itl", "e2el"):
         rows.append(
             (
@@ -306,8 +321,8 @@ def _print_summary(d: dict[str, Any]) -> None:
     )
     if d.get("client_bound_warning"):
         say(
-            "warning: the client itself was busy (CPU > 75% of a core or loop lag p99 > 5 ms); "
-            "latencies may be inflated",
+            "warning: client-bound: the client itself was busy (CPU > 75% of a core or loop lag p99 > 5 ms); "
+            "latencies may be inflated (the result and its verdicts are marked client_bound)",
             err=True,
         )
 

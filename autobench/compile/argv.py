@@ -317,6 +317,8 @@ def bench_lines(recipe: Any) -> Lines:
         lines.append(_opt("--seed", str(b.seed)))
         if b.warmup:
             lines.append(_opt("--num-warmups", str(b.warmup)))
+        if b.slo is not None:  # vLLM's KEY:VALUE words (ms)
+            lines.append(_w("--goodput", *(f"{k}:{num(v)}" for k, v in b.slo.limits().items())))
     else:
         lines = [_w("autobench", "bench")]
         lines.append(_opt("--base-url", base_url(recipe)))
@@ -349,6 +351,8 @@ def bench_lines(recipe: Any) -> Lines:
             lines.append(_opt("--seed", str(b.seed)))
         if b.warmup:
             lines.append(_opt("--warmup", str(b.warmup)))
+        if b.slo is not None:
+            lines.append(_opt("--slo", ",".join(f"{k}={num(v)}" for k, v in b.slo.limits().items())))
     if s is not None:
         for key, value in s.model_dump().items():
             if value is not None and (b.client == "vllm" or key in AUTOBENCH_SAMPLER_KEYS):

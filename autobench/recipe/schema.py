@@ -395,6 +395,24 @@ class Sampler(StrictModel):
     repetition_penalty: Annotated[float, Field(gt=0)] | None = None
 
 
+class Slo(StrictModel):
+    """Service-level objectives (ms): the bench counts the requests meeting all of them and their
+    rate, goodput (`autobench bench --slo`, `vllm bench serve --goodput`)."""
+
+    ttft: Annotated[float, Field(gt=0)] | None = Field(None, description="Time to first token, ms.")
+    tpot: Annotated[float, Field(gt=0)] | None = Field(None, description="Time per output token, ms.")
+    e2el: Annotated[float, Field(gt=0)] | None = Field(None, description="End-to-end latency, ms.")
+
+    @model_validator(mode="after")
+    def _one_at_least(self) -> Slo:
+        if self.ttft is None and self.tpot is None and self.e2el is None:
+            raise ValueError("give at least one of ttft, tpot, e2el (milliseconds), or drop slo")
+        return self
+
+    def limits(self) -> dict[str, float]:
+        return {k: v for k, v in (("ttft", self.ttft), ("tpot", self.tpot), ("e2el", self.e2el)) if v is not None}
+
+
 class Bench(StrictModel):
     """The benchmark: client, endpoint, dataset, load."""
 
@@ -425,6 +443,7 @@ class Bench(StrictModel):
     seed: int = 0
     warmup: Annotated[int, Field(ge=0)] = 0
     sampler: Sampler | None = None
+    slo: Slo | None = Field(None, description="Service-level objectives (ms) for goodput.")
     ready_timeout_s: Annotated[float, Field(gt=0)] = 1800
 
 

@@ -252,6 +252,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
         request_rate=b.request_rate,
         label=loaded.recipe.name,
         extra_body=extra,
+        slo=b.slo.limits() if b.slo is not None else None,
     )
     cfg.tokenizer, cfg.tokenizer_revision = bench_tokenizer(recipe)  # the served model's own
     key_env = bench_api_key_env(recipe)
