@@ -61,6 +61,7 @@ class RunFacts:
     #: ``tokenizer`` key of ``metrics`` when they are a whole normalized result.
     tokenizer: str | None = None
     notes_sep: str = "; "
+    replay_of: int | None = None  # the run this one replays (autobench replay RUN --run)
 
 
 def metric_columns(normalized: Mapping[str, Any]) -> dict[str, Any]:

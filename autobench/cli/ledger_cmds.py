@@ -257,21 +257,40 @@ def compare(
     threshold and a bootstrap noise band from the repeats or the per-request samples
     (docs/verdicts.md).  Refuses runs whose pins differ (model, draft, image, engine
     version, engine arguments, bench parameters), naming each difference, unless --anyway."""
+    from autobench.ledger.regress import parse_threshold
+
+    show_comparison(
+        ledger_url, run_a, run_b, anyway=anyway, threshold=parse_threshold(threshold), seed=seed, as_json=as_json
+    )
+
+
+def show_comparison(
+    ledger_url: str | None,
+    run_a: str,
+    run_b: str,
+    *,
+    anyway: bool,
+    threshold: float,
+    seed: int,
+    as_json: bool,
+    head: dict[str, Any] | None = None,
+) -> None:
+    """``compare``'s output (also after ``replay --run``): pins, the side-by-side table, the
+    verdicts; with ``as_json`` one document (``head``'s keys first)."""
     from autobench.cli.regress_cmds import _cells
     from autobench.ledger.pins import require_same_pins
-    from autobench.ledger.regress import parse_threshold, run_cells
+    from autobench.ledger.regress import run_cells
     from autobench.ledger.render import compare_table, verdict_notes, verdict_table
     from autobench.ledger.verdict import judge_cells
 
-    limit = parse_threshold(threshold)
     with _open(ledger_url) as book:
         result = book.compare(run_a, run_b)
         if not anyway:
             require_same_pins(result.a, result.b, result.pins)
         cells_a, cells_b = _cells(book, result.a), _cells(book, result.b)
-    verdicts = judge_cells(run_cells(result.a, cells_a), run_cells(result.b, cells_b), threshold=limit, seed=seed)
+    verdicts = judge_cells(run_cells(result.a, cells_a), run_cells(result.b, cells_b), threshold=threshold, seed=seed)
     if as_json:
-        print_json({**result.to_json_dict(), "verdicts": verdicts.to_json_dict()})
+        print_json({**(head or {}), **result.to_json_dict(), "verdicts": verdicts.to_json_dict()})
         return
     for warning in result.warnings:
         say(f"warning: {warning}", err=True)

@@ -70,6 +70,7 @@ class RunOptions:
     remote: str | None = None  # multi-node: how the driver reaches a host (default ssh)
     profile: str | Path | None = None  # a bench profile file merged onto the recipe's bench:
     live: bool | None = None  # progress: a live display (True), plain lines (False), None: on a terminal
+    replay_of: int | None = None  # the run this one replays (autobench replay RUN --run)
 
 
 @dataclass
@@ -455,7 +456,7 @@ def run_recipe(
                 )
             outcome.ended_at = _now().isoformat()
             _redact_outcome(outcome, redact)  # before it is recorded, written or printed
-            _record(ledger, loaded, plan, outcome, script, base_env)
+            _record(ledger, loaded, plan, outcome, script, base_env, replay_of=options.replay_of)
             _write(plan.path(P.OUTCOME_JSON), json.dumps(outcome.to_json_dict(), indent=2) + "\n")
     finally:
         close = getattr(ledger, "close", None)
@@ -686,6 +687,8 @@ def _record(
     script: str,
     env: Mapping[str, str],
     host_facts: dict[str, Any] | None = None,
+    *,
+    replay_of: int | None = None,
 ) -> None:
     """Append the run's row (``autobench.runrow.new_run``: the path ``record`` takes too)."""
     from autobench.runrow import RootCause, RunFacts, new_run
@@ -709,6 +712,7 @@ def _record(
         log={**outcome.boot},
         preflight=outcome.preflight,
         tokenizer=outcome.tokenizer,
+        replay_of=replay_of,
     )
     rec = ledger.append(new_run(loaded, script, facts, env=env))
     outcome.run_id = getattr(rec, "id", None)
