@@ -524,6 +524,7 @@ LATER_KEYS: tuple[tuple[str, ...], ...] = (
     ("topology", "gpu_memory_gib"),
     ("bench", "repeat"),
     ("bench", "schedule"),
+    ("bench", "slo"),
 )
 
 
