@@ -7,18 +7,20 @@ Per cell (cells matched by their parameters without ``repeat``) and metric:
 
 - **A, B**: the median of the metric over the cell's repeats (the value itself for one repeat);
   **ratio** = B / A.
-- **band**: a seeded percentile-bootstrap confidence interval of the ratio (95 %, 1000
-  resamples by default).  With at least two repeats on each side the repeats are resampled
-  (the statistic is the median of the resampled repeats, so the band holds run-to-run noise).
-  Otherwise, when both sides kept their per-request samples, the requests are resampled
-  (all repeats of a side merged): a latency percentile is drawn from the exact bootstrap
-  distribution of that order statistic (``x[ceil(n*U)]``, ``U ~ Beta(k, n-k+1)``: the same
-  distribution as sorting a resample, at O(1) per draw); a throughput is the run's value
+- **band**: a confidence interval of the ratio (95 % before the correction below).  With
+  at least two repeats on each side, Welch's t interval of the difference of the repeats'
+  mean log values (a ratio of geometric means; the repeats' run-to-run noise, with the
+  small-sample width a handful of repeats needs: a bootstrap of 2 or 3 values cannot see
+  its own noise).  Otherwise, when both sides kept their per-request samples, a seeded
+  percentile bootstrap (1000 resamples) over the requests (all repeats of a side merged): a
+  latency percentile is drawn from the exact bootstrap distribution of that order statistic
+  (``x[ceil(n*U)]``, ``U ~ Beta(k, n-k+1)``: the same distribution as sorting a resample, at
+  O(1) per draw); a throughput is the run's value
   scaled by the resample's tokens per second of request time (``sum tokens / sum E2EL``)
   relative to the whole sample's, drawn from its normal (delta-method) approximation.
   This band holds request-to-request noise only, and a percentile gets one only with at
   least :data:`MIN_TAIL` requests beyond it.  Without either, there is no band.  Each
-  band's level is Bonferroni-corrected over the metrics judged per cell (95 % over m
+  band's level is Bonferroni-corrected over the metrics both runs have per cell (95 % over m
   metrics: each at 1 - 5 %/m), so noise alone makes any of a cell's metrics read faster or
   slower in under 5 % of comparisons.
 - **verdict** (threshold ``t``, e.g. 5 %): *no change* when the band lies within
@@ -294,14 +296,77 @@ def ratio_band(
     return _quantile_band(ratios, level)
 
 
-def median_of_repeats(values: Sequence[float]) -> Draw:
-    """A resample (with replacement) of the repeats' values, its median."""
-    vals = list(values)
+def _betacf(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c, d = 1.0, 1.0 - qab * x / qap
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 300):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + aa * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-14:
+            break
+    return h
 
-    def draw(rng: random.Random) -> float:
-        return median(rng.choices(vals, k=len(vals)))
 
-    return draw
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    front = math.exp(lbeta + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _betacf(a, b, x) / a
+    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
+
+
+def t_quantile(p: float, df: float) -> float:
+    """Student's t quantile (0.5 < p < 1): the t with P(T <= t) = p, by bisection on its CDF."""
+
+    def upper_tail(t: float) -> float:  # P(T > t) for t >= 0
+        return 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
+
+    target = 1.0 - p
+    lo, hi = 0.0, 1.0
+    while upper_tail(hi) > target and hi < 1e12:
+        hi *= 2.0
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        if upper_tail(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return (lo + hi) / 2.0
+
+
+def welch_log_band(a: Sequence[float], b: Sequence[float], level: float) -> tuple[float, float] | None:
+    """Welch's t interval of mean(log b) - mean(log a), as a ratio band (None for a value <= 0).
+
+    Repeats are few (2 to 5, typically): a bootstrap of so few values cannot see its own noise
+    (with 2 repeats a side, a resample's median takes 3 values, and two runs of one server
+    are told apart a third of the time), so the repeats' band is the small-sample interval."""
+    if min(a) <= 0 or min(b) <= 0:
+        return None
+    la, lb = [math.log(v) for v in a], [math.log(v) for v in b]
+    na, nb = len(la), len(lb)
+    ma, mb = math.fsum(la) / na, math.fsum(lb) / nb
+    va = math.fsum((x - ma) ** 2 for x in la) / (na - 1) / na
+    vb = math.fsum((x - mb) ** 2 for x in lb) / (nb - 1) / nb
+    diff = mb - ma
+    if va + vb == 0.0:
+        return math.exp(diff), math.exp(diff)
+    df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+    half = t_quantile(1.0 - (1.0 - level) / 2.0, df) * math.sqrt(va + vb)
+    return math.exp(diff - half), math.exp(diff + half)
 
 
 def quantile_draw(values: Sequence[float], q: float) -> Draw:
@@ -412,8 +477,7 @@ def judge_metric(
     method = "none"
     if len(va) >= 2 and len(vb) >= 2:
         method = "repeats"
-        draw_a, draw_b = median_of_repeats(va), median_of_repeats(vb)
-        band = ratio_band(draw_a, draw_b, rng_a=rng_a, rng_b=rng_b, resamples=resamples, level=level)
+        band = welch_log_band(va, vb, level)
     else:
         ra, rb = _request_draw(metric, a, ma), _request_draw(metric, b, mb)
         if ra is not None and rb is not None:
@@ -439,9 +503,6 @@ def judge_cells(
     by_key_b = {cell_key(c.params): c for c in b}
     keys_a = {cell_key(c.params) for c in a}
     out = Verdicts(threshold, seed, resamples, level, [])
-    # Bonferroni: each metric's band at 1 - (1 - level) / m, so the chance that any of a cell's
-    # m metrics reads faster or slower by noise alone stays under 1 - level.
-    each = 1.0 - (1.0 - level) / max(1, len(metrics))
     for cell_a in a:
         cell_b = by_key_b.get(cell_key(cell_a.params))
         if cell_b is None:
@@ -452,7 +513,12 @@ def judge_cells(
             (len(cell_a.repeats), len(cell_b.repeats)),
             (cell_a.client_bound, cell_b.client_bound),
         )
-        for metric in metrics:
+        # Bonferroni: each metric's band at 1 - (1 - level) / m over the m metrics both sides
+        # have, so the chance that any of them reads faster or slower by noise alone stays under
+        # 1 - level.
+        present = [m for m in metrics if cell_a.values(m) and cell_b.values(m)]
+        each = 1.0 - (1.0 - level) / max(1, len(present))
+        for metric in present:
             mv = judge_metric(metric, cell_a, cell_b, threshold=threshold, seed=seed, resamples=resamples, level=each)
             if mv is not None:
                 cv.metrics.append(mv)
