@@ -95,9 +95,10 @@ THROUGHPUT_TOKENS: dict[str, tuple[str, ...]] = {
 
 @dataclass(frozen=True)
 class Requests:
-    """The successful requests of one cell (every repeat merged), one value per request;
-    ``prompt_tokens``, ``completion_tokens`` and ``e2el_ms`` are aligned (request i);
-    ``itl_ms`` holds every inter-token gap of every request."""
+    """The successful requests of one cell (every repeat merged), one value per request that
+    has it; ``itl_ms`` holds every inter-token gap of every request.  ``prompt_tokens``,
+    ``completion_tokens`` and ``token_e2el_ms`` are aligned (request i, only requests whose
+    three are known); ``token_e2el_ms`` empty means ``e2el_ms`` is aligned with them."""
 
     ttft_ms: Sequence[float] = ()
     tpot_ms: Sequence[float] = ()
@@ -105,6 +106,7 @@ class Requests:
     e2el_ms: Sequence[float] = ()
     prompt_tokens: Sequence[float] = ()
     completion_tokens: Sequence[float] = ()
+    token_e2el_ms: Sequence[float] = ()
 
 
 @dataclass
@@ -411,8 +413,9 @@ def _request_draw(metric: str, cell: CellData, observed: float) -> Draw | None:
             return None
         return quantile_draw(values, q)
     if metric in THROUGHPUT_TOKENS:
-        n = len(req.e2el_ms)
-        if n < MIN_REQUESTS or math.fsum(req.e2el_ms) <= 0:
+        e2el = req.token_e2el_ms or req.e2el_ms
+        n = len(e2el)
+        if n < MIN_REQUESTS or math.fsum(e2el) <= 0:
             return None
         columns = [getattr(req, name) for name in THROUGHPUT_TOKENS[metric]]
         if any(len(c) != n for c in columns):
@@ -420,7 +423,7 @@ def _request_draw(metric: str, cell: CellData, observed: float) -> Draw | None:
         tokens = [float(sum(c[i] for c in columns)) for i in range(n)]
         if math.fsum(tokens) <= 0:
             return None
-        return throughput_draw(observed, tokens, req.e2el_ms)
+        return throughput_draw(observed, tokens, e2el)
     return None
 
 
@@ -430,7 +433,8 @@ def requests_of(samples: Sequence[Any]) -> Requests:
     ``ok``; NaN (none) and -1 (unknown) values left out; ITL gaps cut per request by
     ``itl_offsets``; throughput triples (prompt, completion tokens, E2EL) only whole."""
     out: dict[str, list[float]] = {
-        k: [] for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "prompt_tokens", "completion_tokens")
+        k: []
+        for k in ("ttft_ms", "tpot_ms", "itl_ms", "e2el_ms", "prompt_tokens", "completion_tokens", "token_e2el_ms")
     }
     for s in samples:
         ok = [i for i, st in enumerate(getattr(s, "status", ())) if st == "ok"]
@@ -439,7 +443,7 @@ def requests_of(samples: Sequence[Any]) -> Requests:
         prompt, completion = list(getattr(s, "prompt_tokens", ())), list(getattr(s, "completion_tokens", ()))
         flat, offsets = list(getattr(s, "itl_ms", ())), list(getattr(s, "itl_offsets", ()))
         for i in ok:
-            for name, column in (("ttft_ms", ttft), ("tpot_ms", tpot)):
+            for name, column in (("ttft_ms", ttft), ("tpot_ms", tpot), ("e2el_ms", e2el)):
                 v = number(column[i]) if i < len(column) else None
                 if v is not None:
                     out[name].append(v)
@@ -447,7 +451,7 @@ def requests_of(samples: Sequence[Any]) -> Requests:
                 out["itl_ms"] += [g for g in (number(x) for x in flat[offsets[i] : offsets[i + 1]]) if g is not None]
             triple = [number(c[i]) if i < len(c) else None for c in (e2el, prompt, completion)]
             if all(v is not None and v >= 0 for v in triple):
-                out["e2el_ms"].append(triple[0])  # type: ignore[arg-type]
+                out["token_e2el_ms"].append(triple[0])  # type: ignore[arg-type]
                 out["prompt_tokens"].append(triple[1])  # type: ignore[arg-type]
                 out["completion_tokens"].append(triple[2])  # type: ignore[arg-type]
     return Requests(**out)

@@ -20,6 +20,7 @@ from autobench.ledger.verdict import (
     CellData,
     Requests,
     judge_cells,
+    requests_of,
     t_quantile,
     verdict_of,
 )
@@ -165,3 +166,21 @@ def test_cells_match_without_repeat_and_client_bound_is_marked():
     assert cell.client_bound == (False, True) and m.client_bound and m.method == "none"
     assert m.label() == "inconclusive (client-bound)" and m.ratio == pytest.approx(1.1)
     assert v.only_a == [{"concurrency": 1, "repeat": 0}] and v.only_b == [{"concurrency": 16, "repeat": 0}]
+
+
+def test_requests_of_reads_the_stored_samples_of_every_repeat():
+    from autobench.samples import Request, Samples
+
+    first = Samples.from_requests(
+        [
+            Request("ok", 10.0, 2.0, 30.0, (2.0, 2.5), 5, 3),
+            Request("error", None, None, None, (), None, None, "http_500"),
+            Request("ok", 12.0, None, 12.0, (), None, 1),  # one token: no TPOT; unknown prompt length
+        ]
+    )
+    second = Samples.from_requests([Request("ok", 11.0, 3.0, 40.0, (3.0,), 7, 2)])
+    got = requests_of([first, second])
+    assert got.ttft_ms == [10.0, 12.0, 11.0] and got.tpot_ms == [2.0, 3.0] and got.e2el_ms == [30.0, 12.0, 40.0]
+    assert got.itl_ms == [2.0, 2.5, 3.0]
+    # throughput triples only whole: the request of unknown prompt length is left out
+    assert (got.token_e2el_ms, got.prompt_tokens, got.completion_tokens) == ([30.0, 40.0], [5.0, 7.0], [3.0, 2.0])
