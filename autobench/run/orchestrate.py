@@ -273,11 +273,17 @@ def normalized_metrics(result: Any, plan: RunPlan, name: str = P.BENCH_JSON) -> 
     return cell_metrics(result)
 
 
+#: A cell's metrics beyond the run columns: SLO goodput and the client self-check (docs/bench.md).
+CELL_ONLY = ("goodput", "good_requests", "client_bound")
+
+
 def cell_metrics(result: Any) -> dict[str, Any]:
-    """One bench result's ledger metric columns."""
+    """One bench result's ledger metric columns, and :data:`CELL_ONLY`."""
     from autobench.runrow import metric_columns
 
-    return metric_columns(result.normalized())
+    normalized = result.normalized()
+    extra = {k: normalized[k] for k in CELL_ONLY if normalized.get(k) is not None}
+    return {**metric_columns(normalized), **extra}
 
 
 #: Metrics that add up over the cells of a grid run (the run's own row; each cell keeps its own).
@@ -572,6 +578,10 @@ def _bench(
             if not metrics.get("completed"):
                 return "FAILED", "no request completed" + _in(cell, many)
             outcome.cells.append((cell, result))
+            if metrics.get("client_bound"):
+                outcome.notes.append(
+                    f"client-bound{_in(cell, many)}: the bench client was the bottleneck (docs/bench.md)"
+                )
             outcome.metrics = sweep_metrics([cell_metrics(r) for _, r in outcome.cells])
             if many:
                 progress.end_cell(_summary(metrics))
