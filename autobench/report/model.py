@@ -50,6 +50,9 @@ class Run:
     metrics: Mapping[str, Any] = field(default_factory=dict)
     boot: Mapping[str, Any] = field(default_factory=dict)
     snapshot: Mapping[str, Any] = field(default_factory=dict)  # the resolved recipe
+    #: The cells the run benched (ledger cells: index, params, metrics, samples); () for a
+    #: run recorded before cells, or when the caller did not load them.
+    cells: Sequence[Any] = ()
 
     def metric(self, key: str) -> Any:
         return _present(self.metrics.get(key))
@@ -341,6 +344,9 @@ class RecipeView:
     levels: list[LevelRow]
     superseded_by: list[str]  # the chain, nearest first
     plots: list[tuple[str, str]] = field(default_factory=list)  # (title, file name)
+    #: Results by cell of the latest DONE run that benched a grid (autobench.report.cells).
+    cells: Any = None
+    cell_plots: list[tuple[str, str]] = field(default_factory=list)  # (title, file name), drawn
 
     @property
     def has_runs(self) -> bool:
@@ -555,7 +561,18 @@ def build_recipe_view(
         history=history,
         levels=_levels(runs),
         superseded_by=supersession_chain(name, runs_by_recipe, recipes),
+        cells=_cells(runs),
     )
+
+
+def _cells(runs: Sequence[Run]) -> Any:
+    """The by-cell table of the latest DONE run with two or more cells (None: no such run)."""
+    from autobench.report.cells import cell_table
+
+    for run in reversed(list(runs)):
+        if run.status == DONE and len(run.cells) >= 2:
+            return cell_table(run.id, run.cells)
+    return None
 
 
 # --------------------------------------------------------------------- index view

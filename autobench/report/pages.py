@@ -30,7 +30,14 @@ from autobench.report.model import (
     group_by_recipe,
     runs_from_records,
 )
-from autobench.report.plots import NO_MATPLOTLIB_NOTE, PlotSpec, matplotlib_available, plot_specs, write_plots
+from autobench.report.plots import (
+    NO_MATPLOTLIB_NOTE,
+    PlotSpec,
+    is_cell_plot,
+    matplotlib_available,
+    plot_specs,
+    write_plots,
+)
 from autobench.report.render import render_index, render_recipe
 
 PAGES_DIR = "recipes"
@@ -137,11 +144,15 @@ def load_runs(ledger: str | None) -> dict[str, list[Run]]:
     book = open_ledger(ledger, create=False)
     try:
         records = book.runs()
+        runs = runs_from_records(records)
+        cells_of = getattr(book, "cells", None)
+        if cells_of is not None:  # the cells of each DONE run (a grid's results by cell)
+            runs = [replace(r, cells=tuple(cells_of(r.id))) if r.status == "DONE" else r for r in runs]
     finally:
         close = getattr(book, "close", None)
         if close:
             close()
-    return group_by_recipe(runs_from_records(records))
+    return group_by_recipe(runs)
 
 
 def plan_outputs(
@@ -177,7 +188,11 @@ def plan_outputs(
         view = build_recipe_view(name, runs_by_recipe, files)
         page_dir = out_dir / PAGES_DIR
         specs = tuple(s for s in plot_specs(view) if plot_ok is None or plot_ok(page_dir / s.file)) if plots else ()
-        view = replace(view, plots=[(s.title, s.file) for s in specs])
+        view = replace(
+            view,
+            plots=[(s.title, s.file) for s in specs if not is_cell_plot(s)],
+            cell_plots=[(s.title, s.file) for s in specs if is_cell_plot(s)],
+        )
         outputs.append(Output(out_dir / PAGES_DIR / f"{name}.md", redact(render_recipe(view), secrets), specs, view))
     if index:
         page = render_index(build_index_view(runs_by_recipe, files), pages=PAGES_DIR)

@@ -27,7 +27,7 @@ NO_MATPLOTLIB_NOTE = f"plots skipped: matplotlib is not installed ({INSTALL_HINT
 
 @dataclass(frozen=True)
 class PlotSpec:
-    kind: str  # "runs" | "concurrency"
+    kind: str  # "runs" | "concurrency" | "cells-throughput" | "cells-latency" | "cells-per-user"
     metric: str  # metrics key, or "" for the two-panel concurrency plot
     title: str
     file: str  # file name, beside the page
@@ -48,7 +48,28 @@ def plot_specs(view: RecipeView) -> list[PlotSpec]:
         specs.append(
             PlotSpec("concurrency", "", "decode tok/s and TTFT across concurrency", f"{view.name}.concurrency.svg")
         )
-    return specs
+    return specs + cell_plot_specs(view)
+
+
+#: The by-cell plots: (kind, title, file stem).
+CELL_PLOTS = (
+    ("cells-throughput", "throughput against concurrency", "cells.throughput"),
+    ("cells-latency", "TTFT and TPOT against concurrency", "cells.latency"),
+    ("cells-per-user", "per-user against total throughput", "cells.per-user"),
+)
+
+
+def cell_plot_specs(view: RecipeView) -> list[PlotSpec]:
+    """The by-cell plots of the view's grid run: only when concurrency varies over 2+ values."""
+    table = view.cells
+    if table is None or not table.by_concurrency:
+        return []
+    run = f"run {table.run_id}"
+    return [PlotSpec(kind, "", f"{run}: {title}", f"{view.name}.{stem}.svg") for kind, title, stem in CELL_PLOTS]
+
+
+def is_cell_plot(spec: PlotSpec) -> bool:
+    return spec.kind.startswith("cells-")
 
 
 def matplotlib_available() -> bool:
@@ -112,6 +133,73 @@ def _draw_concurrency(fig, view: RecipeView) -> None:
     fig.suptitle(f"{view.name}: latest DONE run per concurrency", fontsize=9)
 
 
+def _lines(view: RecipeView) -> list[tuple[str, list[Any]]]:
+    from autobench.report.cells import series
+
+    return series(view.cells, "concurrency")
+
+
+def _cell_tag(row: Any) -> str:
+    return "c" + ",".join(str(i) for i in row.cells)
+
+
+def _draw_cells(fig, view: RecipeView, spec: PlotSpec) -> None:
+    table = view.cells
+    lines = _lines(view)
+    if spec.kind == "cells-throughput":
+        ax = fig.add_subplot()
+        for label, rows in lines:
+            for key, style, name in (("total_tok_s", "-o", "total"), ("decode_tok_s", "--s", "decode")):
+                pts = [(r.concurrency, r.value(key), r) for r in rows if r.value(key) is not None]
+                if pts:
+                    ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"{name} {label}".strip())
+                    for c, y, r in pts:
+                        ax.annotate(_cell_tag(r), (c, y), fontsize=6, textcoords="offset points", xytext=(0, 4))
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("concurrency")
+        ax.set_ylabel("tok/s")
+        ax.legend(fontsize=7)
+    elif spec.kind == "cells-latency":
+        for i, (base, name) in enumerate((("ttft", "TTFT (ms)"), ("tpot", "TPOT (ms)"))):
+            ax = fig.add_subplot(1, 2, i + 1)
+            for label, rows in lines:
+                for stat, style in (("median", "-o"), ("p99", "--^")):
+                    key = f"{base}_{stat}_ms"
+                    pts = [(r.concurrency, r.value(key), r) for r in rows if r.value(key) is not None]
+                    if pts:
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"{stat} {label}".strip())
+                        for c, y, r in pts:
+                            ax.annotate(_cell_tag(r), (c, y), fontsize=6, textcoords="offset points", xytext=(0, 4))
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("concurrency")
+            ax.set_ylabel(name)
+            ax.legend(fontsize=7)
+    else:
+        ax = fig.add_subplot()
+        for label, rows in lines:
+            shown = [r for r in rows if r.value("total_tok_s") is not None and r.value("per_user_tok_s") is not None]
+            if shown:
+                ax.plot(
+                    [r.value("total_tok_s") for r in shown],
+                    [r.value("per_user_tok_s") for r in shown],
+                    "-o",
+                    label=label or None,
+                )
+                for r in shown:
+                    ax.annotate(
+                        f"conc {r.concurrency} {_cell_tag(r)}",
+                        (r.value("total_tok_s"), r.value("per_user_tok_s")),
+                        fontsize=6,
+                        textcoords="offset points",
+                        xytext=(3, 3),
+                    )
+        ax.set_xlabel("total tok/s")
+        ax.set_ylabel("per-user tok/s (1000 / TPOT median)")
+        if any(label for label, _ in lines):
+            ax.legend(fontsize=7)
+    fig.suptitle(f"{view.name}, {spec.title} (points: cells of run {table.run_id})", fontsize=9)
+
+
 def write_plots(view: RecipeView, directory: Path, specs: Sequence[PlotSpec]) -> tuple[list[Path], str | None]:
     """Draw ``specs`` as SVG files in ``directory``.  Returns (files written, note or None);
     a file whose bytes would not change is left alone and not listed."""
@@ -126,9 +214,11 @@ def write_plots(view: RecipeView, directory: Path, specs: Sequence[PlotSpec]) ->
     rc: Any = {"svg.hashsalt": "autobench", "svg.fonttype": "none", "font.family": "DejaVu Sans"}
     with matplotlib.rc_context(rc):
         for spec in specs:
-            fig = Figure(figsize=(7, 4) if spec.kind == "runs" else (9, 3.6))
+            fig = Figure(figsize=(7, 4) if spec.kind in ("runs", "cells-throughput", "cells-per-user") else (9, 3.6))
             if spec.kind == "runs":
                 _draw_runs(fig, view, spec)
+            elif is_cell_plot(spec):
+                _draw_cells(fig, view, spec)
             else:
                 _draw_concurrency(fig, view)
             fig.tight_layout()

@@ -159,6 +159,14 @@ def unit(x: Any, name: str = "", digits: int = 2) -> str:
     return Markup(f"{text}{name}" if name == "×" else f"{text} {markdown(name)}")
 
 
+def cells(x: Any) -> str:
+    """A grid point's cells (1-based, in run order): "cell 3", "cells 1, 4"."""
+    numbers = [str(int(i)) for i in (x or ())]
+    if not numbers:
+        return Markup(MISSING)
+    return Markup(("cell " if len(numbers) == 1 else "cells ") + ", ".join(numbers))
+
+
 def short_sha(x: Any) -> str:
     return Markup(MISSING if not x else markdown(str(x)[:7]))
 
@@ -190,6 +198,7 @@ def environment(directory: str | None = None):  # -> jinja2.Environment
         short_sha=short_sha,
         run_label=run_label,
         anchor=anchor,
+        cells=cells,
     )
     return env
 
@@ -219,7 +228,9 @@ def _render(template: str, **context: Any) -> str:
 
 
 def render_recipe(view: RecipeView) -> str:
-    return _render(RECIPE_TEMPLATE, v=view, MISSING=MISSING)
+    from autobench.report.cells import CELL_COLUMNS
+
+    return _render(RECIPE_TEMPLATE, v=view, MISSING=MISSING, columns=CELL_COLUMNS)
 
 
 def render_index(view: IndexView, pages: str = "recipes") -> str:

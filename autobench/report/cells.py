@@ -1,0 +1,201 @@
+"""Results by cell: one row per grid point of a run, its repeats merged from raw samples.
+
+Pure functions over the cells a run recorded (``Ledger.cells(run_id)``: index, params,
+metrics, samples).  Cells whose params differ only in ``repeat`` are repeats of one grid point; their
+latency percentiles are recomputed from the merged raw samples (``autobench.samples``):
+percentiles of percentiles cannot be merged.  Throughput over repeats is pooled: the tokens
+of every repeat over the sum of their durations.  A point benched once shows its own
+metrics; repeats without raw samples show no latency figure (said so in ``note``), never a
+made-up one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: (column key, label, unit) of the by-cell table, in order.
+CELL_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("total_tok_s", "total tok/s", "tok/s"),
+    ("decode_tok_s", "decode tok/s", "tok/s"),
+    ("per_user_tok_s", "per-user tok/s", "tok/s"),
+    ("ttft_median_ms", "TTFT median", "ms"),
+    ("ttft_p99_ms", "TTFT p99", "ms"),
+    ("tpot_median_ms", "TPOT median", "ms"),
+    ("tpot_p99_ms", "TPOT p99", "ms"),
+    ("itl_median_ms", "ITL median", "ms"),
+    ("itl_p99_ms", "ITL p99", "ms"),
+    ("e2el_median_ms", "E2EL median", "ms"),
+    ("e2el_p99_ms", "E2EL p99", "ms"),
+)
+LATENCY_KEYS = tuple(k for k, _, _ in CELL_COLUMNS if k.endswith("_ms"))
+#: The grid axes in the order a row names them (autobench.recipe.grid.AXES).
+AXIS_ORDER = ("concurrency", "request_rate", "input_len", "output_len")
+
+
+@dataclass(frozen=True)
+class CellRow:
+    """One grid point of ``run_id``: its params, the cells (1-based, in run order) that are its
+    repeats, and the figures (None: not measured)."""
+
+    params: Mapping[str, Any]
+    run_id: Any
+    cells: tuple[int, ...]
+    values: Mapping[str, float | None]
+    completed: int | None = None
+    errors: int | None = None
+    note: str | None = None
+
+    @property
+    def repeats(self) -> int:
+        return len(self.cells)
+
+    def value(self, key: str) -> float | None:
+        return self.values.get(key)
+
+    @property
+    def concurrency(self) -> Any:
+        return self.params.get("concurrency")
+
+    def label(self, skip: Iterable[str] = ()) -> str:
+        skipped = set(skip)
+        return " ".join(f"{k}={_num(v)}" for k, v in _ordered(self.params) if k not in skipped)
+
+
+@dataclass(frozen=True)
+class CellTable:
+    """The by-cell results of one run: ``axes`` are the params that vary between its rows."""
+
+    run_id: Any
+    rows: list[CellRow]
+    axes: list[str]
+    fixed: dict[str, Any] = field(default_factory=dict)  # params every row shares
+
+    @property
+    def by_concurrency(self) -> bool:
+        return "concurrency" in self.axes
+
+
+def _num(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _ordered(params: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    known = [(k, params[k]) for k in AXIS_ORDER if k in params]
+    return known + sorted((k, v) for k, v in params.items() if k not in AXIS_ORDER)
+
+
+def _attr(cell: Any, name: str) -> Any:
+    return cell.get(name) if isinstance(cell, Mapping) else getattr(cell, name, None)
+
+
+def _point(params: Mapping[str, Any]) -> dict[str, Any]:
+    """A cell's grid point: its params without ``repeat`` (repeats of a point share the rest)."""
+    return {k: v for k, v in params.items() if k != "repeat"}
+
+
+def _key(params: Mapping[str, Any]) -> str:
+    import json
+
+    return json.dumps(dict(_ordered(_point(params))), sort_keys=False, default=str)
+
+
+def _pooled_rates(metrics: Sequence[Mapping[str, Any]]) -> dict[str, float | None]:
+    """Throughput over repeats: each repeat's rate times its duration, summed, over the summed
+    durations (the tokens of all repeats over their time).  A single repeat: its own rate."""
+    out: dict[str, float | None] = {}
+    for key in ("total_tok_s", "decode_tok_s"):
+        if len(metrics) == 1:
+            out[key] = _float(metrics[0].get(key))
+            continue
+        pairs = [(_float(m.get(key)), _float(m.get("duration_s"))) for m in metrics]
+        known = [(r, d) for r, d in pairs if r is not None and d is not None]
+        if len(known) != len(pairs):
+            out[key] = None
+            continue
+        total = math.fsum(d for _, d in known)
+        out[key] = math.fsum(r * d for r, d in known) / total if total > 0 else None
+    return out
+
+
+def _float(value: Any) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if f == f else None
+
+
+def _latencies(cells: Sequence[Any]) -> tuple[dict[str, float | None], str | None]:
+    """The latency figures of one grid point: merged raw samples over its repeats; a single
+    repeat without samples keeps its own metrics."""
+    samples = [_attr(c, "samples") for c in cells]
+    if all(s is not None for s in samples):
+        from autobench.samples import merge, summary
+
+        merged = summary(merge(samples))
+        return {k: _float(merged.get(k)) for k in LATENCY_KEYS}, None
+    if len(cells) == 1:
+        metrics = _attr(cells[0], "metrics") or {}
+        return {k: _float(metrics.get(k)) for k in LATENCY_KEYS}, None
+    return dict.fromkeys(LATENCY_KEYS), "repeats recorded without raw samples: their percentiles cannot be merged"
+
+
+def cell_table(run_id: Any, cells: Sequence[Any]) -> CellTable | None:
+    """The by-cell table of a run's recorded cells (None when it has fewer than two)."""
+    if len(cells) < 2:
+        return None
+    groups: dict[str, list[Any]] = {}
+    for cell in sorted(cells, key=lambda c: int(_attr(c, "index") or 0)):
+        groups.setdefault(_key(_attr(cell, "params") or {}), []).append(cell)
+    rows = []
+    for members in groups.values():
+        metrics = [_attr(c, "metrics") or {} for c in members]
+        values: dict[str, float | None] = dict(_pooled_rates(metrics))
+        latencies, note = _latencies(members)
+        values.update(latencies)
+        tpot = values.get("tpot_median_ms")
+        values["per_user_tok_s"] = 1000.0 / tpot if tpot else None
+        counts = {
+            k: sum(int(m[k]) for m in metrics) if all(isinstance(m.get(k), int) for m in metrics) else None
+            for k in ("completed", "errors")
+        }
+        rows.append(
+            CellRow(
+                params=_point(_attr(members[0], "params") or {}),
+                run_id=run_id,
+                cells=tuple(int(_attr(c, "index") or 0) + 1 for c in members),
+                values=values,
+                completed=counts["completed"],
+                errors=counts["errors"],
+                note=note,
+            )
+        )
+    rows.sort(key=lambda r: [(_num_sort(v)) for _, v in _ordered(r.params)])
+    names = [k for k, _ in _ordered(rows[0].params)] if rows else []
+    axes = [k for k in names if len({_key({k: r.params.get(k)}) for r in rows}) > 1]
+    fixed = {k: rows[0].params[k] for k in names if k not in axes}
+    return CellTable(run_id, rows, axes, fixed)
+
+
+def _num_sort(value: Any) -> tuple[int, float, str]:
+    f = _float(value)
+    return (0, f, "") if f is not None else (1, 0.0, str(value))
+
+
+def series(table: CellTable, x: str = "concurrency") -> list[tuple[str, list[CellRow]]]:
+    """The table's rows as lines along ``x``: one line per combination of the other axes
+    (label: those axes' values; "" when ``x`` is the only axis)."""
+    lines: dict[str, list[CellRow]] = {}
+    others = [a for a in table.axes if a != x]
+    for row in table.rows:
+        label = " ".join(f"{a}={_num(row.params.get(a))}" for a in others)
+        lines.setdefault(label, []).append(row)
+    return [(label, sorted(rows, key=lambda r: _num_sort(r.params.get(x)))) for label, rows in lines.items()]
+
+
+__all__ = ["CELL_COLUMNS", "CellRow", "CellTable", "cell_table", "series"]

@@ -1,0 +1,64 @@
+"""Sweep progress: plain lines (cell start and end, one every 30 s) and the live display's
+numbers (cell i of N, requests done, errors, elapsed, ETA), with a fake clock."""
+
+from __future__ import annotations
+
+from autobench.run.progress import SweepProgress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_plain_lines_per_cell_and_every_30_seconds():
+    lines: list[str] = []
+    clock = Clock()
+    p = SweepProgress(3, 10, lines.append, clock=clock)
+    p.start_cell(0, "concurrency=1")
+    p.update(4, 10, 12.0, 1)  # from the bench's loop: stored only
+    clock.t += 29
+    p.tick()
+    assert lines == ["cell 1/3: concurrency=1"]
+    clock.t += 2
+    p.tick()
+    assert lines[-1] == "cell 1/3: 4/10 requests, 1 errors, elapsed 0:31, ETA 3:21"  # 4 of 30 in 31 s
+    p.update(10, 10, 40.0, 1)
+    p.end_cell("10 completed, 1 errors")
+    assert lines[-1] == "cell 1/3 done: 10 completed, 1 errors"
+    p.start_cell(1, "concurrency=4")
+    clock.t += 10
+    p.tick()  # 10 s into cell 2: no line yet (the clock restarts per cell)
+    assert lines[-1] == "cell 2/3: concurrency=4"
+    p.close()
+
+
+def test_eta_is_unknown_before_any_request_and_zero_at_the_end():
+    clock = Clock()
+    p = SweepProgress(2, 5, lambda s: None, clock=clock)
+    p.start_cell(0, "a")
+    assert p.eta_s() is None
+    p.update(5, 5, 3.0, 0)
+    p.end_cell("")
+    p.start_cell(1, "b")
+    clock.t += 10
+    p.update(5, 5, 3.0, 0)
+    assert p.eta_s() == 0.0
+
+
+def test_the_live_display_draws_the_numbers():
+    from rich.console import Console
+
+    clock = Clock()
+    p = SweepProgress(6, 8, lambda s: None, clock=clock)
+    p.start_cell(2, "concurrency=16 repeat 1/2")
+    p.update(3, 8, 2.0, 1)
+    clock.t += 65
+    console = Console(record=True, width=80)
+    console.print(p._render())
+    text = console.export_text()
+    assert "cell 3/6" in text and "concurrency=16 repeat 1/2" in text
+    assert "3/8" in text and "errors" in text and "1:05" in text and "ETA" in text
