@@ -52,6 +52,7 @@ class SweepProgress:
         self.cell_elapsed = 0.0
         self.done_before = 0  # requests of the cells already finished
         self.errors_before = 0
+        self._ended = False  # the current cell has ended (its numbers are in the *_before sums)
         self._last_line = self.t0
         self._live: Any = None
         if live:
@@ -65,14 +66,17 @@ class SweepProgress:
     def start_cell(self, index: int, label: str) -> None:
         self.cell_index, self.cell_label = index, label
         self.done = self.errors = 0
+        self._ended = False
         self.cell_elapsed = 0.0
         self._last_line = self.clock()
         if self._live is None:
             self.echo(f"cell {index + 1}/{self.n_cells}: {label}")
 
     def end_cell(self, summary: str) -> None:
-        self.done_before += self.done
-        self.errors_before += self.errors
+        if not self._ended:
+            self.done_before += self.done
+            self.errors_before += self.errors
+            self._ended = True
         if self._live is None:
             self.echo(f"cell {self.cell_index + 1}/{self.n_cells} done: {summary}")
         else:
@@ -96,12 +100,19 @@ class SweepProgress:
     # ---- the numbers --------------------------------------------------------------
     def eta_s(self) -> float | None:
         """Seconds left for every cell, from the requests finished so far (None before any)."""
-        finished = self.done_before + self.done
+        finished = self.all_done()
         if finished <= 0:
             return None
         elapsed = self.clock() - self.t0
         left = self.n_cells * self.per_cell - finished
         return max(0.0, elapsed / finished * left)
+
+    def all_done(self) -> int:
+        """Requests finished over every cell so far."""
+        return self.done_before + (0 if self._ended else self.done)
+
+    def all_errors(self) -> int:
+        return self.errors_before + (0 if self._ended else self.errors)
 
     def line(self) -> str:
         eta = self.eta_s()
@@ -116,8 +127,8 @@ class SweepProgress:
 
         grid = Table.grid(padding=(0, 2))
         grid.add_row(f"[bold]cell {self.cell_index + 1}/{self.n_cells}[/bold]", self.cell_label)
-        grid.add_row("requests", f"{self.done}/{self.total}  (all cells: {self.done_before + self.done})")
-        grid.add_row("errors", str(self.errors_before + self.errors))
+        grid.add_row("requests", f"{self.done}/{self.total}  (all cells: {self.all_done()})")
+        grid.add_row("errors", str(self.all_errors()))
         eta = self.eta_s()
         grid.add_row("elapsed", _clock(self.clock() - self.t0))
         grid.add_row("ETA", _clock(eta) if eta is not None else "?")

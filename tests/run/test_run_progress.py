@@ -62,3 +62,17 @@ def test_the_live_display_draws_the_numbers():
     text = console.export_text()
     assert "cell 3/6" in text and "concurrency=16 repeat 1/2" in text
     assert "3/8" in text and "errors" in text and "1:05" in text and "ETA" in text
+
+
+def test_a_finished_cell_is_counted_once():
+    p = SweepProgress(2, 20, lambda s: None, clock=Clock())
+    p.start_cell(0, "a")
+    p.update(20, 20, 1.0, 2)
+    p.end_cell("")
+    assert (p.all_done(), p.all_errors()) == (20, 2)
+    p.tick()  # a late update of the ended cell changes nothing
+    p.update(20, 20, 1.1, 2)
+    assert (p.all_done(), p.all_errors()) == (20, 2)
+    p.start_cell(1, "b")
+    p.update(5, 20, 0.5, 0)
+    assert p.all_done() == 25
