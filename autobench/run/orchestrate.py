@@ -206,12 +206,21 @@ def process_script(loaded: LoadedRecipe, plan: RunPlan) -> str:
         "set -euo pipefail",
     ]
     from autobench.compile import bench_argv
+    from autobench.recipe.grid import cell_recipe, cells
 
-    bench = bench_argv(loaded.recipe)
-    if "--base-url" in bench:
-        bench[bench.index("--base-url") + 1] = plan.base_url
-    lines.append("# The bench autobench runs in-process against it, as the equivalent command:")
-    lines.append("#   " + " ".join(shell_word(w) for w in bench))
+    all_cells = cells(loaded.recipe)
+    if len(all_cells) == 1:
+        lines.append("# The bench autobench runs in-process against it, as the equivalent command:")
+    else:
+        lines.append(
+            f"# The {len(all_cells)} benches autobench runs in-process against it, one per cell in this order, "
+            "as the equivalent commands:"
+        )
+    for cell in all_cells:
+        bench = bench_argv(cell_recipe(loaded.recipe, cell))
+        if "--base-url" in bench:
+            bench[bench.index("--base-url") + 1] = plan.base_url
+        lines.append("#   " + " ".join(shell_word(w) for w in bench))
     lines += [f"export {k}={shell_word(v)}" for k, v in plan.env.items()]
     lines.append("exec " + " ".join(shell_word(w) for w in plan.server_argv))
     return "\n".join(lines) + "\n"

@@ -53,6 +53,8 @@ class RunPlan:
     bench: dict[str, Any]
     run_dir: Path
     unpinned: tuple[str, ...] = field(default=())
+    #: A bench grid's cells in run order (their labels); () for a one-cell recipe.
+    cells: tuple[str, ...] = field(default=())
 
     @property
     def health_url(self) -> str:
@@ -102,6 +104,7 @@ class RunPlan:
                 "outcome": OUTCOME_JSON,
             },
             "unpinned": list(self.unpinned),
+            **({"cells": list(self.cells)} if self.cells else {}),
         }
 
     def render_text(self) -> str:
@@ -133,6 +136,12 @@ class RunPlan:
             f"ready      GET {self.health_url} and {self.models_url} lists {self.served_model!r}"
             f" (timeout {self.ready_timeout_s:g} s; fail fast if the server exits)",
             f"bench      {self.base_url} model={self.bench_model} " + " ".join(bench_bits),
+            *(
+                [f"cells      {len(self.cells)} on one server boot, in this order:"]
+                + [f"           {i}. {label}" for i, label in enumerate(self.cells, 1)]
+                if self.cells
+                else []
+            ),
             f"metrics    GET {self.metrics_url}",
             f"teardown   {self.teardown}",
             f"record     ledger row DONE / BLOCKED / FAILED / ABORTED; files in {self.run_dir}",
@@ -245,4 +254,12 @@ def build_plan(
         bench=bench,
         run_dir=run_dir_for(Path(runs_dir), recipe.name, now or datetime.now(UTC)),
         unpinned=tuple(unpinned_refs(loaded)),
+        cells=_cell_labels(recipe),
     )
+
+
+def _cell_labels(recipe: Any) -> tuple[str, ...]:
+    from autobench.recipe.grid import cells
+
+    all_cells = cells(recipe)
+    return tuple(c.label() for c in all_cells) if len(all_cells) > 1 else ()

@@ -167,3 +167,14 @@ def test_the_report_of_a_grid_run_renders(make_recipe, tmp_path: Path):
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "docs" / "recipes" / "synth-run.md").read_text()
     assert "**DONE**" in page and "concurrency=\\[1, 2\\]" in page and "concurrency —:" in page
+
+
+def test_a_dry_run_lists_the_cells_and_their_bench_commands(make_recipe, tmp_path: Path):
+    recipe = make_recipe(concurrency="[1, 4]", extra="  repeat: 2\n")
+    res = run_cli(recipe, tmp_path, "--dry-run")
+    assert res.returncode == 0, res.stderr
+    assert "cells      4 on one server boot, in this order:" in res.stdout
+    assert "           4. concurrency=4 input_len=16 output_len=8 repeat 2/2" in res.stdout
+    benches = [line for line in res.stdout.splitlines() if line.startswith("#   autobench bench ")]
+    assert [b.split("--concurrency ")[1].split()[0] for b in benches] == ["1", "4", "1", "4"]
+    assert not (tmp_path / "runs").exists()
