@@ -9,7 +9,14 @@ later path (sweeps, imports).  What a run produced goes in as it is:
 * ``root_cause``: an explicit cause (``record --root-cause``, a readiness timeout, an
   interrupt); else the log's, in the one text form :func:`root_cause_text` writes;
 * ``notes``, times, the image digest, host facts, and ``record``'s stated shas;
-* ``tokenizer``: what measured the bench's prompt lengths (the result's ``tokenizer_id``).
+* ``tokenizer``: what measured the bench's prompt lengths (the result's ``tokenizer_id``);
+* ``cells``: a multi-cell run's cells (``autobench.ledger.models.NewCell``; the row's metric
+  columns are then, unless ``metrics`` are given, the headline cell's:
+  ``autobench.ledger.cells.headline_metrics``); or, for a single-cell run, ``samples`` (the
+  ``BenchResult.samples`` of its bench) and ``cell_params``: the run is stored with ONE cell
+  holding its metrics and raw samples.  Without samples (a result file given to ``record``)
+  the run has no cell, as before schema v8;
+* ``replay_of``: the id of the run this one replays.
 
 Every string that reaches the row is redacted here (``autobench.redaction``, with the
 recipe's secrets and secret-named variables of ``env``).  The ledger itself imports
@@ -23,10 +30,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autobench.errors import LedgerError, UsageError
-from autobench.ledger.models import BOOT_KEYS, METRIC_KEYS, NewRun
+from autobench.ledger.models import BOOT_KEYS, METRIC_KEYS, NewCell, NewRun
 from autobench.recipe import LoadedRecipe
 from autobench.recipe.facts import passed_secrets, pinned_sha
 from autobench.redaction import environment_secrets, redact, redact_tree
+from autobench.samples import Samples
 
 
 @dataclass(frozen=True)
@@ -60,8 +68,14 @@ class RunFacts:
     #: What measured the bench's prompt lengths (the result's tokenizer_id); default: the
     #: ``tokenizer`` key of ``metrics`` when they are a whole normalized result.
     tokenizer: str | None = None
-    notes_sep: str = "; "
+    #: A multi-cell run's cells (a sweep); they win over ``samples``.
+    cells: Sequence[NewCell] = ()
+    #: A single-cell run's raw samples (``BenchResult.samples``) and its cell's parameters
+    #: (default: the concurrency of ``metrics``, repeat 1).
+    samples: Samples | None = None
+    cell_params: Mapping[str, Any] | None = None
     replay_of: int | None = None  # the run this one replays (autobench replay RUN --run)
+    notes_sep: str = "; "
 
 
 def metric_columns(normalized: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,6 +114,21 @@ def _tokenizer(facts: RunFacts) -> str | None:
     return tok if isinstance(tok, str) else None
 
 
+def _cells(facts: RunFacts, metrics: Mapping[str, Any], secrets: Mapping[str, str]) -> tuple[NewCell, ...]:
+    """The run's cells: ``facts.cells``, or one cell of a single bench with samples."""
+    if facts.cells:
+        return tuple(
+            NewCell(redact_tree(dict(c.params), secrets), redact_tree(dict(c.metrics), secrets), c.samples)
+            for c in facts.cells
+        )
+    if facts.samples is None:
+        return ()
+    params = dict(facts.cell_params) if facts.cell_params is not None else {"concurrency": metrics.get("concurrency")}
+    params.setdefault("repeat", 1)
+    params = {k: v for k, v in params.items() if v is not None}
+    return (NewCell(redact_tree(params, secrets), dict(metrics), facts.samples),)
+
+
 def _pick_sha(given: str | None, recipe_sha: str | None, what: str) -> str | None:
     if given is None:
         return recipe_sha
@@ -128,6 +157,9 @@ def new_run(loaded: LoadedRecipe, script: str, facts: RunFacts, *, env: Mapping[
     def clean(text: str | None) -> str | None:
         return redact(text, secrets) if text else text
 
+    metrics = redact_tree(metric_columns(facts.metrics), secrets)
+    cells = _cells(facts, metrics, secrets)
+
     return NewRun(
         recipe_name=recipe.name,
         model_repo=recipe.model.repo,
@@ -153,8 +185,10 @@ def new_run(loaded: LoadedRecipe, script: str, facts: RunFacts, *, env: Mapping[
         source=facts.source,
         preflight=dict(facts.preflight) if facts.preflight is not None else None,
         tokenizer=clean(_tokenizer(facts)),
-        metrics=redact_tree(metric_columns(facts.metrics), secrets),
+        metrics=metrics,
         boot=redact_tree(boot, secrets),
+        cells=cells,
+        replay_of=facts.replay_of,
     )
 
 

@@ -1,4 +1,5 @@
-"""The database's own refusal of changes: append-only triggers, per backend.
+"""The database's own refusal of changes: append-only triggers, per backend, on ``runs``,
+``schema_version`` and (schema v8) ``cells``.
 
 SQLite: ``BEFORE UPDATE`` / ``BEFORE DELETE`` triggers that ``RAISE(ABORT, ...)`` (SQLite
 has no TRUNCATE; its ``DELETE FROM t`` fires the delete trigger).  PostgreSQL: one
@@ -16,7 +17,7 @@ APPEND_ONLY_MESSAGE = (
     "ledger rows are append-only: record a correction as a new run (autobench record --corrects ID / --supersedes ID)"
 )
 PG_FUNCTION = "autobench_refuse_change"
-TABLES = ("runs", "schema_version")
+TABLES = ("runs", "schema_version", "cells")
 
 
 def _ops(dialect: str) -> tuple[str, ...]:

@@ -95,7 +95,7 @@ def canonical_json(row: Mapping[str, Any]) -> str:
 
 #: Not part of a run's own content: its place in one ledger (id, chain links, references to
 #: other runs by id, which ``ledger push`` renumbers) and its stable id.
-LOCAL_KEYS = frozenset({"id", "prev_hash", "row_hash", "corrects", "supersedes", "run_uid"})
+LOCAL_KEYS = frozenset({"id", "prev_hash", "row_hash", "corrects", "supersedes", "replay_of", "run_uid"})
 
 
 def content_hash(row: Mapping[str, Any]) -> str:
@@ -122,6 +122,22 @@ def check_head(text: str) -> str:
             hint="use the head_hash that autobench ledger verify printed earlier",
         )
     return head
+
+
+def _cells_problem(stored: Any, found: str | None) -> str | None:
+    """What is wrong between a run's ``cells_digest`` and the digest of its stored cells."""
+    if stored is None and found is None:
+        return None
+    if stored is None:
+        return "the run has no cells_digest but the cells table holds cells for it (cells were inserted)"
+    if found is None:
+        return "its cells_digest covers cells that are gone from the cells table (cells were deleted)"
+    if stored != found:
+        return (
+            f"its cells do not match its cells_digest (stored {str(stored)[:12]}..., recomputed {found[:12]}...): "
+            "a cell's parameters, metrics or samples were changed after it was appended"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -160,13 +176,20 @@ class VerifyResult:
         }
 
 
-def verify_rows(rows: Iterable[Mapping[str, Any]], known_head: str | None = None) -> VerifyResult:
+def verify_rows(
+    rows: Iterable[Mapping[str, Any]],
+    known_head: str | None = None,
+    cells_digests: Mapping[int, str] | None = None,
+) -> VerifyResult:
     """Walk rows in ascending id order; stop at the first row that breaks the chain.
 
     With ``known_head``, the chain must contain that row hash (or be anchored at genesis
     when it is 64 zeros): a head kept earlier that is gone means the tail was removed or
-    the chain rewritten from some point on.
+    the chain rewritten from some point on.  ``cells_digests`` (run id -> the digest of its
+    stored cells, for every run id that has cells) is checked against each row's
+    ``cells_digest``.
     """
+    digests = dict(cells_digests or {})
     prev_hash = GENESIS_HASH
     prev_id = 0
     count = 0
@@ -197,11 +220,19 @@ def verify_rows(rows: Iterable[Mapping[str, Any]], known_head: str | None = None
                 f"recomputed {expected[:12]}...): the row was changed after it was appended"
             )
             return VerifyResult(False, count, prev_hash, rid, problem)
+        cells_problem = _cells_problem(row.get("cells_digest"), digests.pop(rid, None))
+        if cells_problem is not None:
+            return VerifyResult(False, count, prev_hash, rid, cells_problem)
         prev_hash = row["row_hash"]
         prev_id = rid
         count += 1
         if known_head is not None and head_at is None and prev_hash == known_head:
             head_at = rid
+    if digests:
+        orphans = sorted(digests)
+        shown = ", ".join(f"#{i}" for i in orphans[:5]) + (" ..." if len(orphans) > 5 else "")
+        problem = f"the cells table holds cells of run(s) {shown} that the chain does not have (cells were inserted)"
+        return VerifyResult(False, count, prev_hash, orphans[0], problem)
     if known_head is not None and head_at is None:
         problem = (
             f"the known head {known_head[:12]}... is not in the chain ({count} runs, head {prev_hash[:12]}...): "

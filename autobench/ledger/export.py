@@ -1,11 +1,14 @@
-"""Export the ledger: JSONL (one ``RunRecord.to_json_dict()`` per line, ascending id)
-or CSV (one row per run, one column per table column, JSON columns as their text)."""
+"""Export the ledger: JSONL (one ``RunRecord.to_json_dict()`` per line, ascending id, with
+the run's cells under ``"cells"``: index, params, metrics and the samples bytes in base64,
+``samples_format`` naming their encoding) or CSV (one row per run, one column per table
+column, JSON columns as their text; cells are in the JSONL only)."""
 
 from __future__ import annotations
 
+import base64
 import csv
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
 
 from autobench.errors import LedgerError
@@ -14,13 +17,36 @@ from autobench.ledger.rows import record_from_row
 from autobench.redaction import environment_secrets, redact, redact_tree
 
 FORMATS = ("jsonl", "csv")
+#: run ids -> their stored cell rows (``Ledger.raw_cells``).
+CellsOf = Callable[[list[int]], Mapping[int, list[dict[str, Any]]]]
 CSV_COLUMNS: tuple[str, ...] = tuple(c.name for c in RUNS.columns)
 
 
-def write_jsonl(rows: Iterable[Mapping[Any, Any]], out: TextIO, secrets: Mapping[str, str] | None = None) -> int:
+def _cell_json(cell: Mapping[str, Any], secrets: Mapping[str, str] | None) -> dict[str, Any]:
+    """A cell for the JSONL: its params and metrics redacted, its samples bytes as they are
+    (base64 only spells numbers; redacting it could only damage it)."""
+    blob = cell["samples"]
+    return {
+        "index": cell["cell_index"],
+        "params": redact_tree(json.loads(cell["params"]), secrets),
+        "metrics": redact_tree(json.loads(cell["metrics"]), secrets),
+        "samples": base64.b64encode(blob).decode("ascii") if blob is not None else None,
+        "samples_format": f"autobench.samples/{blob[0]}" if blob else None,
+    }
+
+
+def write_jsonl(
+    rows: Iterable[Mapping[Any, Any]],
+    out: TextIO,
+    secrets: Mapping[str, str] | None = None,
+    cells_of: CellsOf | None = None,
+) -> int:
     count = 0
     for row in rows:
-        out.write(json.dumps(redact_tree(record_from_row(row).to_json_dict(), secrets), ensure_ascii=False) + "\n")
+        record = redact_tree(record_from_row(row).to_json_dict(), secrets)
+        if cells_of is not None and row["cells_digest"] is not None:
+            record["cells"] = [_cell_json(c, secrets) for c in cells_of([row["id"]]).get(row["id"], [])]
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
         count += 1
     return count
 
@@ -41,12 +67,12 @@ def write_csv(rows: Iterable[Mapping[Any, Any]], out: TextIO, secrets: Mapping[s
     return count
 
 
-def write(rows: Iterable[Mapping[Any, Any]], out: TextIO, fmt: str) -> int:
+def write(rows: Iterable[Mapping[Any, Any]], out: TextIO, fmt: str, cells_of: CellsOf | None = None) -> int:
     """Write ``rows`` as ``fmt``; every string redacted (``autobench.redaction``: token shapes, and
     the values of secret-named variables of this environment)."""
     secrets = environment_secrets()
     if fmt == "jsonl":
-        return write_jsonl(rows, out, secrets)
+        return write_jsonl(rows, out, secrets, cells_of)
     if fmt == "csv":
         return write_csv(rows, out, secrets)
     raise LedgerError(f"unknown export format {fmt!r}", hint="use jsonl or csv")

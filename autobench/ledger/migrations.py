@@ -18,7 +18,7 @@ from sqlalchemy.types import TypeEngine
 from autobench.errors import LedgerError
 from autobench.ledger import appendonly
 from autobench.ledger.appendonly import APPEND_ONLY_MESSAGE
-from autobench.ledger.models import ADDED_IN, RUNS, SchemaVersion
+from autobench.ledger.models import ADDED_IN, CELLS, RUNS, SchemaVersion
 
 VERSIONS = SchemaVersion.__table__  # type: ignore[attr-defined]
 
@@ -111,6 +111,16 @@ def _v7_tokenizer(conn: Connection) -> None:
     conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN tokenizer TEXT")
 
 
+def _v8_cells(conn: Connection) -> None:
+    # The two run columns are nullable: runs recorded before v8 keep their content and hashes
+    # (NULL added columns are left out of the hashed content).  The cells table is new and,
+    # like runs, append-only; a run's cells_digest (autobench.ledger.cells) covers its cells.
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN replay_of INTEGER")
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN cells_digest TEXT")
+    conn.execute(CreateTable(CELLS))
+    _append_only_triggers(conn, "cells")
+
+
 # (version, description, apply).  Append new migrations; never edit an applied one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "runs table with metrics and boot facts, indexes, append-only triggers", _v1_runs_table),
@@ -125,6 +135,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (5, "root_cause_detail: the line that says what is wrong (a ValidationError's detail)", _v5_root_cause_detail),
     (6, "preflight: the KV-cache layout prediction made before the run started", _v6_preflight),
     (7, "tokenizer: what measured the bench's prompt lengths (repo@sha, a file, or estimated)", _v7_tokenizer),
+    (8, "cells: a run's cells with their raw per-request samples; runs.cells_digest and runs.replay_of", _v8_cells),
 ]
 LATEST = MIGRATIONS[-1][0]
 

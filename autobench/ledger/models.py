@@ -1,20 +1,27 @@
 """The ledger's tables (sqlmodel) and the plain records the library hands out.
 
-One table, ``runs``, holds a run with its metrics and boot facts as real columns
-(queryable and indexable, never an opaque blob).  ``schema_version`` records the
-migrations applied.  Values that are not known are NULL, never 0.
+``runs`` holds a run with its metrics and boot facts as real columns (queryable and
+indexable, never an opaque blob).  ``cells`` (schema v8) holds the cells of a run -- one
+per bench point (concurrency, lengths, repeat) -- with their parameters, metrics and raw
+per-request samples (``autobench.samples``); the run's ``cells_digest`` covers them in the
+hash chain (``autobench.ledger.cells``).  ``schema_version`` records the migrations
+applied.  Values that are not known are NULL, never 0.
 
-``NewRun`` is what callers append; ``RunRecord`` is what queries return (it carries
-everything, including ``metrics`` and ``boot`` dicts keyed by the column names).
+``NewRun`` (with its ``NewCell``s) is what callers append; ``RunRecord`` and ``CellRecord``
+are what queries return (a RunRecord carries everything of the row, including ``metrics``
+and ``boot`` dicts keyed by the column names; ``Ledger.cells(id)`` gives its cells).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
-from sqlalchemy import Column, Index, Text
+from sqlalchemy import Column, Index, LargeBinary, Text
 from sqlmodel import Field, SQLModel
+
+from autobench.samples import Samples, decode
 
 STATUSES = ("DONE", "BLOCKED", "FAILED", "ABORTED")
 SOURCES = ("seed", "manual", "run")
@@ -85,6 +92,8 @@ ADDED_IN: dict[str, int] = {
     "root_cause_detail": 5,
     "preflight": 6,
     "tokenizer": 7,
+    "cells_digest": 8,
+    "replay_of": 8,
 }
 
 #: Run columns other than metrics, boot facts and the chain.
@@ -114,6 +123,8 @@ CORE_KEYS: tuple[str, ...] = (
     "run_uid",
     "preflight",
     "tokenizer",
+    "replay_of",
+    "cells_digest",
 )
 
 #: JSON-encoded text columns (decoded in RunRecord).
@@ -230,12 +241,31 @@ class RunRow(SQLModel, table=True):
     # -- schema v7: the tokenizer that measured the bench's prompts ("repo@sha", "path@sha256:...",
     #    or "estimated"); NULL on runs recorded before v7 or without a bench result
     tokenizer: str | None = _text()
+    # -- schema v8: the run this one replays (``autobench replay N --run``), and the sha256 of
+    #    its cells (autobench.ledger.cells.digest; NULL for a run without cells)
+    replay_of: int | None = None
+    cells_digest: str | None = _text()
     # -- hash chain
     prev_hash: str = Field(nullable=False, unique=True)
     row_hash: str = Field(nullable=False, unique=True)
 
 
+class CellRow(SQLModel, table=True):
+    """One cell of a run (schema v8): appended with its run in one transaction, never updated
+    or deleted (triggers refuse it).  ``params`` and ``metrics`` are canonical JSON text;
+    ``samples`` is ``autobench.samples.encode``'s bytes (NULL when none were kept)."""
+
+    __tablename__ = "cells"
+
+    run_id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    cell_index: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    params: str = Field(sa_column=Column(Text, nullable=False))
+    metrics: str = Field(sa_column=Column(Text, nullable=False))
+    samples: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+
+
 RUNS = RunRow.__table__  # type: ignore[attr-defined]
+CELLS = CellRow.__table__  # type: ignore[attr-defined]
 #: Every content column, in table order (what the row hash covers, with prev_hash).
 CONTENT_KEYS: tuple[str, ...] = tuple(c.name for c in RUNS.columns if c.name != "row_hash")
 
@@ -291,6 +321,45 @@ class NewRun:
     preflight: dict[str, Any] | str | None = None
     #: The bench result's ``tokenizer_id``: ``repo@sha``, ``path@sha256:...`` or "estimated".
     tokenizer: str | None = None
+    #: The run's cells, appended with it in one transaction (index = position).
+    cells: tuple[NewCell, ...] = ()
+    #: The id of the run this one replays (``autobench replay N --run``).
+    replay_of: int | None = None
+
+
+@dataclass(frozen=True)
+class NewCell:
+    """One cell of a run to append: its parameters (``concurrency``, ``request_rate``,
+    ``input_len``, ``output_len``, ``prefix_len``, ``repeat`` -- whatever the cell had),
+    its metrics (the ``METRIC_KEYS`` it has, plus extra keys such as ``goodput_rps`` or
+    ``client_bound``) and its raw samples, if kept.  Stored as canonical JSON; values must
+    be JSON (finite numbers, text, booleans, null, lists, objects)."""
+
+    params: dict[str, Any]
+    metrics: dict[str, Any]
+    samples: Samples | None = None
+
+
+@dataclass(frozen=True)
+class CellRecord:
+    """A stored cell.  ``samples`` is decoded lazily, on first access (``samples_blob`` is
+    the stored bytes; None when the cell kept none, or when read with ``samples=False``)."""
+
+    run_id: int
+    index: int
+    params: dict[str, Any]
+    metrics: dict[str, Any]
+    samples_blob: bytes | None = field(default=None, repr=False)
+
+    @cached_property
+    def samples(self) -> Samples | None:
+        if self.samples_blob is None:
+            return None
+        return decode(self.samples_blob, where=f"run #{self.run_id} cell {self.index}")
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """Parameters and metrics (the samples are bytes: see ``ledger export``)."""
+        return {"index": self.index, "params": dict(self.params), "metrics": dict(self.metrics)}
 
 
 @dataclass
@@ -327,6 +396,8 @@ class RunRecord:
     root_cause_detail: str | None = None
     preflight: dict[str, Any] | None = None
     tokenizer: str | None = None
+    replay_of: int | None = None
+    cells_digest: str | None = None
 
     @property
     def stable_id(self) -> str:

@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from autobench.errors import LedgerError
+from autobench.ledger.cells import cell_values, digest, headline_metrics
 from autobench.ledger.chain import coerce
 from autobench.ledger.models import (
     BOOT_KEYS,
@@ -103,8 +104,21 @@ def _value(key: str, value: Any) -> Any:
         raise LedgerError(f"{key}: {exc}") from exc
 
 
+def new_run_rows(run: NewRun) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Validate ``run`` and its cells: the run's column values (without id and chain columns,
+    with ``cells_digest``) and its cells' rows (without ``run_id``)."""
+    if not isinstance(run.cells, tuple | list):
+        raise LedgerError(f"cells must be a tuple of NewCell, got {type(run.cells).__name__}")
+    cells = cell_values(run.cells)
+    values = new_run_values(run)
+    values["cells_digest"] = digest(cells) if cells else None
+    return values, cells
+
+
 def new_run_values(run: NewRun) -> dict[str, Any]:
-    """Validate ``run`` and return its column values (without id and chain columns)."""
+    """Validate ``run`` and return its column values (without id and chain columns; its
+    ``metrics``, when empty, are those of its cells (``cells.headline_metrics``)).  The
+    cells themselves: :func:`new_run_rows`."""
     status = (run.status or "").strip().upper()
     if status not in STATUSES:
         raise LedgerError(f"unknown status {run.status!r}", hint=f"use one of {', '.join(STATUSES)}")
@@ -121,7 +135,7 @@ def new_run_values(run: NewRun) -> dict[str, Any]:
             )
     if run.draft_sha and not run.draft_repo:
         raise LedgerError("draft_sha given without draft_repo")
-    for key in ("corrects", "supersedes"):
+    for key in ("corrects", "supersedes", "replay_of"):
         ref = getattr(run, key)
         if ref is not None and (isinstance(ref, bool) or not isinstance(ref, int) or ref < 1):
             raise LedgerError(f"{key} must be a run id (a positive integer), got {ref!r}")
@@ -132,7 +146,7 @@ def new_run_values(run: NewRun) -> dict[str, Any]:
 
     values: dict[str, Any] = {}
     for f in fields(NewRun):
-        if f.name in ("metrics", "boot"):
+        if f.name in ("metrics", "boot", "cells"):
             continue
         values[f.name] = getattr(run, f.name)
     values["status"] = status
@@ -141,8 +155,9 @@ def new_run_values(run: NewRun) -> dict[str, Any]:
     values["ended_at"] = normalize_time(run.ended_at, "ended_at")
     if run.root_cause_category is not None:
         values["root_cause_category"] = run.root_cause_category.strip().lower() or None
+    metrics = run.metrics if run.metrics or not run.cells else headline_metrics(run.cells)
     for key in METRIC_KEYS:
-        values[key] = run.metrics.get(key)
+        values[key] = metrics.get(key)
     for key in BOOT_KEYS:
         values[key] = run.boot.get(key)
     out = {key: _value(key, value) for key, value in values.items()}

@@ -28,10 +28,10 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
 from autobench.errors import LedgerError
-from autobench.ledger import appendonly, chain, export, postgres, queries
+from autobench.ledger import appendonly, cells, chain, export, postgres, queries
 from autobench.ledger.migrations import LATEST, check_not_newer, current_version, migrate
-from autobench.ledger.models import GENESIS_HASH, RUNS, STATUSES, NewRun, RunRecord, legacy_uid
-from autobench.ledger.rows import new_run_values, record_from_row
+from autobench.ledger.models import CELLS, GENESIS_HASH, RUNS, STATUSES, CellRecord, NewRun, RunRecord, legacy_uid
+from autobench.ledger.rows import new_run_rows, record_from_row
 
 DEFAULT_PATH = "ledger.db"
 ENV_VAR = "AUTOBENCH_LEDGER"
@@ -307,12 +307,13 @@ class Ledger:
 
     # -- writing
     def append(self, run: NewRun) -> RunRecord:
-        """Append one run in one transaction; return it as stored (with id and hashes)."""
-        values = new_run_values(run)
+        """Append one run and its cells in one transaction; return the run as stored (with id
+        and hashes)."""
+        values, cell_rows = new_run_rows(run)
         for attempt in range(APPEND_ATTEMPTS):
             with self._errors():
                 try:
-                    return self._append_once(values)
+                    return self._append_once(values, cell_rows)
                 except (IntegrityError, OperationalError) as exc:
                     text = str(exc.orig).lower()
                     # busy past the timeout, or (non-SQLite) another appender took the same
@@ -343,7 +344,7 @@ class Ledger:
             )
         self._checked = True
 
-    def _append_once(self, values: dict[str, Any]) -> RunRecord:
+    def _append_once(self, values: dict[str, Any], cell_rows: list[dict[str, Any]]) -> RunRecord:
         self._check_before_writing()
         with self._writer_turn(), self.engine.connect() as conn:
             conn = conn.execution_options(ledger_begin="IMMEDIATE")
@@ -351,7 +352,7 @@ class Ledger:
                 if conn.dialect.name == "postgresql":
                     postgres.lock_chain(conn)
                 last = conn.execute(select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)).first()
-                for key in ("corrects", "supersedes"):
+                for key in ("corrects", "supersedes", "replay_of"):
                     ref = values.get(key)
                     if ref is not None and conn.execute(select(RUNS.c.id).where(RUNS.c.id == ref)).first() is None:
                         raise LedgerError(
@@ -364,6 +365,8 @@ class Ledger:
                 row["prev_hash"] = last.row_hash if last else GENESIS_HASH
                 row["row_hash"] = chain.row_hash(row)
                 conn.execute(insert(RUNS), row)
+                if cell_rows:
+                    conn.execute(insert(CELLS), [{**cell, "run_id": row["id"]} for cell in cell_rows])
         return record_from_row(row)
 
     # -- reading
@@ -377,6 +380,20 @@ class Ledger:
                 hint="autobench ledger list shows the run ids",
             )
         return record_from_row(row)
+
+    def cells(self, run_id: int, *, samples: bool = True) -> list[CellRecord]:
+        """The cells of run ``run_id`` in index order (empty for a run without cells, e.g.
+        one recorded before schema v8).  Each cell's samples are decoded on first access of
+        ``CellRecord.samples``; ``samples=False`` does not even read their bytes."""
+        columns = [CELLS.c.run_id, CELLS.c.cell_index, CELLS.c.params, CELLS.c.metrics]
+        if samples:
+            columns.append(CELLS.c.samples)
+        query = select(*columns).where(CELLS.c.run_id == run_id).order_by(CELLS.c.cell_index)
+        with self._read() as conn:
+            rows = conn.execute(query).mappings().all()
+        if not rows:
+            self.get(run_id)  # no such run: say so
+        return [cells.record_from_row(r, samples=samples) for r in rows]
 
     def resolve(self, ref: str | int) -> int:
         """A run reference -> id: ``12``, ``#12``, ``#12-1a2b3c4d`` or a row-hash prefix (>= 6 hex)."""
@@ -469,11 +486,47 @@ class Ledger:
         for raw in cursor:
             yield dict(zip(names, raw, strict=True))
 
+    def _cells_digests(self, conn: Connection) -> dict[int, str]:
+        """run id -> the digest of its stored cells (``cells.digest``), for every run with cells;
+        the rows are streamed, one run's cells in memory at a time."""
+        if conn.dialect.name == "postgresql":
+            conn = conn.execution_options(stream_results=True, max_row_buffer=100)
+        cursor = conn.exec_driver_sql(
+            "SELECT run_id, cell_index, params, metrics, samples FROM cells ORDER BY run_id, cell_index"
+        )
+        out: dict[int, str] = {}
+        current: int | None = None
+        rows: list[dict[str, Any]] = []
+        for run_id, index, params, metrics, blob in cursor:
+            if run_id != current:
+                if current is not None:
+                    out[current] = cells.digest(rows)
+                current, rows = run_id, []
+            rows.append({"cell_index": index, "params": params, "metrics": metrics, "samples": blob})
+        if current is not None:
+            out[current] = cells.digest(rows)
+        return out
+
     @contextmanager
     def raw_rows(self) -> Iterator[Iterator[dict[str, Any]]]:
         """Every row in id order as stored (for ``ledger push``), read in one transaction."""
         with self._read() as conn:
             yield self._raw_rows(conn)
+
+    def raw_cells(self, run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+        """The stored cell rows of ``run_ids`` (for ``ledger push``): run id -> rows in index
+        order, each ``cell_index``, ``params``, ``metrics``, ``samples`` exactly as stored."""
+        out: dict[int, list[dict[str, Any]]] = {}
+        if not run_ids:
+            return out
+        query = select(CELLS).where(CELLS.c.run_id.in_(run_ids)).order_by(CELLS.c.run_id, CELLS.c.cell_index)
+        with self._read() as conn:
+            for row in conn.execute(query).mappings():
+                cell = {k: row[k] for k in ("cell_index", "params", "metrics", "samples")}
+                if cell["samples"] is not None:
+                    cell["samples"] = bytes(cell["samples"])
+                out.setdefault(row["run_id"], []).append(cell)
+        return out
 
     def stable_ids(self) -> dict[str, int]:
         """The stable id (``run_uid``, or derived from the row hash before v4) -> id of every run."""
@@ -483,8 +536,9 @@ class Ledger:
 
     def import_runs(self, runs: list[dict[str, Any]], known: dict[str, int]) -> int:
         """Append runs copied from another ledger, in order, in ONE transaction; return how
-        many were new.  Each run is its content values with ``run_uid`` set and ``corrects``
-        / ``supersedes`` given as stable ids; ``known`` maps stable ids to ids here and is
+        many were new.  Each run is its content values with ``run_uid`` set, ``corrects``
+        / ``supersedes`` / ``replay_of`` given as stable ids and its stored cell rows under
+        ``"cells"`` (``raw_cells``); ``known`` maps stable ids to ids here and is
         updated once the transaction commits.  A run already here (by ``run_uid``, also one
         that a concurrent push stored a moment ago) is skipped."""
         self._check_before_writing()
@@ -500,11 +554,13 @@ class Ledger:
                 last = conn.execute(select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)).first()
                 last_id, last_hash = (last.id, last.row_hash) if last else (0, GENESIS_HASH)
                 new_rows = []
+                new_cells: list[dict[str, Any]] = []
                 for values in runs:
                     if values["run_uid"] in here:
                         continue
                     row = dict(values)
-                    for key in ("corrects", "supersedes"):
+                    run_cells = row.pop("cells", None) or []
+                    for key in ("corrects", "supersedes", "replay_of"):
                         ref = row.get(key)
                         if ref is not None:
                             if ref not in here:
@@ -519,8 +575,11 @@ class Ledger:
                     row["row_hash"] = last_hash = chain.row_hash(row)
                     here[values["run_uid"]] = last_id
                     new_rows.append(row)
+                    new_cells.extend({**cell, "run_id": last_id} for cell in run_cells)
                 if new_rows:
                     conn.execute(insert(RUNS), new_rows)
+                if new_cells:
+                    conn.execute(insert(CELLS), new_cells)
         known.update(here)
         return len(new_rows)
 
@@ -532,7 +591,8 @@ class Ledger:
         if known_head is not None:
             known_head = chain.check_head(known_head)
         with self._read() as conn:
-            result = chain.verify_rows(self._raw_rows(conn), known_head=known_head)
+            digests = self._cells_digests(conn)
+            result = chain.verify_rows(self._raw_rows(conn), known_head=known_head, cells_digests=digests)
             lacking = appendonly.missing(conn)
         if result.ok and lacking:
             return chain.VerifyResult(
@@ -554,4 +614,4 @@ class Ledger:
             raise LedgerError(f"unknown export format {fmt!r}", hint="use jsonl or csv")
         with self._read() as conn:
             rows = conn.execute(select(RUNS).order_by(RUNS.c.id)).mappings()
-            return export.write(rows, out, fmt)
+            return export.write(rows, out, fmt, cells_of=self.raw_cells)

@@ -10,8 +10,10 @@ team's PostgreSQL ledger; a laptop pulls the team's runs into a local file.
   already in the destination is skipped, so pushing twice stores each run once.
 - **Re-chained, content kept.**  In the destination each copied run gets the next id, the
   destination's ``prev_hash`` and its own ``row_hash``; everything the run is stays as it
-  was (``chain.content_hash`` is the same at both ends).  ``corrects`` / ``supersedes`` are
-  renumbered to the destination ids of the runs they name.
+  was (``chain.content_hash`` is the same at both ends).  ``corrects`` / ``supersedes`` /
+  ``replay_of`` are renumbered to the destination ids of the runs they name.
+- **Cells go with their run** (schema v8): a run's cells are copied byte for byte in the
+  transaction that appends the run, so its ``cells_digest`` verifies at the other end.
 - **Interruptible.**  Runs go over in batches, one transaction each, under the
   destination's append lock: a push killed half-way leaves every committed batch in place
   and nothing partial, and the next push copies the rest.
@@ -55,10 +57,19 @@ def _content(raw: dict[str, Any], stable: dict[int, str]) -> dict[str, Any]:
     """A stored row -> the values to append elsewhere (references as stable ids)."""
     values = {key: coerce(key, raw[key]) for key in CONTENT_KEYS if key not in ("id", "prev_hash")}
     values["run_uid"] = stable[raw["id"]]
-    for key in ("corrects", "supersedes"):
+    for key in ("corrects", "supersedes", "replay_of"):
         if values[key] is not None:
             values[key] = stable[values[key]]
     return values
+
+
+def _import(
+    source: Ledger, destination: Ledger, pending: list[tuple[int, dict[str, Any]]], known: dict[str, int]
+) -> int:
+    """Append ``pending`` (source id, values) with their cells; return how many were new."""
+    cells = source.raw_cells([rid for rid, values in pending if values.get("cells_digest") is not None])
+    runs = [{**values, "cells": cells.get(rid, [])} for rid, values in pending]
+    return destination.import_runs(runs, known)
 
 
 def verified_source(source: Ledger) -> VerifyResult:
@@ -82,7 +93,7 @@ def copy_runs(
         checked = verified_source(source)
     known = destination.stable_ids()
     stable: dict[int, str] = {}
-    pending: list[dict[str, Any]] = []
+    pending: list[tuple[int, dict[str, Any]]] = []
     runs = copied = 0
     with source.raw_rows() as rows:
         for raw in rows:
@@ -92,10 +103,10 @@ def copy_runs(
             stable[raw["id"]] = raw["run_uid"] or legacy_uid(raw["row_hash"])
             if stable[raw["id"]] in known:
                 continue
-            pending.append(_content(raw, stable))
+            pending.append((raw["id"], _content(raw, stable)))
             if len(pending) >= batch:
-                copied += destination.import_runs(pending, known)
+                copied += _import(source, destination, pending, known)
                 pending = []
     if pending:
-        copied += destination.import_runs(pending, known)
+        copied += _import(source, destination, pending, known)
     return SyncResult(source.where, destination.where, runs, copied, runs - copied, destination.head())

@@ -319,6 +319,18 @@ def sweep_metrics(per_cell: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def ledger_cells(benched: list[tuple[Any, Any]]) -> list[Any]:
+    """The run's cells for the ledger: each benched (grid cell, BenchResult) with its
+    parameters (``repeat`` 1-based, as the grid numbers it), its metric columns and the raw
+    per-request samples of its bench (schema v8: ``autobench.ledger.models.NewCell``)."""
+    from autobench.ledger.models import NewCell
+
+    return [
+        NewCell({**cell.params, "repeat": cell.repeat}, cell_metrics(result), getattr(result, "samples", None))
+        for cell, result in benched
+    ]
+
+
 # ---------------------------------------------------------------- the run
 def _now() -> datetime:
     return datetime.now(UTC).replace(microsecond=0)
@@ -732,6 +744,7 @@ def _record(
         preflight=outcome.preflight,
         tokenizer=outcome.tokenizer,
         replay_of=replay_of,
+        cells=ledger_cells(outcome.cells),
     )
     rec = ledger.append(new_run(loaded, script, facts, env=env))
     outcome.run_id = getattr(rec, "id", None)

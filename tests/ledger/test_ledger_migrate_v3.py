@@ -181,12 +181,15 @@ def test_a_fresh_ledger_has_the_schema_of_a_migrated_one(tmp_path, v2_copy):
         ("root_cause_detail",),
         ("preflight",),
         ("tokenizer",),
+        ("replay_of",),
+        ("cells_digest",),
     ]
     assert {name for name, _ in V3_COLUMNS} == {k for k, v in ADDED_IN.items() if v == 3} == set(V3_BOOT_KEYS)
     assert {k for k, v in ADDED_IN.items() if v == 4} == {"run_uid"}
     assert {k for k, v in ADDED_IN.items() if v == 5} == {"root_cause_detail"}
     assert {k for k, v in ADDED_IN.items() if v == 6} == {"preflight"}
     assert {k for k, v in ADDED_IN.items() if v == 7} == {"tokenizer"}
+    assert {k for k, v in ADDED_IN.items() if v == 8} == {"replay_of", "cells_digest"}
     assert set(V3_BOOT_KEYS) <= set(BOOT_KEYS)
 
 

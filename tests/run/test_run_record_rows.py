@@ -60,3 +60,24 @@ def test_run_and_record_give_the_same_row(make_recipe, tmp_path: Path, args, sta
         assert "page_size_bytes == max_page_size at kv_cache_utils.py:1077" in run_row.root_cause_message
     else:
         assert run_row.metrics["completed"] == 8 and run_row.boot["vllm_version"] == "0.23.1"
+        _one_cell_with_samples(tmp_path, run_row, record_row)
+
+
+def _one_cell_with_samples(tmp_path: Path, run_row, record_row) -> None:
+    """`run` keeps the bench's raw samples as the run's one cell; `record` of a result file
+    has none to keep (no cell, as before schema v8)."""
+    from autobench.ledger import open_ledger
+    from autobench.samples import summary
+
+    with open_ledger(tmp_path / "ledger.db", create=False) as book:
+        (cell,) = book.cells(run_row.id)
+        assert book.cells(record_row.id) == [] and record_row.cells_digest is None
+        assert run_row.cells_digest is not None and book.verify().ok
+    assert (
+        cell.index == 0 and cell.params["concurrency"] == run_row.metrics["concurrency"] and cell.params["repeat"] == 0
+    )
+    assert cell.metrics == {k: v for k, v in run_row.metrics.items() if v is not None}
+    assert cell.samples is not None and cell.samples.count("ok") == run_row.metrics["completed"] == 8
+    got = summary(cell.samples)
+    for key in ("ttft_median_ms", "ttft_p99_ms", "itl_p99_ms", "e2el_median_ms", "tpot_p99_ms"):
+        assert got[key] == pytest.approx(run_row.metrics[key], rel=1e-5), key
