@@ -47,7 +47,7 @@ def test_encode_decode_round_trip_is_exact(s: Samples) -> None:
 @given(st.lists(requests, max_size=20))
 @settings(max_examples=100, deadline=None)
 def test_rows_read_back_as_built(rows: list[Request]) -> None:
-    """Each request reads back as built, to its column's precision (float32 latencies)."""
+    """Each request reads back as built, to the microsecond."""
     s = Samples.from_requests(rows)
     for i, row in enumerate(rows):
         got = s.request(i)
@@ -58,9 +58,13 @@ def test_rows_read_back_as_built(rows: list[Request]) -> None:
             if want is None or math.isnan(want):
                 assert getattr(got, name) is None
             else:
-                assert getattr(got, name) == pytest.approx(want, rel=1e-6, abs=1e-30)
-        assert got.start_s == (None if row.start_s is None else row.start_s)  # float64: exact
-        assert got.itl_ms == pytest.approx(list(row.itl_ms), rel=1e-6, abs=1e-30)
+                assert getattr(got, name) == pytest.approx(want, rel=1e-12, abs=0.0005)
+                assert getattr(got, name) * 1000 == pytest.approx(round(getattr(got, name) * 1000), abs=1e-6)
+        if row.start_s is None:
+            assert got.start_s is None
+        else:
+            assert got.start_s == pytest.approx(row.start_s, rel=1e-12, abs=5e-7)
+        assert got.itl_ms == pytest.approx(list(row.itl_ms), rel=1e-12, abs=0.0005)
 
 
 @given(st.lists(samples_st, max_size=5))
@@ -146,11 +150,21 @@ def test_building_refuses_what_cannot_be_stored() -> None:
     with pytest.raises(ValueError, match="entries"):
         Samples(**{**vars_of(sample()), "status": ("ok",)})
     with pytest.raises(ValueError, match="typecode"):
-        Samples(**{**vars_of(sample()), "ttft_ms": array("d", sample().ttft_ms)})
+        Samples(**{**vars_of(sample()), "ttft_ms": array("f", sample().ttft_ms)})
 
 
 def vars_of(s: Samples) -> dict[str, object]:
     return {name: getattr(s, name) for name in s.__dataclass_fields__}
+
+
+def test_times_are_kept_to_the_microsecond() -> None:
+    s = Samples.from_requests(
+        [Request("ok", ttft_ms=12.3456789, itl_ms=[0.0004, 0.0006, 1e6 + 0.123456], start_s=1.23456789)]
+    )
+    assert s.ttft_ms[0] == 12.346 and s.itl(0) == [0.0, 0.001, 1000000.123] and s.start_s[0] == 1.234568
+    assert decode(encode(s)) == s
+    with pytest.raises(ValueError, match="too large"):
+        Samples.from_requests([Request("ok", e2el_ms=1e300)])
 
 
 def test_nan_is_one_nan() -> None:

@@ -142,7 +142,7 @@ def test_result_module_does_not_import_the_transport() -> None:
 
 def test_result_carries_the_raw_samples_it_was_computed_from(synth: Any) -> None:
     """BenchResult.samples: one row per request (errors too), and the result's percentiles
-    recomputed from them agree to float32 precision."""
+    recomputed from them agree to the microsecond the samples keep."""
     from autobench.samples import decode, encode, summary
 
     srv = synth(ttft_ms=3, itl_ms=1, tokens_per_chunk=1, error_rate=0.25)
@@ -166,7 +166,7 @@ def test_result_carries_the_raw_samples_it_was_computed_from(synth: Any) -> None
     got = summary(s)
     for name in ("ttft", "tpot", "itl", "e2el"):
         for stat in ("median", "p99", "mean"):
-            assert got[f"{name}_{stat}_ms"] == pytest.approx(d[f"{stat}_{name}_ms"], rel=1e-5), (name, stat)
+            assert got[f"{name}_{stat}_ms"] == pytest.approx(d[f"{stat}_{name}_ms"], abs=0.0005), (name, stat)
     assert all(0 <= t <= d["duration"] for t in s.start_s)
     ok = [s.request(i) for i in range(len(s)) if s.status[i] == "ok"]
     assert sum(r.completion_tokens or 0 for r in ok) == d["total_output_tokens"]

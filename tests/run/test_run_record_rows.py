@@ -80,4 +80,4 @@ def _one_cell_with_samples(tmp_path: Path, run_row, record_row) -> None:
     assert cell.samples is not None and cell.samples.count("ok") == run_row.metrics["completed"] == 8
     got = summary(cell.samples)
     for key in ("ttft_median_ms", "ttft_p99_ms", "itl_p99_ms", "e2el_median_ms", "tpot_p99_ms"):
-        assert got[key] == pytest.approx(run_row.metrics[key], rel=1e-5), key
+        assert got[key] == pytest.approx(run_row.metrics[key], abs=0.0005), key
