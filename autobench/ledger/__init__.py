@@ -2,8 +2,10 @@
 
     from autobench.ledger import open_ledger, NewRun
     with open_ledger("ledger.db") as ledger:        # or a SQLAlchemy URL; None -> $AUTOBENCH_LEDGER -> ./ledger.db
-        rec = ledger.append(NewRun(recipe_name=..., model_repo=..., status="DONE", metrics={...}, boot={...}))
-        ledger.get(rec.id); ledger.runs(recipe=...); ledger.history(draft=...); ledger.compare(a, b)
+        rec = ledger.append(NewRun(recipe_name=..., model_repo=..., status="DONE", metrics={...}, boot={...},
+                                   cells=(NewCell(params={...}, metrics={...}, samples=...), ...)))
+        ledger.get(rec.id); ledger.cells(rec.id); ledger.runs(recipe=...); ledger.history(draft=...)
+        ledger.compare(a, b)
         ledger.verify().ok
 
 See docs/ledger.md.  Importing this package pulls in SQLAlchemy; CLI modules import it lazily.
@@ -12,7 +14,7 @@ See docs/ledger.md.  Importing this package pulls in SQLAlchemy; CLI modules imp
 from __future__ import annotations
 
 from autobench.ledger.chain import VerifyResult
-from autobench.ledger.models import BOOT_KEYS, METRIC_KEYS, SOURCES, STATUSES, NewRun, RunRecord
+from autobench.ledger.models import BOOT_KEYS, METRIC_KEYS, SOURCES, STATUSES, CellRecord, NewCell, NewRun, RunRecord
 from autobench.ledger.queries import Comparison, History, HistoryGroup
 from autobench.ledger.store import Ledger, open_ledger, resolve_location
 
@@ -21,10 +23,12 @@ __all__ = [
     "METRIC_KEYS",
     "SOURCES",
     "STATUSES",
+    "CellRecord",
     "Comparison",
     "History",
     "HistoryGroup",
     "Ledger",
+    "NewCell",
     "NewRun",
     "RunRecord",
     "VerifyResult",
