@@ -20,11 +20,11 @@ def test_a_single_bench_with_samples_is_one_cell(tmp_path: Path) -> None:
     metrics = {"decode_tok_s": 10.0, "concurrency": 8, "completed": 1, "tokenizer": "estimated"}
     run = new_run(loaded, "#!/bin/bash\n", RunFacts("DONE", "run", metrics=metrics, samples=S), env={})
     (cell,) = run.cells
-    assert cell.params == {"concurrency": 8, "repeat": 0} and cell.samples == S
+    assert cell.params == {"concurrency": 8, "repeat": 1} and cell.samples == S
     assert cell.metrics == {"decode_tok_s": 10.0, "concurrency": 8, "completed": 1}
     params = {"concurrency": 2, "request_rate": None, "input_len": 64, "output_len": 16}
     run = new_run(loaded, "", RunFacts("DONE", "run", metrics=metrics, samples=S, cell_params=params), env={})
-    assert run.cells[0].params == {"concurrency": 2, "input_len": 64, "output_len": 16, "repeat": 0}
+    assert run.cells[0].params == {"concurrency": 2, "input_len": 64, "output_len": 16, "repeat": 1}
     assert new_run(loaded, "", RunFacts("DONE", "manual", metrics=metrics), env={}).cells == ()
     with open_ledger(tmp_path / "l.db") as book:
         rec = book.append(run)
@@ -36,7 +36,7 @@ def test_a_sweep_s_cells_are_redacted_and_head_the_row(tmp_path: Path) -> None:
     secret = "s3cr3t-value-for-the-test"
     cells = [
         NewCell(
-            {"concurrency": c, "repeat": 0, "label": f"key {secret}"}, {"decode_tok_s": 10.0 * c, "concurrency": c}, S
+            {"concurrency": c, "repeat": 1, "label": f"key {secret}"}, {"decode_tok_s": 10.0 * c, "concurrency": c}, S
         )
         for c in (1, 16, 4)
     ]

@@ -74,7 +74,7 @@ def _one_cell_with_samples(tmp_path: Path, run_row, record_row) -> None:
         assert book.cells(record_row.id) == [] and record_row.cells_digest is None
         assert run_row.cells_digest is not None and book.verify().ok
     assert (
-        cell.index == 0 and cell.params["concurrency"] == run_row.metrics["concurrency"] and cell.params["repeat"] == 0
+        cell.index == 0 and cell.params["concurrency"] == run_row.metrics["concurrency"] and cell.params["repeat"] == 1
     )
     assert cell.metrics == {k: v for k, v in run_row.metrics.items() if v is not None}
     assert cell.samples is not None and cell.samples.count("ok") == run_row.metrics["completed"] == 8
