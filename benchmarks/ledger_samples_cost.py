@@ -14,6 +14,8 @@ Samples look like a real bench's: TTFT ~ 150 ms, TPOT ~ 10 ms, every ITL gap a r
 3. time to recompute percentiles over --runs stored runs of --requests requests each: read
    their cells, decode, ``merge`` and ``summary`` (p50/p90/p99/mean of TTFT, TPOT, ITL, E2EL
    over the union of every request), median of 3.
+
+The figures measured are in docs/ledger.md ("The cost of raw samples").
 """
 
 from __future__ import annotations
