@@ -7,6 +7,8 @@ the threshold and the noise band, 1 when one is (for CI); errors exit with their
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from autobench.cli.options import json_option, ledger_option, print_json, print_table
@@ -59,12 +61,12 @@ def regress(
         for note in verdict_notes(result.verdicts, regress=True):
             say(note)
         pct = f"{limit * 100:g}%"
-        worst = ", ".join(
-            (f"{c.label} " if c.params else "")
-            + f"{m.metric} {m.change:+.1%}"
-            + (" (no band)" if m.band is None else "")
-            for c, m in result.regressed
-        )
+        by_cell: dict[str, list[str]] = {}
+        for c, m in result.regressed:
+            by_cell.setdefault(c.label, []).append(
+                f"{m.metric} {m.change:+.1%}" + (" (no band)" if m.method == "none" else "")
+            )
+        worst = "; ".join((f"{label}: " if label != "run" else "") + ", ".join(ms) for label, ms in by_cell.items())
         if worst:
             say(f"regression beyond {pct}: {worst}")
         else:
@@ -73,7 +75,6 @@ def regress(
         ctx.exit(REGRESSION_EXIT)
 
 
-def _cells(book: object, rec: object) -> list[object]:
-    """The run's recorded cells (an empty list for a run recorded without them)."""
-    fetch = getattr(book, "cells", None)
-    return list(fetch(rec.id)) if fetch is not None else []  # type: ignore[attr-defined]
+def _cells(book: Any, rec: Any) -> list[Any]:
+    """The run's recorded cells with their samples (none for a run recorded without them)."""
+    return list(book.cells(rec.id))

@@ -168,7 +168,7 @@ def verdict_table(v: Verdicts, a_name: str, b_name: str, *, regress: bool = Fals
         row += [band_text(m.band), m.label()]
         if regress:
             flag = "REGRESSED" if m.regressed(v.threshold) else "ok"
-            row.append(f"{flag} (no band)" if m.band is None and flag != "ok" else flag)
+            row.append(f"{flag} (no band)" if m.method == "none" and flag != "ok" else flag)
         rows.append(row)
     return head, rows
 
@@ -178,16 +178,26 @@ def verdict_notes(v: Verdicts, *, regress: bool = False) -> list[str]:
     cells only one run has, the client-bound cells."""
     methods = {m.method for _, m in v.rows()}
     notes = []
-    if methods - {"none"}:
+    how = []
+    if "repeats" in methods:
+        how.append("from repeats: Welch's t interval")
+    if "requests" in methods:
+        how.append(f"from requests: a bootstrap ({v.resamples} resamples, seed {v.seed})")
+    if how:
         notes.append(
-            f"verdicts: threshold {v.threshold * 100:g}%, {v.level * 100:g}% bootstrap bands over "
-            + " and ".join(sorted(methods - {"none"}))
-            + f" ({v.resamples} resamples, seed {v.seed}; docs/verdicts.md)"
+            f"verdicts: threshold {v.threshold * 100:g}%; bands at {v.level * 100:g}% over each cell's metrics, "
+            + "; ".join(how)
+            + " (docs/verdicts.md)"
+        )
+    if "few" in methods:
+        notes.append(
+            "band '-' with samples: too few requests for that metric's band (a p99 needs 1,000 requests), "
+            "so the verdict is inconclusive" + ("; regress does not count it" if regress else "")
         )
     if "none" in methods:
         notes.append(
-            "band '-': no noise band (a single repeat without per-request samples, or too few requests "
-            "for a percentile), so the verdict is inconclusive"
+            "band '-' without samples: a single repeat recorded without per-request samples has no noise band, "
+            "so the verdict is inconclusive"
             + ("; regress judges those metrics by the threshold alone" if regress else "")
         )
     for side, cells in (("A", v.only_a), ("B", v.only_b)):

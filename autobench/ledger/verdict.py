@@ -28,8 +28,11 @@ Per cell (cells matched by their parameters without ``repeat``) and metric:
   the ratio itself moved beyond ``t`` that way (throughputs: higher is faster; latencies:
   lower is faster); else *inconclusive*.  Without a band: *inconclusive*.  So *slower* says
   "worse by more than the threshold, and outside the noise", the very test of a regression.
-- **regression** (``regress``): the verdict is *slower*; without a band, the ratio alone
-  decides (worse by more than ``t``, and the output says there was no band).
+- **regression** (``regress``): the verdict is *slower*.  Where neither run kept
+  per-request samples and a side has one repeat (runs recorded by hand from a result
+  file), there is no band and the ratio alone decides (worse by more than ``t``; the output
+  says there was no band).  A metric whose runs kept samples but too few for its band (a p99
+  of 200 requests) is inconclusive and never a regression.
 
 A cell either side marked ``client_bound`` (the bench client was the bottleneck,
 docs/bench.md) keeps its verdict but carries the mark everywhere it is shown.
@@ -133,7 +136,7 @@ class MetricVerdict:
     b: float
     ratio: float  # b / a
     band: tuple[float, float] | None
-    method: str  # repeats | requests | none
+    method: str  # repeats | requests | few (samples, too few of them) | none (no samples, one repeat)
     verdict: str
     client_bound: bool = False
 
@@ -152,8 +155,10 @@ class MetricVerdict:
 
     def regressed(self, threshold: float) -> bool:
         """Worse beyond ``threshold`` and, when there is a band, outside it (verdict slower;
-        ``threshold`` is the one the verdict was judged with)."""
-        if self.band is None:
+        ``threshold`` is the one the verdict was judged with).  Without a band: a run kept no
+        samples (method none) is judged by the threshold alone; a metric with too few requests
+        for a band (method few) is not judged: a p99 of 200 requests is noise."""
+        if self.method == "none":
             return self.worse_by > threshold
         return self.verdict == SLOWER
 
@@ -487,7 +492,9 @@ def judge_metric(
         if ra is not None and rb is not None:
             method = "requests"
             band = ratio_band(ra, rb, rng_a=rng_a, rng_b=rng_b, resamples=resamples, level=level)
-    if band is None:
+        elif a.requests is not None and b.requests is not None:
+            method = "few"  # samples kept, but too few requests for this metric's band
+    if band is None and method != "few":
         method = "none"
     verdict = verdict_of(mb / ma, band, HIGHER_IS_BETTER[metric], threshold)
     return MetricVerdict(metric, ma, mb, mb / ma, band, method, verdict, a.client_bound or b.client_bound)
