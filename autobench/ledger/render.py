@@ -180,7 +180,7 @@ def verdict_notes(v: Verdicts, *, regress: bool = False) -> list[str]:
     notes = []
     how = []
     if "repeats" in methods:
-        how.append("from repeats: Welch's t interval")
+        how.append("from repeats: a t interval")
     if "requests" in methods:
         how.append(f"from requests: a bootstrap ({v.resamples} resamples, seed {v.seed})")
     if how:
@@ -191,8 +191,8 @@ def verdict_notes(v: Verdicts, *, regress: bool = False) -> list[str]:
         )
     if "few" in methods:
         notes.append(
-            "band '-' with samples: too few requests for that metric's band (a p99 needs 1,000 requests), "
-            "so the verdict is inconclusive" + ("; regress does not count it" if regress else "")
+            "band '-' with samples: not enough data for that metric's band (a p99 from requests needs 1,000 "
+            "requests), so the verdict is inconclusive" + ("; regress does not count it" if regress else "")
         )
     if "none" in methods:
         notes.append(

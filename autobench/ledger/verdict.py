@@ -8,8 +8,8 @@ Per cell (cells matched by their parameters without ``repeat``) and metric:
 - **A, B**: the median of the metric over the cell's repeats (the value itself for one repeat);
   **ratio** = B / A.
 - **band**: a confidence interval of the ratio (95 % before the correction below).  With
-  at least two repeats on each side, Welch's t interval of the difference of the repeats'
-  mean log values (a ratio of geometric means; the repeats' run-to-run noise, with the
+  at least two repeats on each side, Student's t interval (pooled variance) of the difference
+  of the repeats' mean log values (a ratio of geometric means; the repeats' run-to-run noise, with the
   small-sample width a handful of repeats needs: a bootstrap of 2 or 3 values cannot see
   its own noise).  Otherwise, when both sides kept their per-request samples, a seeded
   percentile bootstrap (1000 resamples) over the requests (all repeats of a side merged): a
@@ -355,25 +355,28 @@ def t_quantile(p: float, df: float) -> float:
     return (lo + hi) / 2.0
 
 
-def welch_log_band(a: Sequence[float], b: Sequence[float], level: float) -> tuple[float, float] | None:
-    """Welch's t interval of mean(log b) - mean(log a), as a ratio band (None for a value <= 0).
+def log_t_band(a: Sequence[float], b: Sequence[float], level: float) -> tuple[float, float] | None:
+    """Student's two-sample t interval of mean(log b) - mean(log a), pooled variance, as a ratio
+    band; with a value <= 0, of mean(b) - mean(a) relative to mean(a) (None when that is <= 0).
 
     Repeats are few (2 to 5, typically): a bootstrap of so few values cannot see its own noise
-    (with 2 repeats a side, a resample's median takes 3 values, and two runs of one server
-    are told apart a third of the time), so the repeats' band is the small-sample interval."""
-    if min(a) <= 0 or min(b) <= 0:
-        return None
-    la, lb = [math.log(v) for v in a], [math.log(v) for v in b]
+    (with 2 repeats a side a resample's median takes 3 values, and two runs of one server were
+    told apart in half the trials), so the repeats' band is the small-sample interval.  The
+    variance is pooled (A and B are the same benchmark, so their run-to-run spread is one): with
+    3 repeats a side that is 4 degrees of freedom, where Welch's would fall towards 2 whenever one
+    side's repeats happen to agree, and its band would span orders of magnitude."""
+    logs = min(a) > 0 and min(b) > 0  # else (an ITL median of 0: coalesced chunks) on the values
+    la, lb = ([math.log(v) for v in a], [math.log(v) for v in b]) if logs else (list(a), list(b))
     na, nb = len(la), len(lb)
     ma, mb = math.fsum(la) / na, math.fsum(lb) / nb
-    va = math.fsum((x - ma) ** 2 for x in la) / (na - 1) / na
-    vb = math.fsum((x - mb) ** 2 for x in lb) / (nb - 1) / nb
-    diff = mb - ma
-    if va + vb == 0.0:
-        return math.exp(diff), math.exp(diff)
-    df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
-    half = t_quantile(1.0 - (1.0 - level) / 2.0, df) * math.sqrt(va + vb)
-    return math.exp(diff - half), math.exp(diff + half)
+    df = na + nb - 2
+    pooled = (math.fsum((x - ma) ** 2 for x in la) + math.fsum((x - mb) ** 2 for x in lb)) / df
+    half = 0.0 if pooled == 0.0 else t_quantile(1.0 - (1.0 - level) / 2.0, df) * math.sqrt(pooled * (1 / na + 1 / nb))
+    if logs:
+        return math.exp(mb - ma - half), math.exp(mb - ma + half)
+    if ma <= 0:
+        return None
+    return 1.0 + (mb - ma - half) / ma, 1.0 + (mb - ma + half) / ma
 
 
 def quantile_draw(values: Sequence[float], q: float) -> Draw:
@@ -485,8 +488,8 @@ def judge_metric(
     band: tuple[float, float] | None = None
     method = "none"
     if len(va) >= 2 and len(vb) >= 2:
-        method = "repeats"
-        band = welch_log_band(va, vb, level)
+        band = log_t_band(va, vb, level)
+        method = "repeats" if band is not None else "few"
     else:
         ra, rb = _request_draw(metric, a, ma), _request_draw(metric, b, mb)
         if ra is not None and rb is not None:

@@ -80,7 +80,7 @@ def test_identical_servers_from_requests_read_no_change_or_inconclusive():
 @pytest.mark.parametrize("k", [2, 3, 5])
 def test_identical_servers_from_repeats_read_no_change_or_inconclusive(k):
     # 5 % noise per repeat, the threshold 5 %: a percentile bootstrap of the repeats' medians
-    # passed 10 of these 20 trials with two repeats a side and 18 with three; the t interval does not
+    # passed 10 of these 20 trials with two repeats a side and 18 with three; the t interval 19 and 20
     quiet = 0
     for trial in range(20):
         a, b = repeats(3000 + trial, k=k, noise=0.05), repeats(4000 + trial, k=k, noise=0.05)
@@ -185,3 +185,13 @@ def test_requests_of_reads_the_stored_samples_of_every_repeat():
     assert got.itl_ms == [2.0, 2.5, 3.0]
     # throughput triples only whole: the request of unknown prompt length is left out
     assert (got.token_e2el_ms, got.prompt_tokens, got.completion_tokens) == ([30.0, 40.0], [5.0, 7.0], [3.0, 2.0])
+
+
+def test_repeats_with_a_zero_are_judged_on_their_values():
+    # an ITL median of 0 (chunks read together): no log, the t interval of the values instead
+    a = CellData({}, [{"itl_median_ms": v} for v in (0.0, 1.0, 1.1)])
+    b = CellData({}, [{"itl_median_ms": v} for v in (1.0, 1.1, 1.0)])
+    (_, m), *_ = judge_cells([a], [b], threshold=0.05).rows()
+    assert m.method == "repeats" and m.band is not None and m.band[0] < 1.0 < m.band[1]
+    zeros = CellData({}, [{"itl_median_ms": 0.0}, {"itl_median_ms": 0.0}])
+    assert not list(judge_cells([zeros], [b], threshold=0.05).rows())  # A is 0: no ratio

@@ -93,3 +93,26 @@ def test_replay_run_records_a_run_pointing_back_and_compares(recipe, tmp_path):
     doc = json.loads(done.stdout)
     assert done.returncode == 0 and doc["replay_of"] == 2 and doc["outcome"]["status"] == "DONE"
     assert doc["b"]["id"] == 3 and doc["verdicts"]["cells"]
+
+
+def test_grid_runs_are_compared_cell_by_cell_over_their_repeats(make_recipe, tmp_path):
+    recipe = make_recipe(concurrency="[1, 4]", num_prompts=20, max_tokens=8, extra="  repeat: 3\n")
+    for args in (FAST, SLOW):
+        done = run_cli(recipe, tmp_path, timeout=180, FAKE_VLLM_ARGS=args)
+        assert done.returncode == 0, done.stderr
+    done = cli(tmp_path, "compare", "1", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    verdicts = json.loads(done.stdout)["verdicts"]
+    cells = {c["params"]["concurrency"]: c for c in verdicts["cells"]}
+    assert sorted(cells) == [1, 4] and all("repeat" not in c["params"] for c in verdicts["cells"])
+    for cell in cells.values():
+        assert cell["repeats"] == {"a": 3, "b": 3}
+        by = {m["metric"]: m for m in cell["metrics"]}
+        assert {m["method"] for m in by.values() if m["metric"] != "goodput"} == {"repeats"}
+        assert all(isinstance(m["client_bound"], bool) for m in by.values())
+        assert by["tpot_median_ms"]["ratio"] > 1.03  # every delay 10 % longer
+    # a run against itself: every band holds 1.0, so never faster or slower
+    done = cli(tmp_path, "compare", "2", "2", "--json")
+    same = [m for c in json.loads(done.stdout)["verdicts"]["cells"] for m in c["metrics"]]
+    assert same and {m["verdict"] for m in same} <= {"no change", "inconclusive"}
+    assert all(m["band"][0] <= 1.0 <= m["band"][1] for m in same if m["band"] is not None)
