@@ -144,6 +144,12 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool,
     metavar="CMD",
     help="Multi-node: how the driver reaches a host [default: ssh -o BatchMode=yes; env AUTOBENCH_REMOTE at run time].",
 )
+@click.option(
+    "--profile",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A bench profile merged onto the recipe's bench (as `run --profile`; docs/recipes.md).",
+)
 def compile_(
     recipe: str,
     target: str,
@@ -163,6 +169,7 @@ def compile_(
     cell: str | None,
     hosts: str | None,
     remote: str | None,
+    profile: str | None = None,
 ) -> None:
     """Compile RECIPE into a bash script, or Kubernetes manifests with --target k8s (stdout, or -o FILE).
 
@@ -173,7 +180,7 @@ def compile_(
     from autobench.recipe.loader import load_recipe
     from autobench.recipe.rules import check
 
-    loaded = load_recipe(recipe, cell)
+    loaded = load_recipe(recipe, cell, profile=profile)
     if target == "slurm":
         from autobench.compile.slurm import compile_slurm
 

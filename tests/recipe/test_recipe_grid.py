@@ -202,3 +202,23 @@ def test_a_recipe_given_as_a_profile_is_refused(tmp_path: Path):
     with pytest.raises(RecipeError) as info:
         load_recipe(path, profile=path)
     assert str(info.value).startswith(f"{path}:1:1: this is a recipe (it has name:), not a bench profile")
+
+
+def test_compile_applies_a_profile(tmp_path: Path):
+    path = _recipe(tmp_path, "  concurrency: 8\n  dataset: {kind: random, input_len: 8, output_len: 8}\n")
+    profile = tmp_path / "p.yaml"
+    profile.write_text("concurrency: [2, 32]\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "autobench", "compile", str(path), "--profile", str(profile)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert [x.split()[1] for x in r.stdout.splitlines() if x.startswith("  --concurrency")] == ["2", "32"]
+    profile.write_text("framework: llama-benchy\n")
+    r = subprocess.run(
+        [sys.executable, "-m", "autobench", "compile", str(path), "--profile", str(profile)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and r.stderr.startswith(f"error: {profile}:1:1: a sparkrun benchmark profile")
