@@ -178,3 +178,16 @@ def test_a_dry_run_lists_the_cells_and_their_bench_commands(make_recipe, tmp_pat
     benches = [line for line in res.stdout.splitlines() if line.startswith("#   autobench bench ")]
     assert [b.split("--concurrency ")[1].split()[0] for b in benches] == ["1", "4", "1", "4"]
     assert not (tmp_path / "runs").exists()
+
+
+def test_a_server_dying_in_cell_2_fails_the_sweep_and_keeps_cell_1(make_recipe, tmp_path: Path):
+    recipe = make_recipe(concurrency="[1, 2, 4]", num_prompts=4)
+    res = run_cli(recipe, tmp_path, "--json", FAKE_VLLM_ARGS=f"{FAST} --die-after-requests 6")
+    assert res.returncode == 6, res.stderr
+    outcome = json.loads(res.stdout)
+    assert outcome["status"] == "FAILED"
+    assert [c["params"]["concurrency"] for c in outcome["cells"]] == [1]  # cell 1 kept, cell 2 died
+    assert "in cell 2 (concurrency=2" in json.dumps(outcome["notes"]) + str(outcome["root_cause"])
+    assert "cell 3/3" not in res.stderr  # the sweep stopped
+    [row] = ledger_rows(tmp_path)
+    assert row.status == "FAILED" and row.metrics["completed"] == 4
