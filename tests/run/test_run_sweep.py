@@ -105,6 +105,11 @@ def test_sigint_during_a_sweep_keeps_the_finished_cells(make_recipe, tmp_path: P
     [row] = ledger_rows(tmp_path)
     assert row.status == "ABORTED" and row.root_cause_category == "interrupted"
     assert row.metrics["completed"] == 6  # cell 1's requests
+    from autobench.ledger import open_ledger
+
+    with open_ledger(tmp_path / "ledger.db", create=False) as ledger:  # the finished cell, with its samples
+        [cell] = ledger.cells(row.id)
+        assert cell.params["concurrency"] == 1 and cell.samples is not None and len(cell.samples) == 6
     run_dir = only_run_dir(tmp_path)
     log = (run_dir / "server.log").read_text()
     assert "[autobench] server torn down" in log
@@ -191,3 +196,50 @@ def test_a_server_dying_in_cell_2_fails_the_sweep_and_keeps_cell_1(make_recipe, 
     assert "cell 3/3" not in res.stderr  # the sweep stopped
     [row] = ledger_rows(tmp_path)
     assert row.status == "FAILED" and row.metrics["completed"] == 4
+
+
+def test_done_when_a_grid_is_one_run_of_six_cells_verified_and_reported(make_recipe, tmp_path: Path):
+    """Issue 15: concurrency [1, 4, 16] x 2 repeats, one boot, one run with six cells and their
+    raw samples, `ledger verify` passes, the report shows the by-concurrency table."""
+    from autobench.ledger import open_ledger
+
+    recipe = make_recipe(concurrency="[1, 4, 16]", num_prompts=6, extra="  repeat: 2\n")
+    res = run_cli(recipe, tmp_path, FAKE_VLLM_ARGS=FAST)
+    assert res.returncode == 0, res.stderr
+    assert _boots(only_run_dir(tmp_path)) == 1
+    [row] = ledger_rows(tmp_path)
+    with open_ledger(tmp_path / "ledger.db", create=False) as ledger:
+        cells = ledger.cells(row.id)
+        assert [(c.params["concurrency"], c.params["repeat"]) for c in cells] == [
+            (1, 1),
+            (4, 1),
+            (16, 1),
+            (1, 2),
+            (4, 2),
+            (16, 2),
+        ]
+        assert all(c.samples is not None and len(c.samples) == 6 for c in cells)
+    db = str(tmp_path / "ledger.db")
+    cli = [*run_args(recipe, tmp_path)[:3]]
+    verify = subprocess.run(
+        [*cli, "ledger", "verify", "--ledger", db], capture_output=True, text=True, env=run_env(tmp_path), cwd=tmp_path
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    report = subprocess.run(
+        [*cli, "report", "synth-run", "--ledger", db, "-o", str(tmp_path / "docs")],
+        capture_output=True,
+        text=True,
+        env=run_env(tmp_path),
+        cwd=tmp_path,
+    )
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "docs" / "recipes" / "synth-run.md").read_text()
+    assert "## Results by cell" in page and f"3 grid points of [run {row.id}](#run-{row.id})" in page
+    lines = page.splitlines()
+    assert any(line.startswith("| concurrency | repeats | completed | errors | total tok/s |") for line in lines)
+    for conc, cells_text in ((1, "cells 1, 4"), (4, "cells 2, 5"), (16, "cells 3, 6")):
+        [line] = [x for x in lines if x.startswith(f"| {conc} | 2 | 12 | 0 |")]
+        assert line.endswith(f"[run {row.id}](#run-{row.id}) · {cells_text} |") and "| — |" not in line
+    for stem in ("throughput", "latency", "per-user"):
+        assert f"(synth-run.cells.{stem}.svg)" in page
+        assert (tmp_path / "docs" / "recipes" / f"synth-run.cells.{stem}.svg").is_file()
