@@ -10,20 +10,35 @@ Builds once, outside the repository and the test suite (``--workdir``, default
   English text from the Python documentation (so prompts decode to word-like text and some
   tokens end inside UTF-8 sequences, as with real byte-level tokenizers).
 
-Then it starts ``vllm serve`` on loopback, writes one JSONL of prompts built to exactly
-``--input-len`` tokens with that tokenizer (autobench's own prompt builder), and runs both
-clients on that file, interleaved (A B A B ...), ``--repeat`` times per concurrency, with
-``--ignore-eos`` and a fixed output length.  Per run it also reads the server's own
-``/metrics`` histograms (TTFT, inter-token latency, end-to-end latency: mean of the run from the
-``_sum``/``_count`` deltas).  It prints every run, then per concurrency the median of each
-client's run medians, their run-to-run range, and the ratio autobench / vllm.
+Then it starts ``vllm serve`` on loopback, writes one JSONL of prompts per prompt count, built to
+exactly ``--input-len`` tokens with that tokenizer (autobench's own prompt builder), and runs both
+clients on that file, interleaved (A B / B A), ``--repeat`` times per concurrency after one
+unreported warm-up pair, with ``--ignore-eos`` and a fixed output length.  Per run it also reads
+the server's own ``/metrics`` histograms (TTFT, inter-token latency, end-to-end latency: mean of
+the run from the ``_sum``/``_count`` deltas) and the 1-minute load average before the run; from
+``vllm bench serve --save-detailed`` it counts chunks, gaps under 0.1 ms (chunks of one socket
+read) and the span of the requests against its ``duration``.
 
-    .venv/bin/python benchmarks/vllm_agreement.py [--levels 1,4,16] [--repeat 5] [--num-prompts 64]
-        [--input-len 64] [--output-len 64] [--workdir DIR] [--build-only]
+It prints every run, then per concurrency: the median of each client's run medians, their
+run-to-run range and the ratio of the medians; the **paired** ratios (each autobench run over
+the vllm run next to it in time: median, range, how many within 2 %); the server's own means
+during each client's runs; and each client's figures against the server's own in the same run
+(mean TPOT and ITL over the server's mean inter-token latency, TTFT minus the server's TTFT, and
+the occupancy: throughput x server E2EL / (C x output tokens)), which take out the server's
+speed, which varies from run to run on a shared machine.  Every run's figures go to
+``WORKDIR/agreement-<UTC time>.json``.
+
+    .venv/bin/python benchmarks/vllm_agreement.py [--levels 16,4,1] [--repeat 15]
+        [--num-prompts 256,96,32] [--nice -19] [--server-cpus 0] [--client-cpus 1]
+        [--input-len 64] [--output-len 64] [--workdir DIR] [--build-only] [--port PORT]
+
+``--nice`` sets the script's niceness first (root: -19); the server and both clients inherit
+it.  ``--server-cpus`` / ``--client-cpus`` run them under ``taskset`` (the server's worker is
+then bound to those CPUs; by default vLLM binds it to CPU 0 and leaves CPU 1 to the rest).
 
 Noise: on a shared 2-core machine the server, both clients and whatever else runs compete for
-the CPUs; the real CPU server sometimes delivers a whole response in one socket read.  Read the
-ranges before the ratios.
+the CPUs, and the server's speed moves two-fold from one run to the next.  Read the ranges and
+the server-normalized rows before the ratios of raw medians.  Results: docs/bench.md.
 """
 
 from __future__ import annotations
@@ -101,11 +116,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(venv: Path, model: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def pinned(cpus: str | None) -> list[str]:
+    """The ``taskset`` prefix that keeps a command (and its children) on ``cpus``."""
+    return ["taskset", "-c", cpus] if cpus else []
+
+
+def start_server(venv: Path, model: Path, port: int, log: Path, cpus: str | None) -> subprocess.Popen[bytes]:
     env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1")
+    if cpus:
+        # vLLM's CPU worker binds its OpenMP thread itself ("auto": the first core, the other one
+        # reserved for the API server); inside a taskset it must be told which cores it has.
+        env["VLLM_CPU_OMP_THREADS_BIND"] = cpus
     cmd = [str(venv / "bin" / "vllm"), "serve", str(model), "--served-model-name", "tiny", "--host", "127.0.0.1"]
     cmd += ["--port", str(port), "--max-model-len", "1024", "--dtype", "float32"]
-    proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        pinned(cpus) + cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
     deadline = time.monotonic() + 900
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -161,17 +187,21 @@ def write_prompts(model: Path, n: int, input_len: int, path: Path) -> list[int]:
     return counts
 
 
-def run_autobench(port: int, c: int, a: argparse.Namespace, prompts: Path, model: Path, out: Path) -> dict[str, Any]:
+def run_autobench(
+    port: int, c: int, n: int, a: argparse.Namespace, prompts: Path, model: Path, out: Path
+) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "autobench", "bench", "--base-url", f"http://127.0.0.1:{port}", "--model", "tiny"]
-    cmd += ["--dataset", str(prompts), "--num-prompts", str(a.num_prompts), "--concurrency", str(c)]
+    cmd += ["--dataset", str(prompts), "--num-prompts", str(n), "--concurrency", str(c)]
     cmd += ["--max-tokens", str(a.output_len), "--ignore-eos", "--tokenizer", str(model), "--result", str(out)]
     cmd += ["--min-prompt-tokens", "1", "--temperature", "0"]
-    sh(cmd, capture_output=True, cwd=REPO)
-    return json.loads(out.read_text())
+    sh(pinned(a.client_cpus) + cmd, capture_output=True, cwd=REPO)
+    d: dict[str, Any] = json.loads(out.read_text())
+    d["_chunks"] = d.get("token_chunks")
+    return d
 
 
 def run_vllm(
-    port: int, c: int, a: argparse.Namespace, prompts: Path, venv: Path, model: Path, out: Path
+    port: int, c: int, n: int, a: argparse.Namespace, prompts: Path, venv: Path, model: Path, out: Path
 ) -> dict[str, Any]:
     cmd = [
         str(venv / "bin" / "vllm"),
@@ -184,29 +214,136 @@ def run_vllm(
     ]
     cmd += ["--endpoint", "/v1/completions", "--model", "tiny", "--tokenizer", str(model)]
     cmd += ["--dataset-name", "custom", "--dataset-path", str(prompts), "--skip-chat-template"]
-    cmd += ["--custom-output-len", str(a.output_len), "--num-prompts", str(a.num_prompts)]
-    cmd += ["--max-concurrency", str(c), "--ignore-eos", "--temperature", "0", "--save-result"]
+    cmd += ["--custom-output-len", str(a.output_len), "--num-prompts", str(n)]
+    cmd += ["--max-concurrency", str(c), "--ignore-eos", "--temperature", "0", "--save-result", "--save-detailed"]
     cmd += ["--percentile-metrics", "ttft,tpot,itl,e2el"]
     cmd += ["--result-dir", str(out.parent), "--result-filename", out.name]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
-    sh(cmd, capture_output=True, env=env)
-    return json.loads(out.read_text())
+    sh(pinned(a.client_cpus) + cmd, capture_output=True, env=env)
+    d: dict[str, Any] = json.loads(out.read_text())
+    # The per-request detail (--save-detailed): chunks, same-read gaps, the span of the requests.
+    itls = d.pop("itls", None) or []
+    d["_chunks"] = sum(len(x) + 1 for x in itls)
+    d["_zero_gaps"] = sum(1 for x in itls for g in x if g < 1e-4)
+    d["_gaps"] = sum(len(x) for x in itls)
+    starts, ttfts = d.pop("start_times", None) or [], d.pop("ttfts", None) or []
+    if starts and ttfts and itls:
+        ends = [s + t + sum(x) for s, t, x in zip(starts, ttfts, itls, strict=True)]
+        d["_span"] = max(ends) - min(starts)
+    for k in ("generated_texts", "errors", "input_lens", "output_lens", "queue_times"):
+        d.pop(k, None)
+    return d
 
 
-KEYS = ("median_ttft_ms", "median_tpot_ms", "median_itl_ms", "median_e2el_ms", "output_throughput")
+KEYS = (
+    ("median_ttft_ms", "TTFT ms"),
+    ("median_tpot_ms", "TPOT ms"),
+    ("median_itl_ms", "ITL ms"),
+    ("median_e2el_ms", "E2EL ms"),
+    ("output_throughput", "out tok/s"),
+)
+SRV = (("ttft", "srv TTFT"), ("itl", "srv ITL"), ("e2el", "srv E2EL"))
+# Each client's figure against the server's own during the same run: what is left when the
+# server's speed, which varies from run to run, is taken out.
+NORM = (
+    ("tpot", "TPOT/srvITL"),  # client mean TPOT / server mean inter-token latency
+    ("itl", "ITL/srvITL"),  # client mean ITL / server mean inter-token latency
+    ("ttft", "TTFT-srv ms"),  # client mean TTFT - server mean TTFT: send, receive, parse
+    ("busy", "occupancy"),  # throughput x server E2EL / (C x output tokens): slots kept busy
+)
+
+
+def normalized(d: dict[str, Any], c: int, output_len: int) -> dict[str, float]:
+    srv = d["srv"]
+    return {
+        "tpot": d["mean_tpot_ms"] / srv["itl"],
+        "itl": d["mean_itl_ms"] / srv["itl"],
+        "ttft": d["mean_ttft_ms"] - srv["ttft"],
+        "busy": d["output_throughput"] * srv["e2el"] / 1000 / (c * output_len),
+    }
+
+
+def fmt(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3f}" if abs(x) < 10 else f"{x:.1f}"
+
+
+def summary(runs: list[dict[str, Any]], levels: list[int]) -> None:
+    """Per concurrency: each client's median of run medians [range], the ratio of those medians,
+    the paired ratios (each autobench run / the vllm run next to it in time), and the server's
+    own means during each client's runs."""
+    print("\n# per concurrency: median of the run medians [range over runs]; ratio = autobench / vllm")
+    print("# paired = autobench run i / vllm run i (adjacent in time): median [min..max], runs within 2 %")
+    for c in levels:
+        by = {
+            name: sorted((r for r in runs if r["c"] == c and r["client"] == name), key=lambda r: r["i"])
+            for name in ("autobench", "vllm")
+        }
+        ab, vl = by["autobench"], by["vllm"]
+        if not ab or not vl:
+            continue
+        print(f"C={c} ({len(ab)} + {len(vl)} runs)")
+        rows = [(k, label, lambda r, k=k: r[k]) for k, label in KEYS]
+        rows += [(k, label, lambda r, k=k: r["srv"][k]) for k, label in SRV]
+        rows += [(k, label, lambda r, k=k: r["norm"][k]) for k, label in NORM]
+        for _, label, get in rows:
+            xa, xv = [get(r) for r in ab], [get(r) for r in vl]
+            ma, mv = statistics.median(xa), statistics.median(xv)
+            if label.startswith("TTFT-srv"):  # a difference in ms: paired differences
+                diffs = [get(x) - get(y) for x, y in zip(ab, vl, strict=False)]
+                paired = f"paired diff {statistics.median(diffs):+.2f} ms [{min(diffs):+.2f}..{max(diffs):+.2f}]"
+            else:
+                pairs = [get(x) / get(y) for x, y in zip(ab, vl, strict=False) if get(y)]
+                within = sum(1 for q in pairs if abs(q - 1) <= 0.02)
+                paired = (
+                    f"paired {statistics.median(pairs):.3f} [{min(pairs):.3f}..{max(pairs):.3f}] "
+                    f"{within}/{len(pairs)} within 2 %"
+                    if pairs
+                    else ""
+                )
+            ratio = f"{ma / mv:.3f}" if mv else "n/a"
+            print(
+                f"  {label:<10} {fmt(ma):>8} [{fmt(min(xa))}..{fmt(max(xa))}]  vs  {fmt(mv):>8} "
+                f"[{fmt(min(xv))}..{fmt(max(xv))}]  ratio {ratio}  {paired}"
+            )
+        for name, rs in by.items():
+            tpc = [r["out_tokens"] / r["_chunks"] for r in rs if r.get("_chunks")]
+            dur = [r["duration"] for r in rs]
+            load = [r["load1"] for r in rs]
+            extra = ""
+            if name == "vllm" and any(r.get("_gaps") for r in rs):
+                z = sum(r.get("_zero_gaps", 0) for r in rs) / max(sum(r.get("_gaps", 0) for r in rs), 1)
+                spans = [r["duration"] - r["_span"] for r in rs if r.get("_span")]
+                extra = f", gaps < 0.1 ms {100 * z:.1f} %"
+                if spans:
+                    extra += f", duration - request span {1000 * statistics.median(spans):.1f} ms (median)"
+            print(
+                f"  {name:<10} tokens/chunk {statistics.median(tpc) if tpc else float('nan'):.3f}, duration "
+                f"{statistics.median(dur):.2f} s [{min(dur):.2f}..{max(dur):.2f}], load average "
+                f"{min(load):.2f}..{max(load):.2f}{extra}"
+            )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "autobench-vllm-agreement"))
     ap.add_argument("--levels", default="1,4,16")
-    ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--num-prompts", type=int, default=64)
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--num-prompts", default="64,128,512", help="one number, or one per level")
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=64)
+    ap.add_argument("--nice", type=int, default=None, help="set this niceness first (children inherit; -19 as root)")
+    ap.add_argument("--server-cpus", default=None, help="taskset list for vllm serve (default: vLLM's own binding)")
+    ap.add_argument("--client-cpus", default=None, help="taskset list for both clients (default: none)")
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--port", type=int, default=None, help="use a vllm serve already running on this port")
     a = ap.parse_args()
+    levels = [int(x) for x in a.levels.split(",")]
+    counts_arg = [int(x) for x in a.num_prompts.split(",")]
+    if len(counts_arg) not in (1, len(levels)):
+        raise SystemExit(f"--num-prompts {a.num_prompts}: give one number or one per level ({len(levels)})")
+    nprompts = dict(zip(levels, counts_arg * len(levels) if len(counts_arg) == 1 else counts_arg, strict=False))
+    if a.nice is not None:
+        os.setpriority(os.PRIO_PROCESS, 0, a.nice)
     work = Path(a.workdir)
     work.mkdir(parents=True, exist_ok=True)
     venv, model = build(work)
@@ -214,61 +351,52 @@ def main() -> None:
         print(f"built: {venv}, {model}")
         return
     port = a.port or free_port()
-    proc = None if a.port else start_server(venv, model, port, work / "serve.log")
-    rows: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    proc = None if a.port else start_server(venv, model, port, work / "serve.log", a.server_cpus)
+    runs: list[dict[str, Any]] = []
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     try:
-        prompts = work / "prompts.jsonl"
-        counts = write_prompts(model, a.num_prompts, a.input_len, prompts)
+        files = {}
+        for n in sorted(set(nprompts.values())):
+            files[n] = work / f"prompts-{n}.jsonl"
+            counts = write_prompts(model, n, a.input_len, files[n])
         print(
-            f"# vLLM 0.32 CPU build, tiny random Llama, {a.num_prompts} prompts of {min(counts)}..{max(counts)} "
-            f"tokens (asked {a.input_len}), {a.output_len} output tokens (ignore_eos), {os.cpu_count()} CPUs, "
-            f"load average {os.getloadavg()[0]:.2f}"
+            f"# {stamp} UTC: vLLM 0.32 CPU build, tiny random Llama, prompts of {min(counts)}..{max(counts)} tokens "
+            f"(asked {a.input_len}), {a.output_len} output tokens (ignore_eos), {os.cpu_count()} CPUs; "
+            f"niceness {os.getpriority(os.PRIO_PROCESS, 0)}, server cpus {a.server_cpus or 'vLLM default'}, "
+            f"client cpus {a.client_cpus or 'any'}, load average {os.getloadavg()[0]:.2f}",
+            flush=True,
         )
-        # one warm-up run each, not reported
-        run_autobench(port, 4, a, prompts, model, work / "warm-a.json")
-        run_vllm(port, 4, a, prompts, venv, model, work / "warm-v.json")
         print(
             "   C client     run  TTFTmed  TPOTmed  ITLmed  E2ELmed    out/s |  srv TTFT  srv ITL  srv E2EL "
-            "| in tok (min..max)  tok/chunk"
+            "| in tok/req  tok/chunk  load1"
         )
-        for c in (int(x) for x in a.levels.split(",")):
+        for c in levels:
+            n = nprompts[c]
+            # one warm-up pair per level, not reported
+            run_autobench(port, c, n, a, files[n], model, work / "warm-a.json")
+            run_vllm(port, c, n, a, files[n], venv, model, work / "warm-v.json")
             for i in range(a.repeat):
                 for name in ("autobench", "vllm") if i % 2 == 0 else ("vllm", "autobench"):
                     out = work / f"{name}-c{c}-{i}.json"
+                    load1 = os.getloadavg()[0]
                     before = scrape(port)
                     if name == "autobench":
-                        d = run_autobench(port, c, a, prompts, model, out)
+                        d = run_autobench(port, c, n, a, files[n], model, out)
                     else:
-                        d = run_vllm(port, c, a, prompts, venv, model, out)
+                        d = run_vllm(port, c, n, a, files[n], venv, model, out)
                     srv = server_means(before, scrape(port))
-                    d["_srv"] = srv
-                    rows.setdefault((c, name), []).append(d)
-                    inp = (
-                        f"{d.get('min_input_tokens')}..{d.get('max_input_tokens')}"
-                        if name == "autobench"
-                        else f"{d.get('total_input_tokens', 0) / max(d.get('completed', 1), 1):.1f} avg"
-                    )
-                    tpc = d.get("mean_tokens_per_chunk")
+                    d.update(c=c, i=i, client=name, srv=srv, load1=load1, out_tokens=d["total_output_tokens"])
+                    d["norm"] = normalized(d, c, a.output_len)
+                    runs.append(d)
+                    tpc = d["out_tokens"] / d["_chunks"] if d.get("_chunks") else float("nan")
                     print(
                         f"{c:>4} {name:<10} {i:>3} {d['median_ttft_ms']:>8.2f} {d['median_tpot_ms']:>8.3f} "
                         f"{d['median_itl_ms']:>7.3f} {d['median_e2el_ms']:>8.1f} {d['output_throughput']:>8.1f} | "
-                        f"{srv['ttft']:>8.2f} {srv['itl']:>8.3f} {srv['e2el']:>9.1f} | {inp:>17}  "
-                        f"{'' if tpc is None else f'{tpc:.2f}'}",
+                        f"{srv['ttft']:>8.2f} {srv['itl']:>8.3f} {srv['e2el']:>9.1f} | "
+                        f"{d['total_input_tokens'] / max(d['completed'], 1):>10.1f}  {tpc:>9.3f}  {load1:>5.2f}",
                         flush=True,
                     )
-        print("\n# per concurrency: median of the run medians [range over runs]; ratio = autobench / vllm")
-        for c in (int(x) for x in a.levels.split(",")):
-            ab, vl = rows[(c, "autobench")], rows[(c, "vllm")]
-            parts = []
-            for k in KEYS:
-                xa = [r[k] for r in ab]
-                xv = [r[k] for r in vl]
-                ma, mv = statistics.median(xa), statistics.median(xv)
-                parts.append(
-                    f"{k}: {ma:.3f} [{min(xa):.3f}..{max(xa):.3f}] vs {mv:.3f} [{min(xv):.3f}..{max(xv):.3f}] "
-                    f"ratio {ma / mv:.4f}"
-                )
-            print(f"C={c}\n  " + "\n  ".join(parts))
+        summary(runs, levels)
     finally:
         if proc is not None:
             os.killpg(proc.pid, 15)
@@ -276,7 +404,13 @@ def main() -> None:
                 proc.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 9)
-    print(f"# load average at the end: {os.getloadavg()[0]:.2f}")
+        keep = ("c", "i", "client", "srv", "norm", "load1", "out_tokens", "duration", "completed", "_chunks", "_span")
+        keep += ("_zero_gaps", "_gaps", "itl_samples", "total_input_tokens", "total_output_tokens")
+        keep += tuple(f"{s}_{m}_ms" for s in ("mean", "median", "p99") for m in ("ttft", "tpot", "itl", "e2el"))
+        keep += ("output_throughput",)
+        dump = work / f"agreement-{stamp}.json"
+        dump.write_text(json.dumps([{k: r.get(k) for k in keep} for r in runs], indent=1))
+        print(f"# load average at the end: {os.getloadavg()[0]:.2f}; every run's figures: {dump}")
 
 
 if __name__ == "__main__":
