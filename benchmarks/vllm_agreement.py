@@ -248,6 +248,8 @@ SRV = (("ttft", "srv TTFT"), ("itl", "srv ITL"), ("e2el", "srv E2EL"))
 NORM = (
     ("tpot", "TPOT/srvITL"),  # client mean TPOT / server mean inter-token latency
     ("itl", "ITL/srvITL"),  # client mean ITL / server mean inter-token latency
+    ("tpot_med", "medTPOT/srv"),  # the same with the client's medians
+    ("itl_med", "medITL/srv"),
     ("ttft", "TTFT-srv ms"),  # client mean TTFT - server mean TTFT: send, receive, parse
     ("busy", "occupancy"),  # throughput x server E2EL / (C x output tokens): slots kept busy
 )
@@ -258,6 +260,8 @@ def normalized(d: dict[str, Any], c: int, output_len: int) -> dict[str, float]:
     return {
         "tpot": d["mean_tpot_ms"] / srv["itl"],
         "itl": d["mean_itl_ms"] / srv["itl"],
+        "tpot_med": d["median_tpot_ms"] / srv["itl"],
+        "itl_med": d["median_itl_ms"] / srv["itl"],
         "ttft": d["mean_ttft_ms"] - srv["ttft"],
         "busy": d["output_throughput"] * srv["e2el"] / 1000 / (c * output_len),
     }
