@@ -330,9 +330,9 @@ def summary(runs: list[dict[str, Any]], levels: list[int]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", default=str(Path(tempfile.gettempdir()) / "autobench-vllm-agreement"))
-    ap.add_argument("--levels", default="1,4,16")
+    ap.add_argument("--levels", default="16,4,1")
     ap.add_argument("--repeat", type=int, default=15)
-    ap.add_argument("--num-prompts", default="64,128,512", help="one number, or one per level")
+    ap.add_argument("--num-prompts", default="256,96,32", help="one number, or one per level")
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=64)
     ap.add_argument("--nice", type=int, default=None, help="set this niceness first (children inherit; -19 as root)")
