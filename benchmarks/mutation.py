@@ -89,12 +89,14 @@ TESTS: dict[str, list[str]] = {
         "tests/compile/test_compile_quoting_property.py",
     ],
     "autobench/hub/fingerprint.py": [
+        "tests/hub/test_hub_fingerprint.py",
         "tests/hub/test_hub_fingerprint_diff.py",
         "tests/hub/test_hub_lock.py",
         "tests/hub/test_hub_outdated.py",
     ],
     "autobench/hub/diff.py": [
         "tests/hub/test_hub_fingerprint_diff.py",
+        "tests/hub/test_hub_fingerprint.py",
         "tests/hub/test_hub_outdated.py",
     ],
     "autobench/hub/lockfile.py": [
@@ -111,7 +113,6 @@ TESTS: dict[str, list[str]] = {
         "tests/test_redaction.py",
         "tests/test_redaction_writers.py",
         "tests/logs/test_logs_cli_secrets.py",
-        "tests/security/test_echoed_values.py",
     ],
     "autobench/bench/metrics.py": [
         "tests/bench/test_bench_metrics.py",
@@ -646,6 +647,7 @@ class Runner:
         rc = 3
         try:
             os.setpgid(0, 0)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
             fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(fd, 1)
             os.dup2(fd, 2)

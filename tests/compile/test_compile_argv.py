@@ -1,0 +1,338 @@
+"""The argv lists a recipe compiles to (docker run, vllm serve, both bench clients), every
+field set, and the launch variants (prefix, command, model flag, entrypoint, setup steps and
+mods).  The script renders the same lines (test_compile_quoting_property checks that under bash)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autobench.compile.argv import (
+    bench_argv,
+    docker_argv,
+    group_args,
+    num,
+    serve_argv,
+    setup_script,
+    speculative_json,
+)
+from autobench.errors import RecipeError
+from autobench.recipe.schema import Recipe
+
+SHA, TOK, DRAFT = "a" * 40, "b" * 40, "c" * 40
+
+
+def full(**changes: Any) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": "full",
+        "model": {
+            "repo": "org/m",
+            "revision": SHA,
+            "tokenizer": "org/tok",
+            "tokenizer_revision": TOK,
+            "served_name": "served",
+            "trust_remote_code": True,
+        },
+        "container": {
+            "image": "vllm/vllm-openai:v1",
+            "name": "box",
+            "gpus": "device=0",
+            "ipc": "host",
+            "shm_size": "16g",
+            "ports": ["8000:8000"],
+            "volumes": ["~/.cache/hf:/root/.cache/huggingface", "/data:/data"],
+            "extra_args": ["--network", "host", "--privileged"],
+        },
+        "env": {"VLLM_LOGGING_LEVEL": "DEBUG"},
+        "secrets": ["HF_TOKEN", "VLLM_API_KEY"],
+        "engine": {
+            "port": 9000,
+            "max_model_len": 4096,
+            "gpu_memory_utilization": 0.9,
+            "max_num_batched_tokens": 8192,
+            "max_num_seqs": 64,
+            "dtype": "bfloat16",
+            "kv_cache_dtype": "fp8",
+            "tensor_parallel_size": 2,
+            "pipeline_parallel_size": 1,
+            "data_parallel_size": 1,
+            "quantization": "awq",
+            "runner": "generate",
+            "load_format": "safetensors",
+            "attention_backend": "FLASH_ATTN",
+            "enable_expert_parallel": True,
+            "enable_prefix_caching": False,
+            "enable_chunked_prefill": True,
+            "enforce_eager": False,
+            "extra_args": ["--seed", "1", "--disable-log-stats"],
+        },
+        "speculative": {
+            "method": "eagle3",
+            "model": "org/draft",
+            "revision": DRAFT,
+            "num_speculative_tokens": 3,
+            "options": {"method": "not this one", "draft_tensor_parallel_size": 1},
+        },
+        "bench": {
+            "client": "vllm",
+            "endpoint": "chat",
+            "model": "served",
+            "dataset": {"kind": "random", "input_len": 512, "output_len": 128},
+            "num_prompts": 100,
+            "concurrency": 4,
+            "max_tokens": 200,
+            "request_rate": 2.0,
+            "ignore_eos": True,
+            "seed": 7,
+            "warmup": 2,
+            "sampler": {"temperature": 0.0, "top_p": 0.9, "min_p": 0.1},
+        },
+    }
+    for section, values in changes.items():
+        if isinstance(values, dict) and isinstance(data.get(section), dict):
+            data[section] = {**data[section], **values}
+        else:
+            data[section] = values
+    return data
+
+
+def recipe(data: dict[str, Any]) -> Any:
+    return Recipe.model_validate(data)
+
+
+ENGINE_FLAGS = [
+    "--revision", SHA,
+    "--tokenizer", "org/tok",
+    "--tokenizer-revision", TOK,
+    "--served-model-name", "served",
+    "--host", "0.0.0.0",
+    "--port", "9000",
+    "--max-model-len", "4096",
+    "--gpu-memory-utilization", "0.9",
+    "--max-num-batched-tokens", "8192",
+    "--max-num-seqs", "64",
+    "--dtype", "bfloat16",
+    "--kv-cache-dtype", "fp8",
+    "--tensor-parallel-size", "2",
+    "--pipeline-parallel-size", "1",
+    "--data-parallel-size", "1",
+    "--quantization", "awq",
+    "--runner", "generate",
+    "--load-format", "safetensors",
+    "--attention-backend", "FLASH_ATTN",
+    "--trust-remote-code",
+    "--speculative-config",
+    f'{{"method":"eagle3","model":"org/draft","revision":"{DRAFT}","num_speculative_tokens":3,"draft_tensor_parallel_size":1}}',
+    "--enable-expert-parallel",
+    "--no-enable-prefix-caching",
+    "--enable-chunked-prefill",
+    "--no-enforce-eager",
+    "--seed", "1", "--disable-log-stats",
+]  # fmt: skip
+
+
+def test_docker_run_of_a_recipe_with_every_field_set():
+    assert docker_argv(recipe(full()), home="/h") == [
+        "docker", "run", "-d",
+        "--name", "box",
+        "--gpus", "device=0",
+        "--ipc=host",
+        "--shm-size", "16g",
+        "-p", "8000:8000",
+        "-v", "/h/.cache/hf:/root/.cache/huggingface",
+        "-v", "/data:/data",
+        "--env", "HF_TOKEN", "--env", "VLLM_API_KEY",  # secrets by name: docker copies the value
+        "--env", "VLLM_LOGGING_LEVEL=DEBUG",
+        "--network", "host", "--privileged",
+        "vllm/vllm-openai:v1",
+        "org/m",
+        *ENGINE_FLAGS,
+    ]  # fmt: skip
+
+
+def test_vllm_serve_of_the_same_recipe():
+    assert serve_argv(recipe(full()), home="/h") == ["vllm", "serve", "org/m", *ENGINE_FLAGS]
+
+
+def test_vllm_bench_serve_inside_the_container():
+    assert bench_argv(recipe(full()), home="/h") == [
+        "docker", "exec", "-e", "OPENAI_API_KEY", "box", "vllm", "bench", "serve",
+        "--backend", "openai-chat",
+        "--base-url", "http://localhost:9000",
+        "--endpoint", "/v1/chat/completions",
+        "--model", "org/m",
+        "--served-model-name", "served",
+        "--dataset-name", "random",
+        "--num-prompts", "100",
+        "--max-concurrency", "4",
+        "--random-input-len", "512",
+        "--random-output-len", "128",
+        "--request-rate", "2",
+        "--ignore-eos",
+        "--seed", "7",
+        "--num-warmups", "2",
+        "--temperature", "0", "--top-p", "0.9", "--min-p", "0.1",
+    ]  # fmt: skip
+
+
+def test_autobench_bench_of_the_same_recipe():
+    data = full(bench={"client": "autobench", "max_seconds": 30.0})
+    assert bench_argv(recipe(data), home="/h") == [
+        "autobench", "bench",
+        "--base-url", "http://127.0.0.1:9000",
+        "--model", "served",
+        "--api-key-env", "VLLM_API_KEY",
+        "--endpoint", "chat",
+        "--dataset-kind", "random",
+        "--random-input-len", "512",
+        "--tokenizer", "org/tok",
+        "--tokenizer-revision", TOK,
+        "--num-prompts", "100",
+        "--max-seconds", "30",
+        "--concurrency", "4",
+        "--max-tokens", "128",
+        "--request-rate", "2",
+        "--ignore-eos",
+        "--seed", "7",
+        "--warmup", "2",
+        "--temperature", "0", "--top-p", "0.9",  # min_p: vllm bench only
+    ]  # fmt: skip
+
+
+def test_the_defaults_add_nothing_optional():
+    data = {"name": "d", "model": {"repo": "org/m", "revision": SHA}, "container": {"image": "img:1"}}
+    r = recipe(data)
+    assert docker_argv(r, home="/h") == [
+        "docker", "run", "-d", "--name", "autobench-d", "--gpus", "all", "img:1",
+        "org/m", "--revision", SHA, "--host", "0.0.0.0", "--port", "8000",
+    ]  # fmt: skip
+    assert bench_argv(r, home="/h") == [
+        "autobench", "bench", "--base-url", "http://127.0.0.1:8000", "--model", "org/m",
+        "--tokenizer", "org/m", "--tokenizer-revision", SHA,  # the served model's own tokenizer
+        "--num-prompts", "500", "--concurrency", "8", "--max-tokens", "256",
+    ]  # fmt: skip
+    data["bench"] = {"client": "vllm", "dataset": {"kind": "jsonl", "path": "~/p.jsonl"}, "max_tokens": 64}
+    assert bench_argv(recipe(data), home="/h") == [
+        "docker", "exec", "autobench-d", "vllm", "bench", "serve",
+        "--backend", "openai", "--base-url", "http://localhost:8000", "--endpoint", "/v1/completions",
+        "--model", "org/m", "--served-model-name", "org/m",
+        "--dataset-name", "custom", "--dataset-path", "/h/p.jsonl",
+        "--num-prompts", "500", "--max-concurrency", "8",
+        "--custom-output-len", "64",
+        "--seed", "0",
+    ]  # fmt: skip
+
+
+def test_a_random_dataset_without_lengths_uses_vllms_defaults():
+    data = full(bench={"dataset": {"kind": "random"}, "sampler": None, "request_rate": None, "warmup": 0})
+    argv = bench_argv(recipe(data), home="/h")
+    assert argv[argv.index("--random-input-len") + 1] == "1024"
+    assert argv[argv.index("--random-output-len") + 1] == "200"  # max_tokens
+    assert "--request-rate" not in argv and "--num-warmups" not in argv and "--temperature" not in argv
+
+
+def test_a_local_model_has_no_revision_and_its_tokenizer_is_the_folder():
+    data = {
+        "name": "loc",
+        "model": {"repo": "/models/m"},
+        "container": {"image": "img:1"},
+        "bench": {"dataset": {"kind": "sharegpt", "path": "~/sg.json"}},
+    }
+    r = recipe(data)
+    assert serve_argv(r, home="/h")[:5] == ["vllm", "serve", "/models/m", "--host", "0.0.0.0"]
+    argv = bench_argv(r, home="/h")
+    assert argv[argv.index("--tokenizer") + 1] == "/models/m" and "--tokenizer-revision" not in argv
+    assert argv[argv.index("--dataset") + 1] == "/h/sg.json" and "--dataset-kind" not in argv
+    assert "--seed" not in argv  # seed 0: the client's default
+
+
+def test_launch_prefix_command_model_flag_and_setup_steps(tmp_path: Path):
+    (tmp_path / "patch.sh").write_text('echo patched >> "$LOG"\n')
+    (tmp_path / "moddir").mkdir()
+    (tmp_path / "moddir" / "run.sh").write_text('echo "dir $(basename "$PWD")" >> "$LOG"\n')
+    data = {
+        "name": "l",
+        "model": {"repo": "org/m", "revision": SHA},
+        "container": {"image": "img:1"},
+        "launch": {
+            "prefix": ["env", "A=1"],
+            "command": ["printf", "%s|"],
+            "model_flag": "--model",
+            "setup": [
+                {"run": 'echo "run step" >> "$LOG"'},
+                {"mod": "patch.sh", "name": "the patch"},
+                {"mod": "moddir"},
+            ],
+        },
+    }
+    r = recipe(data)
+    mods = {1: tmp_path / "patch.sh", 2: tmp_path / "moddir"}
+    head = ["env", "A=1", "printf", "%s|", "--model", "org/m", "--revision", SHA]
+    inside = setup_script(r, mods, in_container=True)
+    assert inside.splitlines() == [
+        "set -euo pipefail",
+        "echo 'autobench: setup step 1' >&2",
+        'echo "run step" >> "$LOG"',
+        "echo 'autobench: setup the patch' >&2",
+        "bash /autobench/mods/1-patch.sh",
+        "echo 'autobench: setup moddir' >&2",
+        "(cd /autobench/mods/2-moddir && bash ./run.sh)",
+        'exec "$@"',
+    ]
+    assert docker_argv(r, home="/h", mods=mods)[:15] == [
+        "docker", "run", "-d", "--name", "autobench-l", "--gpus", "all",
+        "-v", f"{tmp_path}/patch.sh:/autobench/mods/1-patch.sh:ro",
+        "-v", f"{tmp_path}/moddir:/autobench/mods/2-moddir:ro",
+        "--entrypoint", "bash", "img:1", "-c",
+    ]  # fmt: skip
+    assert docker_argv(r, home="/h", mods=mods)[15:18] == [inside, "autobench-setup", *head[:1]]
+    # outside a container the same steps run in order from the mods' own paths, then the server
+    argv = serve_argv(r, home="/h", mods=mods)
+    assert argv[:2] == ["bash", "-c"] and argv[3:] == ["autobench-setup", *head, "--host", "0.0.0.0", "--port", "8000"]
+    log = tmp_path / "log"
+    done = subprocess.run(
+        argv, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "LOG": str(log)}, timeout=30, check=True
+    )
+    assert done.stdout == "--model|org/m|--revision|" + SHA + "|--host|0.0.0.0|--port|8000|"
+    assert log.read_text() == "run step\npatched\ndir moddir\n"
+    assert "autobench: setup the patch" in done.stderr
+
+
+def test_an_entrypoint_without_setup_replaces_the_images():
+    data = {
+        "name": "e",
+        "model": {"repo": "org/m", "revision": SHA},
+        "container": {"image": "img:1"},
+        "launch": {"entrypoint": ""},
+    }
+    assert docker_argv(recipe(data), home="/h")[7:13] == ["--entrypoint", "", "img:1", "vllm", "serve", "org/m"]
+
+
+def test_speculative_config_json():
+    assert speculative_json(recipe(full(speculative=None))) is None
+    minimal = full()
+    minimal["speculative"] = {"method": "ngram", "options": {"prompt_lookup_max": 4}}
+    assert speculative_json(recipe(minimal)) == '{"method":"ngram","prompt_lookup_max":4}'
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(900.0, "900"), (0.85, "0.85"), (8, "8"), (True, "true"), (False, "false"), (1e-05, "1e-05")]
+)
+def test_numbers_are_written_as_a_person_would_type_them(value, text):
+    assert num(value) == text
+
+
+def test_extra_args_are_grouped_a_flag_with_its_values():
+    groups = group_args(["--a", "1", "2", "--b", "--c=3", "x", "-d", "4"])
+    assert [[w.value for w in g] for g in groups] == [["--a", "1"], ["2"], ["--b"], ["--c=3", "x"], ["-d", "4"]]
+    assert group_args([]) == []
+
+
+def test_a_value_starting_with_a_dash_is_glued_to_its_flag_and_a_bare_dashdash_refused():
+    argv = docker_argv(recipe(full(container={"shm_size": "-1", "gpus": None})), home="/h")
+    assert "--shm-size=-1" in argv and "--gpus" not in argv
+    with pytest.raises(RecipeError, match="the value of --shm-size is '--'"):
+        docker_argv(recipe(full(container={"shm_size": "--"})), home="/h")
