@@ -208,6 +208,7 @@ class Mutant:
     id: int
     line: int
     col: int  # characters, from 0
+    scope: str  # the enclosing class/function ("Change.to_json"), "" at module level
     start: int  # byte offsets into the source
     end: int
     new: bytes
@@ -259,7 +260,17 @@ class _Mutator:
         for line in self.lines:
             self.starts.append(self.starts[-1] + len(line) + 1)
         self.skip: set[int] = set()  # ids of nodes never mutated (docstrings, annotations...)
-        self.out: list[tuple[int, int, int, int, bytes, str]] = []
+        self.out: list[tuple[int, int, int, int, bytes, str, str]] = []
+        self.scopes: dict[int, str] = {}
+        self._scope(self.tree, "")
+
+    def _scope(self, node: ast.AST, name: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = name
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                inner = f"{name}.{child.name}" if name else child.name
+            self.scopes[id(child)] = inner
+            self._scope(child, inner)
 
     # positions -------------------------------------------------------------------------------
     def span(self, node: ast.AST) -> tuple[int, int]:
@@ -278,7 +289,8 @@ class _Mutator:
             return
         line: int = node.lineno  # type: ignore[attr-defined]
         col = len(self.lines[line - 1][: node.col_offset].decode("utf-8"))  # type: ignore[attr-defined]
-        self.out.append((line, col, start, end, new.encode("utf-8"), f"{what}: {_short(old)!r} -> {_short(new)!r}"))
+        description = f"{what}: {_short(old)!r} -> {_short(new)!r}"
+        self.out.append((line, col, start, end, new.encode("utf-8"), description, self.scopes.get(id(node), "")))
 
     def replace(self, node: ast.AST, mutated: ast.AST, what: str) -> None:
         self.add(node, ast.unparse(mutated), what)
@@ -471,7 +483,7 @@ def mutants(source: bytes) -> list[Mutant]:
     m.visit()
     seen: set[bytes] = {source}
     out: list[Mutant] = []
-    for line, col, start, end, new, description in sorted(m.out, key=lambda x: (x[2], x[3], x[5])):
+    for line, col, start, end, new, description, scope in sorted(m.out, key=lambda x: (x[2], x[3], x[5])):
         mutated = source[:start] + new + source[end:]
         if mutated in seen:
             continue
@@ -481,7 +493,7 @@ def mutants(source: bytes) -> list[Mutant]:
             continue
         seen.add(mutated)
         code = m.lines[line - 1].decode("utf-8").strip()
-        out.append(Mutant(len(out) + 1, line, col, start, end, new, description, code))
+        out.append(Mutant(len(out) + 1, line, col, scope, start, end, new, description, code))
     return out
 
 
@@ -503,6 +515,7 @@ class Equivalent:
     mutant: str
     reason: str
     col: int | None = None  # only where one line has two mutants with the same description
+    scope: str | None = None  # only where two lines of one text have mutants with the same description
     used: bool = False
 
 
@@ -524,6 +537,7 @@ def load_equivalents(path: Path) -> list[Equivalent]:
                     str(e["mutant"]),
                     str(e["reason"]),
                     None if col is None else int(col),
+                    e.get("scope"),
                 )
             )
     return out
@@ -531,7 +545,13 @@ def load_equivalents(path: Path) -> list[Equivalent]:
 
 def equivalent_for(module: str, m: Mutant, equivalents: list[Equivalent]) -> Equivalent | None:
     for e in equivalents:
-        if e.module == module and e.mutant == m.description and e.code == m.code and e.col in (None, m.col):
+        if (
+            e.module == module
+            and e.mutant == m.description
+            and e.code == m.code
+            and e.col in (None, m.col)
+            and e.scope in (None, m.scope)
+        ):
             e.used = True
             return e
     return None
@@ -875,7 +895,7 @@ def main(argv: list[str] | None = None) -> int:
                 if args.show and m.id in args.show:
                     print(show(m, source, module))
                 elif args.list:
-                    print(f"{module} #{m.id} L{m.line}:{m.col} {m.description}")
+                    print(f"{module} #{m.id} L{m.line}:{m.col} {m.scope or '-'} {m.description}")
         return 0
 
     equivalents = load_equivalents(args.equivalent)
