@@ -127,6 +127,7 @@ TESTS: dict[str, list[str]] = {
         "tests/bench/test_bench_client.py",
     ],
     "autobench/logs/rootcause.py": [
+        "tests/logs/test_logs_rootcause_units.py",
         "tests/logs/test_logs_causes.py",
         "tests/logs/test_logs_units.py",
         "tests/logs/test_logs_corpus.py",

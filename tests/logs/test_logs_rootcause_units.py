@@ -1,0 +1,51 @@
+"""RootCause's small rules by themselves: classification before and after the server was ready,
+which memory failures are out-of-memory errors, hints, and the tracker's stop and done states."""
+
+from __future__ import annotations
+
+import pytest
+
+from autobench.logs.rootcause import CATEGORIES, HINTS, RootCause, boot_oom, classify, hint
+
+
+@pytest.mark.parametrize(
+    ("text", "booting", "serving"),
+    [
+        ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", "gpu_memory", "cuda_oom"),
+        ("RuntimeError: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate", "gpu_memory", "cuda_oom"),
+        # memory failures that are not an out-of-memory error stay what they are once serving
+        ("ValueError: No available memory for the cache blocks", "gpu_memory", "gpu_memory"),
+        ("Insufficient memory for KV cache", "gpu_memory", "gpu_memory"),
+        ("OSError: [Errno 98] Address already in use", "port_in_use", "port_in_use"),
+        ("nothing known here", "other", "other"),
+    ],
+)
+def test_an_oom_is_a_boot_failure_until_the_server_is_ready(text, booting, serving):
+    assert classify(text) == booting
+    assert classify(text, ready=False) == booting
+    assert classify(text, ready=True) == serving
+
+
+def test_only_an_out_of_memory_gpu_memory_cause_is_a_boot_oom():
+    assert boot_oom(RootCause("gpu_memory", "torch.OutOfMemoryError: CUDA out of memory.", 3))
+    assert not boot_oom(RootCause("gpu_memory", "No available memory for the cache blocks", 3))
+    assert not boot_oom(RootCause("cuda_oom", "CUDA out of memory", 3))
+    assert not boot_oom(None)
+
+
+def test_every_category_has_a_one_line_hint():
+    assert set(HINTS) == set(CATEGORIES) and CATEGORIES[-1] == "other"
+    assert all(h and "\n" not in h for h in HINTS.values())
+    assert hint("port_in_use") == HINTS["port_in_use"] and hint("no_such_category") is None and hint(None) is None
+    assert RootCause("no_such_category", "m", 1).hint == HINTS["other"]
+    assert RootCause("gpu_memory", "m", 1).hint == HINTS["gpu_memory"]
+    assert RootCause("other", "m", 2, location="a.py:1").to_dict() == {
+        "category": "other",
+        "message": "m",
+        "line": 2,
+        "location": "a.py:1",
+        "function": None,
+        "exception": None,
+        "detail": None,
+        "generic": False,
+    }
