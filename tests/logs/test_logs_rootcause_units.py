@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from autobench.logs import parse_log
 from autobench.logs.rootcause import CATEGORIES, HINTS, RootCause, boot_oom, classify, hint
 
 
@@ -49,3 +50,13 @@ def test_every_category_has_a_one_line_hint():
         "detail": None,
         "generic": False,
     }
+
+
+def test_a_long_cause_is_cut_at_600_characters_wherever_it_comes_from():
+    long = "No available memory for the cache blocks " + "x" * 700
+    r = parse_log([f"ERROR 11-18 18:07:28 worker.py:1] ValueError: {long}", "ERROR 11-18 18:07:28 x.py:1] later"])
+    assert r.root_cause is not None and r.root_cause.message == ("ValueError: " + long)[:600]
+    r = parse_log([f"ERROR 11-18 18:07:28 worker.py:1] {long}"])  # a logged message, no exception name
+    assert r.root_cause is not None and r.root_cause.message == long[:600]
+    r = parse_log([f"(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] EngineCore failed to start. {'y' * 700}"])
+    assert r.root_cause is not None and r.root_cause.generic and len(r.root_cause.message) == 600
