@@ -134,8 +134,8 @@ TESTS: dict[str, list[str]] = {
         "tests/logs/test_logs_blocks.py",
     ],
     "autobench/logs/facts.py": [
-        "tests/logs/test_logs_units.py",
         "tests/logs/test_logs_facts.py",
+        "tests/logs/test_logs_units.py",
         "tests/logs/test_logs_corpus.py",
         "tests/logs/test_logs_blocks.py",
     ],
