@@ -18,6 +18,8 @@ from autobench.logs.rootcause import CATEGORIES, HINTS, RootCause, boot_oom, cla
         ("ValueError: No available memory for the cache blocks", "gpu_memory", "gpu_memory"),
         ("Insufficient memory for KV cache", "gpu_memory", "gpu_memory"),
         ("OSError: [Errno 98] Address already in use", "port_in_use", "port_in_use"),
+        # an earlier category that mentions running out of memory stays that category
+        ("NCCL error: unhandled cuda error, NCCL version 2.21.5: CUDA error: out of memory", "distributed", "distributed"),
         ("nothing known here", "other", "other"),
     ],
 )
