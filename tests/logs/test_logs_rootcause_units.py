@@ -62,3 +62,19 @@ def test_a_long_cause_is_cut_at_600_characters_wherever_it_comes_from():
     assert r.root_cause is not None and r.root_cause.message == long[:600]
     r = parse_log([f"(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] EngineCore failed to start. {'y' * 700}"])
     assert r.root_cause is not None and r.root_cause.generic and len(r.root_cause.message) == 600
+
+
+@pytest.mark.parametrize("level", ["INFO", "DEBUG", "WARNING"])
+def test_a_non_error_line_inside_a_traceback_is_not_the_cause(level):
+    # the line under a frame is read as the frame's source code, whatever its level, but an
+    # INFO/DEBUG/WARNING record there is another process talking, never the cause
+    r = parse_log(
+        [
+            "ERROR 01-01 00:00:00 [engine.py:1] Traceback (most recent call last):",
+            'ERROR 01-01 00:00:00 [engine.py:1]   File "/v/a.py", line 5, in f',
+            f"{level} 01-01 00:00:00 [x.py:1] retrying after CUDA out of memory",
+            "ERROR 01-01 00:00:00 [engine.py:1] ValueError: the real cause",
+        ]
+    )
+    assert r.root_cause is not None
+    assert (r.root_cause.line, r.root_cause.message, r.root_cause.location) == (4, "ValueError: the real cause", "a.py:5")
