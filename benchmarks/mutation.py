@@ -63,7 +63,9 @@ REPO = Path(__file__).resolve().parent.parent
 EQUIVALENT = REPO / "benchmarks" / "mutation_equivalent.yaml"
 
 #: module -> the test files that exercise it, the quickest and most direct first (``-x`` stops at
-#: the first failure, so a mutant is usually killed by the first file).
+#: the first failure, so a mutant is usually killed by the first file).  Tests with wall-time
+#: bounds (test_bench_empty_chunks, test_bench_client's accuracy run) are left out: on a loaded
+#: machine they fail with no mutant, and a flaky failure would count as a kill.
 TESTS: dict[str, list[str]] = {
     "autobench/compile/argv.py": [
         "tests/compile/test_compile_argv.py",
@@ -123,7 +125,6 @@ TESTS: dict[str, list[str]] = {
         "tests/bench/test_bench_stream_fastpath.py",
         "tests/bench/test_bench_hostile_inputs.py",
         "tests/bench/test_bench_limits.py",
-        "tests/bench/test_bench_client.py",
     ],
     "autobench/logs/rootcause.py": [
         "tests/logs/test_logs_rootcause_units.py",
