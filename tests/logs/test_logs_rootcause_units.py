@@ -78,3 +78,16 @@ def test_a_non_error_line_inside_a_traceback_is_not_the_cause(level):
     )
     assert r.root_cause is not None
     assert (r.root_cause.line, r.root_cause.message, r.root_cause.location) == (4, "ValueError: the real cause", "a.py:5")
+
+
+def test_a_frames_source_line_is_only_the_line_right_under_it():
+    # once another record came between, an indented error line is a message again, not code
+    r = parse_log(
+        [
+            "ERROR 01-01 00:00:00 [engine.py:1] Traceback (most recent call last):",
+            'ERROR 01-01 00:00:00 [engine.py:1]   File "/v/a.py", line 5, in f',
+            "INFO 01-01 00:00:00 [engine.py:1] still loading",
+            "ERROR 01-01 00:00:00 [engine.py:1]     CUDA out of memory while loading the weights",
+        ]
+    )
+    assert r.root_cause is not None and (r.root_cause.category, r.root_cause.line) == ("gpu_memory", 4)
