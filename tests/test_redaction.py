@@ -140,3 +140,7 @@ def test_only_variables_named_like_secrets_count_and_only_from_six_characters() 
 def test_environment_secrets_reads_the_process_environment_by_default(monkeypatch) -> None:
     monkeypatch.setenv("AB_TEST_SERVICE_TOKEN", "value-123456")
     assert environment_secrets()["AB_TEST_SERVICE_TOKEN"] == "value-123456"
+
+
+def test_a_multi_line_value_with_lone_carriage_returns_is_redacted_line_by_line() -> None:
+    assert redact("log: second-line\r\n", {"K": "first-line\rsecond-line"}) == "log: [REDACTED:K]\r\n"

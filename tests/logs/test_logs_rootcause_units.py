@@ -91,3 +91,16 @@ def test_a_frames_source_line_is_only_the_line_right_under_it():
         ]
     )
     assert r.root_cause is not None and (r.root_cause.category, r.root_cause.line) == ("gpu_memory", 4)
+
+
+def test_a_blank_line_between_a_validation_error_and_its_detail_keeps_the_detail():
+    r = parse_log(
+        [
+            "(APIServer pid=1) pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+            "(APIServer pid=1) ",
+            "(APIServer pid=1)   Value error, max_model_len (1000000) is too large [type=value_error]",
+        ]
+    )
+    rc = r.root_cause
+    assert rc is not None and rc.detail == "Value error, max_model_len (1000000) is too large"
+
