@@ -12,6 +12,7 @@ from autobench.redaction import (
     environment_secrets,
     is_secret_name,
     redact,
+    redact_tree,
 )
 
 TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
@@ -144,3 +145,10 @@ def test_environment_secrets_reads_the_process_environment_by_default(monkeypatc
 
 def test_a_multi_line_value_with_lone_carriage_returns_is_redacted_line_by_line() -> None:
     assert redact("log: second-line\r\n", {"K": "first-line\rsecond-line"}) == "log: [REDACTED:K]\r\n"
+
+
+def test_without_named_secrets_only_token_shapes_are_redacted() -> None:
+    assert redact(f"t {TOKEN} s3cr3t") == "t [REDACTED:hf_token] s3cr3t"
+    assert redact_tree({"a": [f"{TOKEN}", 1, None]}) == {"a": ["[REDACTED:hf_token]", 1, None]}
+    r = Redactor()
+    assert r.feed(f"t {TOKEN}\n") + r.flush() == "t [REDACTED:hf_token]\n"

@@ -19,7 +19,11 @@ from autobench.logs.rootcause import CATEGORIES, HINTS, RootCause, boot_oom, cla
         ("Insufficient memory for KV cache", "gpu_memory", "gpu_memory"),
         ("OSError: [Errno 98] Address already in use", "port_in_use", "port_in_use"),
         # an earlier category that mentions running out of memory stays that category
-        ("NCCL error: unhandled cuda error, NCCL version 2.21.5: CUDA error: out of memory", "distributed", "distributed"),
+        (
+            "NCCL error: unhandled cuda error, NCCL version 2.21.5: CUDA error: out of memory",
+            "distributed",
+            "distributed",
+        ),
         ("nothing known here", "other", "other"),
     ],
 )
@@ -77,7 +81,11 @@ def test_a_non_error_line_inside_a_traceback_is_not_the_cause(level):
         ]
     )
     assert r.root_cause is not None
-    assert (r.root_cause.line, r.root_cause.message, r.root_cause.location) == (4, "ValueError: the real cause", "a.py:5")
+    assert (r.root_cause.line, r.root_cause.message, r.root_cause.location) == (
+        4,
+        "ValueError: the real cause",
+        "a.py:5",
+    )
 
 
 def test_a_frames_source_line_is_only_the_line_right_under_it():
@@ -104,3 +112,14 @@ def test_a_blank_line_between_a_validation_error_and_its_detail_keeps_the_detail
     rc = r.root_cause
     assert rc is not None and rc.detail == "Value error, max_model_len (1000000) is too large"
 
+
+def test_the_frame_after_a_bare_assertion_must_come_from_the_same_process():
+    lines = [
+        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] AssertionError",
+        '(Worker pid=2) ERROR 01-01 00:00:00 [w.py:1]   File "/v/other.py", line 9, in g',
+        '(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]   File "/v/kv_cache_utils.py", line 77, in check',
+    ]
+    rc = parse_log(lines).root_cause
+    assert rc is not None and (rc.category, rc.location, rc.function) == ("assertion", "kv_cache_utils.py:77", "check")
+    rc = parse_log(lines[:2]).root_cause
+    assert rc is not None and rc.location is None
