@@ -70,11 +70,8 @@ TESTS: dict[str, list[str]] = {
     "autobench/compile/argv.py": [
         "tests/compile/test_compile_argv.py",
         "tests/compile/test_compile_script.py",
-        "tests/compile/test_compile_quoting_property.py",
         "tests/compile/test_compile_fences.py",
         "tests/compile/test_compile_output_len.py",
-        "tests/compile/test_compile_bench_result.py",
-        "tests/compile/test_compile_k8s.py",
     ],
     "autobench/compile/quoting.py": [
         "tests/compile/test_compile_quoting.py",

@@ -152,3 +152,15 @@ def test_without_named_secrets_only_token_shapes_are_redacted() -> None:
     assert redact_tree({"a": [f"{TOKEN}", 1, None]}) == {"a": ["[REDACTED:hf_token]", 1, None]}
     r = Redactor()
     assert r.feed(f"t {TOKEN}\n") + r.flush() == "t [REDACTED:hf_token]\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(chunk=st.integers(min_value=1, max_value=90), pad=st.integers(min_value=0, max_value=120))
+def test_an_endless_line_never_cuts_the_longer_of_two_secrets(chunk, pad) -> None:
+    # the long one has spaces: a run of token characters at the end of a piece cannot hold it back
+    short, long = "k3y!", "my pass phrase: " + "w0rd " * 6  # 4 and 46 characters
+    text = ("x " * pad + f"{short} {long} ") * 4
+    r = Redactor({"A": short, "B": long}, max_line=8)
+    out = "".join(r.feed(text[i : i + chunk]) for i in range(0, len(text), chunk)) + r.flush()
+    assert out == redact(text, {"A": short, "B": long})
+    assert long[:16] not in out and out.count("[REDACTED:B]") == 4
