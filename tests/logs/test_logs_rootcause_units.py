@@ -123,3 +123,22 @@ def test_the_frame_after_a_bare_assertion_must_come_from_the_same_process():
     assert rc is not None and (rc.category, rc.location, rc.function) == ("assertion", "kv_cache_utils.py:77", "check")
     rc = parse_log(lines[:2]).root_cause
     assert rc is not None and rc.location is None
+
+
+def test_a_bare_assertion_takes_a_jupyter_style_frame_after_it():
+    # (only a frame line that holds a cause needle reaches the tracker: "failed" here)
+    lines = [
+        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] AssertionError",
+        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]   File /v/kv_cache_utils.py:77, in raise_if_failed",
+    ]
+    rc = parse_log(lines).root_cause
+    assert rc is not None and (rc.location, rc.function) == ("kv_cache_utils.py:77", "raise_if_failed")
+
+
+def test_a_categorised_assertion_keeps_its_category_whatever_its_function():
+    lines = [
+        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] AssertionError: attention page size mismatch",
+        '(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]   File "/v/ray_utils.py", line 9, in _init_placement_group',
+    ]
+    rc = parse_log(lines).root_cause
+    assert rc is not None and (rc.category, rc.location) == ("kv_page_size", "ray_utils.py:9")
