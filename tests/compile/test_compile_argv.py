@@ -334,5 +334,16 @@ def test_extra_args_are_grouped_a_flag_with_its_values():
 def test_a_value_starting_with_a_dash_is_glued_to_its_flag_and_a_bare_dashdash_refused():
     argv = docker_argv(recipe(full(container={"shm_size": "-1", "gpus": None})), home="/h")
     assert "--shm-size=-1" in argv and "--gpus" not in argv
-    with pytest.raises(RecipeError, match="the value of --shm-size is '--'"):
+    with pytest.raises(RecipeError) as info:
         docker_argv(recipe(full(container={"shm_size": "--"})), home="/h")
+    assert str(info.value) == (
+        "the value of --shm-size is '--', which no command can receive as a value "
+        "(hint: fix the recipe field that sets --shm-size)"
+    )
+
+
+def test_only_path_values_expand_a_leading_tilde():
+    data = full(model={"served_name": "~/not-a-path"}, env={"CACHE": "~/x"})
+    argv = docker_argv(recipe(data), home="/h")
+    assert argv[argv.index("--served-model-name") + 1] == "~/not-a-path"
+    assert "CACHE=~/x" in argv and "/h/.cache/hf:/root/.cache/huggingface" in argv  # a volume is a path
