@@ -164,3 +164,28 @@ def test_an_endless_line_never_cuts_the_longer_of_two_secrets(chunk, pad) -> Non
     out = "".join(r.feed(text[i : i + chunk]) for i in range(0, len(text), chunk)) + r.flush()
     assert out == redact(text, {"A": short, "B": long})
     assert long[:16] not in out and out.count("[REDACTED:B]") == 4
+
+
+def test_values_that_are_not_text_are_ignored() -> None:
+    assert redact("port 12345 ok", {"PORT": 12345, "K": "ok-value"}) == "port 12345 ok"  # type: ignore[dict-item]
+
+
+def test_an_ordinary_long_line_waits_for_its_newline() -> None:
+    # by default only a line of a mebibyte or more is cut into pieces: output stays line-aligned
+    r = Redactor({"S": "Zq9-secret-Value"})
+    assert r.feed("x" * 5000) == ""
+    assert r.feed(" Zq9-secret-Value\n") == "x" * 5000 + " [REDACTED:S]\n"
+
+
+def test_an_endless_line_of_tokens_without_named_secrets() -> None:
+    r = Redactor(max_line=8)
+    text = f"{TOKEN} " * 20
+    out = "".join(r.feed(text[i : i + 7]) for i in range(0, len(text), 7))
+    assert out and TOKEN not in out
+    assert out + r.flush() == "[REDACTED:hf_token] " * 20
+
+
+def test_a_flushed_redactor_starts_empty() -> None:
+    r = Redactor({"S": "Zq9-secret-Value"})
+    assert r.feed("partial") == "" and r.flush() == "partial"
+    assert r.flush() == "" and r.feed("next\n") == "next\n"
