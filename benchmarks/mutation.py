@@ -760,7 +760,7 @@ def run_module(
     args: argparse.Namespace,
     logdir: Path,
 ) -> list[Outcome]:
-    tests = [t for t in args.tests or TESTS[module] if (REPO / t).exists()]
+    tests = [t for t in args.tests or TESTS[module] if (slots[0].repo / t).exists()]  # as copied at start
     if not tests:
         raise SystemExit(f"{module}: none of its test files exist; give it a row in TESTS")
     source = (REPO / module).read_bytes()
