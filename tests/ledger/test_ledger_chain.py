@@ -44,6 +44,7 @@ def test_loose_values_are_coerced_to_the_column_kind(key, value, stored):
         ("completed", [1], "expected an integer"),
         ("time_cap_hit", 2, "expected true/false"),  # a bool column given 2
         ("time_cap_hit", "yes", "expected true/false"),
+        ("time_cap_hit", 1.0, "expected true/false"),  # a float is not a bool, even 1.0
         ("decode_tok_s", False, "expected a number"),
         ("decode_tok_s", float("inf"), "finite"),
     ],
