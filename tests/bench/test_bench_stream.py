@@ -80,6 +80,17 @@ def test_progress_is_a_complete_event_not_a_keepalive():
     assert s.on_body(b'ices":[]}\n\n', 7.0) is True and s.rec.io == 7.0
 
 
+def test_a_role_announcement_after_the_first_token_is_still_not_a_token():
+    rec = feed(
+        sink(chat=True),
+        (1.0, chat({"content": "x"})),
+        (2.0, chat({"role": "assistant", "content": ""})),  # plain-looking bytes, but no content
+        (3.0, chat({"content": "y"}, "stop") + usage(2) + DONE),
+        end=3.0,
+    )
+    assert (rec.n_chunks, rec.gaps, rec.status) == (2, [2.0], OK)
+
+
 def test_chat_role_announcement_is_not_a_token_but_reasoning_is():
     s = sink(chat=True)
     rec = feed(
@@ -215,10 +226,11 @@ def test_an_http_error_keeps_the_body_message(status, kind):
     assert (s.rec.error_kind, s.rec.error_message, s.rec.end) == (kind, f"HTTP {status}: model not found", 2.0)
 
 
-def test_an_endless_error_body_is_cut_at_the_limit():
+def test_an_endless_error_body_is_cut_at_4_kib():
+    assert ERROR_BODY_LIMIT == 4096
     s = sink(status=502)
-    assert s.on_body(b"x" * (ERROR_BODY_LIMIT - 1), 1.0) is True
-    assert s.on_body(b"yy", 2.0) is False  # the limit reached: the request ends here
+    assert s.on_body(b"x" * 4095, 1.0) is True
+    assert s.on_body(b"y", 2.0) is False  # 4 KiB read: the request ends here
     assert s.rec.error_kind == "http_5xx" and s.rec.end == 2.0
     assert s.rec.error_message == "HTTP 502: " + "x" * 200  # a body that is not JSON: its first 200 characters
 
