@@ -138,7 +138,74 @@ def test_a_bare_assertion_takes_a_jupyter_style_frame_after_it():
 def test_a_categorised_assertion_keeps_its_category_whatever_its_function():
     lines = [
         "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] AssertionError: attention page size mismatch",
-        '(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]   File "/v/ray_utils.py", line 9, in _init_placement_group',
+        '(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]   File "/v/comm.py", line 9, in raise_ncclSystemError',
     ]
     rc = parse_log(lines).root_cause
-    assert rc is not None and (rc.category, rc.location) == ("kv_page_size", "ray_utils.py:9")
+    assert rc is not None and (rc.category, rc.location) == ("kv_page_size", "comm.py:9")
+    # a bare assertion is named by its function instead
+    rc = parse_log(["(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] AssertionError", lines[1]]).root_cause
+    assert rc is not None and (rc.category, rc.function) == ("distributed", "raise_ncclSystemError")
+
+
+def test_a_blank_line_between_a_frame_and_its_source_line_changes_nothing():
+    r = parse_log(
+        [
+            "ERROR 01-01 00:00:00 [engine.py:1] Traceback (most recent call last):",
+            'ERROR 01-01 00:00:00 [engine.py:1]   File "/v/a.py", line 5, in f',
+            "ERROR 01-01 00:00:00 [engine.py:1] ",
+            'ERROR 01-01 00:00:00 [engine.py:1]     check("CUDA out of memory")',
+            "ERROR 01-01 00:00:00 [engine.py:1] ValueError: the real cause",
+        ]
+    )
+    rc = r.root_cause
+    assert rc is not None and (rc.line, rc.message, rc.location) == (5, "ValueError: the real cause", "a.py:5")
+
+
+VE = "(APIServer pid=1) pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig"
+
+
+@pytest.mark.parametrize(
+    ("after", "detail"),
+    [
+        ("(APIServer pid=1)   Assertion failed, must be > 0 [type=assertion_error]", "Assertion failed, must be > 0"),
+        ("(APIServer pid=1)  Assertion failed, must be > 0", "Assertion failed, must be > 0"),  # one space left
+        ("(APIServer pid=1) Value error, too large [type=value_error]", "Value error, too large"),  # indentation lost
+        ("(APIServer pid=1) another message", None),  # not indented, not a pydantic detail
+        ("(APIServer pid=1)     For further information visit https://errors.pydantic.dev/2/v/value_error", None),
+        ("(APIServer pid=1)   Value error, " + "x" * 700, ("Value error, " + "x" * 700)[:600]),
+    ],
+)
+def test_the_detail_of_a_validation_error_is_its_next_indented_line(after, detail):
+    rc = parse_log([VE, after]).root_cause
+    assert rc is not None and rc.detail == detail
+
+
+def test_only_the_first_detail_line_counts():
+    rc = parse_log([VE, "(APIServer pid=1)   Value error, first", "(APIServer pid=1)   Value error, second"]).root_cause
+    assert rc is not None and rc.detail == "Value error, first"
+
+
+@pytest.mark.parametrize(
+    ("detail", "category"),
+    [
+        ("Value error, num_speculative_tokens must be at most 8", "speculative_config"),  # the detail says what
+        ("Assertion failed, must be greater than 0", "config_validation"),  # says nothing more: stays
+        ("Value error, unrecognized arguments: --x", "config_validation"),
+    ],
+)
+def test_a_validation_error_is_classified_by_its_detail(detail, category):
+    rc = parse_log([VE, f"(APIServer pid=1)   {detail}"]).root_cause
+    assert rc is not None and rc.category == category
+
+
+def test_a_new_traceback_forgets_the_frames_and_source_of_a_cut_off_one():
+    rc = parse_log(
+        [
+            "ERROR 01-01 00:00:00 [engine.py:1] Traceback (most recent call last):",
+            'ERROR 01-01 00:00:00 [engine.py:1]   File "/v/old.py", line 3, in g',
+            "ERROR 01-01 00:00:00 [engine.py:1]     assert x == y",
+            "ERROR 01-01 00:00:00 [engine.py:1] Traceback (most recent call last):",
+            "ERROR 01-01 00:00:00 [engine.py:1] AssertionError",
+        ]
+    ).root_cause
+    assert rc is not None and (rc.message, rc.location) == ("AssertionError", None)
