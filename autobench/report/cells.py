@@ -157,6 +157,12 @@ def cell_table(run_id: Any, cells: Sequence[Any]) -> CellTable | None:
         metrics = [_attr(c, "metrics") or {} for c in members]
         values: dict[str, float | None] = dict(_pooled_rates(metrics))
         latencies, note = _latencies(members)
+        bound = [
+            int(_attr(c, "index") or 0) + 1 for c, m in zip(members, metrics, strict=True) if m.get("client_bound")
+        ]
+        if bound:  # the bench's self-check (docs/bench.md): these figures measured the client too
+            mark = f"client-bound in cell {', '.join(map(str, bound))}: the bench client was the bottleneck"
+            note = f"{note}; {mark}" if note else mark
         values.update(latencies)
         tpot = values.get("tpot_median_ms")
         values["per_user_tok_s"] = 1000.0 / tpot if tpot else None

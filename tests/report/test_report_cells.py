@@ -91,6 +91,19 @@ def test_the_page_shows_the_by_concurrency_table_with_links():
     assert row.startswith("| 4 | 1 | 6 | 0 | 300 | 150 | 80 | 14 |") and row.endswith("[run 7](#run-7) · cell 2 |")
 
 
+def test_a_client_bound_cell_is_marked():
+    cells = _grid_cells(repeats=2)
+    cells[4]["metrics"]["client_bound"] = True  # repeat 2 of concurrency 4
+    table = cell_table(7, cells)
+    assert table.rows[1].note is not None and "client-bound in cell 5" in table.rows[1].note
+    assert table.rows[0].note is not None and "client-bound" not in table.rows[0].note
+    page = render_recipe(_view(cells))
+    assert (
+        "- concurrency=4 output_len=64: " in page
+        and "client-bound in cell 5: the bench client was the bottleneck" in page
+    )
+
+
 def test_series_split_by_the_other_axes():
     cells = []
     for ilen in (128, 512):
