@@ -170,7 +170,7 @@ VE = "(APIServer pid=1) pydantic_core._pydantic_core.ValidationError: 1 validati
         ("(APIServer pid=1)   Assertion failed, must be > 0 [type=assertion_error]", "Assertion failed, must be > 0"),
         ("(APIServer pid=1)  Assertion failed, must be > 0", "Assertion failed, must be > 0"),  # one space left
         ("(APIServer pid=1) Value error, too large [type=value_error]", "Value error, too large"),  # indentation lost
-        ("(APIServer pid=1) another message", None),  # not indented, not a pydantic detail
+        ("(APIServer pid=1) another message that failed", None),  # not indented, not a pydantic detail
         ("(APIServer pid=1)     For further information visit https://errors.pydantic.dev/2/v/value_error", None),
         ("(APIServer pid=1)   Value error, " + "x" * 700, ("Value error, " + "x" * 700)[:600]),
     ],
@@ -209,3 +209,14 @@ def test_a_new_traceback_forgets_the_frames_and_source_of_a_cut_off_one():
         ]
     ).root_cause
     assert rc is not None and (rc.message, rc.location) == ("AssertionError", None)
+
+
+def test_a_jupyter_style_frame_inside_a_traceback_locates_the_cause():
+    rc = parse_log(
+        [
+            "ERROR 01-01 00:00:00 [engine.py:1] Traceback (most recent call last):",
+            "ERROR 01-01 00:00:00 [engine.py:1]   File /v/site/worker.py:412, in load_failed_model",
+            "ERROR 01-01 00:00:00 [engine.py:1] ValueError: the real cause",
+        ]
+    ).root_cause
+    assert rc is not None and (rc.location, rc.function, rc.line) == ("worker.py:412", "load_failed_model", 3)
