@@ -296,27 +296,18 @@ def cell_metrics(result: Any) -> dict[str, Any]:
 
 
 #: Metrics that add up over the cells of a grid run (the run's own row; each cell keeps its own).
-SUMMED = ("completed", "errors", "incomplete", "duration_s")
 
 
-def sweep_metrics(per_cell: list[dict[str, Any]]) -> dict[str, Any]:
-    """A grid run's row metrics: one cell's own; several cells' request counts and duration
-    summed, ``time_cap_hit`` if any cell hit it, and the parameters all cells share.  Rates and
-    latencies belong to each cell (mixing cells into one number would mean nothing)."""
-    if len(per_cell) == 1:
-        return dict(per_cell[0])
-    out: dict[str, Any] = {}
-    for key in SUMMED:
-        values = [m[key] for m in per_cell if m.get(key) is not None]
-        if values:
-            out[key] = round(sum(values), 3) if key == "duration_s" else sum(values)
-    if any(m.get("time_cap_hit") for m in per_cell):
-        out["time_cap_hit"] = True
-    for key in ("concurrency", "num_prompts"):
-        shared = {m.get(key) for m in per_cell}
-        if len(shared) == 1 and None not in shared:
-            out[key] = shared.pop()
-    return out
+def sweep_metrics(benched: list[tuple[Any, Any]]) -> dict[str, Any]:
+    """A run's row metrics from its benched (grid cell, BenchResult) pairs: one cell's own;
+    for a grid, the headline cell (highest concurrency, then request rate) merged over its
+    repeats from the raw samples (``autobench.ledger.cells.headline_metrics``), so
+    ``history`` and every query over run columns keep a figure for sweeps."""
+    if len(benched) == 1:
+        return cell_metrics(benched[0][1])
+    from autobench.ledger.cells import headline_metrics
+
+    return headline_metrics(ledger_cells(benched))
 
 
 def ledger_cells(benched: list[tuple[Any, Any]]) -> list[Any]:
@@ -603,14 +594,14 @@ def _bench(
                 outcome.notes.append(
                     f"client-bound{_in(cell, many)}: the bench client was the bottleneck (docs/bench.md)"
                 )
-            outcome.metrics = sweep_metrics([cell_metrics(r) for _, r in outcome.cells])
+            outcome.metrics = sweep_metrics(outcome.cells)
             if many:
                 progress.end_cell(_summary(metrics))
         return "DONE", None
     finally:
         progress.close()
         if outcome.cells:
-            outcome.metrics = sweep_metrics([cell_metrics(r) for _, r in outcome.cells])
+            outcome.metrics = sweep_metrics(outcome.cells)
 
 
 def _in(cell: Any, many: bool) -> str:
@@ -705,7 +696,11 @@ def _finish(
     elif outcome.status == "ABORTED":
         outcome.root_cause_category = "interrupted"
         outcome.root_cause_message = outcome.notes[-1] if outcome.notes else "interrupted"
-    errors = outcome.metrics.get("errors")
+    errors = (
+        sum(cell_metrics(r).get("errors") or 0 for _, r in outcome.cells)
+        if len(outcome.cells) > 1
+        else outcome.metrics.get("errors")
+    )
     if outcome.status == "DONE" and errors:
         outcome.notes.append(f"{errors} request error(s) during the bench")
 

@@ -38,8 +38,10 @@ def test_a_grid_runs_every_cell_on_one_server_boot(make_recipe, tmp_path: Path):
     assert "cell 1/6: concurrency=1" in res.stderr and "cell 6/6 done: 6 completed, 0 errors" in res.stderr
     [row] = ledger_rows(tmp_path)
     assert row.status == "DONE"
-    assert row.metrics["completed"] == 36 and row.metrics["errors"] == 0
-    assert row.metrics.get("concurrency") is None  # the cells differ in it; each cell keeps its own
+    # the row is the headline cell (concurrency 16) merged over its two repeats; each cell keeps its own
+    assert row.metrics["completed"] == 12 and row.metrics["errors"] == 0
+    assert row.metrics["concurrency"] == 16 and row.metrics["decode_tok_s"] > 0
+    assert row.metrics["ttft_median_ms"] is not None
 
 
 def test_a_one_cell_recipe_runs_as_before(make_recipe, tmp_path: Path):
@@ -171,7 +173,7 @@ def test_the_report_of_a_grid_run_renders(make_recipe, tmp_path: Path):
     )
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "docs" / "recipes" / "synth-run.md").read_text()
-    assert "**DONE**" in page and "concurrency=\\[1, 2\\]" in page and "concurrency —:" in page
+    assert "**DONE**" in page and "concurrency=\\[1, 2\\]" in page and "concurrency 2 (the grid's headline cell" in page
 
 
 def test_a_dry_run_lists_the_cells_and_their_bench_commands(make_recipe, tmp_path: Path):
