@@ -199,8 +199,25 @@ class Redactor:
             for m in rx.finditer(self._buf):
                 if m.start() < cut < m.end():
                     cut = m.end()  # never split a match that is already complete
+        # ... but a token shape runs on over any letters, so that step may have moved the cut
+        # past the start of a named secret still arriving: keep it whole (named secrets go
+        # first, as in redact(); the token before it is redacted on its own).
+        cut = min(cut, self._secret_start(self._buf))
         head, self._buf = self._buf[:cut], self._buf[cut:]
         return self._redact(head)
+
+    def _secret_start(self, text: str) -> int:
+        """Where the earliest trailing part of ``text`` that begins a named secret starts
+        (``len(text)`` when none does)."""
+        start = len(text)
+        for value in self._names:
+            for k in range(min(len(value) - 1, len(text)), 0, -1):
+                if len(text) - k >= start:
+                    break
+                if text.endswith(value[:k]):
+                    start = len(text) - k
+                    break
+        return start
 
     def flush(self) -> str:
         text, self._buf = self._buf, ""

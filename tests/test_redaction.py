@@ -189,3 +189,17 @@ def test_a_flushed_redactor_starts_empty() -> None:
     r = Redactor({"S": "Zq9-secret-Value"})
     assert r.feed("partial") == "" and r.flush() == "partial"
     assert r.flush() == "" and r.feed("next\n") == "next\n"
+
+
+def test_a_named_secret_right_after_a_long_token_run_is_never_cut_by_the_token_match() -> None:
+    # The endless-line branch extends its cut to the end of a token match; a token shape runs
+    # on over the letters of a named secret that follows it, so the secret's start went out
+    # inside the token's redaction and its rest unredacted (found by mutation testing, #21).
+    secret = "S3cretValue1234567"
+    text = "x hf_" + "A" * 300 + secret + " tail\n"
+    fragments = {secret[i : i + 3] for i in range(len(secret) - 2)}
+    for size in range(1, len(text) + 1, 7):
+        r = Redactor({"MY_SECRET": secret}, max_line=0)
+        out = "".join(r.feed(text[i : i + size]) for i in range(0, len(text), size)) + r.flush()
+        assert "[REDACTED:MY_SECRET] tail" in out, size
+        assert not any(f in out for f in fragments), (size, out[-80:])
