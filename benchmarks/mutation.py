@@ -136,6 +136,7 @@ TESTS: dict[str, list[str]] = {
     # Not yet scored (issue #15 is changing them); listed so they can be run by name.
     "autobench/ledger/chain.py": [
         "tests/ledger/test_ledger_chain.py",
+        "tests/ledger/test_ledger_chain_verify.py",
         "tests/ledger/test_ledger_store.py",
         "tests/ledger/test_ledger_hardening.py",
         "tests/ledger/test_ledger_migrate_v3.py",
@@ -153,9 +154,9 @@ TESTS: dict[str, list[str]] = {
         "tests/ledger/test_ledger_hardening.py",
     ],
     "autobench/bench/result.py": [
+        "tests/bench/test_bench_result_build.py",
         "tests/bench/test_bench_result.py",
         "tests/compile/test_compile_bench_result.py",
-        "tests/bench/test_bench_client.py",
     ],
     "autobench/recipe/rules.py": [
         "tests/recipe/test_recipe_rules.py",

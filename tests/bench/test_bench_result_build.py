@@ -1,0 +1,328 @@
+"""build_result and normalize on hand-made request records: every count, total, rate and client
+figure of the result JSON from records whose answers are worked out by hand, and the reading
+rules users rely on when they record a result file (missing is None, never 0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from autobench.bench.client import BenchConfig
+from autobench.bench.metrics import SpecDecodeDelta
+from autobench.bench.record import RequestRecord
+from autobench.bench.result import (
+    RESULT_FORMAT,
+    BenchResult,
+    ClientStats,
+    _finite,
+    build_result,
+    load_result_json,
+    normalize,
+)
+from autobench.errors import BenchError
+
+T0 = 100.0
+
+
+def record(status: str, **values: Any) -> RequestRecord:
+    r = RequestRecord(0, 10)
+    r.status = status
+    for k, v in values.items():
+        setattr(r, k, v)
+    return r
+
+
+def records() -> list[RequestRecord]:
+    return [
+        record(
+            "ok",
+            dispatch=100.0,
+            arrival=100.05,
+            start=100.1,
+            first=100.2,
+            last=100.5,
+            completion_tokens=4,
+            prompt_tokens=10,
+            gaps=[0.1, 0.1, 0.1],
+            n_chunks=2,
+            finish_reason="stop",
+            first_srv=100.15,
+            arr_srv=100.12,
+        ),
+        record(
+            "ok",
+            start=100.3,
+            first=100.35,
+            last=100.35,
+            completion_tokens=1,
+            prompt_tokens=20,
+            n_chunks=1,
+            usage_fallback=True,
+        ),
+        record("error", start=100.4, error_kind="http_5xx", error_message="boom"),
+        record("error", start=100.4, error_kind="http_5xx", error_message="second"),
+        record("error", error_kind="connect"),
+        record("incomplete", start=100.6, first=100.7, completion_tokens=3, prompt_tokens=5),
+    ]
+
+
+def dataset(**over: Any) -> Any:
+    values = {
+        "kind": "random",
+        "path": None,
+        "available": 8,
+        "skipped": {"too_long": 1},
+        "reused": False,
+        "warmup": [1, 2],
+        "tokenizer": "estimated",
+        "tokenizer_fallback": None,
+        "fingerprint": lambda: "f" * 64,
+    }
+    values.update(over)
+    return SimpleNamespace(**values)
+
+
+def build(
+    *,
+    cpu: float = 1.0,
+    lags: list[float] | None = None,
+    t_end: float = 102.0,
+    spec: SpecDecodeDelta | None = None,
+    recs: list[RequestRecord] | None = None,
+    **cfg: Any,
+) -> dict[str, Any]:
+    config = BenchConfig(base_url="http://h:1", model="m", num_prompts=8, concurrency=4, **cfg)
+    res = build_result(
+        config,
+        dataset(),
+        records() if recs is None else recs,
+        t0=T0,
+        t_end=t_end,
+        time_cap_hit=False,
+        spec=spec,
+        client=ClientStats(cpu_seconds=cpu, loop_lag_s=[0.001, 0.002] if lags is None else lags, served_models=["m"]),
+        base_url="http://h:1",
+    )
+    assert res.samples is not None and len(res.samples) == len(records() if recs is None else recs)
+    return res.to_json_dict()
+
+
+def test_totals_counts_and_rates():
+    d = build()
+    assert (d["duration"], d["completed"], d["failed"], d["incomplete"], d["dispatched"], d["not_dispatched"]) == (
+        2.0,
+        2,
+        3,
+        1,
+        6,
+        2,
+    )
+    assert d["errors_by_kind"] == {"connect": 1, "http_5xx": 2}
+    assert list(d["errors_by_kind"]) == ["connect", "http_5xx"]
+    assert d["error_samples"] == {"http_5xx": "boom", "connect": ""}  # the first message of each kind
+    assert d["usage_fallback_requests"] == 1
+    assert (d["total_input_tokens"], d["min_input_tokens"], d["max_input_tokens"], d["total_output_tokens"]) == (
+        30,
+        10,
+        20,
+        5,
+    )
+    assert d["request_throughput"] == pytest.approx(1.0)
+    assert d["input_throughput"] == pytest.approx(15.0)
+    assert d["output_throughput"] == pytest.approx(2.5)
+    assert d["total_token_throughput"] == pytest.approx(17.5)
+    assert d["mean_tokens_per_chunk"] == pytest.approx(5 / 3) and d["token_chunks"] == 3
+    assert d["itl_samples"] == 3
+    assert d["finish_reasons"] == {"stop": 1, "none": 1}
+    assert d["time_cap_hit"] is False
+
+
+def test_latencies_in_ms_over_successful_requests():
+    d = build()
+    assert d["median_ttft_ms"] == pytest.approx(75.0)  # 100 and 50 ms
+    assert d["mean_e2el_ms"] == pytest.approx(225.0)  # 400 and 50 ms
+    assert d["median_tpot_ms"] == pytest.approx(100.0)  # one request has a single token: no TPOT
+    assert d["p99_itl_ms"] == pytest.approx(100.0) and d["mean_itl_ms"] == pytest.approx(100.0)
+    assert d["mean_client_queue_time_ms"] == pytest.approx(50.0)  # only the request with an arrival
+
+
+def test_no_queue_time_without_arrivals_and_none_without_successes():
+    recs = [r for r in records() if r.arrival is None]
+    d = build(recs=recs)
+    assert not any("client_queue_time" in k for k in d)
+    empty = build(recs=[record("error", error_kind="connect")])
+    assert empty["completed"] == 0 and empty["median_ttft_ms"] is None and empty["min_input_tokens"] is None
+    assert empty["mean_tokens_per_chunk"] is None and empty["client"]["cpu_ms_per_1k_tokens"] is None
+
+
+def test_settings_section():
+    d = build(request_rate=4.0, temperature=0.5, endpoint="chat", label="L", max_seconds=30.0)
+    assert d["result_format"] == RESULT_FORMAT
+    assert (d["backend"], d["endpoint_type"], d["endpoint"]) == ("openai-chat", "openai-chat", "chat")
+    assert (d["label"], d["base_url"], d["model_id"], d["request_rate"], d["max_concurrency"]) == (
+        "L",
+        "http://h:1",
+        "m",
+        4.0,
+        4,
+    )
+    assert d["sampling"] == {"temperature": 0.5, "top_p": None, "top_k": None, "presence_penalty": None}
+    assert (d["warmup"], d["num_prompts"], d["max_seconds"], d["tokenizer_id"]) == (2, 8, 30.0, "estimated")
+    closed = build()
+    assert (closed["backend"], closed["endpoint_type"], closed["request_rate"]) == ("openai", "openai", "inf")
+    assert d["dataset"] == {
+        "kind": "random",
+        "path": None,
+        "available": 8,
+        "skipped": {"too_long": 1},
+        "reused": False,
+        "prompts_sha256": "f" * 64,
+    }
+
+
+def test_client_section():
+    c = build()["client"]
+    assert c["cpu_seconds"] == 1.0
+    assert c["cpu_ms_per_1k_tokens"] == pytest.approx(200000.0)  # 1 s of CPU over 5 tokens
+    assert c["cpu_fraction_of_one_core"] == pytest.approx(0.5)
+    assert c["loop_lag_ms"]["max"] == pytest.approx(2.0) and c["loop_lag_ms"]["mean"] == pytest.approx(1.5)
+    assert c["first_token_recv_minus_send_ms"]["mean"] == pytest.approx(50.0)
+    assert c["send_to_server_arrival_ms"]["mean"] == pytest.approx(20.0)
+    assert c["server_ttft_ms"]["mean"] == pytest.approx(30.0)
+    assert c["ttft_client_error_ms"]["mean"] == pytest.approx(70.0)
+    assert c["dispatch_to_write_ms"]["mean"] == pytest.approx(100.0)  # only records that were dispatched
+    assert c["served_models"] == ["m"]
+    bare = build(lags=[], recs=[r for r in records() if r.first_srv is None])["client"]
+    assert bare["loop_lag_ms"]["max"] is None and bare["loop_lag_ms"]["p99"] is None
+    for key in ("first_token_recv_minus_send_ms", "send_to_server_arrival_ms", "server_ttft_ms"):
+        assert bare[key] is None, key
+    assert bare["ttft_client_error_ms"] is None and bare["dispatch_to_write_ms"] is None
+
+
+@pytest.mark.parametrize(
+    ("cpu", "lags", "t_end", "bound"),
+    [
+        (1.0, [0.001], 102.0, False),
+        (1.6, [0.001], 102.0, True),  # 80 % of a core
+        (1.5, [0.001], 102.0, False),  # exactly 75 %: not over
+        (0.1, [0.006], 102.0, True),  # the loop lagged 6 ms at p99
+        (0.1, [0.004], 102.0, False),
+        (0.9, [0.001], 101.0, True),  # a run of exactly 1 s is judged
+        (0.5, [0.010], 100.5, False),  # too short a run to judge
+    ],
+)
+def test_client_bound_warning(cpu, lags, t_end, bound):
+    assert build(cpu=cpu, lags=lags, t_end=t_end)["client_bound_warning"] is bound
+
+
+def test_spec_decode_section():
+    assert build()["spec_decode_available"] is False
+    d = build(spec=SpecDecodeDelta(drafts=2, draft_tokens=4, accepted=2, accepted_per_pos=(1.0, 1.0)))
+    assert d["spec_decode_available"] is True and d["spec_decode_acceptance_length"] == pytest.approx(2.0)
+    assert build(spec=SpecDecodeDelta(0, 0, 0, ()))["spec_decode_available"] is False
+
+
+def test_goodput_needs_slos():
+    d = build()
+    assert (d["slo"], d["good_requests"], d["request_goodput"]) == (None, None, None)
+    g = build(slo={"ttft": 80.0})
+    assert g["slo"] == {"ttft": 80.0} and g["good_requests"] == 1 and g["request_goodput"] == pytest.approx(0.5)
+
+
+def test_non_finite_numbers_become_null():
+    assert _finite({"a": [1.0, float("nan"), {"b": float("inf")}], "c": "x", "d": 2}) == {
+        "a": [1.0, None, {"b": None}],
+        "c": "x",
+        "d": 2,
+    }
+    d = build(cpu=float("nan"))
+    assert d["client"]["cpu_seconds"] is None and d["client"]["cpu_fraction_of_one_core"] is None
+    json.dumps(d, allow_nan=False)
+
+
+def test_write_makes_folders_and_leaves_no_temporary(tmp_path: Path):
+    target = tmp_path / "a" / "b" / "r.json"
+    BenchResult({"x": 1}).write(target)
+    assert target.read_text(encoding="utf-8") == '{\n  "x": 1\n}\n'
+    assert sorted(p.name for p in target.parent.iterdir()) == ["r.json"]
+    with pytest.raises(BenchError, match="cannot write result") as info:
+        BenchResult({"x": 1}).write(target / "under-a-file.json")
+    assert str(target / "under-a-file.json") in str(info.value)
+
+
+def ours(**over: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"result_format": RESULT_FORMAT, "completed": 3, "duration": 2.0}
+    d.update(over)
+    return d
+
+
+def test_normalize_rules_for_our_own_fields():
+    n = normalize(
+        ours(
+            input_throughput=5.0,
+            total_token_throughput=100.0,
+            output_throughput=40.0,
+            incomplete=2,
+            time_cap_hit=True,
+            max_concurrency=4.0,
+            tokenizer_id="org/tok@abc",
+            request_goodput=1.5,
+            good_requests=3,
+            client_bound_warning=False,
+            failed=1,
+            median_e2el_ms=9.0,
+            p99_e2el_ms=12.0,
+        )
+    )
+    assert n["prefill_tok_s"] == 5.0  # our own input throughput wins over total - output
+    assert (n["incomplete"], n["time_cap_hit"], n["concurrency"], n["tokenizer"]) == (2, True, 4, "org/tok@abc")
+    assert (n["goodput"], n["good_requests"], n["client_bound"], n["errors"]) == (1.5, 3, False, 1)
+    assert (n["e2el_median_ms"], n["e2el_p99_ms"]) == (9.0, 12.0)
+    assert n["completed"] == 3 and type(n["completed"]) is int
+
+
+def test_normalize_reads_missing_or_odd_values_as_none():
+    n = normalize(ours(time_cap_hit=1, max_concurrency=True, tokenizer_id=5, client_bound_warning="yes"))
+    assert (n["time_cap_hit"], n["concurrency"], n["tokenizer"], n["client_bound"]) == (None, None, None, None)
+    assert n["prefill_tok_s"] is None and n["decode_tok_s"] is None
+    assert normalize(ours(total_input_tokens=10))["prefill_tok_s"] == pytest.approx(5.0)
+    assert normalize(ours(total_input_tokens=10, duration=0))["prefill_tok_s"] is None
+    assert normalize(ours(output_throughput=float("inf")))["decode_tok_s"] is None
+    assert normalize({"completed": 1, "duration": 1.0, "incomplete": 4})["incomplete"] is None  # not ours
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        ({"duration": "2"}, "field 'duration' must be a number, got str"),
+        ({"completed": True}, "field 'completed' must be a number, got bool"),
+        ({"spec_decode_per_position_acceptance_rates": [0.5, True]}, "must be a list of numbers"),
+    ],
+)
+def test_normalize_refuses_wrong_types(over, message):
+    with pytest.raises(BenchError, match=message):
+        normalize(ours(**over), source="f.json")
+
+
+def test_normalize_needs_a_result_shape():
+    assert normalize({"completed": 1, "output_throughput": 2.0})["decode_tok_s"] == 2.0
+    with pytest.raises(BenchError, match="not a benchmark result"):
+        normalize({"completed": 1})
+    with pytest.raises(BenchError, match="not a benchmark result"):
+        normalize({"duration": 1, "output_throughput": 2.0})
+
+
+def test_unreadable_result_files(tmp_path: Path):
+    p = tmp_path / "r.json"
+    p.write_bytes(b"\xff\xfe{")
+    with pytest.raises(BenchError, match="cannot read result file"):
+        load_result_json(p)
+    p.write_text('{"completed": 1,\n  oops}')
+    with pytest.raises(BenchError) as info:
+        load_result_json(p)
+    assert f"{p}:2:3: result file is not JSON" in str(info.value)
+    assert info.value.hint == "pass the JSON written by autobench bench --result or vllm bench serve --save-result"
