@@ -326,3 +326,18 @@ def test_unreadable_result_files(tmp_path: Path):
         load_result_json(p)
     assert f"{p}:2:3: result file is not JSON" in str(info.value)
     assert info.value.hint == "pass the JSON written by autobench bench --result or vllm bench serve --save-result"
+
+
+def test_a_result_file_of_ours_is_known_by_its_format_tag():
+    n = normalize({"result_format": "autobench.bench/1", "incomplete": 2, "completed": 1})
+    assert n["incomplete"] == 2
+    with pytest.raises(BenchError) as info:
+        BenchResult({"completed": "x", "result_format": "autobench.bench/1"}).normalized()
+    assert str(info.value).startswith("result: field 'completed' must be a number")
+
+
+def test_write_keeps_the_json_strict(tmp_path: Path):
+    target = tmp_path / "r.json"
+    with pytest.raises(ValueError):
+        BenchResult({"x": float("nan")}).write(target)
+    assert not target.exists()
