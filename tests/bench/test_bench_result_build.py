@@ -299,6 +299,7 @@ def test_normalize_reads_missing_or_odd_values_as_none():
     ("over", "message"),
     [
         ({"duration": "2"}, "field 'duration' must be a number, got str"),
+        ({"duration": "inf"}, "field 'duration' must be a number, got str"),  # "inf" is no number here
         ({"completed": True}, "field 'completed' must be a number, got bool"),
         ({"spec_decode_per_position_acceptance_rates": [0.5, True]}, "must be a list of numbers"),
     ],
