@@ -149,6 +149,7 @@ TESTS: dict[str, list[str]] = {
         "tests/ledger/test_ledger_migrate_v3.py",
     ],
     "autobench/ledger/migrations.py": [
+        "tests/ledger/test_ledger_migrations.py",
         "tests/ledger/test_ledger_migrate_v3.py",
         "tests/ledger/test_ledger_store.py",
         "tests/ledger/test_ledger_hardening.py",
