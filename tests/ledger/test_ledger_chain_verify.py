@@ -216,3 +216,14 @@ def test_column_kinds():
         "float",
         "str",
     )
+
+
+def test_content_hash_is_the_sha256_of_sorted_compact_json():
+    import hashlib
+    import json
+
+    (row,) = chain(1, notes="é")
+    content = {k: v for k, v in canonical_content(row).items() if k not in {"id", "prev_hash"}}
+    text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert text.index('"model_repo"') < text.index('"notes":"é"') < text.index('"recipe_name"')
+    assert content_hash(row) == hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -10,7 +10,6 @@ from sqlalchemy import create_engine, insert, select
 from sqlalchemy.schema import CreateTable
 
 from autobench.errors import LedgerError
-from autobench.ledger import migrations
 from autobench.ledger.migrations import LATEST, MIGRATIONS, VERSIONS, check_not_newer, current_version, migrate
 
 
