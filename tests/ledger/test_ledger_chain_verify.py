@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from autobench.errors import LedgerError
-from autobench.ledger.chain import KINDS, canonical_content, check_head, content_hash, row_hash, verify_rows
+from autobench.ledger.chain import KINDS, LOCAL_KEYS, canonical_content, check_head, content_hash, row_hash, verify_rows
 from autobench.ledger.models import ADDED_IN, GENESIS_HASH
 
 
@@ -223,7 +223,7 @@ def test_content_hash_is_the_sha256_of_sorted_compact_json():
     import json
 
     (row,) = chain(1, notes="é")
-    content = {k: v for k, v in canonical_content(row).items() if k not in {"id", "prev_hash"}}
+    content = {k: v for k, v in canonical_content(row).items() if k not in LOCAL_KEYS}
     text = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert text.index('"model_repo"') < text.index('"notes":"é"') < text.index('"recipe_name"')
     assert content_hash(row) == hashlib.sha256(text.encode("utf-8")).hexdigest()
