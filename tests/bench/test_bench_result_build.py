@@ -211,6 +211,7 @@ def test_client_section():
         (1.5, [0.001], 102.0, False),  # exactly 75 %: not over
         (0.1, [0.006], 102.0, True),  # the loop lagged 6 ms at p99
         (0.1, [0.004], 102.0, False),
+        (0.1, [0.005], 102.0, False),  # exactly 5 ms: not over
         (0.9, [0.001], 101.0, True),  # a run of exactly 1 s is judged
         (0.5, [0.010], 100.5, False),  # too short a run to judge
     ],
@@ -342,3 +343,26 @@ def test_write_keeps_the_json_strict(tmp_path: Path):
     with pytest.raises(ValueError):
         BenchResult({"x": float("nan")}).write(target)
     assert not target.exists()
+
+
+def test_version_and_tokenizer_of_the_run():
+    from autobench import __version__
+
+    d = build()
+    assert d["autobench_version"] == __version__
+    config = BenchConfig(base_url="http://h:1", model="m", num_prompts=8)
+    with_tok = dataset(tokenizer="org/tok@abc", tokenizer_fallback="no tokenizer.json")
+    without = SimpleNamespace(**{k: v for k, v in vars(dataset()).items() if not k.startswith("tokenizer")})
+    for ds, tok, fallback in ((with_tok, "org/tok@abc", "no tokenizer.json"), (without, "estimated", None)):
+        res = build_result(
+            config,
+            ds,
+            records(),
+            t0=T0,
+            t_end=102.0,
+            time_cap_hit=True,
+            spec=None,
+            client=ClientStats(cpu_seconds=0.0),
+            base_url="http://h:1",
+        ).to_json_dict()
+        assert (res["tokenizer_id"], res["tokenizer_fallback"], res["time_cap_hit"]) == (tok, fallback, True)
