@@ -5,6 +5,7 @@ rules users rely on when they record a result file (missing is None, never 0).""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -172,6 +173,17 @@ def test_settings_section():
     )
     assert d["sampling"] == {"temperature": 0.5, "top_p": None, "top_k": None, "presence_penalty": None}
     assert (d["warmup"], d["num_prompts"], d["max_seconds"], d["tokenizer_id"]) == (2, 8, 30.0, "estimated")
+    assert (d["burstiness"], d["max_tokens"], d["ignore_eos"], d["seed"], d["grace_seconds"]) == (
+        1.0,
+        256,
+        False,
+        0,
+        30.0,
+    )
+    assert d["in_flight_policy"] == "drain within grace, then cancel (incomplete)"
+    assert re.fullmatch(r"\d{8}-\d{6}", d["date"])  # vLLM's date format
+    seeded = build(max_tokens=9, ignore_eos=True, seed=7, grace_seconds=2.5)
+    assert (seeded["max_tokens"], seeded["ignore_eos"], seeded["seed"], seeded["grace_seconds"]) == (9, True, 7, 2.5)
     closed = build()
     assert (closed["backend"], closed["endpoint_type"], closed["request_rate"]) == ("openai", "openai", "inf")
     assert d["dataset"] == {
