@@ -378,3 +378,22 @@ def test_version_and_tokenizer_of_the_run():
             base_url="http://h:1",
         ).to_json_dict()
         assert (res["tokenizer_id"], res["tokenizer_fallback"], res["time_cap_hit"]) == (tok, fallback, True)
+
+
+@pytest.mark.parametrize(
+    ("slo", "good"),
+    [
+        ({"ttft": 250.0}, 1),  # met exactly: good
+        ({"ttft": 249.9}, 0),
+        ({"tpot": 250.0}, 1),
+        ({"tpot": 249.9}, 0),
+        ({"e2el": 500.0}, 1),
+        ({"e2el": 499.9}, 0),
+        ({"ttft": 250.0, "tpot": 250.0, "e2el": 500.0}, 1),
+    ],
+)
+def test_goodput_limits_are_met_at_their_value(slo, good):
+    # times exact in binary: TTFT 250 ms, TPOT 250 ms (two tokens), E2EL 500 ms
+    one = record("ok", start=1.0, first=1.25, last=1.5, completion_tokens=2, prompt_tokens=4, n_chunks=2)
+    d = build(recs=[one], slo=slo, t_end=102.0)
+    assert d["good_requests"] == good
