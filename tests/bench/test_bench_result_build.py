@@ -397,3 +397,10 @@ def test_goodput_limits_are_met_at_their_value(slo, good):
     one = record("ok", start=1.0, first=1.25, last=1.5, completion_tokens=2, prompt_tokens=4, n_chunks=2)
     d = build(recs=[one], slo=slo, t_end=102.0)
     assert d["good_requests"] == good
+
+
+def test_queue_time_only_for_requests_that_were_sent():
+    unsent = record("incomplete", arrival=100.9)  # its time came, but the run ended first
+    d = build(recs=[*records(), unsent])
+    assert d["mean_client_queue_time_ms"] == pytest.approx(50.0)
+    assert d["p99_client_queue_time_ms"] == pytest.approx(50.0)
