@@ -404,3 +404,15 @@ def test_queue_time_only_for_requests_that_were_sent():
     d = build(recs=[*records(), unsent])
     assert d["mean_client_queue_time_ms"] == pytest.approx(50.0)
     assert d["p99_client_queue_time_ms"] == pytest.approx(50.0)
+
+
+def test_client_timings_need_both_server_stamps_and_a_send():
+    only_first = record("ok", start=1.0, first=1.25, last=1.5, completion_tokens=2, prompt_tokens=4, first_srv=1.125)
+    only_arrival = record("ok", start=1.0, first=1.25, last=1.5, completion_tokens=2, prompt_tokens=4, arr_srv=1.0625)
+    at_once = record("ok", dispatch=1.0, start=1.0, first=1.25, last=1.5, completion_tokens=2, prompt_tokens=4)
+    unsent = record("incomplete", dispatch=1.5)  # dispatched, never written to the socket
+    c = build(recs=[only_first, only_arrival, at_once, unsent])["client"]
+    assert c["server_ttft_ms"] is None and c["ttft_client_error_ms"] is None
+    assert c["first_token_recv_minus_send_ms"]["mean"] == pytest.approx(125.0)
+    assert c["send_to_server_arrival_ms"]["mean"] == pytest.approx(62.5)
+    assert c["dispatch_to_write_ms"]["mean"] == 0.0 and c["dispatch_to_write_ms"]["p99"] == 0.0
