@@ -416,3 +416,9 @@ def test_client_timings_need_both_server_stamps_and_a_send():
     assert c["first_token_recv_minus_send_ms"]["mean"] == pytest.approx(125.0)
     assert c["send_to_server_arrival_ms"]["mean"] == pytest.approx(62.5)
     assert c["dispatch_to_write_ms"]["mean"] == 0.0 and c["dispatch_to_write_ms"]["p99"] == 0.0
+
+
+def test_client_cost_per_token_and_a_zero_duration():
+    assert build(cpu=2.0)["client"]["cpu_ms_per_1k_tokens"] == pytest.approx(400000.0)  # 2 s over 5 tokens
+    d = build(t_end=T0)
+    assert d["client"]["cpu_fraction_of_one_core"] is None and d["client_bound_warning"] is False

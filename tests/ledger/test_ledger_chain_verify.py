@@ -145,12 +145,12 @@ def test_cells_digests_are_checked_run_by_run():
     with_cells = chain(2, cells_digest="c" * 64)
     assert verify_rows(with_cells, cells_digests={1: "c" * 64, 2: "c" * 64}).ok
     inserted = verify_rows(rows, cells_digests={2: "d" * 64})
-    assert (inserted.first_bad_id, inserted.runs) == (2, 1)
+    assert (inserted.ok, inserted.first_bad_id, inserted.runs) == (False, 2, 1)
     assert inserted.problem == (
         "the run has no cells_digest but the cells table holds cells for it (cells were inserted)"
     )
     deleted = verify_rows(with_cells, cells_digests={1: "c" * 64})
-    assert deleted.first_bad_id == 2
+    assert not deleted.ok and deleted.first_bad_id == 2
     assert deleted.problem == "its cells_digest covers cells that are gone from the cells table (cells were deleted)"
     changed = verify_rows(with_cells, cells_digests={1: "d" * 64, 2: "c" * 64})
     assert changed.first_bad_id == 1 and changed.runs == 0
