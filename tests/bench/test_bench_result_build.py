@@ -422,3 +422,9 @@ def test_client_cost_per_token_and_a_zero_duration():
     assert build(cpu=2.0)["client"]["cpu_ms_per_1k_tokens"] == pytest.approx(400000.0)  # 2 s over 5 tokens
     d = build(t_end=T0)
     assert d["client"]["cpu_fraction_of_one_core"] is None and d["client_bound_warning"] is False
+
+
+def test_a_result_without_a_source_is_named_result():
+    with pytest.raises(BenchError) as info:
+        normalize([1])
+    assert str(info.value) == "result: result must be a JSON object, got list"
