@@ -292,6 +292,9 @@ def test_normalize_rules_for_our_own_fields():
         )
     )
     assert n["prefill_tok_s"] == 5.0  # our own input throughput wins over total - output
+    assert (n["total_tok_s"], n["decode_tok_s"]) == (100.0, 40.0)
+    # without an output throughput, the input rate comes from the input tokens, not total - output
+    assert normalize(ours(total_token_throughput=10.0, total_input_tokens=4))["prefill_tok_s"] == 2.0
     assert (n["incomplete"], n["time_cap_hit"], n["concurrency"], n["tokenizer"]) == (2, True, 4, "org/tok@abc")
     assert (n["goodput"], n["good_requests"], n["client_bound"], n["errors"]) == (1.5, 3, False, 1)
     assert (n["e2el_median_ms"], n["e2el_p99_ms"]) == (9.0, 12.0)
@@ -315,6 +318,8 @@ def test_normalize_reads_missing_or_odd_values_as_none():
         ({"duration": "inf"}, "field 'duration' must be a number, got str"),  # "inf" is no number here
         ({"completed": True}, "field 'completed' must be a number, got bool"),
         ({"spec_decode_per_position_acceptance_rates": [0.5, True]}, "must be a list of numbers"),
+        ({"spec_decode_per_position_acceptance_rates": ["0.5"]}, "must be a list of numbers"),
+        ({"spec_decode_per_position_acceptance_rates": ""}, "must be a list of numbers"),
     ],
 )
 def test_normalize_refuses_wrong_types(over, message):
