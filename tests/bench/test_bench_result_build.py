@@ -433,3 +433,22 @@ def test_a_result_without_a_source_is_named_result():
     with pytest.raises(BenchError) as info:
         normalize([1])
     assert str(info.value) == "result: result must be a JSON object, got list"
+
+
+def test_every_latency_statistic_is_read_from_its_own_field():
+    fields = {
+        "ttft_median_ms": "median_ttft_ms",
+        "ttft_p99_ms": "p99_ttft_ms",
+        "tpot_median_ms": "median_tpot_ms",
+        "tpot_p99_ms": "p99_tpot_ms",
+        "itl_median_ms": "median_itl_ms",
+        "itl_p99_ms": "p99_itl_ms",
+        "e2el_median_ms": "median_e2el_ms",
+        "e2el_p99_ms": "p99_e2el_ms",
+        "spec_acceptance_length": "spec_decode_acceptance_length",
+        "request_rate": "request_throughput",
+        "num_prompts": "num_prompts",
+    }
+    given = {theirs: float(i + 1) for i, theirs in enumerate(fields.values())}
+    n = normalize(ours(**given))
+    assert {ours_: n[ours_] for ours_ in fields} == {ours_: given[theirs] for ours_, theirs in fields.items()}
