@@ -75,3 +75,16 @@ def test_a_newer_schema_is_refused_with_what_to_do():
         f"where.db: ledger schema v{LATEST + 1} was written by a newer autobench (this one knows v{LATEST})"
     )
     assert info.value.hint == "upgrade autobench; the ledger was left unchanged"
+
+
+def test_migrate_itself_refuses_a_newer_schema_and_applies_nothing(tmp_path):
+    engine = create_engine(f"sqlite:///{tmp_path / 'l.db'}")
+    with engine.begin() as conn:
+        conn.execute(CreateTable(VERSIONS))
+        conn.execute(insert(VERSIONS).values(version=LATEST + 1, description="future", applied_at="x"))
+    with engine.begin() as conn, pytest.raises(LedgerError, match=f"schema v{LATEST + 1} was written by a newer"):
+        migrate(conn, "l.db")
+    with engine.begin() as conn:
+        tables = {r[0] for r in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")}
+    engine.dispose()
+    assert tables == {"schema_version"}
