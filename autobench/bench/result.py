@@ -302,8 +302,6 @@ def _num(d: dict[str, Any], key: str, where: str) -> float | None:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        if key == "request_rate" and v == "inf":
-            return None
         raise BenchError(f"field {key!r} must be a number, got {type(v).__name__}", location=where)
     f = float(v)
     return f if math.isfinite(f) else None
