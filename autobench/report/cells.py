@@ -16,19 +16,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-#: (column key, label, unit) of the by-cell table, in order.
+from autobench.report.model import METRIC_ORDER
+
+#: (column key, label, unit) of the by-cell table, in order: the throughputs, then every
+#: latency statistic with the label the rest of the report gives it (``model.METRIC_ORDER``).
 CELL_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("total_tok_s", "total tok/s", "tok/s"),
     ("decode_tok_s", "decode tok/s", "tok/s"),
     ("per_user_tok_s", "per-user tok/s", "tok/s"),
-    ("ttft_median_ms", "TTFT median", "ms"),
-    ("ttft_p99_ms", "TTFT p99", "ms"),
-    ("tpot_median_ms", "TPOT median", "ms"),
-    ("tpot_p99_ms", "TPOT p99", "ms"),
-    ("itl_median_ms", "ITL median", "ms"),
-    ("itl_p99_ms", "ITL p99", "ms"),
-    ("e2el_median_ms", "E2EL median", "ms"),
-    ("e2el_p99_ms", "E2EL p99", "ms"),
+    *(row for row in METRIC_ORDER if row[0].endswith("_ms")),
 )
 LATENCY_KEYS = tuple(k for k, _, _ in CELL_COLUMNS if k.endswith("_ms"))
 #: The grid axes in the order a row names them (autobench.recipe.grid.AXES).

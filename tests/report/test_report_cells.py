@@ -84,7 +84,7 @@ def test_the_page_shows_the_by_concurrency_table_with_links():
     assert (
         "total tok/s" in header
         and "TTFT p99" in header
-        and "E2EL median" in header
+        and "E2E latency median" in header
         and header.endswith("run · cells |")
     )
     row = next(line for line in page.splitlines() if line.startswith("| 4 |"))
