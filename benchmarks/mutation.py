@@ -57,6 +57,7 @@ import sys
 import tempfile
 import time
 import venv
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -494,6 +495,35 @@ def mutants(source: bytes) -> list[Mutant]:
     return out
 
 
+def statement_lines(source: bytes) -> Callable[[Mutant], range]:
+    """The lines a mutant's statement runs on, as coverage records them: a simple statement's
+    lines, or a compound statement's header (``if``/``while`` test, ``for`` iterable, ``def``
+    defaults) when the mutant is there."""
+    tree = ast.parse(source)
+    starts = [0]
+    for line in source.split(b"\n"):
+        starts.append(starts[-1] + len(line) + 1)
+
+    def at(node: ast.AST, end: bool = False) -> int:
+        if end:
+            return starts[node.end_lineno - 1] + node.end_col_offset  # type: ignore[attr-defined]
+        return starts[node.lineno - 1] + node.col_offset  # type: ignore[attr-defined]
+
+    statements = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+
+    def lines(m: Mutant) -> range:
+        inside = [n for n in statements if at(n) <= m.start and m.end <= at(n, end=True)]
+        if not inside:
+            return range(m.line, m.line + 1)
+        stmt = min(inside, key=lambda n: at(n, end=True) - at(n))
+        body = getattr(stmt, "body", None)
+        if isinstance(body, list) and body and m.start < at(body[0]):
+            return range(stmt.lineno, max(stmt.lineno, body[0].lineno - 1) + 1)
+        return range(stmt.lineno, stmt.end_lineno + 1)  # type: ignore[operator]
+
+    return lines
+
+
 def show(mutant: Mutant, source: bytes, name: str) -> str:
     before = source.decode("utf-8").splitlines(keepends=True)
     after = mutant.apply(source).decode("utf-8").splitlines(keepends=True)
@@ -629,8 +659,66 @@ def sysconfig_purelib() -> str:
     return sysconfig.get_paths()["purelib"]
 
 
-def pytest_args(tests: list[str]) -> list[str]:
-    return [*tests, "-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+def pytest_args(tests: list[str], first_failure: bool = True) -> list[str]:
+    return [*tests, *(["-x"] if first_failure else []), "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+
+
+class Probe:
+    """What a forked pytest run reports back in a JSON file: the tests in the order they ran, the
+    ones that failed and, when asked, which tests ran each line of the module under test (coverage
+    with one dynamic context per test, switched by a small pytest plugin)."""
+
+    def __init__(self, out: Path, measure: Path | None = None):
+        self.out = out
+        self.coverage = measure  # the module file (in the slot) to measure, or None
+        self.order: list[str] = []
+        self.failed: list[str] = []
+        self._cov: object = None
+
+    def plugin(self) -> object:
+        import pytest
+
+        probe = self
+        if self.coverage is not None:
+            import coverage
+
+            cov = coverage.Coverage(data_file=None, include=[str(self.coverage)], config_file=False)
+            cov.start()
+            self._cov = cov
+
+        class _Plugin:
+            @pytest.hookimpl(hookwrapper=True)
+            def pytest_runtest_protocol(self, item: pytest.Item, nextitem: object) -> object:
+                probe.order.append(item.nodeid)
+                if probe._cov is not None:
+                    probe._cov.switch_context(item.nodeid)  # type: ignore[attr-defined]
+                yield
+                if probe._cov is not None:
+                    probe._cov.switch_context("")  # type: ignore[attr-defined]
+
+            def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+                if report.failed and report.nodeid not in probe.failed:
+                    probe.failed.append(report.nodeid)
+
+        return _Plugin()
+
+    def save(self) -> None:
+        lines: dict[int, list[str]] = {}
+        if self._cov is not None:
+            cov = self._cov
+            cov.stop()  # type: ignore[attr-defined]
+            data = cov.get_data()  # type: ignore[attr-defined]
+            for name in data.measured_files():
+                for line, contexts in data.contexts_by_lineno(name).items():
+                    lines.setdefault(line, []).extend(c for c in contexts if c)
+        self.out.write_text(json.dumps({"order": self.order, "failed": self.failed, "lines": lines}))
+
+    @staticmethod
+    def load(path: Path) -> dict[str, object]:
+        try:
+            return json.loads(path.read_text())  # type: ignore[no-any-return]
+        except (OSError, ValueError):
+            return {"order": [], "failed": [], "lines": {}}
 
 
 class Runner:
@@ -644,10 +732,14 @@ class Runner:
                     __import__(name)
             assert "autobench" not in sys.modules, "the harness must never import autobench itself"
 
-    def start(self, slot: Slot, tests: list[str], log: Path) -> int:
+    def start(
+        self, slot: Slot, tests: list[str], log: Path, probe: Probe | None = None, first_failure: bool = True
+    ) -> int:
         if not self.fork:
+            if probe is not None and probe.coverage is not None:
+                raise SystemExit("coverage by test needs the forked runner (drop --no-fork or pass --no-select)")
             proc = subprocess.Popen(
-                [str(slot.python), "-m", "pytest", *pytest_args(tests)],
+                [str(slot.python), "-m", "pytest", *pytest_args(tests, first_failure)],
                 cwd=slot.repo,
                 env=slot.env(),
                 stdin=subprocess.DEVNULL,
@@ -677,7 +769,10 @@ class Runner:
             sys.path.insert(0, str(slot.repo))
             import pytest
 
-            rc = int(pytest.main(pytest_args(tests)))
+            plugins = [] if probe is None else [probe.plugin()]
+            rc = int(pytest.main(pytest_args(tests, first_failure), plugins=plugins))
+            if probe is not None:
+                probe.save()
         except BaseException:  # noqa: BLE001 - the child must always exit here
             import traceback
 
@@ -711,11 +806,17 @@ def _kill_group(pid: int) -> None:
 
 
 def run_once(
-    runner: Runner, slot: Slot, tests: list[str], log: Path, timeout: float | None
+    runner: Runner,
+    slot: Slot,
+    tests: list[str],
+    log: Path,
+    timeout: float | None,
+    probe: Probe | None = None,
+    first_failure: bool = True,
 ) -> tuple[int | None, float]:
     """(exit code or None on timeout, seconds)."""
     t0 = time.monotonic()
-    pid = runner.start(slot, tests, log)
+    pid = runner.start(slot, tests, log, probe, first_failure)
     _STARTED.add(pid)
     while True:
         rc = _wait(pid)
@@ -754,6 +855,26 @@ def module_name(arg: str) -> str:
     return path
 
 
+class Selection:
+    """Which of the baseline's tests ran a mutant's statement, in the order they ran."""
+
+    def __init__(self, probe: dict[str, object], lines: Callable[[Mutant], range]):
+        self.order = {t: i for i, t in enumerate(probe["order"])}  # type: ignore[arg-type]
+        self.by_line = {int(k): v for k, v in probe["lines"].items()}  # type: ignore[attr-defined]
+        self.lines = lines
+
+    def tests_for(self, m: Mutant) -> list[str]:
+        chosen = {t for line in self.lines(m) for t in self.by_line.get(line, ())}
+        return sorted(chosen, key=lambda t: self.order.get(t, len(self.order)))
+
+
+def record(module: str, m: Mutant, status: str, seconds: float, equivalents: list[Equivalent]) -> Outcome:
+    eq = equivalent_for(module, m, equivalents)
+    if eq is not None:
+        status = "equivalent-killed" if status != "survived" else "equivalent"
+    return Outcome(m, status, seconds, eq.reason if eq else "")
+
+
 def run_module(
     module: str,
     slots: list[Slot],
@@ -777,8 +898,11 @@ def run_module(
             outcomes.append(Outcome(m, "equivalent", reason=eq.reason))
         else:
             queue.append(m)
-    base_log = logdir / (module.replace("/", "_") + ".baseline.log")
-    rc, base = run_once(runner, slots[0], tests, base_log, None)
+    stem = module.replace("/", "_")
+    base_log = logdir / f"{stem}.baseline.log"
+    select = runner.fork and not args.no_select
+    base_probe = Probe(logdir / f"{stem}.baseline.json", slots[0].repo / module if select else None)
+    rc, base = run_once(runner, slots[0], tests, base_log, None, base_probe if select else None)
     if rc != 0:
         tail = base_log.read_text(errors="replace").splitlines()[-40:]
         raise BaselineFailed(
@@ -789,45 +913,72 @@ def run_module(
         f"{module}: {len(todo)} mutants, tests {' '.join(tests)} ({base:.1f} s unmutated; timeout {timeout:.0f} s)",
         flush=True,
     )
+    chooser = Selection(Probe.load(base_probe.out), statement_lines(source)) if select else None
     free = list(slots)
-    running: dict[int, tuple[Slot, Mutant, float]] = {}
+    # pid -> (slot, mutant, start, the tests run, probe); a mutant whose selected tests pass runs again
+    # with every test file, so selection can only find a kill sooner, never invent a survivor.
+    running: dict[int, tuple[Slot, Mutant, float, list[str], Probe]] = {}
+    killers: dict[str, list[Mutant]] = {}  # selected test that killed -> its mutants
     done = 0
+
+    def launch(slot: Slot, m: Mutant, run: list[str]) -> None:
+        probe = Probe(logdir / f"{stem}.{m.id}.json")
+        pid = runner.start(slot, run, logdir / f"{stem}.{m.id}.log", probe if runner.fork else None)
+        _STARTED.add(pid)
+        running[pid] = (slot, m, time.monotonic(), run, probe)
+
     while queue or running:
         while queue and free:
             slot, m = free.pop(), queue.pop(0)
             slot.write(module, m.apply(source))
-            log = logdir / f"{module.replace('/', '_')}.{m.id}.log"
-            pid = runner.start(slot, tests, log)
-            _STARTED.add(pid)
-            running[pid] = (slot, m, time.monotonic())
+            chosen = chooser.tests_for(m) if chooser else []
+            launch(slot, m, chosen or tests)
         time.sleep(0.05)
-        for pid, (slot, m, t0) in list(running.items()):
+        for pid, (slot, m, t0, run, probe) in list(running.items()):
             rc = _wait(pid)
             elapsed = time.monotonic() - t0
             if rc is None and elapsed <= timeout:
                 continue
             _kill_group(pid)
+            del running[pid]
             if rc is None:
                 os.waitpid(pid, 0)
                 status = "timeout"
             elif rc in (4, 5):
                 raise SystemExit(f"{module}: pytest usage error (rc {rc}) for mutant {m.id}")
+            elif rc == 0 and run is not tests:
+                launch(slot, m, tests)  # the selected tests pass: every file decides
+                continue
             else:
                 status = "killed" if rc else "survived"
-            eq = equivalent_for(module, m, equivalents)
-            if eq is not None:
-                status = "equivalent-killed" if status != "survived" else "equivalent"
-            outcomes.append(Outcome(m, status, elapsed, eq.reason if eq else ""))
+                failed = Probe.load(probe.out)["failed"]
+                if rc and run is not tests and failed:
+                    killers.setdefault(str(failed[0]), []).append(m)  # type: ignore[index]
+            outcomes.append(record(module, m, status, elapsed, equivalents))
             slot.write(module, source)
             free.append(slot)
-            del running[pid]
             done += 1
-            if args.verbose or status == "survived":
+            if args.verbose or outcomes[-1].status == "survived":
                 print(
                     f"  [{done}/{len(queue) + len(running) + done}] #{m.id} L{m.line}:{m.col}",
-                    f"{m.description}: {status}",
+                    f"{m.description}: {outcomes[-1].status}",
                     flush=True,
                 )
+    if killers:
+        # A kill by a selected test counts only if that test passes on the code when run without the
+        # rest of its files (a test that needs an earlier test's state would kill every mutant).
+        slots[0].write(module, source)
+        probe = Probe(logdir / f"{stem}.killers.json")
+        run_once(runner, slots[0], list(killers), logdir / f"{stem}.killers.log", None, probe, first_failure=False)
+        for nodeid in Probe.load(probe.out)["failed"]:  # type: ignore[union-attr]
+            print(f"  {nodeid} fails alone on the unmutated code: its kills are re-run with every file", flush=True)
+            for m in killers.get(str(nodeid), []):
+                slots[0].write(module, m.apply(source))
+                rc, elapsed = run_once(runner, slots[0], tests, logdir / f"{stem}.{m.id}.log", timeout)
+                status = "timeout" if rc is None else ("killed" if rc else "survived")
+                outcomes[:] = [o for o in outcomes if o.mutant.id != m.id]
+                outcomes.append(record(module, m, status, elapsed, equivalents))
+            slots[0].write(module, source)
     return sorted(outcomes, key=lambda o: o.mutant.id)
 
 
@@ -883,6 +1034,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--show", type=_ids, help="print these mutants as diffs and exit")
     ap.add_argument("--check-equivalent", action="store_true", help="run the listed equivalent mutants too")
     ap.add_argument("--no-fork", action="store_true", help="a fresh interpreter per mutant instead of a fork")
+    ap.add_argument(
+        "--no-select",
+        action="store_true",
+        help="every test file for each mutant (default: first the tests that ran its line, all if they pass)",
+    )
     ap.add_argument("--json", type=Path, help="write every mutant's outcome to this file")
     ap.add_argument("--equivalent", type=Path, default=EQUIVALENT, help="the equivalent-mutant list")
     ap.add_argument("-v", "--verbose", action="store_true", help="print every mutant's outcome, not only survivors")
