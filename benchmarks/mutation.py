@@ -33,6 +33,12 @@ process group, killed whole at the end.  A failing run kills the mutant; a run p
 (default three times the unmutated run plus 15 s) counts as killed by timeout.  ``--no-fork`` runs
 ``python -m pytest`` instead.
 
+Test selection: the unmutated run is measured with coverage, one context per test, so each line
+of the module is known by the tests that ran it.  A mutant first runs only the tests that ran its
+statement; if they pass, every test file of its row runs, so selection finds kills sooner and never
+makes a survivor.  A selected test's kills count only if it passes on the unmutated code without
+the rest of its files; otherwise its mutants run again with every file.  ``--no-select`` turns it off.
+
 Equivalent mutants (no test can tell them from the code) are listed with the reason in
 ``benchmarks/mutation_equivalent.yaml`` (matched by description and line text, so they survive
 edits elsewhere in the file); they are not run (``--check-equivalent`` runs them) and are excluded
