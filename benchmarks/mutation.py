@@ -629,6 +629,7 @@ class Slot:
         return {n for n in names if n in _SKIP_DIRS or n.endswith(".egg-info")}
 
     def write(self, module: str, source: bytes) -> None:
+        shutil.rmtree(self.repo / ".hypothesis", ignore_errors=True)  # no example found in an earlier run replays
         path = self.repo / module
         path.write_bytes(source)
         for pyc in (path.parent / "__pycache__").glob(path.stem + ".*.pyc"):
@@ -666,7 +667,19 @@ def sysconfig_purelib() -> str:
 
 
 def pytest_args(tests: list[str], first_failure: bool = True) -> list[str]:
-    return [*tests, *(["-x"] if first_failure else []), "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
+    # Hypothesis searches the same examples in every run (a fixed seed; no example database, see
+    # Slot.write): a property test that finds a new example in one mutant's run must not fail the
+    # next mutant's for it, nor the unmutated run differ from a mutant's by luck.
+    return [
+        *tests,
+        *(["-x"] if first_failure else []),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--hypothesis-seed=0",
+    ]
 
 
 class Probe:
@@ -774,7 +787,10 @@ class Runner:
             sys.executable = str(slot.python)
             sys.path.insert(0, str(slot.repo))
             import pytest
+            from hypothesis import settings
 
+            settings.register_profile("autobench-mutation", database=None, deadline=None)
+            settings.load_profile("autobench-mutation")
             plugins = [] if probe is None else [probe.plugin()]
             rc = int(pytest.main(pytest_args(tests, first_failure), plugins=plugins))
             if probe is not None:
