@@ -167,7 +167,10 @@ TESTS: dict[str, list[str]] = {
         "tests/compile/test_compile_bench_result.py",
     ],
     "autobench/recipe/rules.py": [
+        "tests/recipe/test_recipe_rules_exact.py",
         "tests/recipe/test_recipe_rules.py",
+        "tests/recipe/test_recipe_launch.py",
+        "tests/recipe/test_recipe_grid.py",
         "tests/recipe/test_recipe_strict_values.py",
         "tests/recipe/test_recipe_loader.py",
         "tests/recipe/test_recipe_cli.py",

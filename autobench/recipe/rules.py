@@ -434,7 +434,7 @@ class Finding:
 
 
 class _Ctx:
-    def __init__(self, loaded: LoadedRecipe, env: Mapping[str, str] | None = None, runtime: str = "docker"):
+    def __init__(self, loaded: LoadedRecipe, env: Mapping[str, str] | None, runtime: str):
         self.loaded = loaded
         self.runtime = runtime
         self.r = loaded.recipe
@@ -452,8 +452,8 @@ class _Ctx:
                 severity=severity or rule.severity,
                 message=message,
                 hint=hint or rule.hint,
-                location=self.loaded.value_position(*keys) if keys else None,
-                key=format_path(keys) if keys else "",
+                location=self.loaded.value_position(*keys),
+                key=format_path(keys),
             )
         )
 
@@ -462,7 +462,7 @@ def flag_name(arg: str) -> str | None:
     """ "--max-num-seqs=8" -> "--max-num-seqs"; non-flags -> None."""
     if not arg.startswith("-") or arg == "-" or re.match(r"^-\d", arg):
         return None
-    return arg.split("=", 1)[0]
+    return arg.partition("=")[0]
 
 
 def norm_flag(name: str) -> str:
@@ -640,9 +640,9 @@ def _secrets(c: _Ctx) -> None:
             if arg in ("-e", "--env") and i + 1 < len(args):
                 given = args[i + 1]
             elif arg.startswith(("--env=", "-e=")):
-                given = arg.split("=", 1)[1]
+                given = arg.partition("=")[2]
             if given and "=" in given:
-                name = given.split("=", 1)[0]
+                name = given.partition("=")[0]
                 if name in WELL_KNOWN_SECRET_NAMES or name in secrets:
                     c.add("AB032", (base, "extra_args", i), f"{name} is given a value in extra_args")
 
@@ -656,7 +656,7 @@ def _duplicates(c: _Ctx) -> None:
         for i, name in _flags(args):
             if name in typed:
                 field = typed[name]
-                written = flag_name(args[i]) or name
+                written = args[i].partition("=")[0]  # as the user wrote it
                 same = "" if written == name else f" (vLLM reads it as {name})"
                 c.add(
                     "AB040",
@@ -669,10 +669,9 @@ def _duplicates(c: _Ctx) -> None:
             seen.setdefault(name, i)
 
 
-def _takes_value(arg: str) -> bool:
-    """Whether docker reads the next word as this argument's value."""
-    name = flag_name(arg)
-    if name is None or "=" in arg:
+def _takes_value(arg: str, name: str) -> bool:
+    """Whether docker reads the next word as this flag's value (``name``: the flag's name)."""
+    if "=" in arg:
         return False
     if re.fullmatch(r"-[A-Za-z]{2,}", arg):  # combined short flags such as -it
         return arg[-1] not in "dtiPq"
@@ -688,14 +687,14 @@ def _stray_words(c: _Ctx) -> None:
         elif arg == "--":
             c.add("AB056", ("container", "extra_args", i), "'--' ends docker's options here")
             return  # what follows is the image and its arguments: one finding says it
-        elif flag_name(arg) is None:
+        elif (name := flag_name(arg)) is None:
             c.add(
                 "AB056",
                 ("container", "extra_args", i),
                 f"item {i} is not a flag and follows no flag that takes a value",
             )
         else:
-            value_due = _takes_value(arg)
+            value_due = _takes_value(arg, name)
 
 
 def _container(c: _Ctx) -> None:
@@ -705,22 +704,22 @@ def _container(c: _Ctx) -> None:
     if build is not None:  # built here: the image is as fixed as the vLLM ref it is built from
         if not re.fullmatch(r"[0-9a-f]{40}", build.vllm_ref):
             c.add("AB069", ("build", "vllm_ref"), f"build.vllm_ref {build.vllm_ref!r} is not a full commit sha")
+    elif ref.untagged:
+        c.add(
+            "AB050",
+            ("container", "image"),
+            f"image {ctr.image!r} is untagged (docker reads it as :latest, which moves over time)",
+            hint=f"pin it by digest ({ctr.image}@sha256:...) or name a fixed tag",
+        )
     elif not ref.pinned:
-        tag = ref.effective_tag or "latest"
-        if ref.untagged:
-            c.add(
-                "AB050",
-                ("container", "image"),
-                f"image {ctr.image!r} is untagged (docker reads it as :latest, which moves over time)",
-                hint=f"pin it by digest ({ctr.image}@sha256:...) or name a fixed tag",
-            )
-        elif FLOATING_TAGS.fullmatch(tag):
+        tag = str(ref.tag)  # neither untagged nor pinned: a tag is written
+        if FLOATING_TAGS.fullmatch(tag):
             c.add("AB050", ("container", "image"), f"image tag {tag!r} moves over time")
         else:
             c.add("AB051", ("container", "image"), f"image tag {tag!r} is not a digest")
     if ctr.name is not None and not DOCKER_NAME.fullmatch(ctr.name):
         c.add("AB052", ("container", "name"), f"container name {ctr.name!r} is not a valid docker name")
-    offline = str(c.r.env.get("HF_HUB_OFFLINE", "")).lower() in ("1", "true", "yes", "on")
+    offline = str(c.r.env.get("HF_HUB_OFFLINE")).lower() in ("1", "true", "yes", "on")
     if offline and not any("huggingface" in v or "/hf" in v.lower() for v in ctr.volumes):
         c.add("AB053", ("env", "HF_HUB_OFFLINE"), "offline mode without a mounted HF cache")
 
@@ -744,7 +743,7 @@ _NO = _NoSpec()
 
 
 def _meta(c: _Ctx) -> None:
-    if c.r.meta.baseline is not None and c.r.meta.baseline == c.r.name:
+    if c.r.meta.baseline == c.r.name:  # the name is always set
         c.add("AB054", ("meta", "baseline"), "baseline is the recipe itself")
 
 
@@ -754,7 +753,7 @@ def _arg_value(args: list[str], flag: str) -> tuple[int, str] | None:
         if name != flag:
             continue
         if "=" in args[i]:
-            return i, args[i].split("=", 1)[1]
+            return i, args[i].partition("=")[2]
         if i + 1 < len(args) and flag_name(args[i + 1]) is None:
             return i, args[i + 1]
     return None
@@ -793,15 +792,15 @@ def _consistency(c: _Ctx) -> None:
             passed = (("engine", "extra_args", found[0]), found[1])
     if q is not None and passed is not None and q.method not in ("mixed", "none"):
         said, used = _quant_name(q.method), _quant_name(passed[1])
-        if not (said == used or said.startswith(used) or used.startswith(said)):
+        if not (said.startswith(used) or used.startswith(said)):  # equal names start with each other
             c.add(
                 "AB062",
                 passed[0],
                 f"the command passes --quantization {passed[1]} but model.quantization.method is {q.method}",
             )
     spec = c.r.speculative
-    text = c.r.meta.description or ""
-    if spec is not None and spec.num_speculative_tokens is not None:
+    text = c.r.meta.description
+    if spec is not None and spec.num_speculative_tokens is not None and text:
         for m in _K_RE.finditer(text):
             stated = int(m.group(1) or m.group(2))
             if stated != spec.num_speculative_tokens:
@@ -833,21 +832,15 @@ def _topology(c: _Ctx) -> None:
                 ("topology", "gpus_per_node"),
                 f"{sizes} = {world} GPUs, but {t.nodes} node(s) x {t.gpus_per_node} GPU(s) = {total}",
             )
-        elif t.nodes > 1 and world < t.nodes:
+        elif world < t.nodes:  # (one node: a world is at least 1)
             c.add("AB064", ("topology", "nodes"), f"{sizes} = {world} GPUs leaves some of the {t.nodes} nodes idle")
-        elif world % t.nodes:
+        elif world % t.nodes:  # (world <= nodes x gpus_per_node and a multiple: each node's share fits)
             c.add(
                 "AB064",
                 ("topology", "nodes"),
                 f"{sizes} = {world} GPUs cannot be split evenly over {t.nodes} nodes",
             )
-        elif t.nodes > 1 and world // t.nodes > t.gpus_per_node:
-            c.add(
-                "AB064",
-                ("topology", "gpus_per_node"),
-                f"{world // t.nodes} GPUs per node needed, {t.gpus_per_node} given",
-            )
-    elif t.nodes > 1 and world % t.nodes:
+    elif world % t.nodes:  # (one node: always 0)
         c.add("AB064", ("topology", "nodes"), f"{sizes} = {world} GPUs cannot be split evenly over {t.nodes} nodes")
     if t.hosts and len(t.hosts) != t.nodes:
         c.add("AB065", ("topology", "hosts"), f"{len(t.hosts)} host(s) listed for {t.nodes} node(s)")
@@ -870,7 +863,8 @@ def _launch(c: _Ctx) -> None:
             ("bench", "endpoint"),
             "bench.endpoint embeddings needs bench.client vllm (autobench's client streams completions)",
         )
-    if b.endpoint == "embeddings" and e.runner not in ("pooling", None):
+    # unset and "auto" are one thing to vLLM: the runner follows the model (pooling for an embedder)
+    if b.endpoint == "embeddings" and e.runner not in ("pooling", "auto", None):
         c.add("AB068", ("engine", "runner"), f"engine.runner {e.runner} serves no embeddings endpoint")
     if e.runner == "pooling" and b.endpoint != "embeddings":
         c.add("AB068", ("bench", "endpoint"), f"an embedding model (runner pooling) benched on {b.endpoint}")
