@@ -662,7 +662,9 @@ def _duplicates(c: _Ctx) -> None:
                     "AB040",
                     (base, "extra_args", i),
                     f"{written} in extra_args shadows the typed field {field}{same}",
-                    hint=f"delete {written} from {base}.extra_args and set {field} instead",
+                    # an owner in parentheses is what autobench does itself: nothing to set
+                    hint=f"delete {written} from {base}.extra_args"
+                    + (f" {field}" if field.startswith("(") else f" and set {field} instead"),
                 )
             elif name in seen and name not in repeatable:
                 c.add("AB041", (base, "extra_args", i), f"{name} appears twice in {base}.extra_args")

@@ -433,7 +433,7 @@ ARGS_CASES = [
         "docker-flags",
         container(
             "  extra_args: ['--name', 'x', '--ipc=host', '--ulimit', 'a=1', '--ulimit', 'b=2', '--network', 'host',"
-            " '--network', 'bridge', '-v', '/a:/b', '-v', '/c:/d']\n"
+            " '--network', 'bridge', '-v', '/a:/b', '-v', '/c:/d', '-d']\n"
         ),
         [
             L(
@@ -453,6 +453,14 @@ ARGS_CASES = [
                 "delete --ipc from container.extra_args and set container.ipc instead",
             ),
             L("4:104", "AB041", "error", "container.extra_args[9]", "--network appears twice in container.extra_args"),
+            L(
+                "4:157",
+                "AB040",
+                "error",
+                "container.extra_args[15]",
+                "-d in extra_args shadows the typed field (autobench runs the container detached)",
+                "delete -d from container.extra_args (autobench runs the container detached)",
+            ),
         ],
     ),
     (
