@@ -64,7 +64,7 @@ def check_frozen(loaded: LoadedRecipe) -> None:
 
     bad = [p for p in _pins(loaded.recipe) if not p["pinned"]]
     if not bad and image_digest(loaded.recipe) is None:
-        where = loaded.value_position("container", "image") or loaded.position("container")
+        where = loaded.value_position("container", "image")
         raise RecipeError(
             "container.image is not pinned by digest (name@sha256:...); --frozen refuses it",
             location=str(where) if where else str(loaded.path),
@@ -74,7 +74,7 @@ def check_frozen(loaded: LoadedRecipe) -> None:
         return
     first = bad[0]
     key = first["key"]
-    where = loaded.value_position(*key) or loaded.position(key[0])
+    where = loaded.value_position(*key)
     more = f" ({len(bad) - 1} more unpinned)" if len(bad) > 1 else ""
     raise RecipeError(
         f"{'.'.join(key)}: {first['label']} revision {first['revision']!r} of {first['repo']} is not a "
@@ -190,7 +190,7 @@ def compile_recipe(loaded: LoadedRecipe, target: str = "full", *, frozen: bool =
                 build_dockerfile=build_lines(loaded)[1],
                 build_tag=recipe.container.image,
                 benches=_benches(recipe),
-                result_file=recipe.name.replace("/", "_") + ".bench.json",
+                result_file=recipe.name + ".bench.json",
             )
         )
     except ValueError as exc:  # a NUL byte reached the quoting path
