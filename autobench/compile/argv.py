@@ -30,7 +30,7 @@ def num(value: float | int) -> str:
         return str(value).lower()
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    return repr(value) if isinstance(value, float) else str(value)
+    return str(value)  # a float's str is its shortest round-trip repr
 
 
 def _w(*values: str) -> list[Word]:

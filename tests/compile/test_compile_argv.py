@@ -347,3 +347,125 @@ def test_only_path_values_expand_a_leading_tilde():
     argv = docker_argv(recipe(data), home="/h")
     assert argv[argv.index("--served-model-name") + 1] == "~/not-a-path"
     assert "CACHE=~/x" in argv and "/h/.cache/hf:/root/.cache/huggingface" in argv  # a volume is a path
+
+
+def test_extra_args_group_only_after_a_lone_flag():
+    def groups(args: list[str]) -> list[list[str]]:
+        return [[w.value for w in g] for g in group_args(args)]
+
+    assert groups(["x", "y", "--a"]) == [["x"], ["y"], ["--a"]]  # a plain word never takes the next one
+    assert groups(["--a", "1", "x", "y"]) == [["--a", "1"], ["x"], ["y"]]
+
+
+def _minimal(**sections: Any) -> Any:
+    return recipe(
+        {"name": "m", "model": {"repo": "org/m", "revision": SHA}, "container": {"image": "img:1"}, **sections}
+    )
+
+
+@pytest.mark.parametrize("value", ["", "-x"])
+def test_every_positional_slot_refuses_an_empty_or_dashed_value_naming_its_key(value):
+    base = _minimal(launch={"command": ["serve"]}, bench={"client": "vllm"})
+    cases = [
+        ("model.repo", lambda r: serve_argv(r), base.model_copy(update={"model": base.model.model_copy(update={"repo": value})})),
+        ("container.image", lambda r: docker_argv(r), base.model_copy(update={"container": base.container.model_copy(update={"image": value})})),
+        ("container.name", lambda r: bench_argv(r), base.model_copy(update={"container": base.container.model_copy(update={"name": value or "-"})})),
+    ]  # fmt: skip
+    for key, build, bad in cases:
+        with pytest.raises(RecipeError) as info:
+            build(bad)
+        assert str(info.value) == (
+            f"{key}: a value that is empty or starts with '-' cannot stand where a command reads its arguments "
+            f"(it would be read as an option) (hint: fix {key} in the recipe)"
+        )
+
+
+def test_the_speculative_config_keeps_non_ascii_text_as_written():
+    data = full()
+    data["speculative"] = {"method": "ngram", "options": {"note": "café"}}
+    assert speculative_json(recipe(data)) == '{"method":"ngram","note":"café"}'
+
+
+def test_setup_steps_without_hashed_mods_take_a_suffixless_mod_for_a_folder(tmp_path: Path):
+    r = _minimal(launch={"setup": [{"run": "true", "name": "warm up"}, {"mod": "patch.sh"}, {"mod": "no-such-moddir"}]})
+    steps = [
+        "set -euo pipefail",
+        "echo 'autobench: setup warm up' >&2",
+        "true",
+        "echo 'autobench: setup patch.sh' >&2",
+        "bash {}patch.sh",
+        "echo 'autobench: setup no-such-moddir' >&2",
+        "(cd {}no-such-moddir && bash ./run.sh)",
+        'exec "$@"',
+    ]
+    outside = "\n".join(steps).format("", "")
+    assert setup_script(r, {}, in_container=False) == outside
+    assert serve_argv(r, home="/h")[:4] == ["bash", "-c", outside, "autobench-setup"]  # no mods given
+    inside = "\n".join(steps).format("/autobench/mods/1-", "/autobench/mods/2-")
+    argv = docker_argv(r, home="/h")
+    assert argv[argv.index("-c") + 1] == inside
+    # a hashed mod that is a file is run with bash, suffix or not
+    (tmp_path / "patch").write_text("true\n")
+    r = _minimal(launch={"setup": [{"mod": "patch"}]})
+    assert setup_script(r, {0: tmp_path / "patch"}, in_container=True).splitlines()[2] == "bash /autobench/mods/0-patch"
+
+
+def test_the_entrypoint_is_the_recipes_or_cleared_for_a_custom_command():
+    argv = docker_argv(_minimal(launch={"entrypoint": "/opt/start"}), home="/h")
+    assert argv[argv.index("--entrypoint") : argv.index("--entrypoint") + 5] == [
+        "--entrypoint", "/opt/start", "img:1", "vllm", "serve",
+    ]  # fmt: skip
+    argv = docker_argv(_minimal(launch={"command": ["python3", "-m", "vllm.entrypoints.openai.api_server"]}), home="/h")
+    assert argv[argv.index("--entrypoint") : argv.index("--entrypoint") + 4] == ["--entrypoint", "", "img:1", "python3"]
+
+
+def test_callers_name_the_container_and_add_flags_after_the_engine_flags():
+    from autobench.compile.argv import docker_lines, serve_lines
+    from autobench.compile.quoting import Word
+
+    r = _minimal()
+    extra = [[Word("--nnodes"), Word("2")]]
+    served = [w.value for line in serve_lines(r, extra=extra) for w in line]
+    assert served == [
+        "vllm",
+        "serve",
+        "org/m",
+        "--revision",
+        SHA,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8000",
+        "--nnodes",
+        "2",
+    ]
+    docker = [w.value for line in docker_lines(r, name="node-1", extra=extra, detach=False) for w in line]
+    assert docker == [
+        "docker", "run", "--name", "node-1", "--gpus", "all", "img:1", "org/m",
+        "--revision", SHA, "--host", "0.0.0.0", "--port", "8000", "--nnodes", "2",
+    ]  # fmt: skip
+
+
+def test_slo_limits_reach_both_clients_in_their_own_syntax():
+    slo = {"ttft": 500, "tpot": 50.5}
+    vllm = bench_argv(_minimal(bench={"client": "vllm", "slo": slo}), home="/h")
+    assert vllm[-3:] == ["--goodput", "ttft:500", "tpot:50.5"]
+    own = bench_argv(_minimal(bench={"slo": slo}), home="/h")
+    assert own[-2:] == ["--slo", "ttft=500,tpot=50.5"]
+
+
+def test_autobench_bench_gets_a_prompt_length_only_for_a_random_dataset_that_sets_one():
+    random = bench_argv(_minimal(bench={"dataset": {"kind": "random"}}), home="/h")
+    assert "--random-input-len" not in random and random[random.index("--dataset-kind") + 1] == "random"
+    shared = bench_argv(
+        _minimal(bench={"dataset": {"kind": "sharegpt", "path": "sg.json", "input_len": 64}}), home="/h"
+    )
+    assert "--random-input-len" not in shared
+    sized = bench_argv(_minimal(bench={"dataset": {"kind": "random", "input_len": 64}}), home="/h")
+    assert sized[sized.index("--random-input-len") + 1] == "64"
+
+
+def test_tilde_paths_expand_against_the_users_home_by_default(monkeypatch):
+    monkeypatch.setenv("HOME", "/home/someone")
+    argv = docker_argv(_minimal(container={"image": "img:1", "volumes": ["~/.cache/hf:/root/.cache/huggingface"]}))
+    assert argv[argv.index("-v") + 1] == "/home/someone/.cache/hf:/root/.cache/huggingface"
