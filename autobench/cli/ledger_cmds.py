@@ -143,15 +143,17 @@ def list_(
 @ledger_option
 @json_option
 def show(run: str, full: bool, ledger_url: str | None, as_json: bool) -> None:
-    """Everything recorded about RUN (an id, #id or a row-hash prefix)."""
-    from autobench.ledger.render import run_lines
+    """Everything recorded about RUN (an id, #id or a row-hash prefix), with the cells of a
+    grid run (their raw samples: ledger export)."""
+    from autobench.ledger.render import cell_lines, run_lines
 
     with _open(ledger_url) as book:
         rec = book.get(book.resolve(run))
+        cells = book.cells(rec.id, samples=False)
     if as_json:
-        print_json(rec.to_json_dict())
+        print_json({**rec.to_json_dict(), "cells": [c.to_json_dict() for c in cells]})
     else:
-        say("\n".join(run_lines(rec, full=full)))
+        say("\n".join([*run_lines(rec, full=full), *cell_lines(cells)]))
 
 
 @ledger.command("export")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autobench.ledger.models import BOOT_KEYS, CORE_KEYS, METRIC_KEYS, RunRecord
+from autobench.ledger.models import BOOT_KEYS, CORE_KEYS, METRIC_KEYS, CellRecord, RunRecord
 from autobench.ledger.queries import Comparison, History
 from autobench.ledger.verdict import Verdicts, cell_label
 
@@ -76,6 +76,30 @@ def run_lines(r: RunRecord, *, full: bool = False) -> list[str]:
         lines.extend(f"    {k}: {cell(v)}" for k, v in known)
     lines.append(f"  prev_hash: {r.prev_hash}")
     lines.append(f"  row_hash: {r.row_hash}")
+    return lines
+
+
+#: The figures ``ledger show`` gives each cell of a grid run (the rest: ``--json``).
+CELL_FIGURES: tuple[tuple[str, str], ...] = (
+    ("total_tok_s", "tok/s"),
+    ("ttft_median_ms", "TTFT median ms"),
+    ("tpot_median_ms", "TPOT median ms"),
+    ("completed", "completed"),
+    ("errors", "errors"),
+)
+
+
+def cell_lines(cells: list[CellRecord]) -> list[str]:
+    """The cells of a grid run, one line each in run order: its parameters, then its figures."""
+    if not cells:
+        return []
+    lines = [f"  cells: {len(cells)} (the metrics above are the headline point's: highest concurrency, repeats merged)"]
+    for c in cells:
+        params = " ".join(f"{k}={cell(v)}" for k, v in c.params.items()) or "one cell"
+        figures = ", ".join(
+            f"{label} {cell(c.metrics[k])}" for k, label in CELL_FIGURES if c.metrics.get(k) is not None
+        )
+        lines.append(f"    {c.index + 1}. {params}: {figures or '(no metrics recorded)'}")
     return lines
 
 

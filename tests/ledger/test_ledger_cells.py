@@ -16,6 +16,7 @@ import pytest
 from ledger_backends import make_backend
 from ledger_helpers import make_run
 
+from autobench.cli import main
 from autobench.errors import LedgerError
 from autobench.ledger import open_ledger
 from autobench.ledger.cells import digest, headline_metrics
@@ -112,6 +113,37 @@ def test_headline_without_samples_takes_the_median_of_the_repeats():
     cells.append(NewCell({"concurrency": 1, "repeat": 0}, {"ttft_p99_ms": 100.0, "concurrency": 1}))
     assert headline_metrics(cells) == {"ttft_p99_ms": 3.0, "concurrency": 2}
     assert headline_metrics([]) == {}
+
+
+def test_ledger_show_lists_a_grid_runs_cells(tmp_path, capsys):
+    path = tmp_path / "ledger.db"
+    with open_ledger(str(path), create=True) as book:
+        rec = book.append(make_run(cells=grid(), metrics={}))
+        plain = book.append(make_run())
+    assert main(["ledger", "show", str(rec.id), "--ledger", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index("  cells: 4 (the metrics above are the headline point's: highest concurrency, repeats merged)")
+    listed = out[at + 1 :]
+    assert [line.split(":")[0] for line in listed] == [
+        "    1. concurrency=1 input_len=128 repeat=0",
+        "    2. concurrency=1 input_len=128 repeat=1",
+        "    3. concurrency=4 input_len=128 repeat=0",
+        "    4. concurrency=4 input_len=128 repeat=1",
+    ]
+    stored = grid()[2].metrics
+    assert (stored["ttft_median_ms"], stored["tpot_median_ms"]) == (52.5, 2.25)
+    assert (
+        listed[2]
+        == "    3. concurrency=4 input_len=128 repeat=0: TTFT median ms 52.5, TPOT median ms 2.25, completed 4, errors 2"
+    )
+    assert main(["ledger", "show", str(rec.id), "--json", "--ledger", str(path)]) == 0
+    shown = json.loads(capsys.readouterr().out)["cells"]
+    assert [c["params"]["concurrency"] for c in shown] == [1, 1, 4, 4] and shown[3]["metrics"]["decode_tok_s"] == 201.0
+    # a run without cells shows no cells line, and an empty list in JSON
+    assert main(["ledger", "show", str(plain.id), "--ledger", str(path)]) == 0
+    assert "cells:" not in capsys.readouterr().out
+    assert main(["ledger", "show", str(plain.id), "--json", "--ledger", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["cells"] == []
 
 
 def test_replay_of_points_at_a_run_that_exists(book):
