@@ -35,8 +35,17 @@ def recipe_files(paths: tuple[str, ...]) -> list[Path]:
 @click.option(
     "--no-preflight", is_flag=True, help="Skip the KV-cache preflight (it runs when the configs are in the HF cache)."
 )
+@click.option(
+    "--profile",
+    type=click.Path(),
+    default=None,
+    metavar="FILE",
+    help="A bench profile merged onto each recipe's bench first (as `run --profile`; docs/recipes.md).",
+)
 @json_option("Same as --format json.")
-def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool, as_json: bool) -> None:
+def validate(
+    paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool, profile: str | None, as_json: bool
+) -> None:
     """Check recipes (files or folders) against the schema and the AB rules.
 
     Prints one line per finding, `file:line:col: CODE severity: message (hint: fix)`,
@@ -52,7 +61,9 @@ def validate(paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool,
 
     fmt = "json" if as_json else fmt
     # the environment's secret values must not be written in a recipe (AB030)
-    results = validate_paths(recipe_files(paths), strict=strict, env=os.environ, extra=extra)
+    results = validate_paths(
+        recipe_files(paths), strict=strict, env=os.environ, extra=extra, profile=Path(profile) if profile else None
+    )
     # A finding in a parent recipe shows up again through every recipe that extends it:
     # print and count it once.
     findings = list({f.text(): f for _, fs in results for f in fs}.values())

@@ -16,20 +16,26 @@ ExtraCheck = Callable[[LoadedRecipe, bool], list[Finding]]
 
 
 def validate_file(
-    path: Path, *, strict: bool = False, env: Mapping[str, str] | None = None, extra: ExtraCheck | None = None
+    path: Path,
+    *,
+    strict: bool = False,
+    env: Mapping[str, str] | None = None,
+    extra: ExtraCheck | None = None,
+    profile: Path | None = None,
 ) -> list[Finding]:
     """Findings for one file; a file that cannot be loaded yields AB000 findings.  ``env``: see
     :func:`autobench.recipe.rules.check` (secret values that must not be in the recipe).  ``extra``:
     a further check over the loaded recipe (the preflight).  A recipe with variants or roles is
-    checked cell by cell; a finding that several cells share is reported once."""
-    first = _validate_cell(path, None, strict=strict, env=env, extra=extra)
+    checked cell by cell; a finding that several cells share is reported once.  ``profile``: a bench
+    profile merged onto every cell's bench, as ``run --profile`` does (findings in it point at it)."""
+    first = _validate_cell(path, None, profile)
     if isinstance(first, list):
         return first
     findings = check(first, strict=strict, env=env) + (extra(first, strict) if extra is not None else [])
     for cell in first.cells[1:] if first.recipe.cell in (None, "base") else first.cells:
         if cell == first.recipe.cell:
             continue
-        loaded = _validate_cell(path, cell, strict=strict, env=env, extra=extra)
+        loaded = _validate_cell(path, cell, profile)
         if isinstance(loaded, list):
             findings += [replace(f, message=f"cell {cell}: {f.message}") for f in loaded]
             continue
@@ -46,11 +52,9 @@ def validate_file(
     return out
 
 
-def _validate_cell(
-    path: Path, cell: str | None, *, strict: bool, env: Mapping[str, str] | None, extra: ExtraCheck | None
-) -> LoadedRecipe | list[Finding]:
+def _validate_cell(path: Path, cell: str | None, profile: Path | None) -> LoadedRecipe | list[Finding]:
     try:
-        return load_recipe(path, cell)
+        return load_recipe(path, cell, profile=profile)
     except RecipeSchemaError as exc:
         return [
             Finding(
@@ -71,5 +75,6 @@ def validate_paths(
     strict: bool = False,
     env: Mapping[str, str] | None = None,
     extra: ExtraCheck | None = None,
+    profile: Path | None = None,
 ) -> list[tuple[Path, list[Finding]]]:
-    return [(path, validate_file(path, strict=strict, env=env, extra=extra)) for path in paths]
+    return [(path, validate_file(path, strict=strict, env=env, extra=extra, profile=profile)) for path in paths]

@@ -3,6 +3,7 @@ refusals (each one line with file:line:col, what is wrong and the fix)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -222,3 +223,24 @@ def test_compile_applies_a_profile(tmp_path: Path):
         text=True,
     )
     assert r.returncode == 2 and r.stderr.startswith(f"error: {profile}:1:1: a sparkrun benchmark profile")
+
+
+def test_validate_checks_a_recipe_with_a_profile(tmp_path: Path, capsys):
+    from autobench.cli import main
+
+    path = _recipe(tmp_path, "  concurrency: 8\n  dataset: {kind: random, input_len: 8, output_len: 8}\n")
+    profile = tmp_path / "sweep.yaml"
+    profile.write_text("concurrency: [1, 4]\nschedule: [{concurrency: 2}]\n")
+    assert main(["validate", str(path), "--no-preflight"]) == 0
+    capsys.readouterr()
+    # the profile's bad schedule is found, at its line in the profile
+    assert main(["validate", str(path), "--no-preflight", "--profile", str(profile)]) == 2
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "AB080" in x]
+    assert line.startswith(f"{profile}:2:26: AB080 error: bench.schedule[0].concurrency: schedule entry 1")
+    # another tool's profile is one finding at the profile, not a traceback
+    profile.write_text("framework: llama-benchy\n")
+    assert main(["validate", str(path), "--no-preflight", "--profile", str(profile), "--json"]) == 2
+    out = json.loads(capsys.readouterr().out)
+    [finding] = out["files"][0]["findings"]
+    assert finding["code"] == "AB000" and "a sparkrun benchmark profile" in finding["message"]
+    assert finding["file"] == str(profile) and finding["line"] == 1
