@@ -81,6 +81,11 @@ def test_the_process_runtime_dials_the_engine_host(tmp_path):
         ("127.0.0.1::8000", ("127.0.0.1", None, 8000, "tcp")),
         ("8000", (None, None, 8000, "tcp")),
         ("8000-8010:8000-8010", None),
+        # digits docker cannot read: a superscript (int() raises on it) and full-width digits
+        ("²", None),
+        ("9000:²", None),
+        ("８０００", None),
+        ("８０００:8000", None),
     ],
 )
 def test_port_specs(spec, parsed):

@@ -14,6 +14,7 @@ import click
 
 from autobench.cli.options import json_option, ledger_option, print_json, print_table
 from autobench.cli.output import say
+from autobench.digits import is_digits
 from autobench.errors import LedgerError, UsageError
 
 
@@ -27,7 +28,7 @@ def _run_id(text: str | None) -> int | None:
     if text is None:
         return None
     value = text.strip().lstrip("#")
-    if not value.isdigit():
+    if not is_digits(value):
         raise UsageError(f"not a run id: {text!r}", hint="use the integer id shown by autobench ledger list")
     return int(value)
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from autobench.digits import is_digits
 from autobench.errors import HubError
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -151,7 +152,7 @@ def _bounded_response(response: Any) -> None:
     if not response.request.url.path.startswith("/api/"):
         return  # file downloads stream to disk
     length = response.headers.get("content-length", "")
-    if length.isdigit() and int(length) > MAX_API_BODY:
+    if is_digits(length) and int(length) > MAX_API_BODY:
         response.close()
         raise HubAnswerTooLarge(int(length))
     response.stream = _bounded_stream(response.stream, MAX_API_BODY)

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from autobench.digits import is_digits
 from autobench.errors import RegistryError
 from autobench.image.credentials import DOCKER_HUB, ENV_SETTING, Credentials, find_credentials
 
@@ -234,7 +235,7 @@ class RegistryClient:
                 status = resp.status_code
                 cap = limit if status < 400 else MAX_ERROR_BODY
                 declared = resp.headers.get("content-length")
-                if status < 400 and declared and declared.isdigit() and int(declared) > cap:
+                if status < 400 and declared and is_digits(declared) and int(declared) > cap:
                     raise self._fail(
                         where,
                         f"the registry announced {int(declared)} bytes, more than the {cap}-byte limit",

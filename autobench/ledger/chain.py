@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlalchemy import Boolean, Float, Integer
 
+from autobench.digits import is_digits
 from autobench.ledger.models import ADDED_IN, CONTENT_KEYS, GENESIS_HASH, RUNS
 
 
@@ -62,7 +63,7 @@ def coerce(key: str, value: Any) -> Any:
             return int(value)
         if isinstance(value, int):
             return value
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if isinstance(value, str) and is_digits(value.strip().lstrip("-")):
             return int(value)
         raise TypeError(f"expected an integer, got {value!r}")
     if kind == "float":

@@ -27,6 +27,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, insert, select
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError, SQLAlchemyError
 
+from autobench.digits import is_digits
 from autobench.errors import LedgerError
 from autobench.ledger import appendonly, cells, chain, export, postgres, queries
 from autobench.ledger.migrations import LATEST, check_not_newer, current_version, migrate
@@ -399,7 +400,7 @@ class Ledger:
         """A run reference -> id: ``12``, ``#12``, ``#12-1a2b3c4d`` or a row-hash prefix (>= 6 hex)."""
         text = str(ref).strip().lstrip("#")
         head = text.split("-", 1)[0]
-        if head.isdigit():
+        if is_digits(head):
             return self.get(int(head)).id
         if len(text) >= 6 and all(c in "0123456789abcdef" for c in text.lower()):
             prefix = text.lower()

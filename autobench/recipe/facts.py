@@ -19,6 +19,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from autobench.digits import is_digits
+
 #: A full commit sha: 40 lower-case hex digits (the one pattern; ``is_full_sha`` uses it).
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 
@@ -137,7 +139,7 @@ def parse_port_spec(spec: str) -> PortSpec | None:
             ip, host, ctr = parts
         else:
             return None
-    if not ctr.isdigit() or (host and not host.isdigit()):
+    if not is_digits(ctr) or (host and not is_digits(host)):
         return None
     return PortSpec(ip or None, int(host) if host else None, int(ctr), proto or "tcp")
 

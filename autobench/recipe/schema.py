@@ -13,6 +13,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
+from autobench.digits import is_digits
+
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 LOCAL_PATH = r"/[^\x00\n]*"
 MODEL_REF = rf"^(?:{REPO_ID[1:-1]}|{LOCAL_PATH})$"
@@ -332,7 +334,7 @@ def _grid_axis(whole: bool, low: float, inclusive: bool) -> Any:
 
     def one(value: Any, index: int | None) -> None:
         shown = json.dumps(value) if isinstance(value, (str, int, float)) else type(value).__name__
-        if isinstance(value, str) and value.strip().replace(".", "", 1).isdigit():
+        if isinstance(value, str) and is_digits(value.strip().replace(".", "", 1)):
             raise fail(
                 f"{shown} is a quoted string, not {kind}",
                 f"write {kind} without quotes (YAML reads anything in quotes as text)",

@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from autobench.digits import is_digits
 from autobench.errors import RunError
 from autobench.redaction import Redactor, redact
 
@@ -134,7 +135,7 @@ def _group_alive(pgid: int) -> bool:
     proc = Path("/proc")
     if proc.is_dir():
         for entry in proc.iterdir():
-            if not entry.name.isdigit():
+            if not is_digits(entry.name):
                 continue
             try:
                 fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autobench.digits import is_digits
 from autobench.errors import RunError
 from autobench.run import plan as P
 from autobench.run.folder import claim_run_dir, write_run_files
@@ -114,7 +115,7 @@ def parse_exit(value: str | None) -> tuple[int | None, int | None]:
     if not value or ":" not in value:
         return None, None
     code, _, sig = value.partition(":")
-    return (int(code) if code.isdigit() else None), (int(sig) if sig.isdigit() else None)
+    return (int(code) if is_digits(code) else None), (int(sig) if is_digits(sig) else None)
 
 
 def parse_scontrol(job_id: str, text: str) -> JobInfo | None:
@@ -167,7 +168,7 @@ def submit(script: Path, run_dir: Path, env: Mapping[str, str]) -> str:
         env,
     )
     job = proc.stdout.strip().split(";")[0]
-    if proc.returncode != 0 or not job.isdigit():
+    if proc.returncode != 0 or not is_digits(job):
         why = _first_line(proc.stderr) or _first_line(proc.stdout) or f"exit {proc.returncode}"
         raise RunError(
             f"sbatch refused the job: {why}",

@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from autobench.digits import is_digits
+
 #: Per-position acceptance the stand-in drafts with (a typical decaying profile).
 ACCEPT_PROFILE = (0.8, 0.6, 0.45, 0.33, 0.25, 0.18, 0.13, 0.1)
 
@@ -70,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         spec_tokens=spec_tokens or None,
         tokenizer=str(tokenizer) if tokenizer.is_file() else None,
         log_stats_interval=1.0,
-        max_model_len=int(max_len) if isinstance(max_len, str) and max_len.isdigit() else 262144,
+        max_model_len=int(max_len) if isinstance(max_len, str) and is_digits(max_len) else 262144,
     )
     print(f"INFO [standin] vllm serve stand-in (synthetic server) for {model} on {config.host}:{config.port}")
     sys.stdout.flush()

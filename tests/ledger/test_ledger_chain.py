@@ -42,6 +42,8 @@ def test_loose_values_are_coerced_to_the_column_kind(key, value, stored):
         ("completed", 1.5, "expected an integer"),
         ("completed", "1.5", "expected an integer"),
         ("completed", [1], "expected an integer"),
+        ("completed", "²", "expected an integer"),  # a digit to str.isdigit(), not to int()
+        ("completed", "１２", "expected an integer"),  # full-width digits
         ("time_cap_hit", 2, "expected true/false"),  # a bool column given 2
         ("time_cap_hit", "yes", "expected true/false"),
         ("time_cap_hit", 1.0, "expected true/false"),  # a float is not a bool, even 1.0

@@ -193,6 +193,7 @@ def test_record_root_cause_forms_and_corrections(capsys, db_path):
         (["--status", "DONE", "--model-sha", "abc"], 4, "not a full 40-hex commit sha"),
         (["--status", "DONE", "--draft-sha", "c" * 40], 4, "contradicts the recipe's pinned draft"),
         (["--status", "DONE", "--corrects", "one"], 2, "not a run id"),
+        (["--status", "DONE", "--corrects", "²"], 2, "not a run id"),  # isdigit() is true for it
     ],
 )
 def test_record_bad_input_is_one_line_and_changes_nothing(capsys, seeded, tmp_path, args, code, message):
@@ -245,6 +246,10 @@ def test_show(capsys, seeded):
     assert json.loads(out)["status"] == "BLOCKED"
     code, _, err = run(capsys, "ledger", "show", "99", "--ledger", str(seeded))
     assert code == 4 and "no run #99" in err
+    code, _, err = run(capsys, "ledger", "show", "²", "--ledger", str(seeded))  # a digit to isdigit(), not to int()
+    assert (
+        code == 4 and err == "error: not a run reference: '²' (hint: use a run id (12 or #12) or a row-hash prefix)\n"
+    )
 
 
 def test_missing_ledger_for_queries(capsys, tmp_path):

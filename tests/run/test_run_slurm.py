@@ -244,6 +244,8 @@ def test_end_states_map_to_outcomes_with_their_cause():
     assert parse_scontrol("9", "slurm_load_jobs error: Invalid job id specified") is None
     running = parse_scontrol("10", "JobId=10 JobState=RUNNING Reason=None ExitCode=0:0 NodeList=gpu1")
     assert running is not None and not running.done
+    odd = parse_scontrol("11", "JobId=11 JobState=FAILED Reason=None ExitCode=²:0 NodeList=gpu1")
+    assert odd is not None and (odd.exit_code, odd.signal) == (None, 0)  # not ASCII digits: unknown, no crash
 
 
 TWO_NODE = """\
