@@ -356,7 +356,8 @@ class _Mutator:
                         self.skip.add(id(node))
 
     def is_table(self, node: ast.Assign | ast.AnnAssign) -> bool:
-        """A module- or class-level assignment of a collection literal (or a call wrapping one)."""
+        """A module- or class-level assignment of a collection literal (or a call wrapping one,
+        or a comprehension over one: ``RULES = {r.code: r for r in [Rule(...), ...]}``)."""
         if node.col_offset != 0 and not any(
             node in getattr(c, "body", []) for c in ast.walk(self.tree) if isinstance(c, ast.ClassDef)
         ):
@@ -364,6 +365,8 @@ class _Mutator:
         value = node.value
         if isinstance(value, ast.Call) and value.args:
             value = value.args[0]
+        if isinstance(value, ast.DictComp | ast.ListComp | ast.SetComp) and len(value.generators) == 1:
+            value = value.generators[0].iter
         return isinstance(value, ast.List | ast.Tuple | ast.Set | ast.Dict)
 
     # the operators ---------------------------------------------------------------------------
