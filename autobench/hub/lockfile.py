@@ -72,7 +72,9 @@ def _load_rt(path: Path) -> tuple[str, Any]:
         # bytes decoded as they are: read_text's universal newlines would turn CRLF into LF and
         # the rewrite would then change every line of the file
         text = path.read_bytes().decode("utf-8")
-        return text, YAML(typ="rt").load(text)
+        yaml = YAML(typ="rt")
+        yaml.preserve_quotes = True  # a fallback dump (set_revision) keeps every value's quotes
+        return text, yaml.load(text)
     except UnicodeDecodeError as exc:
         raise RecipeError("cannot read recipe: not UTF-8 text", location=str(path)) from exc
     except OSError as exc:
@@ -94,10 +96,7 @@ def _parent_path(path: Path, doc: Any) -> Path | None:
     extends = doc.get("extends") if isinstance(doc, dict) else None
     if not extends:
         return None
-    candidate = (path.parent / str(extends)).resolve()
-    if not candidate.exists() and not candidate.suffix:
-        candidate = candidate.with_suffix(".yaml")
-    return candidate
+    return (path.parent / Path(str(extends)).expanduser()).resolve()  # as the loader reads it
 
 
 def defining_file(loaded: Any, keys: tuple[str, ...]) -> Path | None:
@@ -134,9 +133,9 @@ def yaml_lines(text: str) -> list[str]:
 
 
 def _newline_of(text: str) -> str:
-    """The file's line break: CRLF when its first line ends so, else LF."""
+    """The file's line break: the first line's (CRLF, CR or LF); LF for a file of one line."""
     first = _LINE_END.search(text)
-    return first.group(0) if first is not None and first.group(0) in ("\r\n", "\r") else "\n"
+    return first.group(0) if first is not None else "\n"
 
 
 def frozen_label_at(path: Path, keys: tuple[str, ...]) -> str | None:
@@ -146,7 +145,7 @@ def frozen_label_at(path: Path, keys: tuple[str, ...]) -> str | None:
     if not isinstance(parent, CommentedMap) or keys[-1] not in parent:
         return None
     line = parent.lc.value(keys[-1])[0]
-    lines = [ln.rstrip("\r\n") for ln in yaml_lines(text)]
+    lines = yaml_lines(text)  # the label stops at whitespace: a line break never joins it
     match = FROZEN_RE.search(lines[line]) if line < len(lines) else None
     return match.group(1) if match else None
 
@@ -161,89 +160,99 @@ def yaml_scalar(sha: str) -> str:
     return sha if isinstance(YAML(typ="rt").load(f"k: {sha}")["k"], str) else f'"{sha}"'
 
 
-def _comment_for(label: str, old_comment: str | None) -> str:
-    """``# frozen: <label>``, keeping any other words of the comment that was there."""
-    rest = (old_comment or "").strip()
+def _comment_for(label: str, rest: str) -> str:
+    """``# frozen: <label>``, keeping any other words of the comment after the value (``rest``)."""
+    rest = rest.strip()
     match = FROZEN_RE.match(rest)
     rest = rest[match.end() :].lstrip("; ").strip() if match else rest.lstrip("#").strip()
     return f"# frozen: {label}" + (f"; {rest}" if rest else "")
 
 
 def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, label: str) -> bool:
-    """Write ``<keys[-1]>: <sha>  # frozen: <label>`` into ``path``; True if the file changed."""
+    """Write ``<keys[-1]>: <sha>  # frozen: <label>`` into ``path``; True if the file changed.
+
+    The value is spliced into its line, or a line inserted after the repo key's.  A splice whose
+    text does not read back as the file's data with only this value changed (a block or
+    multi-line scalar, a one-line flow mapping) gives way to a round-trip dump, which must."""
     text, doc = _load_rt(path)
     parent = _node(doc, keys[:-1])
     if not isinstance(parent, CommentedMap):
         raise RecipeError(f"cannot pin {'.'.join(keys)}: {keys[0]} is not a mapping in this file", location=str(path))
-    lines = yaml_lines(text)
     name = keys[-1]
-    if parent.fa.flow_style():
+    if name not in parent and repo_key not in parent:
+        raise RecipeError(f"cannot pin {'.'.join(keys)}: no {repo_key} key beside it", location=str(path))
+    expected = json.loads(_data(doc))
+    _node(expected, keys[:-1])[name] = sha
+    new_text = _splice(text, parent, name, repo_key, sha, label)
+    if new_text is None or _reads_back(new_text) != _data(expected):
         new_text = _redump(doc, parent, name, repo_key, sha, label, _newline_of(text))
-    elif name in parent:
-        kline, _ = parent.lc.key(name)
-        vline, vcol = parent.lc.value(name)
-        line = lines[vline]
-        match = VALUE_RE.match(line, vcol)
-        if vline != kline or match is None:
-            new_text = _redump(doc, parent, name, repo_key, sha, label, _newline_of(text))
-        else:
-            body = line.rstrip("\r\n")
-            rest = body[match.end() :]
-            old_comment = rest[rest.index("#") :] if "#" in rest else None
-            newline = line[len(body) :]
-            lines[vline] = f"{body[:vcol]}{yaml_scalar(sha)}  {_comment_for(label, old_comment)}{newline}"
-            new_text = "".join(lines)
-    else:
-        if repo_key not in parent:
-            raise RecipeError(f"cannot pin {'.'.join(keys)}: no {repo_key} key beside it", location=str(path))
-        kline, kcol = parent.lc.key(repo_key)
-        vline, _ = parent.lc.value(repo_key)
-        at = max(kline, vline) + 1
-        newline = _newline_of(text)
-        if at > 0 and not _LINE_END.search(lines[at - 1][-2:]):
-            lines[at - 1] += newline
-        lines.insert(at, f"{' ' * kcol}{name}: {yaml_scalar(sha)}  # frozen: {label}{newline}")
-        new_text = "".join(lines)
+        if _reads_back(new_text) != _data(expected):
+            raise RecipeError(f"internal: pinning {'.'.join(keys)} did not read back as {sha}", location=str(path))
     if new_text == text:
         return False
-    _, check = _parse_text(new_text, path)
-    if _node(check, keys) != sha:
-        raise RecipeError(f"internal: pinning {'.'.join(keys)} did not read back as {sha}", location=str(path))
     _atomic_write(path, new_text)
     return True
 
 
-def _parse_text(text: str, path: Path) -> tuple[str, Any]:
+def _splice(text: str, parent: Any, name: str, repo_key: str, sha: str, label: str) -> str | None:
+    """The text with ``name``'s value replaced in its line, or a line inserted after the repo's
+    (None: no value on the line to replace)."""
+    lines = yaml_lines(text)
+    if name in parent:
+        line_no, col = parent.lc.value(name)
+        match = VALUE_RE.match(lines[line_no], col) if line_no < len(lines) else None
+        if match is None:  # an empty value (its mark is past it)
+            return None
+        line = lines[line_no]
+        body = line.rstrip("\r\n")
+        rest = body[match.end() :]
+        lines[line_no] = f"{body[:col]}{yaml_scalar(sha)}  {_comment_for(label, rest)}{line[len(body) :]}"
+    else:
+        _, col = parent.lc.key(repo_key)
+        at = parent.lc.value(repo_key)[0] + 1
+        newline = _newline_of(text)
+        if not lines[at - 1].endswith(("\r", "\n")):
+            lines[at - 1] += newline
+        lines.insert(at, f"{' ' * col}{name}: {yaml_scalar(sha)}  # frozen: {label}{newline}")
+    return "".join(lines)
+
+
+def _data(doc: Any) -> str:
+    """What a loaded document says, as canonical JSON (no comments, no layout)."""
+    return json.dumps(doc, sort_keys=True, default=str)
+
+
+def _reads_back(text: str) -> str | None:
+    """:func:`_data` of ``text`` loaded, or None when it is not YAML."""
     from ruamel.yaml import YAML
     from ruamel.yaml.error import YAMLError
 
     try:
-        return text, YAML(typ="rt").load(text)
-    except YAMLError as exc:  # pragma: no cover - a splice bug
-        raise RecipeError(f"internal: edit produced invalid YAML: {exc}", location=str(path)) from exc
+        return _data(YAML(typ="rt").load(text))
+    except YAMLError:
+        return None
 
 
-def _redump(doc: Any, parent: Any, name: str, repo_key: str, sha: str, label: str, newline: str = "\n") -> str:
-    """Fallback for flow-style or multi-line values: a ruamel round-trip dump (comments kept),
-    written with the file's own line break (ruamel dumps LF)."""
+def _redump(doc: Any, parent: Any, name: str, repo_key: str, sha: str, label: str, newline: str) -> str:
+    """The fallback: a ruamel round-trip dump (comments kept), written with the file's own line
+    break (ruamel dumps LF)."""
     import io
 
     from ruamel.yaml import YAML
 
     if name in parent:
-        parent[name] = sha
+        at = list(parent).index(name)
+        del parent[name]  # the new value takes nothing of the old one's style (a block scalar's |)
     else:
-        keys = list(parent.keys())
-        parent.insert(keys.index(repo_key) + 1 if repo_key in keys else len(keys), name, sha)
+        at = list(parent).index(repo_key) + 1
+    parent.insert(at, name, sha)
     if not parent.fa.flow_style():
         parent.yaml_add_eol_comment(f"frozen: {label}", name)
     yaml = YAML(typ="rt")
-    yaml.preserve_quotes = True
     yaml.width = 4096
     out = io.StringIO()
     yaml.dump(doc, out)
-    text = out.getvalue()
-    return text.replace("\n", newline) if newline != "\n" else text
+    return out.getvalue().replace("\n", newline)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -318,7 +327,7 @@ class ExtraPin(Protocol):
 
 
 #: Resolves extra pins (no writes): (loaded recipe, recipe path, previous lock) -> pins.
-ExtraPins = Callable[[Any, Path, "dict[str, Any] | None"], "list[ExtraPin]"]
+ExtraPins = Callable[[Any, Path, dict[str, Any] | None], list[ExtraPin]]
 HUB_KEYS = frozenset({"autobench_lock", "recipe", "references", "mods"})  # rewritten by every lock
 
 
@@ -382,19 +391,19 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
     previous_lock = read_lock(recipe_path)
     result = LockResult(recipe_path, lock_file)
     entries: dict[str, Any] = {}
-    plan: list[tuple[Pin, Path, str]] = []
+    plan: list[tuple[Pin, Path]] = []
+    chain = [path.resolve() for path in loaded.files]  # the recipe, then the files it extends
 
     for spec in references(loaded.recipe):
         label, assumed = pin_label(loaded, spec, previous_lock)
-        revision = spec.revision or "main"
         try:
-            resolved = resolver.resolve(spec.repo, revision, label=label)
+            resolved = resolver.resolve(spec.repo, spec.revision, label=label)  # None: main
         except HubError as exc:
-            where = loaded.position(*spec.rev_key) or loaded.position(*spec.repo_key)
-            exc.location = exc.location or (str(where) if where else str(recipe_path))
+            # where the revision is written, else the repo (always written: pins() needs it)
+            exc.location = str(loaded.positions.get(spec.rev_key) or loaded.position(*spec.repo_key))
             raise
         label_now: str | None = resolved.sha
-        if is_sha(revision) and not resolver.settings.offline:
+        if is_sha(spec.revision) and not resolver.settings.offline:
             # A kept pin: note where its label points now (and cache refs/<label>, so that
             # `outdated --offline` can compare later).  Best effort: the branch may be gone.
             try:
@@ -403,13 +412,13 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
                     resolver.config(spec.repo, label_now, label=label)  # cached for the diff
             except HubError:
                 label_now = None if label_now == resolved.sha else label_now
-        rev_file = defining_file(loaded, spec.rev_key) if spec.revision is not None else None
+        rev_file = defining_file(loaded, spec.rev_key)
         repo_file = defining_file(loaded, spec.repo_key) or recipe_path.resolve()
-        # The revision is edited where it is written, unless it is inherited from another file than
-        # its repo (then the repo's file gets its own revision key, overriding the inherited one).
-        target = rev_file if rev_file is not None and rev_file == repo_file else repo_file
-        pin = Pin(spec, label, assumed, resolved.sha, spec.revision, target, label_now=label_now)
-        plan.append((pin, target, spec.repo_key[-1]))
+        # The revision is edited where it is written (a child may set the revision of its parent's
+        # repo), unless that is a parent of the repo's file: the repo is overridden below the
+        # revision it inherits, so the repo's file gets its own revision key.
+        target = repo_file if rev_file is None or chain.index(rev_file) > chain.index(repo_file) else rev_file
+        plan.append((Pin(spec, label, assumed, resolved.sha, spec.revision, target, label_now=label_now), target))
         trust = trust_facts(info=resolved.info, config=resolved.config, files=resolved.files)
         old = lock_entry(previous_lock, spec)
         if resolved.info is None and old and old.get("sha") == resolved.sha and isinstance(old.get("trust"), dict):
@@ -429,8 +438,8 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
 
     extra_pins = extras(loaded, recipe_path, previous_lock) if extras is not None else []
 
-    for pin, target, repo_key in plan:
-        pin.changed = set_revision(target, pin.spec.rev_key, repo_key, pin.sha, pin.label)
+    for pin, target in plan:
+        pin.changed = set_revision(target, pin.spec.rev_key, pin.spec.repo_key[-1], pin.sha, pin.label)
         if pin.changed and target not in result.edited:
             result.edited.append(target)
         result.pins.append(pin)
