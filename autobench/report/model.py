@@ -17,6 +17,7 @@ Rules the views enforce (docs/reports.md has the long form):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -85,7 +86,7 @@ def _present(value: Any) -> Any:
     """``None`` for values that mean "not measured" (None, NaN, empty string/list)."""
     if value is None:
         return None
-    if isinstance(value, float) and value != value:  # NaN
+    if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, str | list | tuple | dict) and len(value) == 0:
         return None
@@ -159,12 +160,13 @@ def runs_from_records(records: Iterable[Any]) -> list[Run]:
 def chronological(runs: Iterable[Run]) -> list[Run]:
     """Oldest first; runs without a start time keep ledger order, before dated ones."""
     indexed = list(enumerate(runs))
-    indexed.sort(key=lambda p: (p[1].started_at is not None, _sortable(p[1].started_at), p[0]))
+    indexed.sort(key=lambda p: (_sortable(p[1].started_at), p[0]))
     return [run for _, run in indexed]
 
 
 def _sortable(moment: datetime | date | None) -> str:
-    # Compare dates, naive and aware datetimes alike by their ISO text (UTC in the ledger).
+    # Compare dates, naive and aware datetimes alike by their ISO text (UTC in the ledger); ""
+    # (no start time) sorts before any of them.
     if isinstance(moment, datetime):
         return moment.replace(tzinfo=None).isoformat()
     return moment.isoformat() if moment else ""
@@ -238,8 +240,8 @@ BOOT_ORDER: tuple[tuple[str, str, str], ...] = (
 class Row:
     label: str
     fig: Fig
-    unit: str = ""
-    key: str = ""
+    unit: str
+    key: str
 
 
 # ------------------------------------------------------------------------ speedup
@@ -276,16 +278,16 @@ def compute_speedup(this_done: Run | None, baseline: str | None, baseline_runs: 
     same = [r for r in done if r.concurrency == conc]
     if not same:
         levels = sorted({r.concurrency for r in done if r.concurrency is not None})
-        seen = ", ".join(str(c) for c in levels) or "unknown concurrency"
+        seen = f"concurrency {', '.join(str(c) for c in levels)}" if levels else "an unknown concurrency"
         return Speedup(
             baseline,
             this=this,
             concurrency=conc,
-            refused=f"baseline {baseline} has DONE runs only at concurrency {seen}, not at {conc}",
+            refused=f"baseline {baseline} has DONE runs only at {seen}, not at {conc}",
         )
     base_run = same[-1]
     base = fig(base_run, base_run.metric("decode_tok_s"))
-    if base.missing or not base.value:
+    if not base.value:  # missing (None) or zero
         what = "missing" if base.missing else "zero"
         return Speedup(
             baseline,
@@ -456,8 +458,11 @@ def _levels(runs: Sequence[Run]) -> list[LevelRow]:
     for run in chronological(runs):
         if run.status == DONE:
             by_level[run.concurrency] = run
+    levels: list[int | None] = sorted(c for c in by_level if c is not None)
+    if None in by_level:  # runs of unknown concurrency last
+        levels.append(None)
     rows = []
-    for conc in sorted(by_level, key=lambda c: (c is None, c or 0)):
+    for conc in levels:
         r = by_level[conc]
         rows.append(
             LevelRow(
@@ -523,16 +528,15 @@ def build_recipe_view(
     speedup = compute_speedup(done, baseline, runs_by_recipe.get(baseline, ()) if baseline else ())
 
     result = [Row(label, fig(done, done.metric(key) if done else None), unit, key) for key, label, unit in METRIC_ORDER]
-    boot_run = done or last
     boot = [
-        Row(label, fig(boot_run, boot_run.boot.get(key) if boot_run else None), unit, key)
+        Row(label, fig(stack_run, stack_run.boot.get(key) if stack_run else None), unit, key)
         for key, label, unit in BOOT_ORDER
     ]
-    if boot_run:
+    if stack_run:  # the boot facts of the same run as the stack
         known = {k for k, _, _ in BOOT_ORDER}
         boot += [
-            Row(key.replace("_", " "), fig(boot_run, value), "", key)
-            for key, value in sorted(boot_run.boot.items())
+            Row(key.replace("_", " "), fig(stack_run, value), "", key)
+            for key, value in sorted(stack_run.boot.items())
             if key not in known and _present(value) is not None
         ]
 
