@@ -6,7 +6,9 @@ Two records, both written by ``lock_recipe``:
    edited in the file that defines it (possibly the ``extends:`` parent), located with the
    ruamel.yaml round-trip loader (node marks) and changed as a one-line splice, so every other
    byte -- comments, quoting, indentation, blank lines -- survives.  A missing revision key is
-   added on the line after its repo key.  Only a flow-style mapping falls back to a ruamel dump.
+   added on the line after its repo key.  A splice must read back as the file's data with only
+   the pin changed; one that does not (a value spanning lines, a one-line flow mapping) gives way
+   to a ruamel round-trip dump.
 2. A sidecar ``<recipe file>.lock.json`` (sorted keys, 2-space indent) with, per reference
    (model, tokenizer, draft): repo, label, sha, resolved_at (UTC), the architecture fingerprint
    at that sha and the trust facts.
