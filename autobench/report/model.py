@@ -501,7 +501,7 @@ def supersession_chain(
     current = name
     while True:
         meta, _ = recipe_meta(current, runs_by_recipe, recipes)
-        nxt = _present((meta.get("meta") or {}).get("superseded_by")) if meta else None
+        nxt = _present((meta.get("meta") or {}).get("superseded_by"))
         if not nxt or nxt in seen:
             return chain
         chain.append(str(nxt))
@@ -524,7 +524,7 @@ def build_recipe_view(
     done = latest(runs, DONE)
     stack_run = done or last
     meta, meta_source = recipe_meta(name, runs_by_recipe, recipes)
-    baseline = _present((meta.get("meta") or {}).get("baseline")) if meta else None
+    baseline = _present((meta.get("meta") or {}).get("baseline"))  # meta is {} when unknown
     speedup = compute_speedup(done, baseline, runs_by_recipe.get(baseline, ()) if baseline else ())
 
     result = [Row(label, fig(done, done.metric(key) if done else None), unit, key) for key, label, unit in METRIC_ORDER]
@@ -558,9 +558,7 @@ def build_recipe_view(
         acceptance_length=fig(done, done.metric("spec_acceptance_length") if done else None),
         acceptance_rate=fig(done, done.metric("spec_draft_acceptance_rate") if done else None),
         acceptance_per_position=[fig(done, v) for v in per_position],
-        num_speculative_tokens=_present((meta.get("speculative") or {}).get("num_speculative_tokens"))
-        if meta
-        else None,
+        num_speculative_tokens=_present((meta.get("speculative") or {}).get("num_speculative_tokens")),
         boot=boot,
         history=history,
         levels=_levels(runs),

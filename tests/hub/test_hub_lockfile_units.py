@@ -449,6 +449,8 @@ def test_trust_facts_are_kept_only_offline_and_for_the_same_sha(tmp_path: Path):
         lock_recipe(recipe, StubResolver(**kwargs))
         return json.loads(lock.read_text())["references"]["model"]["trust"]
 
+    lock_recipe(recipe, StubResolver(offline=True))  # no lock file yet
+    assert json.loads(lock.read_text())["references"]["model"]["trust"]["source"] == "cache"
     assert trust(old, offline=True) == {"downloads": 7}
     assert trust({**old, "sha": SHA}, offline=True)["downloads"] is None
     assert trust({**old, "trust": "x"}, offline=True)["source"] == "cache"
@@ -528,13 +530,14 @@ def test_extra_pins_are_written_with_the_hub_pins_and_other_sections_kept(tmp_pa
 
     def extras(loaded, path, previous):
         seen.append((loaded.path, path, previous["custom"]))
-        return [StubImagePin(recipe.resolve(), True), StubImagePin(tmp_path / "x.yaml", False)]
+        pins = [StubImagePin(recipe.resolve(), True), StubImagePin(recipe.resolve(), True)]
+        return [*pins, StubImagePin(tmp_path / "x.yaml", False)]
 
     result = lock_recipe(recipe, StubResolver(), extras=extras)
     assert seen == [(recipe, recipe, {"kept": True})]
-    assert result.edited == [recipe.resolve()]  # the Hub pin kept; the image edit counted once
-    assert [e.to_json() for e in result.extra] == [{"image": "x", "changed": True}, {"image": "x", "changed": False}]
-    assert result.to_json()["images"] == [{"image": "x", "changed": True}, {"image": "x", "changed": False}]
+    assert result.edited == [recipe.resolve()]  # the Hub pin kept; the image edits counted once
+    changed = [{"image": "x", "changed": True}] * 2 + [{"image": "x", "changed": False}]
+    assert [e.to_json() for e in result.extra] == changed and result.to_json()["images"] == changed
     data = json.loads(lock.read_text())
     assert data["custom"] == {"kept": True} and "mods" not in data
     assert data["images"] == {"other": 1, "container.image": {"digest": "sha256:1"}}
