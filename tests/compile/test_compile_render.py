@@ -194,7 +194,8 @@ def test_a_grid_script_benches_each_cell_into_its_own_result_file(tmp_path):
 def test_a_dockerfile_is_found_beside_the_file_that_names_it(tmp_path):
     (tmp_path / "base").mkdir()
     (tmp_path / "base" / "parent.yaml").write_text(BASE + DATASET + BUILD + "  dockerfile: my.Dockerfile\n")
-    loaded = recipe(tmp_path, "extends: base/parent.yaml\nengine:\n  max_num_seqs: 4\n", name="child.yaml")
+    # the child writes build: too (another key): the dockerfile still belongs to the parent's folder
+    loaded = recipe(tmp_path, "extends: base/parent.yaml\nbuild:\n  vllm_ref: v0.10.0\n", name="child.yaml")
     lines, dockerfile = build_lines(loaded)
     assert [w.value for w in lines[-1]] == ["-f", str(tmp_path / "base" / "my.Dockerfile"), str(tmp_path / "base")]
     assert dockerfile is None
