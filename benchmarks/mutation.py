@@ -154,6 +154,8 @@ TESTS: dict[str, list[str]] = {
         "tests/ledger/test_ledger_hardening.py",
         "tests/ledger/test_ledger_cli.py",
         "tests/ledger/test_ledger_migrate_v3.py",
+        "tests/ledger/test_ledger_cells.py",
+        "tests/ledger/test_ledger_sync.py",
     ],
     "autobench/ledger/migrations.py": [
         "tests/ledger/test_ledger_migrations.py",

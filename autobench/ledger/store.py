@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import unquote, urlsplit
 
 from sqlalchemy import Connection, Engine, create_engine, event, insert, select
 from sqlalchemy.engine import URL, make_url
@@ -52,16 +53,22 @@ def resolve_location(url_or_path: str | os.PathLike[str] | None = None) -> tuple
         url = make_url(text)
     except ArgumentError as exc:
         raise LedgerError(f"not a database URL: {text!r}", hint="use a path or e.g. sqlite:///ledger.db") from exc
-    if url.get_backend_name() == "sqlite" and url.database and not _sqlite_in_memory(url):
-        return url, Path(url.database).expanduser()
+    if url.get_backend_name() == "sqlite":
+        return url, _sqlite_file(url)
     return url, None
 
 
-def _sqlite_in_memory(url: URL) -> bool:
+def _sqlite_file(url: URL) -> Path | None:
+    """The file an SQLite URL names; None for an in-memory database: no name, ``:memory:``,
+    or a ``file:`` URI that is ``:memory:`` or has ``mode=memory`` (SQLAlchemy keeps the URI's
+    query in the URL's and hands it back to SQLite with ``?uri=true``)."""
     database = url.database or ""
-    return database in ("", ":memory:") or (
-        database.startswith("file:") and ("mode=memory" in database or database.startswith("file::memory:"))
-    )
+    if not database.startswith("file:"):
+        return None if database in ("", ":memory:") else Path(database).expanduser()
+    uri = urlsplit(database)
+    if uri.path in ("", ":memory:") or "memory" in url.query.get("mode", "") or "mode=memory" in uri.query:
+        return None
+    return Path(unquote(uri.path))
 
 
 def _check_file(path: Path, create: bool) -> None:
@@ -106,15 +113,13 @@ def _check_file(path: Path, create: bool) -> None:
 
 
 def _sqlite_engine(url: URL) -> Engine:
+    # sqlite3's ``timeout`` is SQLite's busy_timeout
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_MS / 1000})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (below)
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA synchronous=NORMAL")
-        cur.close()
+        dbapi_conn.execute("PRAGMA synchronous=NORMAL")
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
@@ -191,7 +196,6 @@ def _prepare(engine: Engine, where: str, create: bool) -> None:
         with engine.connect() as conn:
             tables = _user_tables(conn)
             version = current_version(conn) if "schema_version" in tables else None
-            conn.rollback()
         if version is None:
             if tables:
                 shown = ", ".join(sorted(tables)[:5])
@@ -240,6 +244,22 @@ def _prepare(engine: Engine, where: str, create: bool) -> None:
         raise LedgerError(f"cannot open ledger database: {message}", location=where) from exc
     except SQLAlchemyError as exc:
         raise LedgerError(f"cannot open ledger database: {exc}", location=where) from exc
+
+
+def _retryable(exc: IntegrityError | OperationalError) -> bool:
+    """Whether an append that failed so is worth another try: the database stayed locked
+    past the busy timeout, or (not SQLite) another appender took the same chain head first
+    and the UNIQUE id / prev_hash refused the fork."""
+    text = str(exc.orig).lower()
+    if isinstance(exc, OperationalError):
+        return "locked" in text  # SQLite's SQLITE_BUSY: "database is locked"
+    return "unique" in text or "duplicate" in text  # PostgreSQL: "duplicate key ... unique"; MySQL: "Duplicate entry"
+
+
+def _head(conn: Connection) -> tuple[int, str]:
+    """The id and row hash of the last run; (0, GENESIS_HASH) for an empty ledger."""
+    last = conn.execute(select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)).first()
+    return (last.id, last.row_hash) if last else (0, GENESIS_HASH)
 
 
 class Ledger:
@@ -311,20 +331,16 @@ class Ledger:
         """Append one run and its cells in one transaction; return the run as stored (with id
         and hashes)."""
         values, cell_rows = new_run_rows(run)
-        for attempt in range(APPEND_ATTEMPTS):
+        for attempt in range(1, APPEND_ATTEMPTS):
             with self._errors():
                 try:
                     return self._append_once(values, cell_rows)
                 except (IntegrityError, OperationalError) as exc:
-                    text = str(exc.orig).lower()
-                    # busy past the timeout, or (non-SQLite) another appender took the same
-                    # chain head first: the UNIQUE id / prev_hash refused the fork -> retry.
-                    transient = isinstance(exc, OperationalError) and ("locked" in text or "busy" in text)
-                    fork = isinstance(exc, IntegrityError) and ("unique" in text or "duplicate" in text)
-                    if not (transient or fork) or attempt == APPEND_ATTEMPTS - 1:
+                    if not _retryable(exc):
                         raise
-            time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
-        raise AssertionError("unreachable")  # pragma: no cover
+            time.sleep(random.uniform(0.005, 0.05) * attempt)
+        with self._errors():  # the last attempt: its error is the caller's
+            return self._append_once(values, cell_rows)
 
     def _check_before_writing(self) -> None:
         """Once per open ledger, before its first append: refuse a damaged SQLite file
@@ -334,7 +350,6 @@ class Ledger:
         try:
             with self.engine.connect() as conn:
                 found = [r[0] for r in conn.exec_driver_sql("PRAGMA quick_check(5)")]
-                conn.rollback()
         except DBAPIError as exc:
             found = [str(exc.orig) if exc.orig is not None else str(exc)]
         if found != ["ok"]:
@@ -352,7 +367,7 @@ class Ledger:
             with conn.begin():
                 if conn.dialect.name == "postgresql":
                     postgres.lock_chain(conn)
-                last = conn.execute(select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)).first()
+                last_id, last_hash = _head(conn)
                 for key in ("corrects", "supersedes", "replay_of"):
                     ref = values.get(key)
                     if ref is not None and conn.execute(select(RUNS.c.id).where(RUNS.c.id == ref)).first() is None:
@@ -362,8 +377,8 @@ class Ledger:
                             hint="autobench ledger list shows the run ids",
                         )
                 row = dict(values)
-                row["id"] = (last.id + 1) if last else 1
-                row["prev_hash"] = last.row_hash if last else GENESIS_HASH
+                row["id"] = last_id + 1
+                row["prev_hash"] = last_hash
                 row["row_hash"] = chain.row_hash(row)
                 conn.execute(insert(RUNS), row)
                 if cell_rows:
@@ -399,7 +414,7 @@ class Ledger:
     def resolve(self, ref: str | int) -> int:
         """A run reference -> id: ``12``, ``#12``, ``#12-1a2b3c4d`` or a row-hash prefix (>= 6 hex)."""
         text = str(ref).strip().lstrip("#")
-        head = text.split("-", 1)[0]
+        head = text.partition("-")[0]
         if is_digits(head):
             return self.get(int(head)).id
         if len(text) >= 6 and all(c in "0123456789abcdef" for c in text.lower()):
@@ -409,10 +424,10 @@ class Ledger:
             match = RUNS.c.row_hash.between(prefix, prefix + "g") & RUNS.c.row_hash.startswith(prefix)
             with self._read() as conn:
                 ids = conn.execute(select(RUNS.c.id).where(match).limit(2)).scalars().all()
-            if len(ids) == 1:
-                return ids[0]
             if len(ids) > 1:
                 raise LedgerError(f"run reference {ref!r} is ambiguous", hint="give more hex digits or the id")
+            if ids:
+                return ids[0]
             raise LedgerError(f"no run with hash prefix {ref!r}", location=self.where)
         raise LedgerError(f"not a run reference: {ref!r}", hint="use a run id (12 or #12) or a row-hash prefix")
 
@@ -473,8 +488,7 @@ class Ledger:
 
     def head(self) -> tuple[int, str]:
         with self._read() as conn:
-            last = conn.execute(select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)).first()
-        return (last.id, last.row_hash) if last else (0, GENESIS_HASH)
+            return _head(conn)
 
     def _raw_rows(self, conn: Connection) -> Iterator[dict[str, Any]]:
         """All rows, ascending id, as the driver returns them (no type processing)."""
@@ -485,7 +499,7 @@ class Ledger:
             f"SELECT {', '.join(names)} FROM runs ORDER BY id"  # noqa: S608 (fixed column names)
         )
         for raw in cursor:
-            yield dict(zip(names, raw, strict=True))
+            yield dict(raw._mapping)
 
     def _cells_digests(self, conn: Connection) -> dict[int, str]:
         """run id -> the digest of its stored cells (``cells.digest``), for every run with cells;
@@ -552,8 +566,7 @@ class Ledger:
                 here = dict(known)
                 for uid, rid in conn.execute(select(RUNS.c.run_uid, RUNS.c.id).where(RUNS.c.run_uid.in_(uids))):
                     here[uid] = rid
-                last = conn.execute(select(RUNS.c.id, RUNS.c.row_hash).order_by(RUNS.c.id.desc()).limit(1)).first()
-                last_id, last_hash = (last.id, last.row_hash) if last else (0, GENESIS_HASH)
+                last_id, last_hash = _head(conn)
                 new_rows = []
                 new_cells: list[dict[str, Any]] = []
                 for values in runs:
