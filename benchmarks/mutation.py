@@ -150,6 +150,7 @@ TESTS: dict[str, list[str]] = {
         "tests/ledger/test_ledger_sync.py",
     ],
     "autobench/ledger/store.py": [
+        "tests/ledger/test_ledger_store_contract.py",
         "tests/ledger/test_ledger_store.py",
         "tests/ledger/test_ledger_hardening.py",
         "tests/ledger/test_ledger_cli.py",

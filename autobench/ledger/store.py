@@ -66,7 +66,7 @@ def _sqlite_file(url: URL) -> Path | None:
     if not database.startswith("file:"):
         return None if database in ("", ":memory:") else Path(database).expanduser()
     uri = urlsplit(database)
-    if uri.path in ("", ":memory:") or "memory" in url.query.get("mode", "") or "mode=memory" in uri.query:
+    if uri.path in ("", ":memory:") or "memory" in url.query.get("mode", ()) or "mode=memory" in uri.query:
         return None
     return Path(unquote(uri.path))
 
