@@ -537,9 +537,8 @@ class Ledger:
         query = select(CELLS).where(CELLS.c.run_id.in_(run_ids)).order_by(CELLS.c.run_id, CELLS.c.cell_index)
         with self._read() as conn:
             for row in conn.execute(query).mappings():
+                # (LargeBinary already hands samples back as bytes on every driver)
                 cell = {k: row[k] for k in ("cell_index", "params", "metrics", "samples")}
-                if cell["samples"] is not None:
-                    cell["samples"] = bytes(cell["samples"])
                 out.setdefault(row["run_id"], []).append(cell)
         return out
 
@@ -553,7 +552,7 @@ class Ledger:
         """Append runs copied from another ledger, in order, in ONE transaction; return how
         many were new.  Each run is its content values with ``run_uid`` set, ``corrects``
         / ``supersedes`` / ``replay_of`` given as stable ids and its stored cell rows under
-        ``"cells"`` (``raw_cells``); ``known`` maps stable ids to ids here and is
+        ``"cells"`` (``raw_cells``; none when absent); ``known`` maps stable ids to ids here and is
         updated once the transaction commits.  A run already here (by ``run_uid``, also one
         that a concurrent push stored a moment ago) is skipped."""
         self._check_before_writing()
@@ -573,7 +572,7 @@ class Ledger:
                     if values["run_uid"] in here:
                         continue
                     row = dict(values)
-                    run_cells = row.pop("cells", None) or []
+                    run_cells = row.pop("cells", [])
                     for key in ("corrects", "supersedes", "replay_of"):
                         ref = row.get(key)
                         if ref is not None:

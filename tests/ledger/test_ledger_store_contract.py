@@ -668,3 +668,69 @@ def test_postgres_reads_the_whole_chain_through_server_side_cursors(book, backen
     book.append(make_run())
     assert book.verify().ok
     assert kinds == {"runs": "ServerCursor", "cells": "ServerCursor"}
+
+
+def test_a_damaged_schema_page_is_not_a_ledger_and_is_left_unchanged(db_path):
+    with open_ledger(db_path) as book:
+        book.append(make_run())
+    data = bytearray(db_path.read_bytes())
+    data[100:4096] = (b"\x0d" + bytes(range(256)) * 16)[: 4096 - 100]  # page 1's b-tree: the schema
+    db_path.write_bytes(data)
+    assert _refusal(db_path) == (
+        f"{db_path}: not a ledger database (database disk image is malformed) (hint: the file was left unchanged)"
+    )
+    assert db_path.read_bytes() == data
+
+
+# ------------------------------------------------------------------ imports (ledger push / pull)
+def test_pushed_references_point_at_the_same_runs_here_across_batches(book, tmp_path):
+    """Each reference (corrects / supersedes / replay_of) is carried as a stable id and lands
+    on the destination's id of the same run, also when it was copied in an earlier batch."""
+    from autobench.ledger.sync import copy_runs
+
+    book.append(make_run(notes="already here"))
+    with open_ledger(tmp_path / "source.db") as source:
+        first = source.append(make_run(notes="first"))
+        source.append(make_run(notes="fix", corrects=first.id))
+        source.append(make_run(notes="again", replay_of=first.id))
+        source.append(make_run(notes="better", supersedes=2))
+        result = copy_runs(source, book, batch=1)
+        assert (result.runs, result.copied, result.present) == (4, 4, 0)
+        assert copy_runs(source, book, batch=1).copied == 0
+    got = {r.notes: (r.id, r.corrects, r.replay_of, r.supersedes) for r in book.runs()}
+    assert got == {
+        "already here": (1, None, None, None),
+        "first": (2, None, None, None),
+        "fix": (3, 2, None, None),
+        "again": (4, None, 2, None),
+        "better": (5, None, None, 3),
+    }
+    assert book.verify().ok
+
+
+def _content_of(book, run_id: int, **changes: Any) -> dict[str, Any]:
+    from autobench.ledger.sync import _content
+
+    with book.raw_rows() as rows:
+        raw = next(r for r in rows if r["id"] == run_id)
+    return {**_content(raw, {run_id: raw["run_uid"]}), "cells": [], **changes}
+
+
+def test_an_import_refuses_a_reference_to_a_run_it_does_not_have(book):
+    book.append(make_run())
+    values = _content_of(book, 1, run_uid="u-new", corrects="u-elsewhere")
+    with pytest.raises(LedgerError) as info:
+        book.import_runs([values], {})
+    assert str(info.value) == f"{book.where}: run u-new corrects a run that is not in this ledger (u-elsewhere)"
+    assert book.count() == 1
+
+
+def test_an_import_appends_in_order_and_tells_the_caller_the_new_ids(book):
+    book.append(make_run())
+    known: dict[str, int] = {}
+    runs = [_content_of(book, 1, run_uid="u-a"), _content_of(book, 1, run_uid="u-b", supersedes="u-a")]
+    assert book.import_runs(runs, known) == 2
+    assert known == {"u-a": 2, "u-b": 3}
+    assert book.import_runs(runs, known) == 0 and book.count() == 3
+    assert [(r.id, r.run_uid, r.supersedes) for r in book.runs()][1:] == [(2, "u-a", None), (3, "u-b", 2)]
+    assert book.verify().ok and book.stable_ids() == {book.get(1).run_uid: 1, "u-a": 2, "u-b": 3}
