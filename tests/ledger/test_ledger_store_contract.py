@@ -552,18 +552,18 @@ def test_head_and_count(ledger):
     assert recs[0].prev_hash == GENESIS_HASH and recs[1].prev_hash == recs[0].row_hash
 
 
-def _twin_hashes(ledger, prefix: str) -> None:
-    """Two more runs whose row hashes share ``prefix`` (inserted behind autobench's back: a
-    collision of six hex digits takes thousands of appends)."""
+def _crafted_hashes(ledger, *hashes: str) -> None:
+    """More runs with the given row hashes (inserted behind autobench's back: two hashes
+    sharing six hex digits take thousands of appends; a random hash may start with digits)."""
     names = [c.name for c in RUNS.columns]
+    set_here = ("id", "prev_hash", "row_hash", "run_uid")
+    exprs = ", ".join("?" if n in set_here else n for n in names)
     con = sqlite3.connect(ledger.engine.url.database)
     last_id, last_hash = ledger.head()
-    for i in (1, 2):
-        values = {n: f"{n}-{i}" if n in ("run_uid",) else n for n in names}
-        values.update(id=last_id + i, prev_hash=last_hash, row_hash=prefix + f"{i:x}" * (64 - len(prefix)))
-        last_hash = values["row_hash"]
-        exprs = ", ".join("?" if n in ("id", "prev_hash", "row_hash", "run_uid") else n for n in names)
-        params = [values[n] for n in names if n in ("id", "prev_hash", "row_hash", "run_uid")]
+    for i, row_hash in enumerate(hashes, 1):
+        values = {"id": last_id + i, "prev_hash": last_hash, "row_hash": row_hash, "run_uid": f"crafted-{i}"}
+        last_hash = row_hash
+        params = [values[n] for n in names if n in set_here]
         con.execute(f"INSERT INTO runs ({', '.join(names)}) SELECT {exprs} FROM runs WHERE id = 1", params)
     con.commit()
     con.close()
@@ -572,24 +572,24 @@ def _twin_hashes(ledger, prefix: str) -> None:
 def test_run_references_exactly(ledger):
     a = ledger.append(make_run())
     b = ledger.append(make_run())
+    _crafted_hashes(ledger, "c0ffee" + "1" * 58, "c0ffee" + "2" * 58, "abcdef" + "3" * 58)
     assert ledger.resolve(" #2 ") == 2 and ledger.resolve(2) == 2
     assert ledger.resolve(f"#1-{a.row_hash[:8]}") == 1 and ledger.resolve(b.display_id) == 2
-    assert ledger.resolve(a.row_hash[:6].upper()) == 1 and ledger.resolve(b.row_hash) == 2
+    assert ledger.resolve("ABCDEF") == 5 and ledger.resolve(b.row_hash) == 2  # six hex digits, any case
+    assert ledger.resolve("c0ffee1") == 3 and ledger.resolve("c0ffee2") == 4
+    with pytest.raises(LedgerError) as info:
+        ledger.resolve("c0ffee")
+    assert str(info.value) == "run reference 'c0ffee' is ambiguous (hint: give more hex digits or the id)"
     unused = next(
-        p for p in ("abcdef", "123456", "fedcba") if not a.row_hash.startswith(p) and not b.row_hash.startswith(p)
+        p for p in ("fedcba", "edcbaf", "dcbafe") if not a.row_hash.startswith(p) and not b.row_hash.startswith(p)
     )
     with pytest.raises(LedgerError) as info:
         ledger.resolve(unused)
     assert str(info.value) == f"{ledger.where}: no run with hash prefix {unused!r}"
-    for ref in (a.row_hash[:5], "latest", "#x1", "-2"):
+    for ref in ("abcde", "latest", "#x1", "-2", "abcdeg"):
         with pytest.raises(LedgerError) as info:
             ledger.resolve(ref)
         assert str(info.value) == f"not a run reference: {ref!r} (hint: use a run id (12 or #12) or a row-hash prefix)"
-    _twin_hashes(ledger, "c0ffee")
-    with pytest.raises(LedgerError) as info:
-        ledger.resolve("c0ffee")
-    assert str(info.value) == "run reference 'c0ffee' is ambiguous (hint: give more hex digits or the id)"
-    assert ledger.resolve("c0ffee1") == 3 and ledger.resolve("c0ffee2") == 4
 
 
 def test_runs_by_model_and_the_default_order(ledger):
