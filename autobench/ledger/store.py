@@ -143,12 +143,9 @@ def _open_lock_file(path: Path) -> int | None:
 
 
 def _user_tables(conn: Connection) -> set[str]:
-    if conn.dialect.name == "sqlite":
-        rows = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'")
-        return {r[0] for r in rows}
     from sqlalchemy import inspect
 
-    return set(inspect(conn).get_table_names())
+    return set(inspect(conn).get_table_names())  # (SQLite's own sqlite_* tables are not listed)
 
 
 def open_ledger(url_or_path: str | os.PathLike[str] | None = None, *, create: bool = True) -> Ledger:

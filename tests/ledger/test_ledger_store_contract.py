@@ -92,11 +92,34 @@ def test_a_file_uri_opens_the_file_it_names(tmp_path):
         assert book.where == str(path)
     with open_ledger(path) as book:
         assert book.count() == 1
+    with open_ledger(f"sqlite:///file:{path}?mode=ro&uri=true", create=False) as book:  # read-only is not in-memory
+        assert book.count() == 1
 
 
 # ------------------------------------------------------------------ refusals on open
 def test_an_unreadable_file_is_refused_with_the_reason():
     assert _refusal("/proc/self/mem") == "/proc/self/mem: cannot read ledger: Input/output error"
+
+
+def test_a_socket_is_refused_without_opening_it(tmp_path):
+    import socket
+
+    path = tmp_path / "ledger.sock"
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(path))
+        assert _refusal(path) == (
+            f"{path}: is a socket or other special file, not a ledger database"
+            " (hint: point --ledger / AUTOBENCH_LEDGER at a regular file; nothing was read from it)"
+        )
+
+
+def test_a_block_device_is_refused_without_opening_it(tmp_path):
+    path = tmp_path / "disk"
+    try:
+        os.mknod(path, stat.S_IFBLK | 0o600, os.makedev(7, 0))
+    except PermissionError:
+        pytest.skip("no right to make a device node here")
+    assert _refusal(path).startswith(f"{path}: is a device, not a ledger database (hint:")
 
 
 def test_a_missing_directory_is_refused_and_nothing_is_created(tmp_path):
