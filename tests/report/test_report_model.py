@@ -202,6 +202,14 @@ def test_supersession_chain_follows_recipes_and_stops_on_cycles():
     assert supersession_chain("a", runs) == ["b", "c"]
     assert supersession_chain("z", runs) == []
     assert supersession_chain("z", runs, {"z": {"meta": {"superseded_by": "ext"}}}) == ["ext"]
+    # a cycle that does not pass through the start: b -> c -> b
+    assert supersession_chain("x", runs, {"x": {"meta": {"superseded_by": "b"}}, "c": {}}) == ["b", "c", "a"]
+    loop = {
+        "x": {"meta": {"superseded_by": "p"}},
+        "p": {"meta": {"superseded_by": "q"}},
+        "q": {"meta": {"superseded_by": "p"}},
+    }
+    assert supersession_chain("x", {}, loop) == ["p", "q"]
 
 
 def test_short_root_cause_is_one_line_cut_at_a_word():
@@ -252,7 +260,7 @@ def test_a_run_is_read_alike_from_a_ledger_record_and_from_a_dict_with_the_other
         started_at="2026-06-24T10:00:00Z",
         ended_at="2026-06-24",
         model_repo="org/m",
-        model_sha="",
+        model_sha="m" * 40,
         draft_repo="org/d",
         draft_sha="d" * 40,
         image="img@sha256:1",
@@ -275,7 +283,7 @@ def test_a_run_is_read_alike_from_a_ledger_record_and_from_a_dict_with_the_other
         started_at=utc(2026, 6, 24, 10),
         ended_at=date(2026, 6, 24),
         model_repo="org/m",
-        model_sha=None,  # an empty sha is "not recorded"
+        model_sha="m" * 40,
         draft_repo="org/d",
         draft_sha="d" * 40,
         image="img@sha256:1",
@@ -297,6 +305,7 @@ def test_a_run_is_read_alike_from_a_ledger_record_and_from_a_dict_with_the_other
             "recipe": "r2",
             "status": "failed",
             "started_at": None,
+            "model_sha": "",
             "vllm_version": "0.9",
             "note": "old name",
             "snapshot": '{"bench": {"concurrency": 2}}',
@@ -307,6 +316,7 @@ def test_a_run_is_read_alike_from_a_ledger_record_and_from_a_dict_with_the_other
     assert (other.recipe, other.status, other.engine_version, other.notes) == ("r2", "FAILED", "0.9", "old name")
     assert (other.snapshot, other.metrics, other.boot) == ({"bench": {"concurrency": 2}}, {"decode_tok_s": 2}, {})
     assert (other.started_at, other.draft_repo, other.corrects) == (None, None, None)
+    assert other.model_sha is None  # an empty sha is "not recorded"
 
 
 def test_json_columns_may_come_as_text_bytes_models_or_nothing():
