@@ -40,6 +40,9 @@ KEYS = ("model", "revision")
         ("model:\n  repo: org/m\n  revision: 'a b'\n", f"model:\n  repo: org/m\n  {PIN}\n"),
         ("model:\n  repo: org/m\nbench: {}\n", f"model:\n  repo: org/m\n  {PIN}\nbench: {{}}\n"),
         ("model:\n  repo: org/m", f"model:\n  repo: org/m\n  {PIN}\n"),
+        # the last line without its line break: the break is added and nothing else moves
+        ("x:   1  # c\nmodel:\n  repo: org/m", f"x:   1  # c\nmodel:\n  repo: org/m\n  {PIN}\n"),
+        ("x:   1\rmodel:\r  repo: org/m", f"x:   1\rmodel:\r  repo: org/m\r  {PIN}\r"),
         ("model:\r\n  repo: org/m\r\n  revision: main\r\n", f"model:\r\n  repo: org/m\r\n  {PIN}\r\n"),
         ("model:\r\n  repo: org/m\r\n", f"model:\r\n  repo: org/m\r\n  {PIN}\r\n"),
         ("model:\n    repo: org/m\n    revision: main\n", f"model:\n    repo: org/m\n    {PIN}\n"),
@@ -512,7 +515,7 @@ def test_extra_pins_are_written_with_the_hub_pins_and_other_sections_kept(tmp_pa
     from autobench.hub.lockfile import lock_recipe
 
     recipe = tmp_path / "r.yaml"
-    recipe.write_text(f"model:\n  repo: org/m\n  revision: {SHA}\ncontainer:\n  image: x\n")
+    recipe.write_text(f"model:\n  repo: org/m\n  revision: {SHA}  # frozen: main\ncontainer:\n  image: x\n")
     lock = tmp_path / "r.yaml.lock.json"
     lock.write_text(
         json.dumps(
