@@ -676,7 +676,7 @@ def test_a_library_error_while_reading_is_one_line(ledger, monkeypatch):
 
 
 def test_postgres_reads_the_whole_chain_through_server_side_cursors(book, backend):
-    """verify streams every run and every cell; on PostgreSQL never the whole table in memory."""
+    """verify and push stream every run and every cell; on PostgreSQL never the whole table in memory."""
     if backend.name != "postgresql":
         pytest.skip("PostgreSQL only")
     kinds: dict[str, str] = {}
@@ -691,6 +691,10 @@ def test_postgres_reads_the_whole_chain_through_server_side_cursors(book, backen
     book.append(make_run())
     assert book.verify().ok
     assert kinds == {"runs": "ServerCursor", "cells": "ServerCursor"}
+    kinds.clear()
+    with book.raw_rows() as rows:  # ledger push reads the runs alone
+        assert [r["id"] for r in rows] == [1]
+    assert kinds == {"runs": "ServerCursor"}
 
 
 def test_a_damaged_schema_page_is_not_a_ledger_and_is_left_unchanged(db_path):
