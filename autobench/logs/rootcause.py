@@ -319,8 +319,8 @@ class RootCauseTracker:
         if rec.level in ("INFO", "DEBUG", "WARNING"):
             self._expect_code.pop(proc, None)
             return
-        stripped = msg.strip()
-        if not stripped or _CARETS.match(msg):
+        stripped = msg.strip()  # never empty: split_records yields no blank record
+        if _CARETS.match(msg):
             return
         if not self.ready and rec.src is not None and rec.src.startswith("serving_"):
             self.ready = True  # the API server's request handlers log it: the server was serving
@@ -339,7 +339,7 @@ class RootCauseTracker:
                     if category not in ("other", "config_validation", "launcher_usage"):
                         self.cause.category = category
             return
-        if self._detail_for is not False and self._detail_for == proc and self.cause is not None:
+        if self._detail_for == proc and self.cause is not None:  # False is never a proc
             # indented by pydantic; a paste may have lost the indentation of "Value error, ..."
             if (msg[:1].isspace() or stripped.startswith("Value error,")) and not stripped.startswith(
                 "For further information"

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from autobench.logs import parse_log
-from autobench.logs.rootcause import CATEGORIES, HINTS, RootCause, boot_oom, classify, hint
+from autobench.logs.lines import split_records
+from autobench.logs.rootcause import CATEGORIES, HINTS, RootCause, RootCauseTracker, boot_oom, classify, hint
 
 
 @pytest.mark.parametrize(
@@ -220,3 +221,116 @@ def test_a_jupyter_style_frame_inside_a_traceback_locates_the_cause():
         ]
     ).root_cause
     assert rc is not None and (rc.location, rc.function, rc.line) == ("worker.py:412", "load_failed_model", 3)
+
+
+def test_a_caret_line_never_ends_the_wait_for_the_frame_after_a_bare_assertion():
+    # Python 3.11+ marks the failing expression with a line of carets; one that reaches the tracker
+    # (here because a worker's frame awaits its source line) is neither a frame nor a message
+    lines = [
+        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] AssertionError",
+        '(Worker pid=2) ERROR 01-01 00:00:00 [w.py:1]   File "/v/other.py", line 9, in g',
+        "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]            ^^^^^^^^^^^^^^^^^^",
+        '(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]   File "/v/kv_cache_utils.py", line 77, in check',
+    ]
+    rc = parse_log(lines).root_cause
+    assert rc is not None and (rc.message, rc.location, rc.function) == (
+        "AssertionError",
+        "kv_cache_utils.py:77",
+        "check",
+    )
+
+
+def test_a_frame_without_a_source_line_is_followed_by_the_raising_frame():
+    # frozen and compiled modules show no source line: the next line is the next frame, whose
+    # location is where the cause was raised
+    rc = parse_log(
+        [
+            "ERROR 01-01 00:00:00 [engine.py:1] Traceback (most recent call last):",
+            'ERROR 01-01 00:00:00 [engine.py:1]   File "<frozen runpy>", line 198, in _run_module_as_main',
+            'ERROR 01-01 00:00:00 [engine.py:1]   File "/v/site/worker.py", line 412, in load_model',
+            "ERROR 01-01 00:00:00 [engine.py:1]     raise ValueError(msg)",
+            "ERROR 01-01 00:00:00 [engine.py:1] ValueError: the real cause",
+        ]
+    ).root_cause
+    assert rc is not None and (rc.location, rc.function, rc.line) == ("worker.py:412", "load_model", 5)
+
+
+def test_a_source_line_that_lost_its_indentation_but_one_space_is_still_code():
+    # a paste that collapsed the indentation: the line under the frame is its source, not a cause,
+    # and a bare assertion's source line is its message
+    lines = [
+        "ERROR 01-01 00:00:00 [engine.py:1] Traceback (most recent call last):",
+        'ERROR 01-01 00:00:00 [engine.py:1]  File "/v/kv_cache_utils.py", line 77, in check',
+        "ERROR 01-01 00:00:00 [engine.py:1]  assert new_spec.page_size_bytes == max_page_size",
+        "ERROR 01-01 00:00:00 [engine.py:1] AssertionError",
+    ]
+    rc = parse_log(lines).root_cause
+    assert rc is not None
+    assert (rc.category, rc.message, rc.location) == (
+        "kv_page_size",
+        "assert new_spec.page_size_bytes == max_page_size",
+        "kv_cache_utils.py:77",
+    )
+    lines[2] = 'ERROR 01-01 00:00:00 [engine.py:1]  _check("CUDA out of memory")'
+    lines[3] = "ERROR 01-01 00:00:00 [engine.py:1] ValueError: the real cause"
+    rc = parse_log(lines).root_cause
+    assert rc is not None and (rc.category, rc.line, rc.location) == ("other", 4, "kv_cache_utils.py:77")
+
+
+def test_an_indented_line_of_another_process_is_not_the_validation_detail():
+    rc = parse_log(
+        [
+            VE,
+            "(EngineCore pid=2)   RuntimeError: CUDA error: out of memory",
+            "(APIServer pid=1)   Value error, max_model_len (1000000) is too large [type=value_error]",
+        ]
+    ).root_cause
+    assert rc is not None and (rc.category, rc.line) == ("config_validation", 1)
+    assert rc.detail == "Value error, max_model_len (1000000) is too large"
+
+
+def _tracker(*lines: str) -> RootCauseTracker:
+    t = RootCauseTracker()
+    for n, line in enumerate(lines, 1):
+        for rec in split_records(line):
+            t.feed(rec, n)
+    return t
+
+
+def test_the_tracker_is_done_once_nothing_fed_can_change_its_result():
+    # done is what lets the parser stop handing records over on a long log
+    t = _tracker(VE)
+    assert t.cause is not None and not t.done  # a validation error's detail line may follow
+    t = _tracker(VE, "(APIServer pid=1)   Value error, too large [type=value_error]")
+    assert t.done and t.result() is not None and t.result().detail == "Value error, too large"  # type: ignore[union-attr]
+    t = _tracker(VE, "(APIServer pid=1) another message that failed")  # not a detail: the wait is over
+    assert t.done and t.result().detail is None  # type: ignore[union-attr]
+    t = _tracker("(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] ValueError: the real cause")
+    assert t.done
+    # the teardown began: done, cause or not, and nothing fed after it counts
+    t = _tracker()
+    assert not t.done
+    t.stop()
+    assert t.done
+    for n, line in enumerate(["(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] ValueError: too late"], 1):
+        for rec in split_records(line):
+            t.feed(rec, n)
+    assert t.result() is None and t.done
+
+
+def test_an_exception_right_under_a_frame_without_a_source_line_is_the_cause():
+    # an import error's last frame is importlib's, which shows no source line
+    rc = parse_log(
+        [
+            "ERROR 01-01 00:00:00 [engine.py:1] Traceback (most recent call last):",
+            'ERROR 01-01 00:00:00 [engine.py:1]   File "<frozen importlib._bootstrap>", line 1324, in _find_and_load_unlocked',
+            "ERROR 01-01 00:00:00 [engine.py:1] ModuleNotFoundError: No module named 'vllm._C'",
+        ]
+    ).root_cause
+    assert rc is not None
+    assert (rc.message, rc.exception, rc.location, rc.line) == (
+        "ModuleNotFoundError: No module named 'vllm._C'",
+        "ModuleNotFoundError",
+        "<frozen importlib._bootstrap>:1324",
+        3,
+    )
