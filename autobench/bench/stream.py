@@ -62,11 +62,12 @@ class StreamSink:
 
     def on_body(self, data: bytes, now: float) -> bool:
         rec = self.rec
-        if self.err_body is not None:
+        body = self.err_body
+        if body is not None:
             rec.io = now
-            self.err_body += data
-            if len(self.err_body) >= ERROR_BODY_LIMIT:
-                self._http_error(now)
+            body += data  # in place: self.err_body grows
+            if len(body) >= ERROR_BODY_LIMIT:
+                self._http_error(body, now)
                 return False
             return True
         try:
@@ -105,7 +106,7 @@ class StreamSink:
         rec = self.rec
         rec.end = now
         if self.err_body is not None:
-            self._http_error(now)
+            self._http_error(self.err_body, now)
             return
         for ev in self.parser.finish():
             if ev == b"[DONE]":
@@ -143,11 +144,11 @@ class StreamSink:
         else:
             self.rec.fail("connection_lost", f"{why} before a response arrived")
 
-    def _http_error(self, now: float) -> None:
-        assert self.err_body is not None
+    def _http_error(self, body: bytearray, now: float) -> None:
         self.rec.end = now
         kind = "http_5xx" if self.status >= 500 else "http_4xx"
-        text = bytes(self.err_body[:ERROR_BODY_LIMIT]).decode("utf-8", "replace")
+        # the first 4 KiB whatever the reads brought: the message does not depend on how they fell
+        text = bytes(body[:ERROR_BODY_LIMIT]).decode("utf-8", "replace")
         self.rec.fail(kind, f"HTTP {self.status}: {error_message(text)}")
 
     def _slow_event(self, ev: bytes, now: float) -> bool:
@@ -191,8 +192,6 @@ class StreamSink:
 
 def _is_token_event(choice: dict[str, Any]) -> bool:
     """Whether a choice is a token event: any choice but a chat role announcement."""
-    if "text" in choice:
-        return True
     d = choice.get("delta")
     if isinstance(d, dict) and "role" in d:
         # vLLM's first chat chunk: {"role": "assistant", "content": ""}, sent before the first token.

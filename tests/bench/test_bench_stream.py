@@ -116,6 +116,8 @@ def test_chat_role_announcement_is_not_a_token_but_reasoning_is():
         ({"role": "assistant", "tool_calls": [{"id": "1"}]}, True),
         ({"content": ""}, True),
         ({}, True),
+        (None, True),  # "delta": null is no role announcement
+        ("role", True),
     ],
 )
 def test_which_chat_deltas_are_tokens(delta, is_token):
@@ -263,7 +265,46 @@ def test_a_lost_connection_says_when():
         ("  upstream\n  timed   out ", "upstream timed out"),
         ("", "(empty body)"),
         ("x" * 300, "x" * 200),
+        ('{"detail": "' + "x" * 300 + '"}', '{"detail": "' + "x" * 188),  # JSON without a message: cut too
     ],
 )
 def test_error_message_of_a_body(text, message):
     assert error_message(text) == message
+
+
+def test_an_error_body_is_read_as_its_first_4_kib_however_the_reads_fell():
+    # a JSON error body longer than 4 KiB: the message is made from its first 4 KiB (no longer JSON)
+    # whether the body came in one read or the read stopped at 4 KiB
+    body = b'{"error": {"message": "too long"}, "pad": "' + b"x" * 5000 + b'"}'
+    want = "HTTP 500: " + body[:200].decode()
+    one = sink(status=500)
+    assert one.on_body(body, 1.0) is False
+    two = sink(status=500)
+    assert two.on_body(body[:4000], 1.0) is True and two.on_body(body[4000:4096], 1.5) is False
+    assert one.rec.error_message == two.rec.error_message == want
+
+
+def test_an_error_body_that_is_not_utf8_is_still_a_message():
+    s = sink(status=502)
+    assert s.on_body(b"\xffbad gateway\xfe", 1.0) is True
+    s.on_end(2.0)
+    assert (s.rec.error_kind, s.rec.error_message) == ("http_5xx", "HTTP 502: \ufffdbad gateway\ufffd")
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"choices": {"text": "a", "finish_reason": None}},  # choices not a list
+        {"choices": ["a"]},  # a choice that is not an object
+        {"choices": [], "usage": "n/a"},  # a usage that is not an object
+        {"choices": [], "usage": [3, 7]},
+    ],
+)
+def test_malformed_choices_and_usage_are_ignored_not_a_crash(event):
+    rec = feed(sink(), (1.0, ev(event)), (2.0, tok("a", "stop") + DONE), end=2.0)
+    assert (rec.n_chunks, rec.first, rec.error_kind) == (1, 2.0, "no_usage")
+
+
+def test_an_empty_usage_after_the_report_keeps_the_report():
+    rec = feed(sink(), (1.0, tok("a", "stop") + usage(3, 7) + ev({"choices": [], "usage": {}}) + DONE), end=2.0)
+    assert rec.status == OK and (rec.completion_tokens, rec.prompt_tokens) == (3, 7)
