@@ -27,7 +27,7 @@ def _i(s: str) -> int:
     return int(s.replace(",", ""))
 
 
-Setter = Callable[["re.Match[str]"], dict[str, Any]]
+Setter = Callable[[re.Match[str]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -392,8 +392,8 @@ class SpecSummary:
             self.mal.append(sample["mean_acceptance_length"])
         pp = sample.get("per_position")
         if pp:
-            if len(pp) > len(self.per_position_sum):
-                self.per_position_sum += [0.0] * (len(pp) - len(self.per_position_sum))
+            # a longer sample adds positions (a shorter one: [0.0] * a negative count adds none)
+            self.per_position_sum += [0.0] * (len(pp) - len(self.per_position_sum))
             for i, v in enumerate(pp):
                 self.per_position_sum[i] += v
             self.per_position_n += 1

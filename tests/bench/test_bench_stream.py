@@ -259,6 +259,9 @@ def test_a_lost_connection_says_when():
         ('{"error": {"message": "m1"}}', "m1"),
         ('{"message": "m2"}', "m2"),
         ('{"error": "m3"}', "m3"),
+        # a proxy's body ({"status": 400, "error": "Bad Request", "message": ...}): the message says more
+        ('{"status": 400, "error": "Bad Request", "message": "m4"}', "m4"),
+        ('{"error": {"code": 400}, "message": "m5"}', "m5"),
         ('{"detail": "Not Found"}', '{"detail": "Not Found"}'),
         ('{"error": {"message": 5}}', '{"error": {"message": 5}}'),
         ("[1, 2]", "[1, 2]"),
