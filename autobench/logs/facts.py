@@ -356,7 +356,7 @@ class SpecSummary:
     samples: int = 0
     accepted: int = 0
     drafted: int = 0
-    counted: int = 0  # samples that stated both accepted and drafted
+    counted: bool = False  # some sample stated both accepted and drafted
     mal: list[float] = field(default_factory=list)
     per_position_sum: list[float] = field(default_factory=list)
     per_position_n: int = 0
@@ -385,7 +385,7 @@ class SpecSummary:
             return
         self.samples += 1
         if "accepted" in sample and "drafted" in sample:
-            self.counted += 1
+            self.counted = True
             self.accepted += sample["accepted"]
             self.drafted += sample["drafted"]
         if "mean_acceptance_length" in sample:

@@ -326,3 +326,34 @@ def test_spec_means_are_rounded_not_truncated():
     assert d["acceptance_rate_pct"] == 33.333  # 1 of 3, to 3 decimals
     assert d["mean_acceptance_length_mean"] == 1.3333  # 4 / 3, to 4 decimals
     assert d["per_position_acceptance_mean"] == [0.1, 0.1333]
+
+
+def test_a_spec_sample_with_only_one_count_adds_to_neither():
+    s = SpecSummary()
+    s.add("SpecDecoding metrics: Mean acceptance length: 2.00, Accepted: 5 tokens", 1)
+    s.add("SpecDecoding metrics: Mean acceptance length: 2.00, Drafted: 9 tokens", 2)
+    d = s.to_dict()
+    assert d is not None and (d["samples"], d["accepted_tokens"], d["drafted_tokens"]) == (2, None, None)
+    s.add("SpecDecoding metrics: Accepted: 1 tokens, Drafted: 4 tokens", 3)
+    d = s.to_dict()
+    assert d is not None and (d["accepted_tokens"], d["drafted_tokens"], d["acceptance_rate_pct"]) == (1, 4, 25.0)
+
+
+def test_a_prompt_throughput_is_read_only_right_after_its_label():
+    # a negative reading (a clock step) is no sample, not a positive one read past the minus sign
+    line = IDLE.replace("Avg prompt throughput: 0.0", "Avg prompt throughput: -1.0")
+    assert STATS.search(line) is None and STATS_BYTES.search(line.encode()) is None
+    r = parse_log(
+        [f"INFO 01-01 00:00:00 [loggers.py:1] Engine 000: {line}", f"INFO 01-01 00:00:10 [loggers.py:1] {IDLE}"]
+    )
+    assert r.stats is not None and (r.stats["samples"], r.stats["first_line"]) == (1, 2)
+
+
+def test_mean_throughputs_are_rounded_to_3_decimals():
+    lines = [
+        IDLE.replace("Avg prompt throughput: 0.0", "Avg prompt throughput: 1.0"),
+        IDLE.replace("Avg generation throughput: 0.0", "Avg generation throughput: 1.0"),
+        IDLE.replace("Avg generation throughput: 0.0", "Avg generation throughput: 1.0"),
+    ]
+    d = _by_line(lines).to_dict()
+    assert d is not None and (d["prompt_tps_mean_active"], d["gen_tps_mean_active"]) == (0.333, 0.667)
