@@ -375,6 +375,12 @@ SECRET_CASES = [
         ],
     ),
     (
+        # only --env/-e set a variable: another flag's NAME=value (a label here) is not one
+        "other-flag-with-a-name-value-pair",
+        container("  extra_args: ['--label=HF_TOKEN=present', '--label', 'OPENAI_API_KEY=none']\n"),
+        [],
+    ),
+    (
         # a name alone passes the variable from the shell: no value is written
         "env-flag-by-name-only",
         container("  extra_args: ['-e', 'HF_TOKEN', '--env', 'OPENAI_API_KEY']\n"),
