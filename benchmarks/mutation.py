@@ -975,6 +975,11 @@ def run_module(
             if rc is None:
                 os.waitpid(pid, 0)
                 status = "timeout"
+            elif rc in (4, 5) and run is not tests:
+                # pytest found none of the selected tests: the mutant breaks the import of their
+                # file (a module-level line), so no node id can be collected; every file decides
+                launch(slot, m, tests)
+                continue
             elif rc in (4, 5):
                 raise SystemExit(f"{module}: pytest usage error (rc {rc}) for mutant {m.id}")
             elif rc == 0 and run is not tests:
