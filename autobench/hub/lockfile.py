@@ -102,7 +102,8 @@ def _parent_path(path: Path, doc: Any) -> Path | None:
 
 
 def defining_file(loaded: Any, keys: tuple[str, ...]) -> Path | None:
-    """The file where the effective value of ``keys`` is written (None: not written anywhere)."""
+    """The file where the effective value of ``keys`` is written, a null that deletes an inherited
+    value included (None: not written anywhere)."""
     pos = getattr(loaded, "positions", {}).get(tuple(keys))
     if pos is not None:
         return Path(pos.file).resolve()
@@ -111,7 +112,10 @@ def defining_file(loaded: Any, keys: tuple[str, ...]) -> Path | None:
     while path is not None and path not in seen and path.exists():
         seen.add(path)
         _, doc = _load_rt(path)
-        if _node(doc, keys) is not None:
+        parent = _node(doc, keys[:-1])
+        # Written here, if only as null: the loader's positions leave out a key that a child
+        # deletes with null (the default then rules), and that null is the value to edit.
+        if isinstance(parent, dict) and keys[-1] in parent:
             return path
         path = _parent_path(path, doc)
     return None

@@ -495,6 +495,12 @@ def test_a_child_revision_of_its_parents_repo_is_pinned_in_the_child(tmp_path: P
     lock_recipe(child, StubResolver())
     assert child.read_text() == f"extends: base.yaml\nmodel:\n  repo: org/other\n  revision: {SHA}  # frozen: dev\n"
     assert json.loads((tmp_path / "child.yaml.lock.json").read_text())["references"]["model"]["file"] == "child.yaml"
+    # a child that deletes its parent's revision with null runs the default: its null is pinned
+    child.write_text("extends: base.yaml\nmodel:\n  revision: null\n")
+    lock_recipe(child, StubResolver())
+    assert child.read_text() == f"extends: base.yaml\nmodel:\n  revision: {SHA}  # frozen: main\n"
+    assert base.read_text() == "model:\n  repo: org/m\n  revision: dev\ncontainer:\n  image: x\n"
+    assert load_recipe(child).recipe.model.revision == SHA
 
 
 class StubImagePin:
