@@ -334,3 +334,46 @@ def test_an_exception_right_under_a_frame_without_a_source_line_is_the_cause():
         "<frozen importlib._bootstrap>:1324",
         3,
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "AssertionError: 1 validation error for CacheConfig",  # reads like a validation error
+        "AssertionError: unrecognized arguments: --x",  # reads like a command-line refusal
+    ],
+)
+def test_an_assertion_that_reads_like_a_setting_or_flag_refusal_stays_an_assertion(text):
+    lines = [
+        f"(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] {text}",
+        '(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1]   File "/v/config.py", line 9, in check',
+    ]
+    rc = parse_log(lines).root_cause
+    assert rc is not None and (rc.category, rc.message, rc.location) == ("assertion", text, "config.py:9")
+    t = _tracker(*lines)
+    assert t.done  # the frame after a bare assertion was the last thing awaited
+
+
+def test_an_assertion_with_a_message_keeps_it_over_its_source_line():
+    rc = parse_log(
+        [
+            "ERROR 01-01 00:00:00 [engine.py:1] Traceback (most recent call last):",
+            'ERROR 01-01 00:00:00 [engine.py:1]   File "/v/kv_cache_utils.py", line 77, in check',
+            "ERROR 01-01 00:00:00 [engine.py:1]     assert a == b, msg",
+            "ERROR 01-01 00:00:00 [engine.py:1] AssertionError: attention page size mismatch",
+        ]
+    ).root_cause
+    assert rc is not None
+    assert (rc.category, rc.message) == ("kv_page_size", "AssertionError: attention page size mismatch")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "EngineCore failed to start. Value error, see the validation error above",
+        "EngineCore failed to start: the launcher said unrecognized arguments",
+    ],
+)
+def test_a_wrapper_that_mentions_a_setting_or_flag_refusal_is_still_only_a_wrapper(text):
+    rc = parse_log([f"(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] {text}"]).root_cause
+    assert rc is not None and (rc.category, rc.generic, rc.message) == ("boot_failed", True, text)
