@@ -657,7 +657,12 @@ def _duplicates(c: _Ctx) -> None:
             if name in typed:
                 field = typed[name]
                 written = args[i].partition("=")[0]  # as the user wrote it
-                same = "" if written == name else f" (vLLM reads it as {name})"
+                if written == name:
+                    same = ""
+                elif base == "engine":
+                    same = f" (vLLM reads it as {name})"
+                else:  # docker's parser does not fold _ into -
+                    same = f" (docker refuses it as an unknown flag; its name is {name})"
                 c.add(
                     "AB040",
                     (base, "extra_args", i),

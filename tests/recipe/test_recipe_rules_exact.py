@@ -470,6 +470,21 @@ ARGS_CASES = [
         ],
     ),
     (
+        "docker-has-no-underscore-flags",
+        container("  extra_args: ['--shm_size', '1g']\n"),
+        [
+            L(
+                "4:16",
+                "AB040",
+                "error",
+                "container.extra_args[0]",
+                "--shm_size in extra_args shadows the typed field container.shm_size"
+                " (docker refuses it as an unknown flag; its name is --shm-size)",
+                "delete --shm_size from container.extra_args and set container.shm_size instead",
+            ),
+        ],
+    ),
+    (
         "stray-words",
         container(
             "  extra_args: ['--network', 'host', 'img2', '--rm', 'img', '-it', 'x', '-dp', '8000:8000',"
