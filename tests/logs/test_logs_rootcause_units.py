@@ -377,3 +377,125 @@ def test_an_assertion_with_a_message_keeps_it_over_its_source_line():
 def test_a_wrapper_that_mentions_a_setting_or_flag_refusal_is_still_only_a_wrapper(text):
     rc = parse_log([f"(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] {text}"]).root_cause
     assert rc is not None and (rc.category, rc.generic, rc.message) == ("boot_failed", True, text)
+
+
+READY = "(APIServer pid=1) INFO:     Application startup complete."
+
+
+@pytest.mark.parametrize(
+    ("line", "cause"),
+    [
+        # the API server logs one bad request's error, with or without an exception name: no failure
+        # (a message without an exception name reaches the tracker by a needle: "failed")
+        ("(APIServer pid=1) ERROR 01-01 00:00:00 [serving_chat.py:1] chat template failed to render", None),
+        ("(APIServer pid=1) ERROR 01-01 00:00:00 [serving_chat.py:1] jinja2.exceptions.TemplateError: bad", None),
+        # an unprefixed log: the same
+        ("ERROR 01-01 00:00:00 [serving_chat.py:1] TemplateError: chat template failed to render", None),
+        ("ERROR 01-01 00:00:00 [serving_chat.py:1] chat template failed to render", None),
+        # a failure that is no request's fault is the server's, whichever process logs it
+        ("(APIServer pid=1) ERROR 01-01 00:00:00 [api_server.py:1] RuntimeError: CUDA out of memory", "cuda_oom"),
+        # a logged message that names no known failure is no cause
+        ("(EngineCore pid=2) ERROR 01-01 00:00:00 [core.py:1] the health check failed once", None),
+        # an engine or worker process failing so is the server failing
+        ("(EngineCore pid=2) ERROR 01-01 00:00:00 [core.py:1] chat template failed to render", "tokenizer"),
+        ("(VllmWorker rank=0 pid=3) ERROR 01-01 00:00:00 [w.py:1] TemplateError: bad template", "tokenizer"),
+        ("(Worker_TP0 pid=3) ERROR 01-01 00:00:00 [w.py:1] chat template failed to render", "tokenizer"),
+    ],
+)
+def test_a_request_level_error_once_serving_is_a_cause_only_from_an_engine_or_worker(line, cause):
+    rc = parse_log([READY, line]).root_cause
+    assert (rc.category if rc else None) == cause
+    if rc is not None:
+        assert rc.line == 2
+
+
+def test_an_interrupted_boot_is_reported_as_only_the_interrupt():
+    rc = parse_log(
+        ["ERROR 01-01 00:00:00 [api_server.py:1] Traceback (most recent call last):", "KeyboardInterrupt"]
+    ).root_cause
+    assert rc is not None and rc.to_dict() == {
+        "category": "other",
+        "message": "KeyboardInterrupt",
+        "line": 2,
+        "location": None,
+        "function": None,
+        "exception": "KeyboardInterrupt",
+        "detail": None,
+        "generic": True,
+    }
+    rc = parse_log(["SystemExit: " + "x" * 700]).root_cause
+    assert rc is not None and rc.message == ("SystemExit: " + "x" * 700)[:600] and rc.generic
+    assert parse_log([READY, "KeyboardInterrupt"]).root_cause is None  # a stop after ready is no failure
+
+
+def test_an_engine_dead_error_is_a_wrapper_whatever_its_text_mentions():
+    text = "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue: CUDA out of memory"
+    rc = parse_log([READY, f"(APIServer pid=1) ERROR 01-01 00:00:00 [async_llm.py:1] {text}"]).root_cause
+    assert rc is not None
+    assert (rc.category, rc.generic, rc.exception, rc.message) == ("engine_died", True, "EngineDeadError", text)
+
+
+@pytest.mark.parametrize(
+    ("text", "category", "generic"),
+    [
+        (
+            "RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+            "boot_failed",
+            True,
+        ),
+        ("RuntimeError: Engine core initialization failed: 1 validation error for ModelConfig", "boot_failed", True),
+        # a wrapper that states its cause is that cause
+        (
+            "RuntimeError: Exception in worker VllmWorkerProcess while processing method init_device: "
+            "NCCL error: unhandled system error",
+            "distributed",
+            False,
+        ),
+    ],
+)
+def test_a_wrapper_exception_is_the_cause_only_when_it_states_one(text, category, generic):
+    rc = parse_log([f"(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] {text}"]).root_cause
+    assert rc is not None and (rc.category, rc.generic, rc.exception, rc.message) == (
+        category,
+        generic,
+        "RuntimeError",
+        text,
+    )
+
+
+def test_an_interrupt_after_a_wrapper_leaves_the_wrapper():
+    rc = parse_log(
+        [
+            "(EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] EngineCore failed to start.",
+            "(APIServer pid=1) KeyboardInterrupt",
+        ]
+    ).root_cause
+    assert rc is not None and (rc.category, rc.line, rc.exception) == ("boot_failed", 1, None)
+
+
+TB = "ERROR 01-01 00:00:00 [engine.py:1] "
+
+
+@pytest.mark.parametrize(
+    ("code", "exc", "message", "category"),
+    [
+        # a bare assertion under a source line that is no assert statement keeps its own name
+        ("_check(page_size)", "AssertionError", "AssertionError", "assertion"),
+        ("raise AssertionError", "AssertionError", "AssertionError", "assertion"),
+        ("assert x == y", "AssertionError", "assert x == y", "assertion"),
+        # with its frame above it, an assertion that reads like a setting or flag refusal stays one
+        ("check(x)", "AssertionError: 1 validation error for CacheConfig", None, "assertion"),
+        ("check(x)", "AssertionError: unrecognized arguments: --x", None, "assertion"),
+    ],
+)
+def test_a_bare_assertion_under_its_frame(code, exc, message, category):
+    lines = [
+        f"{TB}Traceback (most recent call last):",
+        f'{TB}  File "/v/config.py", line 9, in check',
+        f"{TB}    {code}",
+        f"{TB}{exc}",
+    ]
+    rc = parse_log(lines).root_cause
+    assert rc is not None
+    assert (rc.category, rc.message, rc.location, rc.function) == (category, message or exc, "config.py:9", "check")
+    assert _tracker(*lines).done  # its frame came first: nothing after it can add to it
