@@ -122,6 +122,21 @@ def test_a_block_device_is_refused_without_opening_it(tmp_path):
     assert _refusal(path).startswith(f"{path}: is a device, not a ledger database (hint:")
 
 
+def test_a_file_that_is_not_sqlite_and_a_missing_ledger_say_what_to_do(tmp_path):
+    path = tmp_path / "notes.txt"
+    path.write_text("just some notes\n")
+    assert _refusal(path) == (
+        f"{path}: not a ledger database (not an SQLite file) (hint: point --ledger / AUTOBENCH_LEDGER at a"
+        " ledger.db or a new path; the file was left unchanged)"
+    )
+    missing = tmp_path / "nope.db"
+    assert _refusal(missing, create=False) == (
+        f"{missing}: no ledger database here (hint: record a run first (autobench record ...) or set"
+        " --ledger / AUTOBENCH_LEDGER)"
+    )
+    assert _refusal(tmp_path) == f"{tmp_path}: is a directory, not a ledger database"
+
+
 def test_a_missing_directory_is_refused_and_nothing_is_created(tmp_path):
     path = tmp_path / "no" / "ledger.db"
     assert _refusal(path) == f"{path}: the ledger's directory does not exist"
