@@ -182,6 +182,26 @@ def _schema_version_only(path: Path, *versions: int) -> None:
     con.close()
 
 
+def test_a_ledger_from_a_newer_schema_is_refused_before_anything_is_written(db_path):
+    """Refused before the journal is switched to WAL: the file keeps every byte (here a copy
+    in rollback-journal mode, as e.g. ``sqlite3 .backup`` may leave it)."""
+    from autobench.ledger.migrations import LATEST
+
+    with open_ledger(db_path) as book:
+        book.append(make_run())
+    con = sqlite3.connect(db_path)
+    con.execute("PRAGMA journal_mode=DELETE")
+    con.execute("INSERT INTO schema_version VALUES (?, 'from the future', 'x')", (LATEST + 1,))
+    con.commit()
+    con.close()
+    before = db_path.read_bytes()
+    assert _refusal(db_path) == (
+        f"{db_path}: ledger schema v{LATEST + 1} was written by a newer autobench (this one knows v{LATEST})"
+        " (hint: upgrade autobench; the ledger was left unchanged)"
+    )
+    assert db_path.read_bytes() == before
+
+
 def test_a_ledger_without_its_runs_table_is_refused(tmp_path):
     path = tmp_path / "ledger.db"
     _schema_version_only(path, 1)
@@ -309,9 +329,9 @@ def test_appenders_queue_on_a_private_lock_file(tmp_path, monkeypatch):
                 held.append(_flock_taken(lock))
 
         book.append(make_run())
+        assert not _flock_taken(lock)  # released after the append, with the ledger still open
         assert list(folder.iterdir()) == [lock]
     assert held == [True]
-    assert not _flock_taken(lock)  # released after the append
 
 
 def _flock_taken(lock: Path) -> bool:
