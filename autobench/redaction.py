@@ -187,12 +187,10 @@ class Redactor:
             return self._redact(ready)
         if len(self._buf) <= self._max_line:
             return ""
-        # An endless line: emit all but a tail that could still hold the start of a secret.
-        keep = max(self._longest - 1, 0)
+        # An endless line: emit all but a tail that could still hold the start of a secret:
+        # a token shape running to the end, or (below) the start of a named secret.
         partial = _TOKEN_TAIL.search(self._buf)
-        if partial:
-            keep = max(keep, len(self._buf) - partial.start())
-        cut = len(self._buf) - keep
+        cut = partial.start() if partial else len(self._buf)
         for rx in (self._pattern, TOKEN):
             if rx is None:
                 continue
@@ -215,8 +213,7 @@ class Redactor:
                 if len(text) - k >= start:
                     break
                 if text.endswith(value[:k]):
-                    start = len(text) - k
-                    break
+                    start = len(text) - k  # the next, shorter k stops at the test above
         return start
 
     def flush(self) -> str:

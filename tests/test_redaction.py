@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -203,3 +204,30 @@ def test_a_named_secret_right_after_a_long_token_run_is_never_cut_by_the_token_m
         out = "".join(r.feed(text[i : i + size]) for i in range(0, len(text), size)) + r.flush()
         assert "[REDACTED:MY_SECRET] tail" in out, size
         assert not any(f in out for f in fragments), (size, out[-80:])
+
+
+@pytest.mark.parametrize("held", [1, 5, 17])  # how much of the secret has arrived when the line is cut
+def test_an_endless_line_holds_back_exactly_the_start_of_a_named_secret(held) -> None:
+    # A secret that begins and ends in characters no token shape holds back: only the named
+    # secret's own check keeps its start from going out before the rest arrives.
+    secret = "(my pass phrase)"
+    text = "x " * 60 + secret + " done\n"
+    start = text.index(secret)
+    r = Redactor({"S": secret}, max_line=8)
+    first = r.feed(text[: start + min(held, len(secret) - 1)])
+    assert first == text[:start]  # everything before the secret, nothing of it
+    out = first + r.feed(text[start + min(held, len(secret) - 1) :]) + r.flush()
+    assert out == "x " * 60 + "[REDACTED:S] done\n"
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_of_two_secrets_the_earlier_start_is_held_back(order) -> None:
+    # The line ends in "(a b": the start of A, and " b" is the start of B too; the cut must stop
+    # at A's start whichever secret is looked at first.
+    a, b = "(a b c d e f g)", " b and more words"
+    secrets = dict([("A", a), ("B", b)][:: 1 if order == 0 else -1])
+    text = "x " * 60 + "(a b" + " c d e f g) tail\n"
+    r = Redactor(secrets, max_line=8)
+    first = r.feed(text[: text.index("(a b") + 4])
+    assert first == "x " * 60
+    assert first + r.feed(text[len(first) + 4 :]) + r.flush() == "x " * 60 + "[REDACTED:A] tail\n"
