@@ -688,6 +688,8 @@ def pytest_args(tests: list[str], first_failure: bool = True) -> list[str]:
         "-p",
         "no:randomly",
         "--hypothesis-seed=0",
+        "-m",
+        "",  # both tiers: with the unit tier alone, mutants only the integration tests kill would survive
     ]
 
 

@@ -58,6 +58,7 @@ def one_error_line(code: int, out: str, err: str, exit_code: int = 3) -> str:
     return err.strip()
 
 
+@pytest.mark.integration
 def test_lock_pins_a_multi_arch_tag_in_place_and_records_every_platform(image_env, registry, tmp_path, capsys):
     pushed = registry.index("vllm/vllm-openai", "nightly", created="2026-11-20T03:00:00Z")
     image = f"{registry.host}/vllm/vllm-openai"
@@ -106,6 +107,7 @@ def test_lock_pins_a_multi_arch_tag_in_place_and_records_every_platform(image_en
     assert f"note: nightly has moved to {moved.digest[:19]} since this pin" in out
 
 
+@pytest.mark.integration
 def test_a_single_platform_docker_image_and_platform_choice(image_env, registry, tmp_path, capsys):
     single = registry.image("acme/engine", "v1", arch="arm64", docker=True)
     base, child = write_recipes(tmp_path / "r", f"{registry.host}/acme/engine:v1")
@@ -121,6 +123,7 @@ def test_a_single_platform_docker_image_and_platform_choice(image_env, registry,
     assert entry["digest"] == single.digest and list(entry["platforms"]) == ["linux/arm64"]
 
 
+@pytest.mark.integration
 def test_outdated_reports_a_moved_tag_with_creation_dates_then_a_deleted_one(image_env, registry, tmp_path, capsys):
     old = registry.index("vllm/vllm-openai", "nightly", created="2026-11-20T03:00:00Z")
     image = f"{registry.host}/vllm/vllm-openai"
@@ -176,6 +179,7 @@ def test_compile_frozen_refuses_an_image_pinned_by_tag(image_env, tmp_path, caps
     )
 
 
+@pytest.mark.integration
 def test_registry_faults_write_nothing(image_env, registry, tmp_path, capsys):
     base, child = write_recipes(tmp_path / "r", f"{registry.host}/acme/none:v9")
     before = base.read_text()
@@ -210,6 +214,7 @@ def test_an_unparseable_image_reference_is_one_line_without_the_value(image_env,
     assert not (tmp_path / "r" / "child.yaml.lock.json").exists()
 
 
+@pytest.mark.integration
 def test_htpasswd_registry_with_the_docker_config_and_without(image_env, auth_registry, tmp_path, capsys):
     pushed = auth_registry.image("private/engine", "v1")
     base, child = write_recipes(tmp_path / "r", f"{auth_registry.host}/private/engine:v1")
@@ -270,6 +275,7 @@ def test_lock_offline_takes_the_digest_docker_has_and_names_what_it_cannot(image
     assert f"`docker pull {name}:v2` first, or lock online" in err
 
 
+@pytest.mark.integration
 def test_outdated_on_an_unpinned_tag_and_lock_json(image_env, registry, tmp_path, capsys):
     pushed = registry.image("acme/engine", "v1")
     image = f"{registry.host}/acme/engine"
@@ -290,6 +296,7 @@ def test_outdated_on_an_unpinned_tag_and_lock_json(image_env, registry, tmp_path
     assert pin["platforms"] == ["linux/amd64"] and pin["resolved_from"] == "registry"
 
 
+@pytest.mark.integration
 def test_relock_and_outdated_of_a_kept_pin_only_send_heads(image_env, registry, tmp_path, capsys):
     """Docker Hub counts manifest GETs against its pull rate limit, not HEADs: once pinned, a
     re-lock and an up-to-date check cost HEAD requests only."""
@@ -310,6 +317,7 @@ def test_relock_and_outdated_of_a_kept_pin_only_send_heads(image_env, registry, 
         assert client.sent[0][1] == f"vllm/vllm-openai/manifests/{pushed.digest}"
 
 
+@pytest.mark.integration
 def test_a_locked_image_keeps_its_tag_for_readers_of_the_tag(image_env, registry, tmp_path, capsys):
     """preflight reads the vLLM version from the tag (`:v0.23.1`); after `lock` the value is
     `name@sha256:…  # frozen: v0.23.1` and the tag is read back from the comment."""

@@ -23,6 +23,7 @@ def client(env: dict[str, str] | None = None, timeout: float = 2.0) -> RegistryC
     return RegistryClient(RegistrySettings.from_env(timeout=timeout, env=env or {"DOCKER_CONFIG": "/nonexistent"}))
 
 
+@pytest.mark.integration
 def test_a_multi_arch_index_resolves_to_its_digest_and_both_platform_manifests(registry):
     pushed = registry.index("vllm/vllm-openai", "nightly", created="2026-11-20T03:00:00Z")
     with client() as c:
@@ -34,6 +35,7 @@ def test_a_multi_arch_index_resolves_to_its_digest_and_both_platform_manifests(r
         assert p.created == "2026-11-20T03:00:00Z"
 
 
+@pytest.mark.integration
 def test_a_docker_manifest_list_and_a_single_platform_image(registry):
     lst = registry.index("acme/engine", "v1", docker=True)
     single = registry.image("acme/engine", "arm-only", arch="arm64", docker=True, created="2026-10-01T00:00:00Z")
@@ -48,6 +50,7 @@ def test_a_docker_manifest_list_and_a_single_platform_image(registry):
         assert resolve(c, registry.host, "acme/engine", lst.digest).digest == lst.digest
 
 
+@pytest.mark.integration
 def test_a_moved_tag_resolves_to_the_new_digest_and_a_deleted_one_is_not_found(registry):
     old = registry.index("vllm/vllm-openai", "nightly", created="2026-11-01T00:00:00Z")
     new = registry.index("vllm/vllm-openai", "nightly", created="2026-11-02T00:00:00Z")
@@ -63,6 +66,7 @@ def test_a_moved_tag_resolves_to_the_new_digest_and_a_deleted_one_is_not_found(r
             c.manifest(registry.host, "nobody/nothing", "latest")
 
 
+@pytest.mark.integration
 def test_a_platform_missing_from_the_index_is_one_clear_error(registry):
     registry.index("acme/armonly", "v1", archs=("arm64",))
     registry.image("acme/x86", "v1", arch="amd64")
@@ -75,6 +79,7 @@ def test_a_platform_missing_from_the_index_is_one_clear_error(registry):
             resolve(c, registry.host, "acme/x86", "v1", platforms=["linux/arm64"])
 
 
+@pytest.mark.integration
 def test_bytes_that_do_not_match_their_digest_are_refused(registry):
     pushed = registry.index("acme/tampered", "v1")
     # Alter the stored platform manifest on disk: the registry serves the altered bytes as they are.
@@ -100,6 +105,7 @@ def _docker_config(home: Path, registry: str, user: str, password: str) -> dict[
     return {"DOCKER_CONFIG": str(folder)}
 
 
+@pytest.mark.integration
 def test_htpasswd_registry_anonymous_docker_config_env_names_and_wrong_password(auth_registry, tmp_path):
     pushed = auth_registry.image("private/engine", "v1")
     host = auth_registry.host
@@ -241,6 +247,7 @@ def test_settings_pick_the_scheme_and_docker_hub_endpoint():
         RegistrySettings.from_env(env={"AUTOBENCH_REGISTRY_TIMEOUT": "soon"})
 
 
+@pytest.mark.integration
 def test_the_bearer_token_flow_against_a_real_registry_with_token_auth(tmp_path):
     """docker-registry with `auth: token` (as Docker Hub and ghcr.io run it): it answers 401 with a
     Bearer challenge naming the realm; the token service (here a loopback realm signing JWTs the
@@ -302,6 +309,7 @@ def test_the_bearer_token_flow_against_a_real_registry_with_token_auth(tmp_path)
             reg.stop()
 
 
+@pytest.mark.integration
 def test_a_digest_the_registry_no_longer_serves_says_so(registry):
     pushed = registry.image("acme/engine", "v1")
     registry.delete_manifest("acme/engine", pushed.digest)
@@ -313,6 +321,7 @@ def test_a_digest_the_registry_no_longer_serves_says_so(registry):
     )
 
 
+@pytest.mark.integration
 def test_a_docker_credential_helper_named_in_the_docker_config(auth_registry, tmp_path):
     """`docker login` with a credential store writes credHelpers / credsStore: the helper program
     `docker-credential-<name> get` (a real executable here) is asked with the server on stdin."""

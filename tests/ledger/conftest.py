@@ -22,7 +22,7 @@ def ledger(db_path: Path):
         yield book
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(params=[pytest.param(b, marks=pytest.mark.integration) if b == "postgresql" else b for b in BACKENDS])
 def backend(request: pytest.FixtureRequest, tmp_path: Path):
     """A fresh, empty ledger location on each backend (the database itself, not opened)."""
     with make_backend(request.param, tmp_path) as where:

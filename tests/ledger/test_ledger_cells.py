@@ -277,6 +277,7 @@ def test_the_committed_v7_ledger_migrates_with_every_hash_intact(tmp_path):
     con.close()
 
 
+@pytest.mark.integration
 def test_a_v7_ledger_on_postgresql_migrates_with_every_hash_intact(tmp_path):
     """The v7 fixture's rows, written into a PostgreSQL schema migrated to v7 only, then
     opened by this autobench (-> v8): the same hashes verify, cells append."""

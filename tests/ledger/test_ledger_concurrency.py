@@ -29,7 +29,7 @@ def _spawn(db: str, tag: str, count: int) -> subprocess.Popen[str]:
     )
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_eight_processes_append_concurrently_and_lose_nothing(backend):
     open_ledger(backend.url).close()  # create it (the workers open with create=False)
     procs = [_spawn(backend.url, f"p{i}", EACH) for i in range(PROCS)]

@@ -124,7 +124,7 @@ def test_a_postgres_host_that_never_answers_times_out_with_one_line(silent_serve
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_the_default_connect_timeout_bounds_a_hung_postgres_host(silent_server):
     """No connect_timeout in the URL: the store's default (10 s) still ends the wait."""
     url = f"postgresql://postgres@127.0.0.1:{silent_server.port}/test"
@@ -144,6 +144,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.integration
 def test_nothing_listening_and_unknown_role_are_one_line_each(capsys):
     for url, words in (
         (f"postgresql://postgres@127.0.0.1:{_free_port()}/test", "refused"),
@@ -167,6 +168,7 @@ def pg_role():
         con.execute(f"DROP ROLE {name}")
 
 
+@pytest.mark.integration
 def test_a_schema_without_the_right_to_create_tables_is_one_line_and_nothing_is_created(capsys, pg_role):
     with pg_schema() as schema:
         with pg_connect() as con:
@@ -181,6 +183,7 @@ def test_a_schema_without_the_right_to_create_tables_is_one_line_and_nothing_is_
         assert tables == (0,)
 
 
+@pytest.mark.integration
 def test_documented_append_only_role_appends_but_cannot_change_or_unprotect(pg_role):
     """docs/ledger.md's grants: an appender role with SELECT, INSERT only."""
     import psycopg

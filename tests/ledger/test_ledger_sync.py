@@ -170,7 +170,7 @@ def _values(new_run):
     return new_run_values(new_run)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_a_push_killed_half_way_leaves_both_valid_and_the_next_push_completes(tmp_path, backend):
     box = tmp_path / "box.db"
     total = 2000

@@ -17,7 +17,7 @@ import pytest
 from run_helpers import FAKE_VLLM, free_port, recipe_text, run_env
 from slurm_cluster import NODES, PARTITION, SlurmCluster, available
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.integration
 
 FAST = "--ttft-ms 5 --itl-ms 2 --log-stats-interval 0.2"
 
