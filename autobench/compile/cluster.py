@@ -25,6 +25,7 @@ Every word goes through the one quoting path (autobench.compile.quoting).
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
 from autobench.recipe.facts import uses_host_network
 from autobench.recipe.loader import LoadedRecipe
+from autobench.recipe.schema import HOST_RE
 
 DEFAULT_REMOTE = "ssh -o BatchMode=yes"
 #: Exit codes of the driver.
@@ -66,13 +68,27 @@ def cluster_hosts(loaded: LoadedRecipe, hosts: list[str] | None) -> list[str]:
             hint="name one host per node, head first",
         )
     for host in chosen:
-        if not host or host.startswith("-") or any(c.isspace() or c in "'\"`$;&|<>\\" for c in host):
+        if not is_host(host):
             raise RecipeError(
                 f"not a host name: {host!r}",
                 location=str(where),
-                hint="a host is a name or address (user@host is fine)",
+                hint="a host is a name or address, optionally user@ before it (neither part may start with '-')",
             )
     return chosen
+
+
+def is_host(host: str) -> bool:
+    """Whether ``host`` is ``[user@]host`` with neither part an option or shell text."""
+    return re.fullmatch(HOST_RE, host) is not None
+
+
+def remote_words(remote: str) -> list[str]:
+    """The remote command as the driver splits ``$AUTOBENCH_REMOTE`` (on whitespace, no
+    expansion): each word is then written quoted, so ``$(...)`` in it stays text."""
+    words = remote.split()
+    if not words:
+        raise RecipeError("--remote is empty", hint=f"e.g. --remote {DEFAULT_REMOTE!r}")
+    return words
 
 
 def _client_host(host: str) -> str:
@@ -209,7 +225,7 @@ def compile_cluster(
             hosts=chosen,
             nodes=t.nodes,
             executor=t.executor,
-            remote=remote or DEFAULT_REMOTE,
+            remote=remote_words(remote or DEFAULT_REMOTE),
             ready_timeout_s=str(math.ceil(recipe.bench.ready_timeout_s)),
             cluster_timeout_s=str(math.ceil(t.cluster_timeout_s)),
             exit_blocked=EXIT_BLOCKED,
@@ -219,4 +235,12 @@ def compile_cluster(
     return files
 
 
-__all__ = ["DEFAULT_REMOTE", "EXIT_BLOCKED", "EXIT_FAILED", "cluster_hosts", "compile_cluster"]
+__all__ = [
+    "DEFAULT_REMOTE",
+    "EXIT_BLOCKED",
+    "EXIT_FAILED",
+    "cluster_hosts",
+    "compile_cluster",
+    "is_host",
+    "remote_words",
+]

@@ -19,7 +19,15 @@ REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 LOCAL_PATH = r"/[^\x00\n]*"
 MODEL_REF = rf"^(?:{REPO_ID[1:-1]}|{LOCAL_PATH})$"
 NAME_RE = r"^[a-z0-9][a-z0-9._\-]*$"
-HOST_RE = r"^[A-Za-z0-9_][A-Za-z0-9_.:\-\[\]@]*$"
+# ``[user@]host``: the address part becomes vLLM's ``--master-addr`` value and ssh's destination,
+# the user part ssh's login, so neither may start with '-' (``a@--trust-remote-code`` would reach
+# vLLM as a flag of its own) nor hold a shell or space character.  A host is a DNS name, an IPv4
+# or IPv6 address (bracketed when it starts with ':', with an optional %zone); a user is what
+# useradd accepts.
+HOST_RE = (
+    r"^(?:[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}@)?"
+    r"(?:[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}|\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?\])$"
+)
 
 Scalar = str | int | float | bool
 
