@@ -15,7 +15,7 @@ Columns (one entry per request unless said otherwise; times in milliseconds):
   starting at 0).  :meth:`Samples.itl` returns one request's list.
 * ``prompt_tokens``, ``completion_tokens``: int; ``-1`` (:data:`UNKNOWN`) where unknown.
 * ``status``: the bench's request status (``ok``, ``error``, ``incomplete``:
-  autobench/bench/record.py); ``error_kind``: one of the bench's ERROR_KINDS or None.
+  autobench/bench/record.py); ``error_kind``: one of the bench's error kinds (docs/bench.md) or None.
 * ``start_s``: seconds from the cell's start to the request's send (NaN if unknown), so
   throughput and goodput over time can be recomputed.
 

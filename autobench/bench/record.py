@@ -10,22 +10,6 @@ ERROR = "error"
 INCOMPLETE = "incomplete"
 INFLIGHT = "inflight"
 
-# Error kinds (docs/bench.md explains each)
-ERROR_KINDS = (
-    "connect",  # could not open a connection (refused, unreachable, DNS, connect timeout)
-    "connection_lost",  # the connection closed before a response header arrived
-    "timeout",  # no progress (response head or SSE data event) for --read-timeout seconds
-    "http_4xx",
-    "http_5xx",
-    "stream_dropped",  # the body ended or broke before [DONE] / a finish_reason
-    "non_json",  # an event (or the body) was not JSON
-    "oversized_event",  # an SSE event (or line) grew past MAX_EVENT_BYTES without ending
-    "in_stream_error",  # an {"error": ...} object inside a 200 stream
-    "no_usage",  # the stream had no usage report (see --allow-missing-usage)
-    "no_tokens",  # a complete 200 stream without any token
-    "client_error",  # any other HTTP client failure
-)
-
 
 class RequestRecord:
     __slots__ = (
@@ -47,7 +31,6 @@ class RequestRecord:
         "usage_fallback",
         "first_srv",
         "arr_srv",
-        "last_srv",
         "end",
         "dispatch",
         "io",
@@ -74,7 +57,6 @@ class RequestRecord:
         self.http_status: int | None = None
         self.usage_fallback = False
         self.first_srv: float | None = None  # server send time of the first token chunk, if sent
-        self.last_srv: float | None = None
         self.arr_srv: float | None = None  # server arrival time of the request, if sent
         self.end: float | None = None  # end of the stream ([DONE] / EOF / error)
         # client internals: last socket activity, the read-timeout timer and whether it fired

@@ -161,11 +161,6 @@ class _Parser:
         self._refresh()
 
     @property
-    def _want_request(self) -> bool:
-        """Ready, no request seen yet, and a later failure could still clear readiness."""
-        return self.ready_line is not None and self._may_want_request
-
-    @property
     def _may_want_request(self) -> bool:
         """The same, before readiness is known: what the block classifier and the
         trigger (decided once per block) must let through.  After an out-of-memory

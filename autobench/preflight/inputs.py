@@ -17,7 +17,7 @@ from typing import Any
 
 from autobench.errors import AutobenchError, PreflightError
 from autobench.preflight.layout import ServeOptions
-from autobench.preflight.versions import Version, fmt, parse_version
+from autobench.preflight.versions import Version, parse_version
 
 # Images whose tag does not say the version, with where the mapping comes from.
 KNOWN_IMAGES: dict[str, tuple[str, str]] = {
@@ -139,7 +139,3 @@ def read_hub(resolver: Any, repo: str, revision: str | None, *, weights: bool) -
             sizes = [s.size or 0 for s in (info.siblings or []) if s.rfilename.endswith(".safetensors")]
             total = sum(sizes) or None
     return Loaded(config, source, total)
-
-
-def version_text(pick: VersionPick) -> str:
-    return f"vLLM {fmt(pick.version)} (from {pick.source})"

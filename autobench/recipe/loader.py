@@ -388,13 +388,6 @@ def _drop_prefix(positions: dict[KeyPath, Position], prefix: KeyPath) -> None:
         del positions[key]
 
 
-def _copy_prefix(dst: dict[KeyPath, Position], src: dict[KeyPath, Position], prefix: KeyPath) -> None:
-    n = len(prefix)
-    for key, value in src.items():
-        if key[:n] == prefix:
-            dst[key] = value
-
-
 def _merge(
     base: dict[str, Any],
     over: _Doc,
