@@ -127,11 +127,11 @@ def list_(
     draft: str | None,
     limit: int,
 ) -> None:
-    """The most recent runs, newest first."""
+    """The most recent runs by start time, newest first."""
     from autobench.ledger.render import runs_table
 
     with _open(ledger_url) as book:
-        records = book.runs(recipe, status, limit, model=model, draft=draft, newest_first=True)
+        records = book.runs(recipe, status, limit, model=model, draft=draft, newest_first=True, by_time=True)
     if as_json:
         print_json([r.to_json_dict() for r in records])
     else:

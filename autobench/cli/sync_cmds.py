@@ -9,14 +9,23 @@ from autobench.cli.options import json_option, ledger_option, print_json
 from autobench.cli.output import say
 
 
-def _sync(source_url: str | None, dest_url: str | None, batch: int, as_json: bool, verb: str) -> None:
+def _sync(
+    source_url: str | None,
+    dest_url: str | None,
+    batch: int,
+    as_json: bool,
+    verb: str,
+    *,
+    source_head: str | None = None,
+    dest_head: str | None = None,
+) -> None:
     from autobench.ledger import open_ledger
     from autobench.ledger.sync import copy_runs, verified_source
 
     with open_ledger(source_url, create=False) as source:
-        checked = verified_source(source)  # before the destination is even opened (or created)
+        checked = verified_source(source, source_head)  # before the destination is even opened (or created)
         with open_ledger(dest_url, create=True) as destination:
-            result = copy_runs(source, destination, batch=batch, checked=checked)
+            result = copy_runs(source, destination, batch=batch, checked=checked, destination_head=dest_head)
     if as_json:
         print_json(result.to_json_dict())
         return
@@ -26,6 +35,17 @@ def _sync(source_url: str | None, dest_url: str | None, batch: int, as_json: boo
         f"({result.present} already there); head #{head_id}-{head_hash[:8]}"
     )
 
+
+_head_option = click.option(
+    "--head",
+    "head",
+    default=None,
+    metavar="HASH",
+    help=(
+        "A head hash of the team's ledger (--to of a push, --from of a pull) kept earlier "
+        "(ledger verify prints it): that ledger's chain must still contain it, or nothing is copied."
+    ),
+)
 
 _batch_option = click.option(
     "--batch",
@@ -38,23 +58,26 @@ _batch_option = click.option(
 
 @click.command("push")
 @click.option("--to", "to_url", required=True, metavar="PATH|URL", help="The ledger to copy the runs into.")
+@_head_option
 @_batch_option
 @ledger_option
 @json_option
-def push(to_url: str, batch: int, ledger_url: str | None, as_json: bool) -> None:
+def push(to_url: str, head: str | None, batch: int, ledger_url: str | None, as_json: bool) -> None:
     """Copy this ledger's runs into another (e.g. the team's PostgreSQL ledger).
 
-    Runs already there are skipped (each run has a stable id), so pushing again is safe
-    and an interrupted push completes when run again.  A source that fails verify is refused.
+    Runs already there are skipped (each run has a stable id) after their content is
+    compared, so pushing again is safe and an interrupted push completes when run again.
+    A source or destination that fails verify, and a run whose copy there differs, are refused.
     """
-    _sync(ledger_url, to_url, batch, as_json, "pushed")
+    _sync(ledger_url, to_url, batch, as_json, "pushed", dest_head=head)
 
 
 @click.command("pull")
 @click.option("--from", "from_url", required=True, metavar="PATH|URL", help="The ledger to copy the runs from.")
+@_head_option
 @_batch_option
 @ledger_option
 @json_option
-def pull(from_url: str, batch: int, ledger_url: str | None, as_json: bool) -> None:
+def pull(from_url: str, head: str | None, batch: int, ledger_url: str | None, as_json: bool) -> None:
     """Copy another ledger's runs into this one (the reverse of push)."""
-    _sync(from_url, ledger_url, batch, as_json, "pulled")
+    _sync(from_url, ledger_url, batch, as_json, "pulled", source_head=head)

@@ -443,9 +443,12 @@ class Ledger:
         model: str | None = None,
         draft: str | None = None,
         newest_first: bool = False,
+        by_time: bool = False,
     ) -> list[RunRecord]:
-        """Runs matching the filters, in id (append) order.  ``limit`` keeps the most
-        recent N; ``newest_first`` reverses the order."""
+        """Runs matching the filters, in id (append) order, or with ``by_time`` in the order
+        the runs started (``started_at``, then id; a run without a start time counts as the oldest): a team
+        ledger's ids are push order, not run order.  ``limit`` keeps the most recent N;
+        ``newest_first`` reverses the order."""
         query = select(RUNS)
         if recipe is not None:
             query = query.where(RUNS.c.recipe_name == recipe)
@@ -458,7 +461,10 @@ class Ledger:
             query = query.where(RUNS.c.model_repo == model)
         if draft is not None:
             query = query.where(RUNS.c.draft_repo == draft)
-        query = query.order_by(RUNS.c.id.desc())
+        if by_time:
+            query = query.order_by(RUNS.c.started_at.desc().nulls_last(), RUNS.c.id.desc())
+        else:
+            query = query.order_by(RUNS.c.id.desc())
         if limit is not None:
             query = query.limit(limit)
         with self._read() as conn:
@@ -524,6 +530,20 @@ class Ledger:
         """Every row in id order as stored (for ``ledger push``), read in one transaction."""
         with self._read() as conn:
             yield self._raw_rows(conn)
+
+    def raw_rows_by_id(self, run_ids: list[int], chunk: int = 500) -> Iterator[dict[str, Any]]:
+        """The rows of ``run_ids`` as stored (no type processing, as ``raw_rows``), read
+        ``chunk`` ids per query so a long list never becomes one statement."""
+        from sqlalchemy import bindparam, text
+
+        names = ", ".join(c.name for c in RUNS.columns)
+        query = text(f"SELECT {names} FROM runs WHERE id IN :ids ORDER BY id").bindparams(  # noqa: S608
+            bindparam("ids", expanding=True)
+        )
+        for start in range(0, len(run_ids), chunk):
+            with self._read() as conn:
+                rows = [dict(r._mapping) for r in conn.execute(query, {"ids": run_ids[start : start + chunk]})]
+            yield from rows
 
     def raw_cells(self, run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
         """The stored cell rows of ``run_ids`` (for ``ledger push``): run id -> rows in index

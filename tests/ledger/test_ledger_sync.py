@@ -214,3 +214,117 @@ def test_a_push_killed_half_way_leaves_both_valid_and_the_next_push_completes(tm
     with open_ledger(backend.url, create=False) as dest:
         assert dest.verify().ok and dest.count() == total
     assert backend.query("SELECT count(DISTINCT run_uid) FROM runs") == [(total,)]
+
+
+# ------------------------------------------------------------ what a push checks first
+
+
+def _forge(path: Path, run_id: int, **changes: object) -> None:
+    """Edit run ``run_id`` of a SQLite ledger and re-hash the chain from it on, triggers put
+    back: a forged ledger that still verifies (what an attacker with the file can make)."""
+    import sqlite3
+
+    from autobench.ledger.chain import row_hash
+
+    con = sqlite3.connect(path)
+    con.row_factory = sqlite3.Row
+    triggers = [sql for (sql,) in con.execute("SELECT sql FROM sqlite_master WHERE type = 'trigger'")]
+    con.executescript(
+        "".join(
+            f"DROP TRIGGER {name};"
+            for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'").fetchall()
+        )
+    )
+    rows = [dict(r) for r in con.execute("SELECT * FROM runs ORDER BY id")]
+    prev = rows[run_id - 2]["row_hash"] if run_id > 1 else "0" * 64
+    for row in rows[run_id - 1 :]:
+        if row["id"] == run_id:
+            row.update(changes)
+        row["prev_hash"] = prev
+        row["row_hash"] = prev = row_hash(row)
+        sets = ", ".join(f"{k} = ?" for k in row if k != "id")
+        con.execute(f"UPDATE runs SET {sets} WHERE id = ?", [*(v for k, v in row.items() if k != "id"), row["id"]])
+    con.commit()
+    con.executescript(";".join(triggers) + ";")
+    con.close()
+    with open_ledger(path, create=False) as book:
+        assert book.verify().ok  # the forgery verifies on its own
+
+
+def _count(url: str) -> int:
+    with open_ledger(url, create=False) as book:
+        return book.count()
+
+
+def test_a_forged_copy_of_a_run_already_there_is_refused_naming_both(capsys, tmp_path, backend):
+    a = tmp_path / "box-a.db"
+    _box_a(a)
+    assert run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(a))[0] == 0
+    forged = tmp_path / "forged.db"
+    shutil.copy2(a, forged)
+    _forge(forged, 2, notes="faster than it was")  # same run_uid, other content
+    code, out, err = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(forged))
+    assert code == 4 and out == "" and err.count("\n") == 1
+    assert "is in both ledgers with different content: source run #2" in err
+    assert "destination run #2" in err and "one is a forged or edited copy, nothing was copied" in err
+    assert _count(backend.url) == 2
+    # the same content under the same run_uid is not a divergence: pushing the original again is fine
+    assert run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(a))[0] == 0
+
+
+def test_a_forged_reference_to_a_run_that_is_not_there_is_one_line_and_nothing_is_copied(capsys, tmp_path, backend):
+    a = tmp_path / "box-a.db"
+    _box_a(a)
+    _forge(a, 2, corrects=999)
+    code, out, err = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(a))
+    assert code == 4 and out == "" and err.count("\n") == 1, err
+    assert "run #2 corrects run #999, which is not an earlier run of this ledger" in err
+    assert _count(backend.url) == 0
+
+
+def test_a_tampered_destination_is_refused_before_anything_is_appended(capsys, tmp_path, backend):
+    a, b = tmp_path / "box-a.db", tmp_path / "box-b.db"
+    _box_a(a)
+    _box_b(b)
+    assert run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(a))[0] == 0
+    backend.sql(backend.drop_triggers + " UPDATE runs SET notes = 'edited' WHERE id = 1;")
+    code, out, err = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(b))
+    assert code == 4 and out == "" and err.count("\n") == 1
+    assert "the destination ledger fails verify, nothing was copied" in err and "BROKEN at run #1" in err
+    assert backend.query("SELECT count(*) FROM runs") == [(2,)]
+
+
+def test_head_anchors_the_team_ledger_on_push_and_pull(capsys, tmp_path, backend):
+    a, b, c = tmp_path / "box-a.db", tmp_path / "box-b.db", tmp_path / "box-c.db"
+    _box_a(a)
+    _box_b(b)
+    code, out, _ = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(a), "--json")
+    kept = json.loads(out)["head_hash"]
+    # the team ledger still holds the head kept after the first push: the next push and a pull go ahead
+    assert run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(b), "--head", kept)[0] == 0
+    assert run(capsys, "ledger", "pull", "--from", backend.url, "--ledger", str(c), "--head", kept)[0] == 0
+    assert _count(str(c)) == 4
+    # a head the team ledger never had (its tail rewritten, or another ledger): nothing is copied
+    other = "ab" * 32
+    code, out, err = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(c), "--head", other)
+    assert code == 4 and err.count("\n") == 1 and "the destination ledger fails verify" in err
+    assert f"the known head {other[:12]}... is not in the chain" in err
+    d = tmp_path / "box-d.db"
+    code, out, err = run(capsys, "ledger", "pull", "--from", backend.url, "--ledger", str(d), "--head", other)
+    assert code == 4 and "the source ledger fails verify" in err and not d.exists()
+    code, out, err = run(capsys, "ledger", "pull", "--from", backend.url, "--ledger", str(d), "--head", "not-a-hash")
+    assert code == 4 and "is not a chain head (64 hex digits)" in err
+
+
+def test_ledger_list_orders_a_team_ledger_by_run_time_not_push_order(capsys, tmp_path, backend):
+    late, early = tmp_path / "late.db", tmp_path / "early.db"
+    with open_ledger(late) as book:
+        book.append(make_run(recipe_name="late", started_at="2026-07-02T10:00:00+00:00"))
+    with open_ledger(early) as book:
+        book.append(make_run(recipe_name="early", started_at="2026-07-01T10:00:00+00:00"))
+        book.append(make_run(recipe_name="unknown-time"))
+    for box in (late, early):  # pushed in the other order than they ran
+        assert run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(box))[0] == 0
+    code, out, _ = run(capsys, "ledger", "list", "--json", "--ledger", backend.url)
+    assert code == 0
+    assert [r["recipe_name"] for r in json.loads(out)] == ["late", "early", "unknown-time"]
