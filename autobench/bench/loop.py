@@ -19,7 +19,7 @@ def loop_factory() -> tuple[LoopFactory | None, str]:
     """(factory for ``asyncio.Runner(loop_factory=...)``, name): uvloop's, or (None, "asyncio")."""
     if os.environ.get("AUTOBENCH_EVENT_LOOP", "").strip().lower() != "asyncio":
         try:
-            import uvloop  # type: ignore[import-not-found]
+            import uvloop  # type: ignore[import-not-found, unused-ignore]  # an optional dependency
 
             return uvloop.new_event_loop, "uvloop"
         except ImportError:

@@ -207,10 +207,12 @@ def error_message(text: str) -> str:
         return " ".join(text.split())[:200] or "(empty body)"
     if isinstance(obj, dict):
         err = obj.get("error", obj)
-        if isinstance(err, dict) and isinstance(err.get("message"), str):
-            return err["message"]
-        if isinstance(obj.get("message"), str):
-            return obj["message"]
+        message = err.get("message") if isinstance(err, dict) else None
+        if isinstance(message, str):
+            return message
+        message = obj.get("message")
+        if isinstance(message, str):
+            return message
         if isinstance(err, str):
             return err
     return " ".join(text.split())[:200]

@@ -65,7 +65,9 @@ class LazyGroup(click.Group):
         if cmd_name not in COMMANDS or not _available(cmd_name):
             return None
         module_name, attr = COMMANDS[cmd_name][0].split(":")
-        return getattr(importlib.import_module(module_name), attr)
+        command = getattr(importlib.import_module(module_name), attr)
+        assert isinstance(command, click.Command), COMMANDS[cmd_name][0]
+        return command
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

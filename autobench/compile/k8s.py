@@ -406,7 +406,7 @@ def dump_documents(docs: list[dict[str, Any]]) -> str:
     yaml.default_flow_style = False
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=2, offset=0)
-    yaml.representer.ignore_aliases = lambda *args: True  # type: ignore[method-assign]
+    yaml.representer.ignore_aliases = lambda *args: True
     out = io.StringIO()
     yaml.dump_all([prepare(doc) for doc in docs], out)
     return out.getvalue()

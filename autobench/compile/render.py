@@ -5,13 +5,16 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.compile.argv import base_url, bench_api_key_env, bench_lines, container_name, docker_lines
 from autobench.compile.quoting import command_text, comment_text, shell_word
 from autobench.errors import RecipeError
 from autobench.recipe.facts import pins
 from autobench.recipe.loader import LoadedRecipe
+
+if TYPE_CHECKING:
+    import jinja2
 from autobench.templates_dir import templates_dir as _templates_dir
 
 TARGETS = ("full", "serve", "bench")
@@ -26,7 +29,7 @@ def templates_dir() -> Path:
 
 
 @lru_cache(maxsize=1)
-def environment() -> Any:
+def environment() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(

@@ -22,10 +22,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from autobench.digits import is_digits
 from autobench.errors import HubError
+
+if TYPE_CHECKING:
+    from huggingface_hub.hf_api import ModelInfo
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT = 10.0
@@ -292,22 +295,22 @@ def translate(
 
 def with_deadline(fn: Callable[[], T], seconds: float) -> T:
     """Run ``fn`` in a daemon thread; raise TimeoutError if it has not finished after ``seconds``."""
-    box: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+    box: queue.Queue[tuple[T] | BaseException] = queue.Queue(maxsize=1)  # (the value,) or what fn raised
 
     def work() -> None:
         try:
-            box.put((True, fn()))
+            box.put((fn(),))
         except BaseException as exc:  # handed to the caller
-            box.put((False, exc))
+            box.put(exc)
 
     threading.Thread(target=work, name="autobench-hub", daemon=True).start()
     try:
-        ok, value = box.get(timeout=seconds)
+        got = box.get(timeout=seconds)
     except queue.Empty:
         raise DeadlineExceeded(seconds) from None
-    if ok:
-        return value
-    raise value
+    if isinstance(got, BaseException):
+        raise got
+    return got[0]
 
 
 class Hub:
@@ -323,7 +326,7 @@ class Hub:
     def _token(self) -> str | bool:
         return self.settings.token or False
 
-    def model_info(self, repo: str, revision: str | None, *, files_metadata: bool = False) -> Any:
+    def model_info(self, repo: str, revision: str | None, *, files_metadata: bool = False) -> ModelInfo:
         try:
             return with_deadline(
                 lambda: self.api.model_info(

@@ -45,14 +45,16 @@ def summarize_layer_types(layer_types: Any) -> dict[str, int] | None:
 
 def _bits(q: dict[str, Any]) -> int | None:
     for key in ("bits", "weight_bits", "w_bit", "num_bits"):
-        if isinstance(q.get(key), int):
-            return q[key]
+        value = q.get(key)
+        if isinstance(value, int):
+            return value
     groups = q.get("config_groups")  # compressed-tensors
     if isinstance(groups, dict):
         for group in groups.values():
             weights = group.get("weights") if isinstance(group, dict) else None
-            if isinstance(weights, dict) and isinstance(weights.get("num_bits"), int):
-                return weights["num_bits"]
+            bits = weights.get("num_bits") if isinstance(weights, dict) else None
+            if isinstance(bits, int):
+                return bits
     if str(q.get("quant_method", "")).lower() == "fp8":
         return 8
     return None

@@ -15,14 +15,17 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from autobench.errors import HubError
 from autobench.hub.client import CACHE_HINT, Hub, HubSettings, ref
 from autobench.recipe.facts import is_full_sha
 
+if TYPE_CHECKING:
+    from huggingface_hub.hf_api import ModelInfo
 
-def is_sha(revision: str | None) -> bool:
+
+def is_sha(revision: str | None) -> TypeGuard[str]:
     """A full 40-hex commit sha (``autobench.recipe.facts.is_full_sha``, the one pattern)."""
     return is_full_sha(revision)
 
@@ -108,7 +111,7 @@ class Resolved:
     config: dict[str, Any]
     resolved_at: str
     source: str  # "hub" | "cache"
-    info: Any = None  # huggingface_hub ModelInfo when online
+    info: ModelInfo | None = None  # when online
     files: dict[str, Path] = field(default_factory=dict)  # other small files read (tokenizer_config.json)
 
 
@@ -185,9 +188,9 @@ class Resolver:
                     files[name] = path
             return Resolved(repo, label, sha, config, utc_now(), "cache", None, files)
         info = self.hub.model_info(repo, revision, files_metadata=True)
-        sha = info.sha
-        if not is_sha(sha):
+        if not is_sha(info.sha):
             raise HubError(f"{ref(repo, revision)}: the Hub returned no commit sha", hint="check HF_ENDPOINT")
+        sha = info.sha
         write_ref(s, repo, revision, sha)
         config = self.config(repo, sha, label=revision)
         names = {sib.rfilename for sib in (info.siblings or [])}

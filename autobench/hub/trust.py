@@ -7,17 +7,21 @@ present, total weight size (sum of *.safetensors and *.bin sizes) and last modif
 from __future__ import annotations
 
 import json
+from datetime import date, time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from huggingface_hub.hf_api import ModelInfo
 
 QUANT_FILES = ("quantization_config.json", "quantize_config.json", "quant_config.json", "hf_quant_config.json")
 WEIGHT_SUFFIXES = (".safetensors", ".bin")
 
 
-def _iso(value: Any) -> str | None:
+def _iso(value: object) -> str | None:
     if value is None:
         return None
-    if hasattr(value, "isoformat"):
+    if isinstance(value, date | time):  # datetime is a date
         return value.isoformat().replace("+00:00", "Z")
     return str(value)
 
@@ -44,7 +48,7 @@ def read_tokenizer_config(files: dict[str, Path]) -> dict[str, Any] | None:
 
 
 def trust_facts(
-    *, info: Any, config: dict[str, Any], files: dict[str, Path], names: set[str] | None = None
+    *, info: ModelInfo | None, config: dict[str, Any], files: dict[str, Path], names: set[str] | None = None
 ) -> dict[str, Any]:
     """Facts from a ModelInfo (online) or, with ``info=None``, from cached files only (offline)."""
     siblings = list(getattr(info, "siblings", None) or [])

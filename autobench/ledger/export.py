@@ -9,12 +9,15 @@ import base64
 import csv
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from autobench.errors import LedgerError
 from autobench.ledger.models import RUNS
 from autobench.ledger.rows import record_from_row
 from autobench.redaction import environment_secrets, redact, redact_tree
+
+if TYPE_CHECKING:
+    from autobench.ledger.store import Ledger
 
 FORMATS = ("jsonl", "csv")
 #: run ids -> their stored cell rows (``Ledger.raw_cells``).
@@ -78,7 +81,7 @@ def write(rows: Iterable[Mapping[Any, Any]], out: TextIO, fmt: str, cells_of: Ce
     raise LedgerError(f"unknown export format {fmt!r}", hint="use jsonl or csv")
 
 
-def export_to(ledger: Any, output: str | None, fmt: str) -> int:
+def export_to(ledger: Ledger, output: str | None, fmt: str) -> int:
     """Export ``ledger`` to the file ``output`` (written atomically) or to stdout."""
     import os
     import sys

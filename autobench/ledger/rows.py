@@ -47,7 +47,7 @@ def _json_text(value: Any, key: str) -> str | None:
         raise LedgerError(f"{key} cannot be stored as JSON: {exc}") from exc
 
 
-def normalize_time(value: Any, key: str = "time") -> str | None:
+def normalize_time(value: object, key: str = "time") -> str | None:
     """UTC ISO 8601 (``2026-06-24T10:00:00Z``); a bare date stays a date; naive means UTC."""
     if value is None or value == "":
         return None

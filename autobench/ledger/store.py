@@ -424,7 +424,7 @@ class Ledger:
             if len(ids) > 1:
                 raise LedgerError(f"run reference {ref!r} is ambiguous", hint="give more hex digits or the id")
             if ids:
-                return ids[0]
+                return int(ids[0])
             raise LedgerError(f"no run with hash prefix {ref!r}", location=self.where)
         raise LedgerError(f"not a run reference: {ref!r}", hint="use a run id (12 or #12) or a row-hash prefix")
 

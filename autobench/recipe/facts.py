@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from autobench.digits import is_digits
 
@@ -28,7 +28,7 @@ SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 WILDCARD_HOSTS = frozenset({"0.0.0.0", "::", "[::]", "*", ""})
 
 
-def is_full_sha(revision: str | None) -> bool:
+def is_full_sha(revision: str | None) -> TypeGuard[str]:
     """True when ``revision`` is a full 40-hex lower-case commit sha."""
     return bool(revision) and SHA_RE.fullmatch(revision or "") is not None
 
