@@ -22,6 +22,8 @@ Redaction (:func:`redact`, :class:`Redactor` for streams, :func:`redact_tree` fo
   "1" or "on" everywhere would shred the log and protect nothing.
 * Every token shape is replaced by ``[REDACTED:<shape>]`` (``[REDACTED:hf_token]``)
   even when nobody named it.
+* Every URL in the text has its secrets masked (:func:`scrub_url`: the password of its user
+  info, query parameters such as ``password``, ``sslpassword``, ``passfile``, ``options``).
 * A multi-line value is also redacted line by line (each line of 4+ characters),
   because a line-oriented stream never holds the whole value at once.
 
@@ -31,6 +33,7 @@ any variable named like a secret whose value has :data:`MIN_ENV_SECRET_LEN`+ cha
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -77,6 +80,73 @@ _SHAPES: tuple[tuple[str, str], ...] = (
 TOKEN = re.compile("|".join(f"(?P<{name}>{rx})" for name, rx in _SHAPES))
 #: What a stream may still be in the middle of: the trailing run of token characters.
 _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_\-]{1,256}$")
+
+
+#: Query parameters of a URL whose values are secrets wherever they appear: libpq's connection
+#: parameters (``password``, ``sslpassword``, ``passfile``; ``options`` may carry ``-c`` settings
+#: with any value), and the usual names of a token in a query string.  Any other parameter named
+#: like a secret (:func:`is_secret_name`: ``api_key``, ``client_secret``) counts too.
+URL_SECRET_PARAMS = frozenset(
+    {
+        "password",
+        "passwd",
+        "pwd",
+        "pass",
+        "sslpassword",
+        "passfile",
+        "options",
+        "token",
+        "key",
+        "auth",
+        "sig",
+        "signature",
+        "credential",
+        "credentials",
+    }
+)
+#: A URL in free text: a scheme of at most 32 characters not glued to a word before it, then
+#: everything up to whitespace or a quote.  The bounded scheme keeps the search linear.
+URL = re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s'\"<>`]*")
+_URL_HOLD = 8192
+_QUERY_PART = re.compile(r"([?&;])([^=&;#]*)(=?)([^&;#]*)")
+URL_MASK = "***"
+
+
+def _secret_param(name: str) -> bool:
+    from urllib.parse import unquote_plus
+
+    name = unquote_plus(name).strip().lower()
+    return name in URL_SECRET_PARAMS or is_secret_name(name)
+
+
+def scrub_url(url: str) -> str:
+    """``url`` with its secrets masked as ``***``: the password of its user info
+    (``postgresql://me:***@db/ledger``; a user named like a token shape is redacted by
+    :func:`redact`) and the value of every query parameter named like a secret
+    (:data:`URL_SECRET_PARAMS`, ``?sslmode=require&password=***``).  Anything else, including
+    the text's own spelling, is kept, so the URL still says where it points."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    # The user info ends at the last '@' before the query: a password may hold '/' unescaped
+    # (SQLAlchemy's URL parser reads it so), and masking too much beats showing a password.
+    cut = min((i for i in (rest.find("?"), rest.find("#")) if i != -1), default=len(rest))
+    head, tail = rest[:cut], rest[cut:]
+    at = head.rfind("@")
+    if at != -1:
+        user, colon, _password = head[:at].partition(":")
+        if colon:
+            head = f"{user}:{URL_MASK}{head[at:]}"
+    if tail.startswith("?"):
+        fragment = tail.find("#")
+        query, fragment_text = (tail, "") if fragment == -1 else (tail[:fragment], tail[fragment:])
+        tail = _QUERY_PART.sub(_mask_param, query) + fragment_text
+    return f"{scheme}://{head}{tail}"
+
+
+def _mask_param(m: re.Match[str]) -> str:
+    sep, name, equals, value = m.groups()
+    return sep + name + equals + (URL_MASK if equals and _secret_param(name) else value)
 
 
 def is_secret_name(name: str) -> bool:
@@ -133,10 +203,20 @@ def _token_label(m: re.Match[str]) -> str:
     return f"[REDACTED:{m.lastgroup}]"
 
 
+def _scrub_one(m: re.Match[str]) -> str:
+    url = m.group(0)
+    bare = url.rstrip(":.,;)]}!")  # the punctuation of the sentence around it ("URL: message")
+    return scrub_url(bare) + url[len(bare) :]
+
+
+def _scrub_urls(text: str) -> str:
+    return URL.sub(_scrub_one, text) if "://" in text else text
+
+
 def _apply(text: str, pattern: re.Pattern[str] | None, names: Mapping[str, str]) -> str:
     if pattern is not None:
         text = pattern.sub(lambda m: names[m.group(0)], text)
-    return TOKEN.sub(_token_label, text)
+    return TOKEN.sub(_token_label, _scrub_urls(text))
 
 
 def redact(text: str, secrets: Mapping[str, str] | None = None) -> str:
@@ -201,6 +281,11 @@ class Redactor:
         # past the start of a named secret still arriving: keep it whole (named secrets go
         # first, as in redact(); the token before it is redacted on its own).
         cut = min(cut, self._secret_start(self._buf))
+        # A URL still arriving keeps its user info and query together (up to _URL_HOLD
+        # characters: a longer "URL" is emitted in pieces like any other text).
+        last = collections.deque(URL.finditer(self._buf, max(0, len(self._buf) - _URL_HOLD)), maxlen=1)
+        if last and last[0].end() == len(self._buf):
+            cut = min(cut, last[0].start())
         head, self._buf = self._buf[:cut], self._buf[cut:]
         return self._redact(head)
 
@@ -227,6 +312,9 @@ __all__ = [
     "MIN_SECRET_LEN",
     "SECRET_NAME",
     "TOKEN",
+    "URL",
+    "URL_MASK",
+    "URL_SECRET_PARAMS",
     "WELL_KNOWN_SECRET_NAMES",
     "Redactor",
     "environment_secrets",
@@ -234,5 +322,6 @@ __all__ = [
     "is_secret_name",
     "redact",
     "redact_tree",
+    "scrub_url",
     "secret_in",
 ]

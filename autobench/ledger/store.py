@@ -34,6 +34,7 @@ from autobench.ledger import appendonly, cells, chain, export, postgres, queries
 from autobench.ledger.migrations import LATEST, check_not_newer, current_version, migrate
 from autobench.ledger.models import CELLS, GENESIS_HASH, RUNS, STATUSES, CellRecord, NewRun, RunRecord, legacy_uid
 from autobench.ledger.rows import new_run_rows, record_from_row
+from autobench.redaction import scrub_url
 
 DEFAULT_PATH = "ledger.db"
 ENV_VAR = "AUTOBENCH_LEDGER"
@@ -156,7 +157,9 @@ def open_ledger(url_or_path: str | os.PathLike[str] | None = None, *, create: bo
     by a newer schema.
     """
     url, path = resolve_location(url_or_path)
-    where = str(path) if path is not None else url.render_as_string(hide_password=True)
+    # A URL is shown with its secrets masked (the password, and query parameters such as
+    # password= / sslpassword= / passfile= / options=, which hide_password leaves in clear).
+    where = str(path) if path is not None else scrub_url(url.render_as_string(hide_password=False))
     if url.get_backend_name() == "sqlite" and path is None:
         raise LedgerError(
             "an in-memory SQLite database is not a ledger: every run recorded there is lost when the command exits",
