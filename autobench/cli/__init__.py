@@ -19,36 +19,84 @@ from autobench import __version__
 from autobench.errors import AutobenchError
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "validate": ("autobench.cli.recipe_cmds:validate", "Check recipes against the schema and rules."),
-    "init": ("autobench.cli.init_cmds:init", "Write a new, valid, commented recipe from flags or questions."),
-    "recipes": ("autobench.cli.catalogue_cmds:recipes", "List the catalogue: model, draft, pins, last run."),
-    "tour": ("autobench.cli.tour_cmds:tour", "Run a bundled recipe end to end against the synthetic server (no GPU)."),
-    "compile": ("autobench.cli.recipe_cmds:compile_", "Compile a recipe into a bash script."),
-    "schema": ("autobench.cli.recipe_cmds:schema", "Print the JSON Schema of a recipe."),
-    "import": ("autobench.cli.import_cmds:import_", "Convert peer recipes (eugr, sparkrun, vllm recipes, InferenceX)."),
-    "variants": ("autobench.cli.matrix_cmds:variants", "List the cells (variants x roles) of a recipe."),
-    "lock": ("autobench.cli.hub_cmds:lock", "Pin every Hub reference of recipes to a commit sha."),
-    "outdated": ("autobench.cli.hub_cmds:outdated", "Show pins whose branch has moved upstream."),
+    "validate": (
+        "autobench.cli.recipe_cmds:validate",
+        "Check recipes (files or folders) against the schema and the AB rules.",
+    ),
+    "init": ("autobench.cli.init_cmds:init", "Write a new, valid, commented recipe at PATH from flags or questions."),
+    "recipes": (
+        "autobench.cli.catalogue_cmds:recipes",
+        "List the catalogue: each recipe's model, draft, pins and last run.",
+    ),
+    "tour": (
+        "autobench.cli.tour_cmds:tour",
+        "Run a bundled recipe end to end against the synthetic server standing in for vLLM.",
+    ),
+    "compile": (
+        "autobench.cli.recipe_cmds:compile_",
+        "Compile RECIPE into a bash script, or Kubernetes manifests with --target k8s (stdout, or -o FILE).",
+    ),
+    "schema": (
+        "autobench.cli.recipe_cmds:schema",
+        "Print the JSON Schema of a recipe (for yaml-language-server / editors).",
+    ),
+    "import": (
+        "autobench.cli.import_cmds:import_",
+        "Convert peer recipes (eugr, sparkrun, vLLM recipes and configs, InferenceX) into autobench recipes.",
+    ),
+    "variants": (
+        "autobench.cli.matrix_cmds:variants",
+        "List the cells of RECIPE: base and each variant, times each role.",
+    ),
+    "lock": (
+        "autobench.cli.hub_cmds:lock",
+        "Pin the model, tokenizer and draft revisions of RECIPES to commit shas, the image to a digest.",
+    ),
+    "outdated": (
+        "autobench.cli.hub_cmds:outdated",
+        "Show pins whose branch or image tag has moved upstream, with the config changes.",
+    ),
     "hub": ("autobench.cli.hub_cmds:hub", "Inspect Hub repositories (trust facts)."),
-    "bench": ("autobench.cli.bench_cmds:bench", "Benchmark an OpenAI-compatible server."),
+    "bench": (
+        "autobench.cli.bench_cmds:bench",
+        "Benchmark an OpenAI-compatible streaming server (closed loop or Poisson arrivals).",
+    ),
     "synthetic-server": (
         "autobench.cli.bench_cmds:synthetic_server",
-        "Run the synthetic OpenAI-compatible streaming server.",
+        "Serve a fake OpenAI-compatible streaming model with known timings (a vllm serve stand-in).",
     ),
-    "preflight": ("autobench.cli.preflight_cmds:preflight", "Predict the KV-cache layout and failing boots."),
+    "preflight": (
+        "autobench.cli.preflight_cmds:preflight",
+        "Predict the KV-cache layout of RECIPE's boot, and whether it fails, from configs alone.",
+    ),
     "preflight-report": (
         "autobench.cli.preflight_report_cmds:preflight_report",
-        "Compare stored preflight predictions with the boot facts runs logged.",
+        "Compare each run's stored preflight prediction with the boot facts its log printed.",
     ),
-    "run": ("autobench.cli.run_cmds:run", "Run a recipe end to end and record it."),
-    "logs": ("autobench.cli.logs_cmds:logs", "Read vLLM server logs: boot facts, root causes."),
-    "record": ("autobench.cli.ledger_cmds:record", "Append a run to the ledger by hand."),
-    "ledger": ("autobench.cli.ledger_cmds:ledger", "List, show, export, verify, push and pull the ledger."),
-    "history": ("autobench.cli.ledger_cmds:history", "Run history per draft, model or recipe."),
-    "compare": ("autobench.cli.ledger_cmds:compare", "Compare two runs side by side."),
-    "regress": ("autobench.cli.regress_cmds:regress", "Exit 1 when a run is worse than a baseline run."),
-    "replay": ("autobench.cli.replay_cmds:replay", "Print the exact script a recorded run ran."),
-    "report": ("autobench.cli.report_cmds:report", "Render Markdown pages from the ledger."),
+    "run": ("autobench.cli.run_cmds:run", "Run a recipe end to end and record the outcome in the ledger."),
+    "logs": ("autobench.cli.logs_cmds:logs", "Read vLLM server logs: boot facts, runtime stats, root causes."),
+    "record": ("autobench.cli.ledger_cmds:record", "Append a run of RECIPE (a recipe file) to the ledger by hand."),
+    "ledger": ("autobench.cli.ledger_cmds:ledger", "List, show, export, verify, push and pull the run ledger."),
+    "history": (
+        "autobench.cli.ledger_cmds:history",
+        "Run history grouped per draft revision, model revision or recipe digest.",
+    ),
+    "compare": (
+        "autobench.cli.ledger_cmds:compare",
+        "Compare RUN_A and RUN_B side by side: ratios B/A, then a verdict per cell and metric.",
+    ),
+    "regress": (
+        "autobench.cli.regress_cmds:regress",
+        "Exit 1 when CURRENT is slower than BASELINE beyond the threshold and the noise band.",
+    ),
+    "replay": (
+        "autobench.cli.replay_cmds:replay",
+        "Print the exact script RUN ran (an id, #id or a row-hash prefix), from the ledger's snapshot.",
+    ),
+    "report": (
+        "autobench.cli.report_cmds:report",
+        "Render the page of each RECIPE (a name or a recipe file) from the ledger.",
+    ),
 }
 
 

@@ -14,7 +14,9 @@ from autobench.cli.options import json_option, ledger_option, print_json, print_
 @ledger_option
 @json_option
 def recipes(paths: tuple[str, ...], ledger_url: str | None, as_json: bool) -> None:
-    """List recipes (default: the recipes/ folder): name, model, draft, whether every Hub
+    """List the catalogue: each recipe's model, draft, pins and last run.
+
+    PATHS default to the recipes/ folder.  Per recipe: name, model, draft, whether every Hub
     revision is pinned to a commit, and the last run with its status from the ledger.
 
     Without --ledger or AUTOBENCH_LEDGER and no ./ledger.db, no runs are shown.

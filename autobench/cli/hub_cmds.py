@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from autobench.cli.options import json_option, print_json
+from autobench.cli.options import Group, json_option, print_json
 from autobench.cli.output import say
 from autobench.cli.params import Finite
 
@@ -76,8 +76,7 @@ def lock(
     images: bool,
     platforms: tuple[str, ...],
 ) -> None:
-    """Pin model, tokenizer and draft revisions of RECIPES to full commit shas, and the
-    container image to a digest.
+    """Pin the model, tokenizer and draft revisions of RECIPES to commit shas, the image to a digest.
 
     Edits each revision in place (`revision: <sha>  # frozen: <label>`) and the image
     (`image: <name>@sha256:…  # frozen: <tag>`), and writes <recipe>.lock.json beside the
@@ -140,8 +139,9 @@ def outdated(
     images: bool,
     exit_code: bool,
 ) -> None:
-    """Show pins whose branch or image tag has moved upstream, with the config changes
-    (default: recipes/*.yaml)."""
+    """Show pins whose branch or image tag has moved upstream, with the config changes.
+
+    RECIPES default to recipes/*.yaml."""
     from autobench.errors import UsageError
     from autobench.hub.outdated import check_recipe
 
@@ -229,7 +229,7 @@ def _print_image(item: Any) -> None:
         say(f"      note: {item.note}")
 
 
-@click.group()
+@click.group(cls=Group)
 def hub() -> None:
     """Inspect Hub repositories (trust facts)."""
 

@@ -76,7 +76,7 @@ def check_imported(imported: Any, folder: Path) -> tuple[Path, list[str]]:
 @click.option("-o", "--output", required=True, type=click.Path(file_okay=False), help="Folder for the recipes.")
 @click.option("--image", default=None, help="Container image when the source names none (vLLM config files).")
 def import_(files: tuple[str, ...], fmt: str, output: str, image: str | None) -> None:
-    """Convert peer recipes into autobench recipes in OUTPUT.
+    """Convert peer recipes (eugr, sparkrun, vLLM recipes and configs, InferenceX) into autobench recipes.
 
     Each written recipe validates and compiles, and every flag of the source command appears in
     the compiled command.  What could not be carried is printed per file with its source line.

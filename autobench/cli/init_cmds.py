@@ -76,7 +76,7 @@ def init(
     output_len: int,
     no_input: bool,
 ) -> None:
-    """Write a new recipe at PATH: valid on the first try, with comments.
+    """Write a new, valid, commented recipe at PATH from flags or questions.
 
     Values come from the options; on a terminal autobench asks for the model, image,
     speculative method, draft and bench size that were not given.  An existing PATH is

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from autobench.cli.options import json_option, ledger_option, print_json, print_table
+from autobench.cli.options import Group, json_option, ledger_option, print_json, print_table
 from autobench.cli.output import say
 from autobench.digits import is_digits
 from autobench.errors import LedgerError, UsageError
@@ -105,7 +105,7 @@ def record(
 
 
 # ------------------------------------------------------------------ ledger group
-@click.group("ledger")
+@click.group("ledger", cls=Group)
 def ledger() -> None:
     """List, show, export, verify, push and pull the run ledger."""
 
@@ -144,8 +144,9 @@ def list_(
 @ledger_option
 @json_option
 def show(run: str, full: bool, ledger_url: str | None, as_json: bool) -> None:
-    """Everything recorded about RUN (an id, #id or a row-hash prefix), with the cells of a
-    grid run (their raw samples: ledger export)."""
+    """Everything recorded about RUN (an id, #id or a row-hash prefix), with a grid run's cells.
+
+    The cells' raw samples: `autobench ledger export`."""
     from autobench.ledger.render import cell_lines, run_lines
 
     with _open(ledger_url) as book:
@@ -189,8 +190,9 @@ def export(fmt: str | None, output: str | None, ledger_url: str | None) -> None:
 @ledger_option
 @json_option
 def verify(known_head: str | None, ledger_url: str | None, as_json: bool) -> None:
-    """Recompute the hash chain; name the first broken row; check the append-only
-    triggers and, with --head, an earlier head (exit 4 if anything fails)."""
+    """Recompute the hash chain, name the first broken row and check the append-only triggers.
+
+    With --head, also check that an earlier head is still in the chain.  Exit 4 if anything fails."""
     with _open(ledger_url) as book:
         result = book.verify(known_head)
     if as_json:
@@ -254,7 +256,7 @@ def history(draft: str | None, model: str | None, recipe: str | None, ledger_url
 def compare(
     run_a: str, run_b: str, anyway: bool, threshold: str, seed: int, ledger_url: str | None, as_json: bool
 ) -> None:
-    """RUN_A and RUN_B side by side, with ratios B/A, then per cell and metric a verdict.
+    """Compare RUN_A and RUN_B side by side: ratios B/A, then a verdict per cell and metric.
 
     The verdict (faster / slower / no change / inconclusive) weighs the ratio against the
     threshold and a bootstrap noise band from the repeats or the per-request samples

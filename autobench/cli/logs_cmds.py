@@ -6,7 +6,7 @@ from typing import Any
 
 import click
 
-from autobench.cli.options import json_option, print_json, print_table
+from autobench.cli.options import Group, json_option, print_json, print_table
 
 _LABELS = [
     ("vllm_version", "vLLM version", ""),
@@ -80,7 +80,7 @@ def _rows(data: dict[str, Any]) -> list[tuple[str, str, str]]:
     return rows
 
 
-@click.group()
+@click.group(cls=Group)
 def logs() -> None:
     """Read vLLM server logs: boot facts, runtime stats, root causes."""
 

@@ -4,6 +4,7 @@
     @json_option                    # --json -> as_json (or @json_option("Print the plan as JSON."))
     print_json(doc)
     print_table(head, rows, title=...)   # a rich table on a terminal, plain columns otherwise
+    @click.group(cls=Group)         # a command group whose listing shows each summary whole
 
 Commands end with an exit code through click (``ctx.exit(code)``, or raise an
 ``AutobenchError``); ``autobench.cli.main`` passes it on.  Only modules under
@@ -23,6 +24,28 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 LEDGER_HELP = "Ledger database: a path or SQLAlchemy URL [env AUTOBENCH_LEDGER; default ./ledger.db]."
 JSON_HELP = "Print JSON for machines."
+
+
+def summary(command: click.Command) -> str:
+    """A command's one-line summary: the first paragraph of its help, on one line.  Its own
+    ``--help`` starts with it, and so does the listing of its group (``autobench --help``
+    shows the copy in ``autobench.cli.COMMANDS``; tests/test_cli_reference.py holds them equal)."""
+    return " ".join((command.help or "").split("\n\n")[0].split())
+
+
+class Group(click.Group):
+    """A click group that lists its commands with their whole summary (click cuts it at 45
+    characters with "..." otherwise, so the listing and the command's own help would differ)."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, summary(command)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def ledger_option(func: F) -> F:
