@@ -1,0 +1,777 @@
+"""`autobench import` against real public recipe repositories: how much imports whole.
+
+    python benchmarks/import_conformance.py DIR... [--show N] [--json]
+
+Each DIR is a checkout of a public repository (kept outside this repository, e.g. under a
+scratch folder; see docs/import.md for the list and commits).  Every recipe-like file in it
+is sniffed for its format *by this script* (not by the importer), then imported with
+``autobench.recipe.importer.convert``, validated and compiled (every cell), and compared with
+what the source's own launcher would start.  The reference launch is written here from each
+launcher's code, independently of the importer:
+
+- eugr (``run-recipe.py``): ``command.format(**defaults)``; ``env`` exported; the script runs
+  through bash in a container started with ``--entrypoint=`` (cleared) and the HF cache mounted;
+  ``--distributed-executor-backend`` stripped (no-Ray is the default); solo unless
+  ``cluster_only``, a cluster of one GPU per DGX Spark node (TP x PP nodes).
+- sparkrun (``runtimes/base.py``, RECIPES.md): placeholders from ``defaults`` + ``{model}``,
+  unresolved ones left as they are; ``bash -c <command>``; nodes = tp x pp x dp from the config
+  chain (one GPU per node), unknown when none is set (sparkrun then uses every host given);
+  ``runtime`` other than vLLM is another engine.
+- vllm-project/recipes (``src/lib/command-synthesis.js``): ``base_args`` + non-opt-in features'
+  args (a feature with ``modes`` contributes its ``default_mode``'s args); TP from the hardware
+  (single_node_tp: the node's GPUs) -- run here as a user with ``--gpus-per-node 8``.
+- InferenceX master configs: one entry per model/framework; non-vLLM entries are skipped.
+- docker compose: the image's entrypoint (``vllm serve`` in vllm/vllm-openai) + ``command``,
+  or ``entrypoint`` + ``command``; ``${VAR:-default}`` filled with its default.
+- Kubernetes (Deployment, LeaderWorkerSet, KServe, Dynamo, AIBrix, ...): the container's
+  ``command`` + ``args`` (``sh -c`` strings parsed as shell).
+- production-stack Helm values: ``servingEngineSpec.modelSpec[]`` through the chart's
+  ``deployment-vllm-multi.yaml`` (``vllm serve modelURL --host 0.0.0.0 --port 8000 ...``).
+- srt-slurm: ``backend.vllm_config.{aggregated|prefill|decode}`` flag maps.
+
+Per source and format it prints: files, imported whole, refused (by reason), silently wrong
+(imported, but the compiled launch differs from the reference: engine, model, image, launch,
+env, topology or a flag), crashes (an exception that is not an AutobenchError: exit 70), and
+the share of the sources' flags carried with an equal value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import re
+import shlex
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ruamel.yaml import YAML  # noqa: E402
+
+SKIP_PARTS = {".git", "node_modules", "templates", ".github", "site", "crds", "deprecated"}
+#: Options a user passes for a source whose files leave something to the deployment.
+SOURCE_OPTIONS: dict[str, dict[str, Any]] = {"vllm-recipes": {"gpus_per_node": 8}}
+#: Dynamo worker flags that are Dynamo's own, not vLLM's (components/src/dynamo/vllm/args.py).
+DYNAMO_ONLY = {"--is-prefill-worker", "--is-decode-worker"}
+TOPOLOGY = {"--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless"}
+ALIASES = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-dp": "--data-parallel-size"}
+ALIASES |= {"-q": "--quantization", "-O": "--compilation-config", "-cc": "--compilation-config"}
+ALIASES |= {"-ep": "--enable-expert-parallel", "-dcp": "--decode-context-parallel-size"}
+
+
+# --------------------------------------------------------------------------- reference launches
+
+
+@dataclass
+class Expect:
+    """How the source's own launcher would start one recipe (or entry)."""
+
+    label: str
+    engine: str = "vllm"  # the engine it starts; not "vllm" = the import must refuse it
+    model: str | None = None
+    image: str | None = None
+    flags: list[tuple[str, str | None]] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    nodes: int | None = 1  # None: the source leaves it to the deployment (a refusal naming --nodes)
+    shell: bool = False  # the source runs its command through a shell in an image without a vllm entrypoint
+    source_error: str | None = None  # the source's own launcher fails on it
+
+
+def flag_key(word: str) -> str:
+    """A flag's name as vLLM compares it: ``_`` and ``-`` alike before a dot, short aliases long."""
+    name = word.split("=", 1)[0]
+    head, dot, tail = name.partition(".")
+    head = ALIASES.get(head, head)
+    if head.startswith("--"):
+        head = "--" + head[2:].replace("_", "-")
+    return head + dot + tail
+
+
+def is_flag(word: str) -> bool:
+    return bool(re.match(r"^--?[A-Za-z]", word))
+
+
+def pairs(words: list[str]) -> list[tuple[str, str | None]]:
+    """[(flag, value or None)]: a flag takes the next word when it is not a flag itself."""
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if not is_flag(w):
+            out.append(("", w))
+            i += 1
+            continue
+        if "=" in w and w.startswith("--"):
+            out.append((flag_key(w), w.split("=", 1)[1]))
+            i += 1
+        elif i + 1 < len(words) and not is_flag(words[i + 1]):
+            out.append((flag_key(w), words[i + 1]))
+            i += 2
+        else:
+            out.append((flag_key(w), None))
+            i += 1
+    return out
+
+
+def vllm_argv(words: list[str]) -> tuple[str, str | None, list[str], dict[str, str]] | None:
+    """(engine, model, words after the model, leading VAR=value env) of a command's words."""
+    env: dict[str, str] = {}
+    while words and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", words[0]):
+        k, v = words[0].split("=", 1)
+        env[k] = v
+        words = words[1:]
+    for i in range(len(words) - 1):
+        if Path(words[i]).name == "vllm" and words[i + 1] == "serve":
+            rest = words[i + 2 :]
+            if rest and not is_flag(rest[0]):
+                return "vllm", rest[0], rest[1:], env
+            return "vllm", _model_flag(rest), rest, env
+        if words[i] == "-m" and words[i + 1].startswith("vllm.entrypoints"):
+            rest = words[i + 2 :]
+            return "vllm", _model_flag(rest), rest, env
+        if words[i] == "-m" and words[i + 1] == "dynamo.vllm":  # Dynamo's worker: vLLM's engine args
+            rest = [w for w in words[i + 2 :] if w not in DYNAMO_ONLY]
+            return "vllm", _model_flag(rest), rest, env
+    if not words:
+        return None
+    first = Path(words[0]).name
+    for w in words:
+        if w in ("sglang", "sglang.launch_server") or w.startswith("sglang"):
+            return "sglang", None, [], env
+    return first, None, [], env
+
+
+def _model_flag(rest: list[str]) -> str | None:
+    for flag, value in pairs(rest):
+        if flag == "--model":
+            return value
+    return None
+
+
+def shell_words(text: str) -> list[str]:
+    return shlex.split(text.replace("\\\r\n", " ").replace("\\\n", " "), comments=True)
+
+
+def world(flags: list[tuple[str, str | None]]) -> int:
+    n = 1
+    for f, v in flags:
+        if f in ("--tensor-parallel-size", "--pipeline-parallel-size") and v and v.isdigit():
+            n *= int(v)
+    return n
+
+
+def eugr_expect(d: dict[str, Any], label: str) -> list[Expect]:
+    e = Expect(label, image=str(d.get("container")), shell=True)
+    try:
+        command = str(d["command"]).format(**(d.get("defaults") or {}))
+    except (KeyError, IndexError, ValueError) as exc:
+        e.source_error = f"run-recipe.py fails: {exc!r}"
+        return [e]
+    command = re.sub(r"--distributed-executor-backend(?:=|\s+)\S+", "", command)
+    parsed = vllm_argv(shell_words(command))
+    if parsed is None:
+        e.source_error = "empty command"
+        return [e]
+    e.engine, e.model, rest, e.env = parsed
+    e.env = {**{str(k): str(v) for k, v in (d.get("env") or {}).items()}, **e.env}
+    e.flags = [p for p in pairs(rest) if p[0] not in TOPOLOGY]
+    w = world(e.flags)
+    e.nodes = (w if w > 1 else None) if d.get("cluster_only") else (1 if d.get("solo_only") or w == 1 else w)
+    return [e]
+
+
+def _sparkrun_fill(text: str, values: dict[str, Any]) -> str:
+    for _ in range(10):  # iterative, unresolved placeholders left as they are
+        new = re.sub(
+            r"\{([A-Za-z_][A-Za-z0-9_]*)\}",
+            lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0),
+            text,
+        )
+        if new == text:
+            break
+        text = new
+    return text
+
+
+def sparkrun_expect(d: dict[str, Any], label: str) -> list[Expect]:
+    e = Expect(label, image=str(d.get("container")) if d.get("container") else None, shell=True)
+    runtime = str(d.get("runtime") or "vllm")
+    defaults = dict(d.get("defaults") or {})
+    values = {**{k: v for k, v in defaults.items()}, "model": d.get("model")}
+    values = {k: (str(v).lower() if isinstance(v, bool) else v) for k, v in values.items()}
+    if not runtime.startswith("vllm") and runtime != "eugr-vllm":
+        e.engine = runtime
+        return [e]
+    command = d.get("command")
+    if not command:
+        e.source_error = "no command: sparkrun generates it from defaults (not compared here)"
+        return [e]
+    parsed = vllm_argv(shell_words(_sparkrun_fill(str(command), values)))
+    if parsed is None:
+        e.source_error = "empty command"
+        return [e]
+    e.engine, e.model, rest, e.env = parsed
+    e.env = {**{str(k): str(v) for k, v in (d.get("env") or {}).items()}, **e.env}
+    e.flags = [p for p in pairs(rest) if p[0] not in TOPOLOGY]
+    keys = [defaults.get(k) for k in ("tensor_parallel", "pipeline_parallel", "data_parallel")]
+    if any(v is not None for v in keys):
+        n = 1
+        for v in keys:
+            n *= int(v) if str(v).isdigit() else 1
+        e.nodes = n
+    elif d.get("solo_only") or d.get("max_nodes") == 1 or d.get("mode") == "solo":
+        e.nodes = 1
+    else:
+        e.nodes = None
+    return [e]
+
+
+def vllm_recipes_expect(d: dict[str, Any], label: str) -> list[Expect]:
+    m = d.get("model") or {}
+    default = (d.get("variants") or {}).get("default") or {}
+    e = Expect(label, model=default.get("model_id") or m.get("model_id"))
+    args = [str(a) for a in m.get("base_args") or []]
+    opt_in = set(d.get("opt_in_features") or [])
+    for name, feat in (d.get("features") or {}).items():
+        if name in opt_in or not isinstance(feat, dict):
+            continue
+        if isinstance(feat.get("modes"), dict):
+            mode = feat["modes"].get(feat.get("default_mode")) or {}
+            args += [str(a) for a in mode.get("args") or []]
+        args += [str(a) for a in feat.get("args") or []]
+    args += [str(a) for a in default.get("extra_args") or []]
+    e.flags = pairs(args)
+    e.env = {str(k): str(v) for k, v in (m.get("base_env") or {}).items()}
+    e.nodes = 1
+    return [e]
+
+
+def inferencex_expect(d: dict[str, Any], label: str) -> list[Expect]:
+    out = []
+    for name, entry in d.items():
+        if not isinstance(entry, dict):
+            continue
+        fw = str(entry.get("framework"))
+        e = Expect(f"{label}#{name}", model=entry.get("model"), image=entry.get("image"))
+        e.engine = "vllm" if fw in ("vllm", "vllm-disagg", "dynamo-vllm", "llmd-vllm") else fw
+        rows = [
+            r for s in (entry.get("scenarios") or {}).values() for sc in s or [] for r in sc.get("search-space") or []
+        ]
+        if rows and "tp" in rows[0]:
+            e.flags = [("--tensor-parallel-size", str(rows[0]["tp"]))]
+        e.nodes = None if entry.get("multinode") else 1
+        out.append(e)
+    return out
+
+
+def _fill_compose(text: str) -> str:
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}", lambda m: m.group(2) or "", text)
+
+
+def _words(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [_fill_compose(str(v)) for v in value]
+    return shell_words(_fill_compose(str(value)))
+
+
+def _shell_unwrap(words: list[str]) -> tuple[list[str], bool]:
+    if len(words) >= 3 and Path(words[0]).name in ("sh", "bash") and words[1] in ("-c", "-lc", "-ec"):
+        script = words[2]
+        for part in re.split(r"\n|&&|;", script):
+            w = shell_words(part) if part.strip() else []
+            while w and w[0] == "exec":
+                w = w[1:]
+            if w and (("vllm" in w and "serve" in w) or any("vllm.entrypoints" in x for x in w)):
+                return w, True
+        return shell_words(script.split("\n")[0]) if script.strip() else [], True
+    return words, False
+
+
+def _env_of(env: Any) -> dict[str, str]:
+    if isinstance(env, dict):
+        return {str(k): _fill_compose(str(v)) for k, v in env.items() if v is not None}
+    out = {}
+    for item in env or []:
+        if isinstance(item, dict) and "name" in item and "value" in item:
+            out[str(item["name"])] = str(item["value"])
+        elif isinstance(item, str) and "=" in item:
+            k, v = item.split("=", 1)
+            out[k] = _fill_compose(v)
+    return out
+
+
+def _image_entrypoint(image: str) -> list[str]:
+    return ["vllm", "serve"] if "vllm-openai" in image or "vllm/" in image else []
+
+
+def container_expect(c: dict[str, Any], label: str, nodes: int | None = 1) -> Expect:
+    image = _fill_compose(str(c.get("image") or ""))
+    e = Expect(label, image=image or None, nodes=nodes)
+    entry = _words(c.get("entrypoint") if "entrypoint" in c else c.get("command") if "args" in c else None)
+    args = _words(c.get("args") if "args" in c else c.get("command"))
+    if "args" not in c and "entrypoint" not in c and "containers" not in label and isinstance(c.get("command"), list):
+        pass
+    words = (
+        (entry or _image_entrypoint(image)) + args
+        if entry or "args" in c or "entrypoint" in c
+        else (
+            (_image_entrypoint(image) + args)
+            if not (args and (args[0] in ("vllm", "python", "python3", "sh", "bash", "/bin/sh", "/bin/bash")))
+            else args
+        )
+    )
+    words, _ = _shell_unwrap(words)
+    parsed = vllm_argv(words)
+    if parsed is None:
+        e.engine = "none"
+        return e
+    e.engine, e.model, rest, extra_env = parsed
+    e.env = {**_env_of(c.get("environment") or c.get("env")), **extra_env}
+    e.flags = [p for p in pairs(rest) if p[0] not in TOPOLOGY]
+    return e
+
+
+def compose_expect(d: dict[str, Any], label: str) -> list[Expect]:
+    out = []
+    for name, svc in (d.get("services") or {}).items():
+        if isinstance(svc, dict) and "vllm" in json.dumps(svc, default=str).lower():
+            e = container_expect(svc, f"{label}#{name}")
+            if e.engine not in ("none",):
+                out.append(e)
+    return out
+
+
+def _containers(node: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
+    found: list[tuple[str, dict[str, Any]]] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k in ("containers", "initContainers") and isinstance(v, list) and k == "containers":
+                found += [(f"{path}.{k}[{i}]", c) for i, c in enumerate(v) if isinstance(c, dict)]
+            elif k == "extraPodSpec" and isinstance(v, dict) and isinstance(v.get("mainContainer"), dict):
+                found.append((f"{path}.{k}.mainContainer", v["mainContainer"]))
+            else:
+                found += _containers(v, f"{path}.{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            found += _containers(v, f"{path}[{i}]")
+    return found
+
+
+def k8s_expect(d: dict[str, Any], label: str) -> list[Expect]:
+    out = []
+    size = ((d.get("spec") or {}).get("leaderWorkerTemplate") or {}).get("size")
+    for where, c in _containers(d):
+        text = json.dumps(c, default=str)
+        if "vllm" not in text.lower() or where.endswith("workerTemplate.spec.containers[0]") and size:
+            continue
+        if "serve" not in text and "vllm.entrypoints" not in text and "dynamo.vllm" not in text:
+            continue
+        e = container_expect(c, f"{label}#{where}", nodes=int(size) if isinstance(size, int) else 1)
+        out.append(e)
+    return out
+
+
+def helm_expect(d: dict[str, Any], label: str) -> list[Expect]:
+    out = []
+    for i, spec in enumerate(((d.get("servingEngineSpec") or {}).get("modelSpec")) or []):
+        if not isinstance(spec, dict):
+            continue
+        e = Expect(f"{label}#modelSpec[{i}]", model=spec.get("modelURL"))
+        e.image = f"{spec.get('repository')}:{spec.get('tag')}"
+        flags = ["--host", "0.0.0.0", "--port", "8000"]
+        if spec.get("enableLoRA"):
+            flags.append("--enable-lora")
+        if spec.get("enableTool"):
+            flags.append("--enable-auto-tool-choice")
+        if spec.get("toolCallParser"):
+            flags += ["--tool-call-parser", str(spec["toolCallParser"])]
+        cfg = spec.get("vllmConfig")
+        if isinstance(cfg, dict):
+            if "enableChunkedPrefill" in cfg:
+                flags.append(
+                    "--enable-chunked-prefill" if cfg["enableChunkedPrefill"] else "--no-enable-chunked-prefill"
+                )
+            flags.append("--enable-prefix-caching" if cfg.get("enablePrefixCaching") else "--no-enable-prefix-caching")
+            for key, flag in (
+                ("maxModelLen", "--max-model-len"),
+                ("dtype", "--dtype"),
+                ("tensorParallelSize", "--tensor-parallel-size"),
+                ("maxNumSeqs", "--max-num-seqs"),
+                ("gpuMemoryUtilization", "--gpu_memory_utilization"),
+                ("maxLoras", "--max_loras"),
+                ("runner", "--runner"),
+                ("convert", "--convert"),
+            ):
+                if key in cfg:
+                    flags += [flag, str(cfg[key])]
+            flags += [str(a) for a in cfg.get("extraArgs") or []]
+        if spec.get("modelRevision"):
+            flags += ["--revision", str(spec["modelRevision"])]
+        e.flags = pairs(flags)
+        e.env = {str(x["name"]): str(x["value"]) for x in spec.get("env") or [] if isinstance(x, dict) and "value" in x}
+        e.nodes = 1
+        out.append(e)
+    return out
+
+
+def srt_expect(d: dict[str, Any], label: str) -> list[Expect]:
+    backend = d.get("backend") or {}
+    model = d.get("model") or {}
+    cfg = backend.get("vllm_config") or {}
+    out = []
+    for role, flags in cfg.items():
+        if not isinstance(flags, dict):
+            continue
+        e = Expect(f"{label}#{role}", model=None, image=model.get("container"))
+        words: list[str] = []
+        for k, v in flags.items():
+            if v is True:
+                words.append("--" + str(k))
+            elif v is False:
+                continue
+            else:
+                words += ["--" + str(k), json.dumps(v) if isinstance(v, (dict, list)) else str(v)]
+        e.flags = pairs(words)
+        e.env = {str(k): str(v) for k, v in (backend.get(f"{role}_environment") or {}).items()}
+        e.nodes = None
+        out.append(e)
+    return out
+
+
+SNIFF = [
+    ("eugr", lambda d, p: str(d.get("recipe_version", "")).strip() == "1" and "command" in d, eugr_expect),
+    (
+        "sparkrun",
+        lambda d, p: (
+            str(d.get("recipe_version", "")).strip() not in ("", "1")
+            and "model" in d
+            or ("runtime" in d and ("command" in d or "defaults" in d) and "model" in d)
+        ),
+        sparkrun_expect,
+    ),
+    ("vllm-recipes", lambda d, p: isinstance(d.get("model"), dict) and "model_id" in d["model"], vllm_recipes_expect),
+    (
+        "inferencex",
+        lambda d, p: (
+            "master" in p.name
+            and any(
+                isinstance(v, dict) and "framework" in v and "search-space" in json.dumps(v, default=str)
+                for v in d.values()
+            )
+        ),
+        inferencex_expect,
+    ),
+    ("compose", lambda d, p: isinstance(d.get("services"), dict), compose_expect),
+    (
+        "helm-values",
+        lambda d, p: isinstance((d.get("servingEngineSpec") or {}).get("modelSpec"), list),
+        helm_expect,
+    ),
+    ("srt-slurm", lambda d, p: isinstance((d.get("backend") or {}).get("vllm_config"), dict), srt_expect),
+    ("kubernetes", lambda d, p: "kind" in d and "apiVersion" in d, k8s_expect),
+]
+DEPLOYMENT = {"compose", "helm-values", "srt-slurm", "kubernetes", "llm-d"}
+
+
+def sniff(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """[(format, document)] of a file (several for a multi-document Kubernetes file)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    if len(text) > 2_000_000 or "vllm" not in text.lower():
+        return []
+    try:
+        docs = [d for d in YAML(typ="safe").load_all(text) if isinstance(d, dict)]
+    except Exception:
+        return []
+    out = []
+    for d in docs:
+        for fmt, test, _ in SNIFF:
+            try:
+                ok = test(d, path)
+            except Exception:
+                ok = False
+            if ok:
+                out.append((fmt, d))
+                break
+    if (
+        "llm-d" in str(path)
+        and "scenario" in str(path)
+        and isinstance(docs[0] if docs else None, dict)
+        and "scenario" in docs[0]
+    ):
+        out = [("llm-d", docs[0])]
+    return out
+
+
+def expect(fmt: str, d: dict[str, Any], label: str) -> list[Expect]:
+    if fmt == "llm-d":
+        return [Expect(label, nodes=None, source_error=None)]
+    fn = next(f for n, _, f in SNIFF if n == fmt)
+    return fn(d, label)
+
+
+# --------------------------------------------------------------------------- the compiled side
+
+
+def same_value(a: str | None, b: str | None) -> bool:
+    if a == b:
+        return True
+    if a is None or b is None:
+        return False
+    for parse in (json.loads, float):
+        try:
+            if parse(a) == parse(b):  # type: ignore[operator]
+                return True
+        except (ValueError, TypeError):
+            pass
+    return a.strip("'\"").lower() == b.strip("'\"").lower()
+
+
+def compiled_cells(imported: Any, folder: Path) -> list[Any]:
+    from autobench.cli.import_cmds import check_imported
+    from autobench.recipe.loader import load_recipe, recipe_cells
+
+    written, _texts = check_imported(imported, folder)
+    return [load_recipe(written, cell).recipe for cell in recipe_cells(written)]
+
+
+def compiled_words(recipe: Any) -> list[str]:
+    from autobench.compile.argv import docker_argv
+
+    return [str(w) for w in docker_argv(recipe, home="/home/u")]
+
+
+def launch_problem(words: list[str], recipe: Any, e: Expect) -> str | None:
+    """Why the compiled docker command would not start the source's vLLM, or None."""
+    image = recipe.container.image
+    if image not in words:
+        return "image missing from docker run"
+    after = words[words.index(image) + 1 :]
+    entry = None
+    if "--entrypoint" in words[: words.index(image)]:
+        entry = words[words.index("--entrypoint") + 1]
+    elif any(w.startswith("--entrypoint=") for w in words[: words.index(image)]):
+        entry = next(w for w in words if w.startswith("--entrypoint="))[13:]
+    if entry == "bash" and after[:1] == ["-c"]:
+        after = after[3:]
+    if entry is None:
+        if e.shell:
+            return "the source clears the image's entrypoint and runs its command; compiled keeps the entrypoint"
+        if not _image_entrypoint(image) and not recipe.launch.command:
+            return "image has no vllm entrypoint"
+        return None
+    if after and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", after[0]):
+        return f"docker would exec {after[0]!r}"
+    if not after:
+        return "nothing to run after the image"
+    return None
+
+
+def check(imported_list: list[Any], expects: list[Expect], folder: Path) -> tuple[list[str], int, int]:
+    """(problems, flags equal, flags in source) of one file's import against its references."""
+    problems: list[str] = []
+    equal = total = 0
+    by_entry = {e.label.split("#", 1)[-1]: e for e in expects}
+    vllm = [e for e in expects if e.engine.startswith("vllm") or e.engine == "dynamo.vllm"]
+    for e in expects:
+        if not (e.engine.startswith("vllm") or e.engine == "dynamo.vllm") and any(
+            e.label.endswith("#" + i.name) or e.label.split("#")[-1] == getattr(i, "name", "") for i in imported_list
+        ):
+            problems.append(f"{e.label}: engine {e.engine} imported as vLLM")
+    if len(imported_list) == 1 and len(vllm) == 1:
+        pairs_ = [(imported_list[0], vllm[0])]
+    else:
+        pairs_ = []
+        for imp in imported_list:
+            e = by_entry.get(imp.name) or next(
+                (x for x in vllm if x.label.split("#")[-1].replace("_", "-").lower() in imp.name), None
+            )
+            if e is not None:
+                pairs_.append((imp, e))
+    for imp, e in pairs_:
+        recipes = compiled_cells(imp, folder)
+        base = recipes[0]
+        words = compiled_words(base)
+        if e.model and base.model.repo != e.model:
+            problems.append(f"model {base.model.repo} != {e.model}")
+        if e.image and base.container.image != e.image:
+            problems.append(f"image {base.container.image} != {e.image}")
+        lp = launch_problem(words, base, e)
+        if lp:
+            problems.append("launch: " + lp)
+        if e.nodes is not None and base.topology.nodes != e.nodes:
+            problems.append(f"nodes {base.topology.nodes} != {e.nodes}")
+        if e.nodes is not None and e.nodes > 1 and base.topology.gpus_per_node is not None:
+            pass
+        env_words = {
+            w.split("=", 1)[0]: w.split("=", 1)[1] if "=" in w else None for w in words if "=" in w or w.isupper()
+        }
+        for k, v in e.env.items():
+            if k in base.secrets:
+                continue
+            if str(base.env.get(k)) != v and env_words.get(k) != v:
+                problems.append(f"env {k}")
+        compiled = pairs(words[words.index(base.container.image) + 1 :]) if base.container.image in words else []
+        have: dict[str, list[str | None]] = defaultdict(list)
+        for f, v in compiled:
+            have[f].append(v)
+            if f.startswith("--no-"):
+                have["--" + f[5:]].append("false")
+        for f, v in e.flags:
+            if not f:
+                continue
+            total += 1
+            got = have.get(f)
+            ok = got is not None and any(same_value(v, g) or (v is None and g in (None, "true")) for g in got)
+            if not ok and "." in f:  # a dotted flag carried inside its JSON config
+                head, _, key = f.partition(".")
+                for g in have.get(head, []):
+                    try:
+                        obj = json.loads(g or "")
+                        for part in key.split("."):
+                            obj = obj[part.replace("-", "_")] if part.replace("-", "_") in obj else obj[part]
+                        ok = same_value(v, json.dumps(obj) if not isinstance(obj, str) else obj) or same_value(
+                            v, str(obj)
+                        )
+                    except (ValueError, KeyError, TypeError):
+                        pass
+            if ok:
+                equal += 1
+            else:
+                problems.append(f"flag {f} {v!r} -> {got!r}")
+    return problems, equal, total
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def candidates(root: Path) -> list[Path]:
+    files = []
+    for p in sorted(root.rglob("*")):
+        if p.suffix.lower() not in (".yaml", ".yml") or not p.is_file():
+            continue
+        rel = p.relative_to(root).parts
+        if any(part in SKIP_PARTS for part in rel[:-1]) or "test" in rel[0]:
+            continue
+        files.append(p)
+    return files
+
+
+def import_file(path: Path, fmt: str, opts: dict[str, Any]) -> list[Any]:
+    from autobench.recipe.importer import convert
+
+    params = inspect.signature(convert).parameters
+    kwargs = {k: v for k, v in opts.items() if k in params}
+    return convert(path, **kwargs)
+
+
+def reason_of(message: str) -> str:
+    m = re.sub(r"'[^']*'|\"[^\"]*\"|\S*/\S*|\b\d+(\.\d+)?\b", "…", message)
+    return " ".join(m.split())[:90]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("--show", type=int, default=3, help="examples printed per class")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+
+    from autobench.errors import AutobenchError
+
+    rows: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    reasons: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    examples: dict[str, list[str]] = defaultdict(list)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
+        for root in args.dirs:
+            source = root.name
+            for path in candidates(root):
+                for fmt, doc in sniff(path):
+                    key = (source, fmt)
+                    rel = str(path.relative_to(root))
+                    try:
+                        expects = expect(fmt, doc, rel)
+                    except Exception as exc:  # the reference itself cannot read it: not counted
+                        examples["reference-failed"].append(f"{source}/{rel}: {exc!r}")
+                        continue
+                    if not expects:  # no vLLM container/service in it: not a recipe-like file
+                        continue
+                    rows[key]["files"] += 1
+                    rows[key]["entries"] += len(expects)
+                    opts: dict[str, Any] = {"fmt": "auto", **SOURCE_OPTIONS.get(fmt, {})}
+                    folder = Path(tempfile.mkdtemp(dir=tmp))
+                    try:
+                        imported = import_file(path, str(opts.pop("fmt")), opts)
+                        problems, eq, tot = check(imported, expects, folder)
+                    except AutobenchError as exc:
+                        rows[key]["refused"] += 1
+                        reasons[key][reason_of(str(exc).split(": ", 1)[-1])] += 1
+                        n = sum(1 for e in expects if e.engine.startswith("vllm") or e.engine == "dynamo.vllm")
+                        if n and not any(e.source_error or e.nodes is None for e in expects):
+                            examples[f"refused {fmt}"].append(f"{source}/{rel}: {exc}")
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - a crash is what this counts
+                        rows[key]["crash"] += 1
+                        examples[f"crash {fmt}"].append(f"{source}/{rel}: {type(exc).__name__}: {exc}"[:300])
+                        continue
+                    rows[key]["flags_total"] += tot
+                    rows[key]["flags_equal"] += eq
+                    if problems:
+                        rows[key]["silently_wrong"] += 1
+                        examples[f"wrong {fmt}"].append(f"{source}/{rel}: " + "; ".join(problems[:4]))
+                    else:
+                        rows[key]["whole"] += 1
+    elapsed = time.monotonic() - started
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "rows": {f"{s}|{f}": dict(c) for (s, f), c in rows.items()},
+                    "reasons": {f"{s}|{f}": dict(c) for (s, f), c in reasons.items()},
+                },
+                indent=1,
+            )
+        )
+        return 0
+    print(
+        f"{'source':44} {'format':13} {'files':>5} {'whole':>5} {'refused':>7} {'wrong':>5} {'crash':>5} {'flags =':>9}"
+    )
+    totals: dict[str, Counter[str]] = defaultdict(Counter)
+    for (source, fmt), c in sorted(rows.items()):
+        group = "deployment" if fmt in DEPLOYMENT else "claimed"
+        totals[group].update(c)
+        ft = c["flags_total"]
+        share = f"{100 * c['flags_equal'] / ft:.0f}% of {ft}" if ft else "-"
+        counts = f"{c['files']:5} {c['whole']:5} {c['refused']:7} {c['silently_wrong']:5} {c['crash']:5}"
+        print(f"{source[:44]:44} {fmt:13} {counts} {share:>9}")
+        for reason, n in reasons[(source, fmt)].most_common():
+            print(f"{'':58}refused {n}: {reason}")
+    for group, c in totals.items():
+        ft = c["flags_total"]
+        print(
+            f"TOTAL {group}: {c['files']} files, {c['whole']} whole ({100 * c['whole'] / max(1, c['files']):.0f}%), "
+            f"{c['refused']} refused, {c['silently_wrong']} silently wrong, {c['crash']} crash, "
+            f"flags equal {c['flags_equal']}/{ft} ({100 * c['flags_equal'] / max(1, ft):.1f}%)"
+        )
+    print(f"elapsed {elapsed:.0f}s")
+    for cls, items in sorted(examples.items()):
+        print(f"\n{cls} ({len(items)}):")
+        for item in items[: args.show]:
+            print("  " + item)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
