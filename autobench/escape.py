@@ -23,6 +23,17 @@ here; JSON output does not need to (JSON escapes control characters itself).
                                             breaks kept, a line that would start a block (list,
                                             heading, quote) escaped
 
+    kubernetes(text) -> str                 a recipe string inside a container's ``command``,
+                                            ``args`` or env ``value``: every ``$`` doubled, so the
+                                            kubelet's ``$(NAME)`` expansion gives back exactly the
+                                            text and never a variable (a Secret's value)
+    csv_cell(text) -> str                   one CSV value: control characters escaped as for a
+                                            terminal, and a text a spreadsheet would run as a
+                                            formula (``=``, ``+``, ``-``, ``@`` first) prefixed
+                                            with ``'`` unless it is a number
+
+Shell words have their own single rule in :mod:`autobench.compile.quoting` (``shell_word``).
+
 Control characters are Unicode category Cc (C0, DEL, C1), the line/paragraph separators
 U+2028/U+2029 and the bidirectional formatting characters (U+061C, U+200E-U+200F,
 U+202A-U+202E, U+2066-U+2069).  Backslashes are not doubled: output is for reading, and a
@@ -112,4 +123,30 @@ def markdown_block(text: str) -> str:
     return "\n".join(_markdown_line(" ".join(line.split())) for line in lines)
 
 
-__all__ = ["human", "markdown", "markdown_block", "one_line", "terminal"]
+def kubernetes(text: str) -> str:
+    """``text`` as a literal for a Kubernetes container's ``command``, ``args`` or env ``value``.
+
+    The kubelet expands ``$(NAME)`` there from the container's environment, Secrets included,
+    and reads ``$$`` as one ``$`` (Kubernetes ``third_party/forked/golang/expansion/expand.go``,
+    ``tryReadVariableName``: ``$$`` -> ``$``; ``$(`` ... ``)`` -> the variable; ``$`` before
+    anything else stays).  Doubling every ``$`` therefore gives back exactly ``text``:
+    ``$(HF_TOKEN)`` -> ``$$(HF_TOKEN)`` -> the literal ``$(HF_TOKEN)``."""
+    return str(text).replace("$", "$$")
+
+
+_CSV_FORMULA = re.compile(r"[=+\-@]")
+_CSV_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def csv_cell(text: str) -> str:
+    """One CSV value: control characters shown as escapes (:func:`terminal`: ESC never reaches
+    a terminal that ``cat``s the file), and a text a spreadsheet would evaluate (starting with
+    ``=``, ``+``, ``-`` or ``@``, OWASP's CSV injection list) prefixed with ``'``, unless it is a
+    plain number such as ``-1.5``."""
+    text = terminal(str(text))
+    if _CSV_FORMULA.match(text) and not _CSV_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
+__all__ = ["csv_cell", "human", "kubernetes", "markdown", "markdown_block", "one_line", "terminal"]

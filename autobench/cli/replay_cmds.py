@@ -14,6 +14,7 @@ import click
 
 from autobench.cli.options import json_option, ledger_option, print_json
 from autobench.cli.params import Finite
+from autobench.escape import terminal
 
 
 @click.command("replay")
@@ -66,7 +67,10 @@ def replay(
     with open_ledger(ledger_url, create=False) as book:
         rec = book.get(book.resolve(run))
     if not again:
-        click.echo(stored_script(rec), nl=False)
+        # A compiled script never holds a raw control character (compile writes them as $'\x1b'),
+        # so this is the stored script byte for byte; one that does came from a forged row, and its
+        # ESC/OSC sequences are shown as escapes rather than sent to the terminal.
+        click.echo(terminal(stored_script(rec), newlines=True), nl=False)
         return
     from autobench.cli.ledger_cmds import show_comparison
     from autobench.cli.run_cmds import _echo_err, _print_outcome

@@ -31,6 +31,7 @@ from autobench.compile.argv import (
 )
 from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
+from autobench.escape import kubernetes
 from autobench.recipe.loader import LoadedRecipe
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -54,11 +55,14 @@ def _base(name: str) -> str:
 
 
 def _argv(lines: Lines) -> list[str]:
-    """Words as a Kubernetes argv: ``~/`` paths stay as ``$(HOME)/...`` (expanded by the kubelet)."""
+    """Words as a Kubernetes argv: each value a literal for the kubelet (``escape.kubernetes``:
+    ``$(HF_TOKEN)`` in a recipe stays text, never the Secret); ``~/`` paths become
+    ``$(HOME)/...``, the one expansion asked for."""
     out = []
     for line in lines:
         for word in line:
-            out.append(f"$(HOME)/{word.value}" if word.home else word.value)
+            value = kubernetes(word.value)
+            out.append(f"$(HOME)/{value}" if word.home else value)
     return out
 
 
@@ -126,7 +130,7 @@ class _Spec:
             {"name": name, "valueFrom": {"secretKeyRef": {"name": self.secret, "key": name}}} for name in names
         ]
         for key, value in self.recipe.env.items():
-            env.append({"name": str(key), "value": str(value)})
+            env.append({"name": str(key), "value": kubernetes(str(value))})
         return env
 
     def volumes(self) -> list[dict[str, Any]]:
@@ -181,7 +185,7 @@ def _serve_parts(recipe: Any) -> tuple[list[str] | None, list[str]]:
     flags = _argv([model_word_list(recipe)] + _with_host(engine_flag_lines(recipe)))
     if launch.is_default:
         return None, flags
-    return [*launch.prefix, *launch.command], flags
+    return [kubernetes(word) for word in [*launch.prefix, *launch.command]], flags
 
 
 def _service(spec: _Spec, selector: dict[str, str]) -> dict[str, Any]:

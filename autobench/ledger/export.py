@@ -1,7 +1,8 @@
 """Export the ledger: JSONL (one ``RunRecord.to_json_dict()`` per line, ascending id, with
 the run's cells under ``"cells"``: index, params, metrics and the samples bytes in base64,
 ``samples_format`` naming their encoding) or CSV (one row per run, one column per table
-column, JSON columns as their text; cells are in the JSONL only)."""
+column, JSON columns as their text, each text value through ``escape.csv_cell``: no raw control
+character, no formula; cells are in the JSONL only)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from autobench.errors import LedgerError
+from autobench.escape import csv_cell
 from autobench.ledger.models import RUNS
 from autobench.ledger.rows import record_from_row
 from autobench.redaction import environment_secrets, redact, redact_tree
@@ -64,7 +66,9 @@ def write_csv(rows: Iterable[Mapping[Any, Any]], out: TextIO, secrets: Mapping[s
             value = row[key]
             if isinstance(value, bool):
                 value = "true" if value else "false"
-            values.append("" if value is None else redact(value, secrets) if isinstance(value, str) else value)
+            values.append(
+                "" if value is None else csv_cell(redact(value, secrets)) if isinstance(value, str) else value
+            )
         writer.writerow(values)
         count += 1
     return count
