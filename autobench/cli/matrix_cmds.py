@@ -34,6 +34,6 @@ def variants(recipe: str, as_json: bool) -> None:
     if as_json:
         print_json(rows)
         return
-    width = max(len(row["cell"]) for row in rows)
+    width = max(len(str(row["cell"])) for row in rows)
     for row in rows:
-        click.echo(f"{row['cell'].ljust(width)}  {row['digest'][:19]}  {row['model']}  {row['image']}")
+        click.echo(f"{str(row['cell']).ljust(width)}  {str(row['digest'])[:19]}  {row['model']}  {row['image']}")

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Literal, TypeGuard
+from typing import TYPE_CHECKING, Literal, TypeGuard
 
 from autobench.digits import is_digits
+
+if TYPE_CHECKING:
+    from autobench.recipe.schema import Recipe
 
 #: A full commit sha: 40 lower-case hex digits (the one pattern; ``is_full_sha`` uses it).
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -38,7 +41,7 @@ def is_local_model(ref: str) -> bool:
     return ref.startswith("/")
 
 
-def output_tokens(recipe: Any) -> int:
+def output_tokens(recipe: Recipe) -> int:
     """The output tokens each bench request asks for: a random dataset's ``output_len`` when
     set (that is what it means, as ``--random-output-len`` does for ``vllm bench serve``),
     otherwise ``bench.max_tokens``.  A grid of output lengths: the largest."""
@@ -73,7 +76,7 @@ class Pin:
         return f"{self.repo}@{self.revision or 'main'}"
 
 
-def pins(recipe: Any) -> list[Pin]:
+def pins(recipe: Recipe) -> list[Pin]:
     """The recipe's Hub references: the model (unless a local directory), the tokenizer (when
     one or its revision is given; it defaults to the model repo), the draft (unless local)."""
     m = recipe.model
@@ -90,18 +93,18 @@ def pins(recipe: Any) -> list[Pin]:
     return out
 
 
-def unpinned(recipe: Any) -> list[Pin]:
+def unpinned(recipe: Recipe) -> list[Pin]:
     """The references that are not pinned to a full 40-hex sha."""
     return [p for p in pins(recipe) if not p.full_sha]
 
 
-def pinned_sha(recipe: Any, kind: str) -> str | None:
+def pinned_sha(recipe: Recipe, kind: str) -> str | None:
     """The full sha the ``kind`` reference is pinned to, or None (unpinned or absent)."""
     return next((p.revision for p in pins(recipe) if p.kind == kind and p.full_sha), None)
 
 
 # --------------------------------------------------------------------------- secrets
-def passed_secrets(recipe: Any) -> tuple[str, ...]:
+def passed_secrets(recipe: Recipe) -> tuple[str, ...]:
     """The secret names the recipe hands to the server (by name: ``--env NAME``), in order."""
     return tuple(dict.fromkeys(recipe.secrets))
 
@@ -182,7 +185,7 @@ class Endpoint:
         return f"http://{self.host}:{self.port}"
 
 
-def server_endpoint(recipe: Any, runtime: str = "docker") -> Endpoint:
+def server_endpoint(recipe: Recipe, runtime: str = "docker") -> Endpoint:
     """The server's endpoint: engine.host/port for a process or under ``--network host``; the
     host side of the ``container.ports`` spec that publishes engine.port (tcp) otherwise.
     ``unpublished`` (not reachable) when no spec publishes it at a fixed host port."""
@@ -228,7 +231,7 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- the image
-def image_digest(recipe: Any) -> str | None:
+def image_digest(recipe: Recipe) -> str | None:
     """The digest ``container.image`` is pinned to (``name[:tag]@sha256:…``), or None (a tag only).
     compile ``--frozen``, run's local-image check and the ledger's ``image_digest`` ask this."""
     from autobench.recipe.imageref import parse_image_ref

@@ -15,7 +15,16 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar, overload
+
+if TYPE_CHECKING:
+    from autobench.recipe.schema import Recipe
+
+#: One value of a grid axis (the schema's WholeAxis and RateAxis items; ScheduleEntry's values).
+AxisValue = int | float
+N = TypeVar("N", int, float)
+#: A cell's params, a grid point, a schedule entry: axis name -> value.
+Params = dict[str, AxisValue]
 
 #: (axis name in a cell and a schedule entry, key path in the recipe), in cartesian order.
 AXES: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -33,7 +42,7 @@ class Cell:
     (every axis that has a value, by name), ``repeat`` (1-based) of ``repeats``."""
 
     index: int
-    params: dict[str, Any]
+    params: Params
     repeat: int
     repeats: int
 
@@ -43,34 +52,41 @@ class Cell:
         return text + (f" repeat {self.repeat}/{self.repeats}" if self.repeats > 1 else "")
 
 
-def _num(value: Any) -> str:
+def _num(value: AxisValue) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-def _get(recipe: Any, path: tuple[str, ...]) -> Any:
-    node = recipe
-    for part in path:
-        node = getattr(node, part)
-    return node
+def axis(recipe: Recipe, name: str) -> AxisValue | list[int] | list[float] | None:
+    """The axis ``name`` (one of AXIS_NAMES) as written in ``recipe``: a value, a list, or None."""
+    b = recipe.bench
+    if name == "concurrency":
+        return b.concurrency
+    if name == "request_rate":
+        return b.request_rate
+    if name == "input_len":
+        return b.dataset.input_len
+    if name == "output_len":
+        return b.dataset.output_len
+    raise KeyError(name)
 
 
-def axis_values(recipe: Any) -> dict[str, list[Any]]:
+def axis_values(recipe: Recipe) -> dict[str, list[AxisValue]]:
     """Each axis that has a value -> its values as written (a scalar is one value)."""
-    out: dict[str, list[Any]] = {}
-    for name, path in AXES:
-        value = _get(recipe, path)
+    out: dict[str, list[AxisValue]] = {}
+    for name in AXIS_NAMES:
+        value = axis(recipe, name)
         if value is None:
             continue
         out[name] = list(value) if isinstance(value, list) else [value]
     return out
 
 
-def is_grid(recipe: Any) -> bool:
+def is_grid(recipe: Recipe) -> bool:
     """More than one cell to bench (a list with several values, a schedule or repeats)."""
     return len(cells(recipe)) > 1
 
 
-def grid_points(recipe: Any) -> list[dict[str, Any]]:
+def grid_points(recipe: Recipe) -> list[Params]:
     """The distinct cells' params in run order (a schedule's order, else cartesian)."""
     axes = axis_values(recipe)
     schedule = recipe.bench.schedule
@@ -80,9 +96,9 @@ def grid_points(recipe: Any) -> list[dict[str, Any]]:
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(axes[n] for n in names))]
 
 
-def schedule_point(axes: dict[str, list[Any]], entry: dict[str, Any]) -> dict[str, Any]:
+def schedule_point(axes: dict[str, list[AxisValue]], entry: Params) -> Params:
     """A schedule entry as a cell's params: the axes it names, plus every one-value axis."""
-    point = {}
+    point: Params = {}
     for name, values in axes.items():
         if name in entry:
             point[name] = entry[name]
@@ -91,7 +107,7 @@ def schedule_point(axes: dict[str, list[Any]], entry: dict[str, Any]) -> dict[st
     return point
 
 
-def cells(recipe: Any) -> list[Cell]:
+def cells(recipe: Recipe) -> list[Cell]:
     """Every bench of the run, in run order: each point ``bench.repeat`` times, round by round."""
     points = grid_points(recipe)
     repeats = int(recipe.bench.repeat)
@@ -102,31 +118,49 @@ def cells(recipe: Any) -> list[Cell]:
     return out
 
 
-def cell_recipe(recipe: Any, cell: Cell | dict[str, Any]) -> Any:
+def cell_recipe(recipe: Recipe, cell: Cell | Params) -> Recipe:
     """The recipe with every grid axis set to the cell's scalar value (and no schedule): what
     one bench of the cell reads.  A one-cell recipe comes back unchanged."""
     params = cell.params if isinstance(cell, Cell) else cell
     bench = recipe.bench
-    if not is_grid(recipe) and all(not isinstance(_get(recipe, p), list) for _, p in AXES):
+    if not is_grid(recipe) and all(not isinstance(axis(recipe, name), list) for name in AXIS_NAMES):
         return recipe
     dataset = bench.dataset.model_copy(
         update={k: params.get(k) for k in ("input_len", "output_len") if bench.dataset.__dict__.get(k) is not None}
     )
-    update: dict[str, Any] = {"dataset": dataset, "schedule": None, "repeat": 1}
+    update: dict[str, object] = {"dataset": dataset, "schedule": None, "repeat": 1}
     for key in ("concurrency", "request_rate"):
         if getattr(bench, key) is not None:
             update[key] = params[key]
     return recipe.model_copy(update={"bench": bench.model_copy(update=update)})
 
 
-def largest(value: Any) -> Any:
+@overload
+def largest(value: N | list[N]) -> N: ...
+@overload
+def largest(value: N | list[N] | None) -> N | None: ...
+def largest(value: N | list[N] | None) -> N | None:
     """The largest value of a grid axis (a scalar is its own largest); None stays None."""
     if isinstance(value, list):
         return max(value)
     return value
 
 
-def schedule_problems(recipe: Any) -> list[tuple[int, str | None, str, str]]:
+@overload
+def only(value: N | list[N]) -> N: ...
+@overload
+def only(value: N | list[N] | None) -> N | None: ...
+def only(value: N | list[N] | None) -> N | None:
+    """The one value of an axis of a cell's recipe (``cell_recipe`` sets every axis to a
+    scalar); None stays None.  A list of several values is not one cell's: ValueError."""
+    if isinstance(value, list):
+        if len(value) != 1:
+            raise ValueError(f"{len(value)} values where one cell has one")
+        return value[0]
+    return value
+
+
+def schedule_problems(recipe: Recipe) -> list[tuple[int, str | None, str, str]]:
     """``(entry index, axis or None, what is wrong, how to fix)`` for each schedule entry that
     names no cell of the grid (AB081)."""
     schedule = recipe.bench.schedule
@@ -159,12 +193,16 @@ def schedule_problems(recipe: Any) -> list[tuple[int, str | None, str, str]]:
 __all__ = [
     "AXES",
     "AXIS_NAMES",
+    "AxisValue",
     "Cell",
+    "Params",
+    "axis",
     "axis_values",
     "cell_recipe",
     "cells",
     "grid_points",
     "is_grid",
     "largest",
+    "only",
     "schedule_problems",
 ]

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from autobench.errors import RecipeError
-from autobench.recipe.loader import _Converter, _parse, _read_text
+from autobench.recipe.loader import KeyPath, _Converter, _parse, _read_text
 from autobench.recipe.rules import flag_name, norm_flag
 
 FORMATS = ("eugr", "sparkrun", "vllm-recipes", "vllm-config", "inferencex")
@@ -124,7 +125,7 @@ class _Src:
     def line(self, *keys: Any) -> str:
         return self.where(*keys).rsplit(":", 2)[-2] if ":" in self.where(*keys) else "1"
 
-    def fail(self, keys: tuple[Any, ...], message: str, hint: str) -> RecipeError:
+    def fail(self, keys: KeyPath, message: str, hint: str) -> RecipeError:
         return RecipeError(message, location=self.where(*keys), hint=hint)
 
 
@@ -166,7 +167,7 @@ _JSON_FLAGS = {
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def fill(src: _Src, keys: tuple[Any, ...], text: str, values: dict[str, Any], *, doubled: bool) -> str:
+def fill(src: _Src, keys: KeyPath, text: str, values: Mapping[str, object], *, doubled: bool) -> str:
     """``{name}`` placeholders from ``values``; eugr (``doubled``) writes literal braces as ``{{ }}``."""
 
     def sub(m: re.Match[str]) -> str:
@@ -200,7 +201,7 @@ class Parsed:
     args: list[str]  # every word after the model
 
 
-def parse_command(src: _Src, keys: tuple[Any, ...], text: str) -> Parsed:
+def parse_command(src: _Src, keys: KeyPath, text: str) -> Parsed:
     """``[env/wrapper words] vllm serve MODEL flags`` or ``python -m vllm.entrypoints... --model M``
     or ``WRAPPER.sh MODEL flags``."""
     try:
@@ -253,7 +254,7 @@ def split_flags(args: list[str]) -> list[tuple[str, str | None, str]]:
     return out
 
 
-def _typed(kind: str, value: str | None, flag: str, src: _Src, keys: tuple[Any, ...]) -> Any:
+def _typed(kind: str, value: str | None, flag: str, src: _Src, keys: KeyPath) -> Any:
     if kind == "bool":
         return True if value is None else value.lower() in ("1", "true", "yes", "on")
     if kind == "false":
@@ -272,7 +273,7 @@ def _typed(kind: str, value: str | None, flag: str, src: _Src, keys: tuple[Any, 
     return value
 
 
-def _json_value(value: Any, flag: str, src: _Src, keys: tuple[Any, ...]) -> dict[str, Any]:
+def _json_value(value: Any, flag: str, src: _Src, keys: KeyPath) -> dict[str, Any]:
     if isinstance(value, dict):
         return value
     try:
@@ -289,7 +290,7 @@ def _json_value(value: Any, flag: str, src: _Src, keys: tuple[Any, ...]) -> dict
 
 
 def apply_flags(
-    recipe: dict[str, Any], flags: list[tuple[str, str | None, str]], src: _Src, keys: tuple[Any, ...], out: Imported
+    recipe: dict[str, Any], flags: list[tuple[str, str | None, str]], src: _Src, keys: KeyPath, out: Imported
 ) -> None:
     """Map each flag to a typed field or keep it (as written) in engine.extra_args."""
     engine = recipe.setdefault("engine", {})
@@ -344,14 +345,14 @@ def _base(model: str, image: str, src: _Src, fmt: str) -> dict[str, Any]:
     }
 
 
-def _model_ref(value: Any, src: _Src, keys: tuple[Any, ...]) -> str:
+def _model_ref(value: Any, src: _Src, keys: KeyPath) -> str:
     if not isinstance(value, str) or not value.strip():
         raise src.fail(keys, "model: a Hub repo id is required", "write model: owner/name")
     return value.strip()
 
 
 def _finish_launch(
-    recipe: dict[str, Any], parsed: Parsed, src: _Src, keys: tuple[Any, ...], out: Imported, *, exec_style: bool
+    recipe: dict[str, Any], parsed: Parsed, src: _Src, keys: KeyPath, out: Imported, *, exec_style: bool
 ) -> None:
     launch: dict[str, Any] = {}
     if parsed.prefix:

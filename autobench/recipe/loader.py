@@ -40,18 +40,23 @@ import math
 import re
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.errors import RecipeError
+
+if TYPE_CHECKING:  # importing the schema (pydantic) is deferred to load_recipe
+    from autobench.recipe.schema import Recipe
 
 MAX_BYTES = 1_000_000  # a recipe is a few KB; anything this big is a mistake
 MAX_NODES = 20_000  # nodes after alias expansion (billion-laughs guard)
 MAX_DEPTH = 50  # nesting depth
 MAX_EXTENDS = 8  # length of an extends chain
 
-KeyPath = tuple[Any, ...]
+#: Where a key is: mapping keys and sequence indexes from the top, ("engine", "extra_args", 0).
+KeyPath = tuple[str | int, ...]
 
 
 @dataclass(frozen=True)
@@ -67,7 +72,7 @@ class Position:
 @dataclass
 class LoadedRecipe:
     path: Path
-    recipe: Any  # autobench.recipe.schema.Recipe (kept Any so importing this module stays cheap)
+    recipe: Recipe
     data: dict[str, Any]
     digest: str
     positions: dict[KeyPath, Position] = field(default_factory=dict)
@@ -76,7 +81,7 @@ class LoadedRecipe:
     mods: dict[int, Path] = field(default_factory=dict)
     cells: list[str] = field(default_factory=lambda: ["base"])
 
-    def position(self, *keys: Any) -> Position | None:
+    def position(self, *keys: str | int) -> Position | None:
         """Where ``keys`` was written, else its nearest written ancestor, else None."""
         path = tuple(keys)
         while path:
@@ -85,7 +90,7 @@ class LoadedRecipe:
             path = path[:-1]
         return None
 
-    def value_position(self, *keys: Any) -> Position | None:
+    def value_position(self, *keys: str | int) -> Position | None:
         return self.value_positions.get(tuple(keys)) or self.position(*keys)
 
 
@@ -96,7 +101,7 @@ class RecipeSchemaError(RecipeError):
     problems: list[tuple[str | None, str, str, str | None]]
 
 
-def canonical_digest(data: dict[str, Any]) -> str:
+def canonical_digest(data: Mapping[str, object]) -> str:
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(blob.encode()).hexdigest()
 
@@ -426,8 +431,9 @@ def _merge(
             base.setdefault(name, []).extend(json.loads(json.dumps(value)))
             for table, target in ((over.positions, pos), (over.value_positions, vpos)):
                 for k, v in table.items():
-                    if k[: len(src)] == src and len(k) > len(src) and isinstance(k[len(src)], int):
-                        target[(*path, k[len(src)] + start, *k[len(src) + 1 :])] = v
+                    index = k[len(src)] if k[: len(src)] == src and len(k) > len(src) else None
+                    if isinstance(index, int):
+                        target[(*path, index + start, *k[len(src) + 1 :])] = v
             pos.setdefault(path, where)
         elif value is None and name in base:
             del base[name]
@@ -867,7 +873,7 @@ def _matrix(doc: _Doc) -> dict[str, dict[str, Any]]:
     return out
 
 
-def matrix_cells(matrix: dict[str, dict[str, Any]]) -> list[str]:
+def matrix_cells(matrix: Mapping[str, Mapping[str, object]]) -> list[str]:
     """Every cell of a recipe: base and each variant, times each role (``VARIANT/ROLE``)."""
     variants = [BASE_CELL, *matrix["variants"]]
     roles = list(matrix["roles"])

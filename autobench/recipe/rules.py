@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from autobench.recipe.facts import output_tokens, server_endpoint, unpinned
-from autobench.recipe.grid import AXES, cells, largest, schedule_problems
+from autobench.recipe.grid import AXES, axis, cells, largest, schedule_problems
 from autobench.recipe.imageref import parse_image_ref
 from autobench.recipe.loader import LoadedRecipe, Position, format_path
-from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS
+from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS, Engine
 from autobench.redaction import WELL_KNOWN_SECRET_NAMES, environment_secrets, find_token, is_secret_name, secret_in
 
 
@@ -419,7 +419,7 @@ class Finding:
         key = f"{self.key}: " if self.key else ""
         return terminal(f"{where}{self.code} {self.severity}: {key}{self.message} (hint: {self.hint})")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         loc = self.location
         return {
             "code": self.code,
@@ -568,18 +568,11 @@ def _grid(c: _Ctx) -> None:
         c.add("AB080", keys, f"schedule entry {i + 1} {what}", hint=fix)
     if (c.runtime in ONE_CELL_RUNTIMES or c.r.topology.nodes > 1) and len(cells(c.r)) > 1:
         where = next(
-            (path for name, path in AXES if isinstance(_axis_value(c.r, path), list)),
+            (path for name, path in AXES if isinstance(axis(c.r, name), list)),
             ("bench", "repeat") if c.r.bench.repeat > 1 else ("bench", "schedule"),
         )
         how = f"{c.r.topology.nodes} nodes" if c.r.topology.nodes > 1 else f"the {c.runtime} runtime"
         c.add("AB081", where, f"{len(cells(c.r))} bench cells, but {how} benches one cell per job")
-
-
-def _axis_value(recipe: Any, path: tuple[str, ...]) -> Any:
-    node = recipe
-    for part in path:
-        node = getattr(node, part)
-    return node
 
 
 def _ports(c: _Ctx) -> None:
@@ -820,7 +813,7 @@ def _consistency(c: _Ctx) -> None:
                 break
 
 
-def world_size(engine: Any) -> int:
+def world_size(engine: Engine) -> int:
     """GPUs one engine uses: TP x PP x DP."""
     return (engine.tensor_parallel_size or 1) * (engine.pipeline_parallel_size or 1) * (engine.data_parallel_size or 1)
 

@@ -548,7 +548,7 @@ def _default_at(path: tuple[str, ...]) -> Any:
     return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
 
 
-def trim_later_defaults(data: dict[str, Any]) -> dict[str, Any]:
+def trim_later_defaults(data: dict[str, object]) -> dict[str, object]:
     """``data`` (a resolved recipe dump) without the LATER_KEYS that hold their default."""
     for path in LATER_KEYS:
         node: Any = data

@@ -231,7 +231,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
     """The bench client's configuration for ``cell`` of the grid (default: the first)."""
     from autobench.bench.client import BenchConfig
     from autobench.compile import bench_api_key_env, bench_tokenizer
-    from autobench.recipe.grid import cell_recipe, cells
+    from autobench.recipe.grid import cell_recipe, cells, only
 
     recipe = cell_recipe(loaded.recipe, cell if cell is not None else cells(loaded.recipe)[0])
     b = recipe.bench
@@ -250,7 +250,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
         dataset=b.dataset.path,
         num_prompts=b.num_prompts,
         max_seconds=b.max_seconds,
-        concurrency=b.concurrency,
+        concurrency=only(b.concurrency),
         max_tokens=output_tokens(recipe),
         temperature=s.temperature if s else None,
         top_p=s.top_p if s else None,
@@ -259,7 +259,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
         ignore_eos=b.ignore_eos,
         seed=b.seed,
         warmup=b.warmup,
-        request_rate=b.request_rate,
+        request_rate=only(b.request_rate),
         label=loaded.recipe.name,
         extra_body=extra,
         slo=b.slo.limits() if b.slo is not None else None,
@@ -269,7 +269,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
     if key_env is not None:  # the server demands the key it was given: the bench sends it by name
         cfg.api_key_env = key_env  # sent when set (a server started without it is open)
     if b.dataset.input_len is not None:
-        cfg.random_input_len = b.dataset.input_len
+        cfg.random_input_len = only(b.dataset.input_len)
     return cfg
 
 
