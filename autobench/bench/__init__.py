@@ -9,12 +9,16 @@ Public API (imports are lazy so ``autobench.bench.result`` stays free of the HTT
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the lazy attributes below are
+    from autobench.bench.client import BenchConfig, run_bench
+    from autobench.bench.result import BenchResult, load_result_json
 
 __all__ = ["BenchConfig", "BenchResult", "load_result_json", "run_bench"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in ("BenchConfig", "run_bench"):
         from autobench.bench import client
 

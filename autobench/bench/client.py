@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.bench.datasets import Dataset, Prompt, load_dataset
 from autobench.bench.loop import loop_factory
@@ -35,6 +35,9 @@ from autobench.bench.result import BenchResult, ClientStats, build_result
 from autobench.bench.stream import StreamSink, error_message
 from autobench.bench.transport import ConnectFailed, Pool
 from autobench.errors import BenchError
+
+if TYPE_CHECKING:
+    from autobench.bench.tokenizer import BenchTokenizer
 
 ProgressFn = Callable[[int, int, float, int], None]  # (finished, total, elapsed_s, errors)
 
@@ -221,7 +224,7 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
     return result
 
 
-def choose_tokenizer(config: BenchConfig) -> tuple[Any, str | None]:
+def choose_tokenizer(config: BenchConfig) -> tuple[BenchTokenizer | None, str | None]:
     """(tokenizer or None, why the estimate is used instead).  A bad local path is an error."""
     from autobench.bench.tokenizer import ESTIMATED, TokenizerChoice, looks_local
 

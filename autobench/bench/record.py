@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 # Status values
 OK = "ok"
@@ -62,7 +65,7 @@ class RequestRecord:
         # client internals: last socket activity, the read-timeout timer and whether it fired
         self.io = 0.0
         self.timed_out = False
-        self.watchdog: Any = None  # asyncio.TimerHandle
+        self.watchdog: asyncio.TimerHandle | None = None
 
     def fail(self, kind: str, message: str) -> None:
         if self.status == ERROR:  # keep the first error

@@ -10,12 +10,12 @@ samples take the successful ones (``Samples.values``), as the result's do.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
+from autobench.bench.record import RequestRecord
 from autobench.samples import Request, Samples
 
 
-def request_of(record: Any, t0: float) -> Request:
+def request_of(record: RequestRecord, t0: float) -> Request:
     """One ``autobench.bench.record.RequestRecord`` as a :class:`Request` of samples."""
     start = record.start or None
     first = record.first if start is not None else None
@@ -37,6 +37,6 @@ def request_of(record: Any, t0: float) -> Request:
     )
 
 
-def samples_of(records: Iterable[Any], t0: float) -> Samples:
+def samples_of(records: Iterable[RequestRecord], t0: float) -> Samples:
     """Every request record of a run (``t0``: the start of the measured run, perf_counter)."""
     return Samples.from_requests(request_of(r, t0) for r in records)

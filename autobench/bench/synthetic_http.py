@@ -19,7 +19,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from http import HTTPStatus
-from typing import Any
 
 MAX_HEAD = 65536
 MAX_BODY = 64 * 2**20
@@ -304,5 +303,5 @@ def _dechunk(buf: bytearray, pos: int) -> tuple[bytes, int] | int | None:
             return -1
 
 
-def json_bytes(obj: Any) -> bytes:
+def json_bytes(obj: object) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()

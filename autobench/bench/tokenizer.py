@@ -27,10 +27,13 @@ import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from autobench.errors import BenchError
 from autobench.files import read_regular
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 #: What results and the ledger record when no tokenizer was used.
 ESTIMATED = "estimated"
@@ -48,7 +51,7 @@ class TokenizerUnavailable(Exception):
 class BenchTokenizer:
     """A loaded tokenizer and the id recorded for it (``repo@sha`` or ``path@sha256:...``)."""
 
-    def __init__(self, tok: Any, ident: str):
+    def __init__(self, tok: Tokenizer, ident: str):
         self.tok = tok
         self.id = ident
         added = tok.get_added_tokens_decoder()  # {id: AddedToken}
@@ -126,7 +129,7 @@ def _from_file(path: Path, ident: str, config: Path | None = None) -> BenchToken
     return BenchTokenizer(tok, ident)
 
 
-def _apply_config(tok: Any, path: Path) -> None:
+def _apply_config(tok: Tokenizer, path: Path) -> None:
     """``add_bos_token`` / ``add_eos_token`` from tokenizer_config.json, when tokenizer.json adds neither."""
     try:
         cfg = json.loads(read_regular(path, what="tokenizer config", limit=16 * 2**20, error=BenchError))
