@@ -25,38 +25,15 @@ from autobench import __version__
 from autobench.bench import metrics as M
 from autobench.bench.samples_of import samples_of
 from autobench.errors import BenchError
+from autobench.metric_catalogue import METRICS as CATALOGUE
+from autobench.metric_catalogue import Metric
 from autobench.samples import Samples
 
 RESULT_FORMAT = "autobench.bench/1"
 
-NORMALIZED_KEYS = (
-    "prefill_tok_s",
-    "decode_tok_s",
-    "total_tok_s",
-    "completed",
-    "errors",
-    "incomplete",
-    "duration_s",
-    "time_cap_hit",
-    "ttft_median_ms",
-    "ttft_p99_ms",
-    "tpot_median_ms",
-    "tpot_p99_ms",
-    "itl_median_ms",
-    "itl_p99_ms",
-    "e2el_median_ms",
-    "e2el_p99_ms",
-    "spec_acceptance_length",
-    "spec_per_position",
-    "spec_draft_acceptance_rate",
-    "request_rate",
-    "concurrency",
-    "num_prompts",
-    "tokenizer",  # not a metric: what measured the prompt lengths (recorded in the ledger)
-    "goodput",  # requests/s meeting every SLO (None without --slo)
-    "good_requests",
-    "client_bound",  # the client was the bottleneck (client_bound_warning; docs/bench.md)
-)
+#: The normalized keys of a result: every metric of the catalogue read from a result
+#: (``autobench.metric_catalogue``), and ``tokenizer`` (what measured the prompt lengths).
+NORMALIZED_KEYS: tuple[str, ...] = (*(m.key for m in CATALOGUE if m.result is not None), "tokenizer")
 
 
 @dataclass
@@ -312,8 +289,32 @@ def _int(d: dict[str, Any], key: str, where: str) -> int | None:
     return None if v is None else int(v)
 
 
+def _read(d: dict[str, Any], m: Metric, where: str) -> Any:
+    """Metric ``m`` from result dict ``d`` (its field ``m.result``), by the metric's kind."""
+    assert m.result is not None
+    if m.kind == "float":
+        v = _num(d, m.result, where)
+        return v if v is None or m.divide_by == 1.0 else v / m.divide_by
+    if m.kind == "int":
+        value = d.get(m.result)
+        if m.key == "concurrency":  # vLLM writes null (or omits it) for unbounded concurrency
+            return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        return _int(d, m.result, where)
+    if m.kind == "bool":
+        value = d.get(m.result)
+        return value if isinstance(value, bool) else None
+    values = d.get(m.result)
+    if values is None:
+        return None
+    if not isinstance(values, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in values):
+        raise BenchError(f"field {m.result!r} must be a list of numbers", location=where)
+    return [float(x) if m.divide_by == 1.0 else float(x) / m.divide_by for x in values]
+
+
 def normalize(d: Any, source: str = "result") -> dict[str, Any]:
-    """Normalized metrics (see NORMALIZED_KEYS) from an autobench or ``vllm bench serve`` result dict."""
+    """Normalized metrics (see NORMALIZED_KEYS) from an autobench or ``vllm bench serve`` result
+    dict: each catalogue metric read from its field (``Metric.result``), None when the field is
+    missing or the metric is one only our result states."""
     if not isinstance(d, dict):
         raise BenchError(f"result must be a JSON object, got {type(d).__name__}", location=source)
     ours = d.get("result_format") == RESULT_FORMAT
@@ -323,58 +324,22 @@ def normalize(d: Any, source: str = "result") -> dict[str, Any]:
             "(fields 'completed', 'duration', 'output_throughput')",
             location=source,
         )
-    w = source
-    out_tp = _num(d, "output_throughput", w)
-    total_tp = _num(d, "total_token_throughput", w)
-    in_tp = _num(d, "input_throughput", w)
-    duration = _num(d, "duration", w)
-    if in_tp is None:
+    out: dict[str, Any] = {}
+    for m in CATALOGUE:
+        if m.result is None:
+            continue
+        filled = "autobench" in m.sources if ours else "vllm" in m.sources
+        out[m.key] = _read(d, m, source) if filled else None
+    if out["prefill_tok_s"] is None:  # vLLM states no input throughput: total - output, or tokens / time
+        total_tp, out_tp, duration = out["total_tok_s"], out["decode_tok_s"], out["duration_s"]
         if total_tp is not None and out_tp is not None:
-            in_tp = total_tp - out_tp
+            out["prefill_tok_s"] = total_tp - out_tp
         else:
-            tin = _num(d, "total_input_tokens", w)
-            in_tp = tin / duration if tin is not None and duration else None
-    rate_acc = _num(d, "request_throughput", w)
-    acc_rate = _num(d, "spec_decode_acceptance_rate", w)
-    per_pos = d.get("spec_decode_per_position_acceptance_rates")
-    if per_pos is not None:
-        if not isinstance(per_pos, list) or not all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) for x in per_pos
-        ):
-            raise BenchError("field 'spec_decode_per_position_acceptance_rates' must be a list of numbers", location=w)
-        per_pos = [float(x) for x in per_pos]
-    cap = d.get("time_cap_hit")
-    conc = d.get("max_concurrency")
-    return {
-        "prefill_tok_s": in_tp,
-        "decode_tok_s": out_tp,
-        "total_tok_s": total_tp,
-        "completed": _int(d, "completed", w),
-        "errors": _int(d, "failed", w),
-        "incomplete": _int(d, "incomplete", w) if ours else None,
-        "duration_s": duration,
-        "time_cap_hit": bool(cap) if isinstance(cap, bool) else None,
-        "ttft_median_ms": _num(d, "median_ttft_ms", w),
-        "ttft_p99_ms": _num(d, "p99_ttft_ms", w),
-        "tpot_median_ms": _num(d, "median_tpot_ms", w),
-        "tpot_p99_ms": _num(d, "p99_tpot_ms", w),
-        "itl_median_ms": _num(d, "median_itl_ms", w),
-        "itl_p99_ms": _num(d, "p99_itl_ms", w),
-        "e2el_median_ms": _num(d, "median_e2el_ms", w),
-        "e2el_p99_ms": _num(d, "p99_e2el_ms", w),
-        "spec_acceptance_length": _num(d, "spec_decode_acceptance_length", w),
-        "spec_per_position": per_pos,
-        "spec_draft_acceptance_rate": acc_rate / 100.0 if acc_rate is not None else None,
-        "request_rate": rate_acc,
-        "concurrency": int(conc) if isinstance(conc, (int, float)) and not isinstance(conc, bool) else None,
-        "num_prompts": _int(d, "num_prompts", w),
-        # ours: "repo@sha", "path@sha256:...", "estimated"; vllm bench serve: the tokenizer it loaded
-        "tokenizer": d["tokenizer_id"] if isinstance(d.get("tokenizer_id"), str) else None,
-        # vLLM writes request_goodput (None without --goodput); the count is ours
-        "goodput": _num(d, "request_goodput", w),
-        "good_requests": _int(d, "good_requests", w),
-        "client_bound": bool(d["client_bound_warning"]) if isinstance(d.get("client_bound_warning"), bool) else None,
-    }
+            tin = _num(d, "total_input_tokens", source)
+            out["prefill_tok_s"] = tin / duration if tin is not None and duration else None
+    # ours: "repo@sha", "path@sha256:...", "estimated"; vllm bench serve: the tokenizer it loaded
+    out["tokenizer"] = d["tokenizer_id"] if isinstance(d.get("tokenizer_id"), str) else None
+    return out
 
 
 def load_result_json(path: str | Path) -> dict[str, Any]:

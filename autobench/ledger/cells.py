@@ -16,7 +16,8 @@ run without cells) hashes as before, and ``ledger verify`` recomputes each run's
 from the cells table -- a cell changed, added, moved or removed breaks that run.
 
 **A multi-cell run's row** (:func:`headline_metrics`): its metric columns are those of the
-cell with the highest concurrency (then request rate), merged over its repeats -- so
+cell with the highest concurrency (then request rate), merged over its repeats (each metric
+as its catalogue entry's ``merge`` says: ``autobench.metric_catalogue``) -- so
 ``history``, ``compare`` and every query over run columns keep working.  A single-cell run
 is exactly as before: its row holds that cell's metrics.
 """
@@ -29,8 +30,9 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from autobench import metric_catalogue as catalogue
 from autobench.errors import LedgerError
-from autobench.ledger.chain import coerce
+from autobench.ledger.chain import METRIC_KINDS, coerce_metric
 from autobench.ledger.models import METRIC_KEYS, CellRecord, NewCell
 from autobench.redaction import find_token
 from autobench.samples import Samples, encode, merge, summary
@@ -63,9 +65,9 @@ def _metrics(metrics: Mapping[str, Any], what: str) -> dict[str, Any]:
     for key, value in metrics.items():
         if not isinstance(key, str):
             raise LedgerError(f"{what}: metric names must be text, got {key!r}")
-        if key in METRIC_KEYS and key != "spec_per_position":
+        if key in METRIC_KEYS and METRIC_KINDS[key] != "floats":
             try:
-                value = coerce(key, value)
+                value = coerce_metric(key, value)
             except (TypeError, ValueError) as exc:
                 raise LedgerError(f"{what}: {key}: {exc}") from exc
         elif isinstance(value, float) and not math.isfinite(value):
@@ -126,9 +128,6 @@ def record_from_row(row: Mapping[Any, Any], *, samples: bool = True) -> CellReco
 
 # ---- the run row of a multi-cell run ---------------------------------------------
 
-_SUMMED = ("completed", "errors", "incomplete", "num_prompts", "duration_s")
-_FROM_SAMPLES = tuple(f"{m}_{s}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("median", "p99"))
-
 
 def _point(params: Mapping[str, Any]) -> tuple[float, float]:
     def number(key: str) -> float:
@@ -171,21 +170,22 @@ def headline_metrics(cells: Sequence[NewCell]) -> dict[str, Any]:
     if all(s is not None for s in kept):
         merged = summary(merge([s for s in kept if s is not None]))
     for key in METRIC_KEYS:
+        how = catalogue.metric(key).merge
         values = [c.metrics[key] for c in group if c.metrics.get(key) is not None]
-        if key in _FROM_SAMPLES and merged is not None:
+        if how == "samples" and merged is not None:
             out[key] = merged.get(key)
         elif not values:
             continue
-        elif key == "time_cap_hit":
+        elif how == "any":
             out[key] = any(bool(v) for v in values)
-        elif key in _SUMMED:
+        elif how == "sum":
             out[key] = sum(values)
-        elif key == "concurrency":
+        elif how == "first":
             out[key] = values[0]
-        elif key == "spec_per_position":
+        elif how == "positions":
             width = min(len(v) for v in values)
             out[key] = [math.fsum(v[i] for v in values) / len(values) for i in range(width)]
-        elif key in _FROM_SAMPLES:
+        elif how == "samples":
             ordered = sorted(values)
             mid = len(ordered) // 2
             out[key] = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2

@@ -26,6 +26,7 @@ from typing import Any
 
 from sqlalchemy import Boolean, Float, Integer
 
+from autobench import metric_catalogue as catalogue
 from autobench.digits import is_digits
 from autobench.ledger.models import ADDED_IN, CONTENT_KEYS, GENESIS_HASH, RUNS
 
@@ -41,13 +42,31 @@ def _kind(column: Any) -> str:
 
 
 KINDS: dict[str, str] = {c.name: _kind(c) for c in RUNS.columns}
+#: The kind of every stored metric (``autobench.metric_catalogue``), those without a column too.
+METRIC_KINDS: dict[str, str] = {m.key: m.kind for m in catalogue.METRICS if m.stored}
+
+
+def coerce_metric(key: str, value: Any) -> Any:
+    """Normalize a metric's value to its catalogue kind (a list of numbers for ``floats``);
+    raise ValueError/TypeError if impossible."""
+    if value is None:
+        return None
+    kind = METRIC_KINDS[key]
+    if kind != "floats":
+        return _coerce(kind, value)
+    if not isinstance(value, list | tuple):
+        raise TypeError(f"expected a list of numbers, got {value!r}")
+    return [_coerce("float", v) for v in value]
 
 
 def coerce(key: str, value: Any) -> Any:
     """Normalize ``value`` to the kind of column ``key``; raise ValueError/TypeError if impossible."""
     if value is None:
         return None
-    kind = KINDS[key]
+    return _coerce(KINDS[key], value)
+
+
+def _coerce(kind: str, value: Any) -> Any:
     if kind == "bool":
         if isinstance(value, bool):
             return value

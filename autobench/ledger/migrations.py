@@ -121,6 +121,13 @@ def _v8_cells(conn: Connection) -> None:
     _append_only_triggers(conn, "cells")
 
 
+def _v9_more_metrics(conn: Connection) -> None:
+    # Nullable: runs recorded before v9 keep their content and hashes (NULL added columns are
+    # left out of the hashed content).  Metrics the catalogue adds later live here until (if
+    # ever) a migration gives them a column.
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN more_metrics TEXT")
+
+
 # (version, description, apply).  Append new migrations; never edit an applied one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "runs table with metrics and boot facts, indexes, append-only triggers", _v1_runs_table),
@@ -136,6 +143,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (6, "preflight: the KV-cache layout prediction made before the run started", _v6_preflight),
     (7, "tokenizer: what measured the bench's prompt lengths (repo@sha, a file, or estimated)", _v7_tokenizer),
     (8, "cells: a run's cells with their raw per-request samples; runs.cells_digest and runs.replay_of", _v8_cells),
+    (9, "more_metrics: a run's metrics without a column of their own (autobench.metric_catalogue)", _v9_more_metrics),
 ]
 LATEST = MIGRATIONS[-1][0]
 

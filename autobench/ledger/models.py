@@ -21,36 +21,19 @@ from typing import Any
 from sqlalchemy import Column, Index, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
+from autobench import metric_catalogue as catalogue
 from autobench.samples import Samples, decode
 
 STATUSES = ("DONE", "BLOCKED", "FAILED", "ABORTED")
 SOURCES = ("seed", "manual", "run")
 GENESIS_HASH = "0" * 64
 
-#: Metric columns (normalized key names, shared with autobench.bench.result).
-METRIC_KEYS: tuple[str, ...] = (
-    "prefill_tok_s",
-    "decode_tok_s",
-    "total_tok_s",
-    "completed",
-    "errors",
-    "incomplete",
-    "duration_s",
-    "time_cap_hit",
-    "concurrency",
-    "num_prompts",
-    "ttft_median_ms",
-    "ttft_p99_ms",
-    "tpot_median_ms",
-    "tpot_p99_ms",
-    "itl_median_ms",
-    "itl_p99_ms",
-    "e2el_median_ms",
-    "e2el_p99_ms",
-    "spec_acceptance_length",
-    "spec_per_position",
-    "spec_draft_acceptance_rate",
-)
+#: Every metric the ledger keeps (``autobench.metric_catalogue``: ``stored``), in catalogue order.
+METRIC_KEYS: tuple[str, ...] = catalogue.keys(stored=True)
+#: The metrics with their own ``runs`` column (schema v1's); the others a run keeps in its
+#: ``more_metrics`` JSON column (schema v9), and every cell in its ``metrics``.
+COLUMN_METRIC_KEYS: tuple[str, ...] = catalogue.keys(column=True)
+MORE_METRICS = "more_metrics"
 
 #: Boot-fact columns added by schema v3 (the log parser's names: autobench/logs/facts.py).
 V3_BOOT_KEYS: tuple[str, ...] = (
@@ -94,6 +77,7 @@ ADDED_IN: dict[str, int] = {
     "tokenizer": 7,
     "cells_digest": 8,
     "replay_of": 8,
+    MORE_METRICS: 9,
 }
 
 #: Run columns other than metrics, boot facts and the chain.
@@ -128,7 +112,7 @@ CORE_KEYS: tuple[str, ...] = (
 )
 
 #: JSON-encoded text columns (decoded in RunRecord).
-JSON_KEYS = frozenset({"recipe_snapshot", "host_facts", "spec_per_position", "preflight"})
+JSON_KEYS = frozenset({"recipe_snapshot", "host_facts", "spec_per_position", "preflight", MORE_METRICS})
 
 
 class SchemaVersion(SQLModel, table=True):
@@ -245,6 +229,9 @@ class RunRow(SQLModel, table=True):
     #    its cells (autobench.ledger.cells.digest; NULL for a run without cells)
     replay_of: int | None = None
     cells_digest: str | None = _text()
+    # -- schema v9: the run's metrics without a column of their own (autobench.metric_catalogue;
+    #    canonical JSON, NULL when it has none)
+    more_metrics: str | None = _text()
     # -- hash chain
     prev_hash: str = Field(nullable=False, unique=True)
     row_hash: str = Field(nullable=False, unique=True)
@@ -269,7 +256,7 @@ CELLS = CellRow.__table__  # type: ignore[attr-defined]
 #: Every content column, in table order (what the row hash covers, with prev_hash).
 CONTENT_KEYS: tuple[str, ...] = tuple(c.name for c in RUNS.columns if c.name != "row_hash")
 
-assert set(CONTENT_KEYS) == {"id", "prev_hash", *CORE_KEYS, *METRIC_KEYS, *BOOT_KEYS}
+assert set(CONTENT_KEYS) == {"id", "prev_hash", *CORE_KEYS, *COLUMN_METRIC_KEYS, MORE_METRICS, *BOOT_KEYS}
 assert set(ADDED_IN) <= set(CONTENT_KEYS)
 
 

@@ -14,12 +14,14 @@ from typing import Any
 
 from autobench.errors import LedgerError
 from autobench.ledger.cells import cell_values, digest, headline_metrics
-from autobench.ledger.chain import coerce
+from autobench.ledger.chain import coerce, coerce_metric
 from autobench.ledger.models import (
     BOOT_KEYS,
+    COLUMN_METRIC_KEYS,
     CORE_KEYS,
     JSON_KEYS,
     METRIC_KEYS,
+    MORE_METRICS,
     SOURCES,
     STATUSES,
     NewRun,
@@ -104,6 +106,19 @@ def _value(key: str, value: Any) -> Any:
         raise LedgerError(f"{key}: {exc}") from exc
 
 
+def _more_metrics(metrics: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The metrics without a column of their own, coerced to their kinds (None: there are none)."""
+    more = {}
+    for key in METRIC_KEYS:
+        if key in COLUMN_METRIC_KEYS or metrics.get(key) is None:
+            continue
+        try:
+            more[key] = coerce_metric(key, metrics[key])
+        except (TypeError, ValueError) as exc:
+            raise LedgerError(f"{key}: {exc}") from exc
+    return more or None
+
+
 def new_run_rows(run: NewRun) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Validate ``run`` and its cells: the run's column values (without id and chain columns,
     with ``cells_digest``) and its cells' rows (without ``run_id``)."""
@@ -156,8 +171,9 @@ def new_run_values(run: NewRun) -> dict[str, Any]:
     if run.root_cause_category is not None:
         values["root_cause_category"] = run.root_cause_category.strip().lower() or None
     metrics = run.metrics if run.metrics or not run.cells else headline_metrics(run.cells)
-    for key in METRIC_KEYS:
+    for key in COLUMN_METRIC_KEYS:
         values[key] = metrics.get(key)
+    values[MORE_METRICS] = _more_metrics(metrics)
     for key in BOOT_KEYS:
         values[key] = run.boot.get(key)
     out = {key: _value(key, value) for key, value in values.items()}
@@ -176,10 +192,12 @@ def _decode(value: str | None) -> Any:
 
 
 def record_from_row(row: Mapping[Any, Any]) -> RunRecord:
-    metrics = {key: row[key] for key in METRIC_KEYS}
+    metrics = {key: row[key] for key in COLUMN_METRIC_KEYS}
     metrics["spec_per_position"] = _decode(metrics["spec_per_position"])
     if metrics["time_cap_hit"] is not None:
         metrics["time_cap_hit"] = bool(metrics["time_cap_hit"])
+    more = _decode(row.get(MORE_METRICS)) or {}
+    metrics.update({key: more.get(key) for key in METRIC_KEYS if key not in COLUMN_METRIC_KEYS})
     core = {key: row[key] for key in CORE_KEYS}
     core["recipe_snapshot"] = _decode(core["recipe_snapshot"])
     core["host_facts"] = _decode(core["host_facts"])

@@ -51,6 +51,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from autobench import metric_catalogue as catalogue
+
 FASTER = "faster"
 SLOWER = "slower"
 NO_CHANGE = "no change"
@@ -65,35 +67,17 @@ MIN_REQUESTS = 30
 LEVEL = 0.95
 SEED = 0
 
-#: metric -> True when higher is better.
-HIGHER_IS_BETTER: dict[str, bool] = {
-    "decode_tok_s": True,
-    "prefill_tok_s": True,
-    "total_tok_s": True,
-    "goodput": True,
-    "ttft_median_ms": False,
-    "ttft_p99_ms": False,
-    "tpot_median_ms": False,
-    "tpot_p99_ms": False,
-    "itl_median_ms": False,
-    "itl_p99_ms": False,
-    "e2el_median_ms": False,
-    "e2el_p99_ms": False,
-}
+#: metric -> True when higher is better: the metrics the catalogue has verdicts judge
+#: (``autobench.metric_catalogue``: ``verdict``, ``better``), in its order.
+HIGHER_IS_BETTER: dict[str, bool] = {m.key: m.higher_is_better for m in catalogue.METRICS if m.verdict}
 
 #: latency metric -> (per-request field, quantile)
 LATENCY_SOURCES: dict[str, tuple[str, float]] = {
-    f"{name}_{stat}_ms": (f"{name}_ms", q)
-    for name in ("ttft", "tpot", "itl", "e2el")
-    for stat, q in (("median", 0.5), ("p99", 0.99))
+    m.key: m.sample for m in catalogue.METRICS if m.verdict and m.sample is not None
 }
 
 #: throughput metric -> the per-request token counts it sums
-THROUGHPUT_TOKENS: dict[str, tuple[str, ...]] = {
-    "decode_tok_s": ("completion_tokens",),
-    "prefill_tok_s": ("prompt_tokens",),
-    "total_tok_s": ("prompt_tokens", "completion_tokens"),
-}
+THROUGHPUT_TOKENS: dict[str, tuple[str, ...]] = {m.key: m.tokens for m in catalogue.METRICS if m.verdict and m.tokens}
 
 
 @dataclass(frozen=True)

@@ -16,17 +16,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from autobench.report.model import METRIC_ORDER
+from autobench import metric_catalogue as catalogue
 
-#: (column key, label, unit) of the by-cell table, in order: the throughputs, then every
-#: latency statistic with the label the rest of the report gives it (``model.METRIC_ORDER``).
-CELL_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("total_tok_s", "total tok/s", "tok/s"),
-    ("decode_tok_s", "decode tok/s", "tok/s"),
-    ("per_user_tok_s", "per-user tok/s", "tok/s"),
-    *(row for row in METRIC_ORDER if row[0].endswith("_ms")),
+#: (column key, label, unit) of the by-cell table, in catalogue order: the metrics with
+#: ``in_cells`` (``autobench.metric_catalogue``).
+CELL_COLUMNS: tuple[tuple[str, str, str], ...] = tuple(
+    (m.key, m.label, m.unit) for m in catalogue.METRICS if m.in_cells
 )
-LATENCY_KEYS = tuple(k for k, _, _ in CELL_COLUMNS if k.endswith("_ms"))
+#: The throughputs (pooled over repeats), the latencies (from merged raw samples).
+RATE_KEYS = tuple(k for k, _, _ in CELL_COLUMNS if catalogue.metric(k).tokens)
+LATENCY_KEYS = tuple(k for k, _, _ in CELL_COLUMNS if catalogue.metric(k).sample is not None)
+#: The rest of the stored ones: the mean over repeats.
+OTHER_KEYS = tuple(
+    k for k, _, _ in CELL_COLUMNS if k not in RATE_KEYS and k not in LATENCY_KEYS and catalogue.metric(k).stored
+)
 #: The grid axes in the order a row names them (autobench.recipe.grid.AXES).
 AXIS_ORDER = ("concurrency", "request_rate", "input_len", "output_len")
 
@@ -102,7 +105,7 @@ def _pooled_rates(metrics: Sequence[Mapping[str, Any]]) -> dict[str, float | Non
     """Throughput over repeats: each repeat's rate times its duration, summed, over the summed
     durations (the tokens of all repeats over their time).  A single repeat: its own rate."""
     out: dict[str, float | None] = {}
-    for key in ("total_tok_s", "decode_tok_s"):
+    for key in RATE_KEYS:
         if len(metrics) == 1:
             out[key] = _float(metrics[0].get(key))
             continue
@@ -160,6 +163,9 @@ def cell_table(run_id: Any, cells: Sequence[Any]) -> CellTable | None:
             mark = f"client-bound in cell {', '.join(map(str, bound))}: the bench client was the bottleneck"
             note = f"{note}; {mark}" if note else mark
         values.update(latencies)
+        for key in OTHER_KEYS:
+            known = [v for v in (_float(m.get(key)) for m in metrics) if v is not None]
+            values[key] = math.fsum(known) / len(known) if known else None
         tpot = values.get("tpot_median_ms")
         values["per_user_tok_s"] = 1000.0 / tpot if tpot else None
         counts = {

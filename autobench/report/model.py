@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
+from autobench import metric_catalogue as catalogue
+
 DONE = "DONE"
 
 
@@ -194,23 +196,10 @@ def fig(run: Run | None, value: Any) -> Fig:
     return Fig(_present(value), run.id if run else None)
 
 
-METRIC_ORDER: tuple[tuple[str, str, str], ...] = (
-    # key, label, unit
-    ("prefill_tok_s", "prefill", "tok/s"),
-    ("decode_tok_s", "decode", "tok/s"),
-    ("total_tok_s", "total", "tok/s"),
-    ("completed", "completed", ""),
-    ("errors", "errors", ""),
-    ("incomplete", "incomplete", ""),
-    ("duration_s", "duration", "s"),
-    ("ttft_median_ms", "TTFT median", "ms"),
-    ("ttft_p99_ms", "TTFT p99", "ms"),
-    ("tpot_median_ms", "TPOT median", "ms"),
-    ("tpot_p99_ms", "TPOT p99", "ms"),
-    ("itl_median_ms", "ITL median", "ms"),
-    ("itl_p99_ms", "ITL p99", "ms"),
-    ("e2el_median_ms", "E2E latency median", "ms"),
-    ("e2el_p99_ms", "E2E latency p99", "ms"),
+#: (key, label, unit) of the result table: the stored metrics the catalogue shows
+#: (``autobench.metric_catalogue``), in its order.
+METRIC_ORDER: tuple[tuple[str, str, str], ...] = tuple(
+    (m.key, m.label, m.unit) for m in catalogue.METRICS if m.stored and m.shown
 )
 
 BOOT_ORDER: tuple[tuple[str, str, str], ...] = (
@@ -353,6 +342,11 @@ class RecipeView:
     @property
     def has_runs(self) -> bool:
         return bool(self.runs)
+
+    def figure(self, key: str) -> Fig:
+        """Metric ``key`` of the latest DONE run (missing when there is none)."""
+        done = self.latest_done
+        return fig(done, done.metric(key) if done else None)
 
 
 def _stack(run: Run | None, recipe: Mapping[str, Any]) -> list[StackItem]:
@@ -527,10 +521,16 @@ def build_recipe_view(
     baseline = _present((meta.get("meta") or {}).get("baseline"))  # meta is {} when unknown
     speedup = compute_speedup(done, baseline, runs_by_recipe.get(baseline, ()) if baseline else ())
 
-    result = [Row(label, fig(done, done.metric(key) if done else None), unit, key) for key, label, unit in METRIC_ORDER]
-    boot = [
-        Row(label, fig(stack_run, stack_run.boot.get(key) if stack_run else None), unit, key)
+    # Rows without a figure are left out (the headline sentence still says "—" for its own).
+    result = [
+        Row(label, fig(done, done.metric(key)), unit, key)
+        for key, label, unit in METRIC_ORDER
+        if done is not None and done.metric(key) is not None
+    ]
+    boot = [  # facts the log did not state are left out (the template says when none are)
+        Row(label, fig(stack_run, stack_run.boot.get(key)), unit, key)
         for key, label, unit in BOOT_ORDER
+        if stack_run is not None and _present(stack_run.boot.get(key)) is not None
     ]
     if stack_run:  # the boot facts of the same run as the stack
         known = {k for k, _, _ in BOOT_ORDER}

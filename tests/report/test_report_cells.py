@@ -82,13 +82,13 @@ def test_the_page_shows_the_by_concurrency_table_with_links():
     assert "3 grid points of [run 7](#run-7) (output_len=64)" in page
     header = next(line for line in page.splitlines() if line.startswith("| concurrency |"))
     assert (
-        "total tok/s" in header
-        and "TTFT p99" in header
-        and "E2E latency median" in header
+        "| decode tok/s | total tok/s | per-user tok/s |" in header
+        and "TTFT p99 ms" in header
+        and "E2E latency median ms" in header
         and header.endswith("run · cells |")
     )
     row = next(line for line in page.splitlines() if line.startswith("| 4 |"))
-    assert row.startswith("| 4 | 1 | 6 | 0 | 300 | 150 | 80 | 14 |") and row.endswith("[run 7](#run-7) · cell 2 |")
+    assert row.startswith("| 4 | 1 | 6 | 0 | 150 | 300 | 80 | 14 |") and row.endswith("[run 7](#run-7) · cell 2 |")
 
 
 def test_a_client_bound_cell_is_marked():

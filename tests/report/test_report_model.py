@@ -157,8 +157,9 @@ def test_missing_metrics_stay_none_never_zero():
     view = build_recipe_view(BASE, _runs(recs))
     by_key = {row.key: row.fig for row in view.result}
     assert by_key["errors"].value == 0  # a measured zero stays zero
-    assert by_key["prefill_tok_s"].value is None
-    assert by_key["ttft_median_ms"].value is None  # NaN is "not measured"
+    # not measured: no row in the table (the headline sentence says "—"), never 0
+    assert "prefill_tok_s" not in by_key and view.figure("prefill_tok_s") == Fig(None, 1)
+    assert "ttft_median_ms" not in by_key and view.figure("ttft_median_ms") == Fig(None, 1)  # NaN: not measured
     assert all(f.run_id == 1 for f in by_key.values())
     assert view.acceptance_length.missing and view.acceptance_per_position == []
 
@@ -414,8 +415,10 @@ def test_the_stack_of_the_seed_page_item_by_item(seed_runs):
     assert view.acceptance_per_position == [Fig(v, 3) for v in (0.78, 0.56, 0.39, 0.29, 0.21)]
     assert view.levels == [LevelRow(8, Fig(107.43, 3), Fig(115.66, 3), Fig(681.0, 3), Fig(67.5, 3))]
     assert view.result[0] == Row("prefill", Fig(115.66, 3), "tok/s", "prefill_tok_s")
-    assert [row.fig.value for row in view.boot][:6] == [63.71, 463.0, None, 27.72, 800129, 3.05]
-    assert view.boot[5] == Row("max concurrency", Fig(3.05, 3), "×", "max_concurrency") and len(view.boot) == 19
+    # facts the log did not state (weights load time, ...) are left out, not shown as "—"
+    assert [row.fig.value for row in view.boot][:5] == [63.71, 463.0, 27.72, 800129, 3.05]
+    assert view.boot[4] == Row("max concurrency", Fig(3.05, 3), "×", "max_concurrency")
+    assert all(row.fig.value is not None for row in view.boot)
     assert view.cells is None and not build_recipe_view(BASE, group_by_recipe(seed_runs)).num_speculative_tokens
 
 
@@ -508,19 +511,18 @@ def test_the_stack_boot_and_figures_come_from_the_latest_done_run_not_a_later_fa
     view = _view([done, failed])
     assert (view.latest.id, view.latest_done.id, view.stack_run.id) == (2, 1, 1)
     assert view.stack[0] == StackItem("model", "org/done (from the recipe; not recorded with the run)")
-    assert view.boot[3] == Row("KV cache", Fig(1.0, 1), "GiB", "kv_cache_gib")
-    assert view.boot[19:] == [
+    assert view.boot[0] == Row("KV cache", Fig(1.0, 1), "GiB", "kv_cache_gib")
+    assert view.boot[1:] == [
         Row("kv extra pct", Fig(0, 1), "", "kv_extra_pct"),
         Row("zz new fact", Fig(3, 1), "", "zz_new_fact"),
     ]
     assert view.acceptance_per_position == [Fig(0.5, 1)]
     # only a failure: its snapshot and boot facts are shown, no figure
     view = _view([failed])
-    assert (view.stack_run.id, view.boot[3].fig) == (2, Fig(9.0, 2))
+    assert (view.stack_run.id, view.boot[0].fig) == (2, Fig(9.0, 2))
     assert view.stack[0] == StackItem("model", "org/failed (from the recipe; not recorded with the run)")
-    assert view.acceptance_per_position == [] and view.result[1] == Row(
-        "decode", Fig(None, None), "tok/s", "decode_tok_s"
-    )
+    assert view.acceptance_per_position == [] and view.result == []  # no DONE run: no figure
+    assert view.figure("decode_tok_s") == Fig(None, None)
     assert view.acceptance_length == Fig(None, None) and view.levels == []
     # a failure without a snapshot: the recipe file fills in
     view = _view([Run(3, "r", "FAILED")], recipes={"r": {"model": {"repo": "org/file"}}})

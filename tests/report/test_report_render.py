@@ -116,8 +116,9 @@ def test_missing_metrics_render_as_dash_never_zero():
     page = _page(recs, BASE)
     assert "prefill — tok/s, decode 85.5 tok/s" in " ".join(page.split())
     assert "— completed, — errors" in " ".join(page.split())
-    assert "| prefill | — | [run 1](#run-1) |" in page
-    assert "| model weights | — | [run 1](#run-1) |" in page
+    assert "| prefill |" not in page and "| model weights |" not in page  # no row of "—"
+    assert "| decode | 85.5 tok/s | [run 1](#run-1) |" in page
+    assert "stated no boot facts" in page
     assert not re.search(r"\| 0(\.0+)? (tok/s|ms|GiB)", page)
     assert "## Speculative acceptance" not in page  # not a speculative recipe
 
