@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from autobench.errors import LedgerError
 from autobench.ledger.models import RunRecord
@@ -34,13 +33,13 @@ NONE = "(none)"
 @dataclass(frozen=True)
 class PinDiff:
     pin: str
-    a: Any
-    b: Any
+    a: object
+    b: object
 
     def text(self) -> str:
         return f"{self.pin}: {show(self.a)} vs {show(self.b)}"
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return {"pin": self.pin, "a": self.a, "b": self.b}
 
 
@@ -54,7 +53,7 @@ class PinCheck:
         return not self.differences
 
 
-def show(value: Any) -> str:
+def show(value: object) -> str:
     if value is None:
         return NONE
     if isinstance(value, (dict, list)):
@@ -62,7 +61,7 @@ def show(value: Any) -> str:
     return str(value)
 
 
-def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:
+def _flat(prefix: str, value: object, out: dict[str, object]) -> None:
     if isinstance(value, dict):
         for key in sorted(value):
             _flat(f"{prefix}.{key}", value[key], out)
@@ -70,13 +69,13 @@ def _flat(prefix: str, value: Any, out: dict[str, Any]) -> None:
         out[prefix] = value
 
 
-def snapshot_params(rec: RunRecord) -> dict[str, Any] | None:
+def snapshot_params(rec: RunRecord) -> dict[str, object] | None:
     """The engine arguments and bench parameters of ``rec``'s recipe snapshot, flattened
     (``engine.max_num_seqs``, ``bench.dataset.kind``); None when no snapshot was stored."""
     snap = rec.recipe_snapshot
     if not isinstance(snap, dict):
         return None
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for section in SNAPSHOT_SECTIONS:
         value = snap.get(section)
         if value is None:
@@ -91,7 +90,7 @@ def check_pins(a: RunRecord, b: RunRecord) -> PinCheck:
     """The pins on which runs ``a`` and ``b`` differ, and the ones that could not be compared."""
     check = PinCheck()
 
-    def both(pin: str, va: Any, vb: Any) -> None:
+    def both(pin: str, va: object, vb: object) -> None:
         if va is None or vb is None:
             if va is not None or vb is not None:
                 who = a if va is None else b

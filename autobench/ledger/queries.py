@@ -5,14 +5,17 @@ History aggregates in SQL (one indexed GROUP BY), so it stays fast at 100k runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeVar
 
 from sqlalchemy import Connection, func, select
 
 from autobench.errors import LedgerError
 from autobench.ledger.models import BOOT_KEYS, METRIC_KEYS, RUNS, STATUSES, RunRecord
 from autobench.ledger.pins import PinCheck, check_pins
+
+T = TypeVar("T")
 
 # history(kind=...) -> (column selecting the runs, column grouping them, label of a group)
 HISTORY_KINDS = {
@@ -51,7 +54,7 @@ class HistoryGroup:
     recipes: list[str]
     root_causes: list[RootCause] = field(default_factory=list)
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return {
             "key": self.key,
             "runs": self.runs,
@@ -77,7 +80,7 @@ class History:
     def runs(self) -> int:
         return sum(g.runs for g in self.groups)
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return {
             "kind": self.kind,
             "subject": self.subject,
@@ -120,7 +123,7 @@ def history(conn: Connection, kind: str, subject: str) -> History:
         .group_by(*parts)
     ).all()
     if not joined:  # portable fallback: the recipes of each revision in a second query
-        names: dict[Any, set[str]] = {}
+        names: dict[object, set[str]] = {}
         for k, name in conn.execute(select(key, RUNS.c.recipe_name).where(where).distinct()):
             names.setdefault(k, set()).add(name)
     groups: dict[str | None, HistoryGroup] = {}
@@ -182,7 +185,7 @@ def _fill_details(conn: Connection, causes: list[RootCause]) -> None:
         rc.detail = details.get(rc.last_run)
 
 
-def _pick(choose: Any, a: Any, b: Any) -> Any:
+def _pick(choose: Callable[[T, T], T], a: T | None, b: T | None) -> T | None:
     if a is None:
         return b
     if b is None:
@@ -206,11 +209,11 @@ COMPARE_BOOT = BOOT_KEYS
 class CompareRow:
     section: str  # metrics | boot | run
     key: str
-    a: Any
-    b: Any
+    a: object
+    b: object
     ratio: float | None  # b / a, when both are non-zero numbers
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return {"section": self.section, "key": self.key, "a": self.a, "b": self.b, "ratio": self.ratio}
 
 
@@ -227,7 +230,7 @@ class Comparison:
     def decode_speedup(self) -> float | None:
         return next((r.ratio for r in self.rows if r.key == "decode_tok_s"), None)
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return {
             "a": {
                 "id": self.a.id,
@@ -248,7 +251,7 @@ class Comparison:
         }
 
 
-def _ratio(a: Any, b: Any) -> float | None:
+def _ratio(a: object, b: object) -> float | None:
     numbers = (int, float)
     if isinstance(a, bool) or isinstance(b, bool):
         return None

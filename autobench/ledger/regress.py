@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from autobench.errors import LedgerError, UsageError
-from autobench.ledger.models import RunRecord
+from autobench.ledger.models import CellRecord, RunRecord
 from autobench.ledger.pins import check_pins, require_same_pins
 from autobench.ledger.verdict import (
     HIGHER_IS_BETTER,
@@ -29,6 +28,7 @@ from autobench.ledger.verdict import (
     judge_cells,
     requests_of,
 )
+from autobench.samples import Samples
 
 
 def parse_threshold(text: str) -> float:
@@ -62,7 +62,7 @@ class Regression:
         """Whether any metric has a noise band (else: the threshold alone judged)."""
         return any(m.band is not None for _, m in self.verdicts.rows())
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         v = self.verdicts
         return {
             "baseline": self.baseline.display_id,
@@ -94,22 +94,23 @@ def latest_baseline(candidates: Iterable[RunRecord], current: RunRecord) -> RunR
     )
 
 
-def run_cells(rec: RunRecord, cells: Sequence[Any] = ()) -> list[CellData]:
+def run_cells(rec: RunRecord, cells: Sequence[CellRecord] = ()) -> list[CellData]:
     """A run's cells for a verdict: its recorded cells grouped by parameters without
     ``repeat`` (every repeat's metrics, their per-request samples merged), or, for a run
     recorded without cells, the run itself as one cell of one repeat."""
     if not cells:
         return [CellData({}, [dict(rec.metrics)])]
-    groups: dict[str, tuple[CellData, list[Any]]] = {}
+    groups: dict[str, tuple[CellData, list[Samples | None]]] = {}
     for c in cells:
         params = {k: v for k, v in dict(c.params).items() if k != "repeat"}
         data, samples = groups.setdefault(cell_key(params), (CellData(params, []), []))
         data.repeats.append(dict(c.metrics))
-        samples.append(getattr(c, "samples", None))
+        samples.append(c.samples)
     out = []
     for data, samples in groups.values():
-        if samples and all(s is not None for s in samples):
-            data.requests = requests_of(samples)
+        present = [s for s in samples if s is not None]
+        if present and len(present) == len(samples):
+            data.requests = requests_of(present)
         out.append(data)
     return out
 
@@ -127,8 +128,8 @@ def judge(
     current: RunRecord,
     threshold: float,
     *,
-    baseline_cells: Sequence[Any] = (),
-    current_cells: Sequence[Any] = (),
+    baseline_cells: Sequence[CellRecord] = (),
+    current_cells: Sequence[CellRecord] = (),
     seed: int = SEED,
 ) -> Regression:
     """Every metric of every cell both runs have: is it slower beyond ``threshold`` and the noise?"""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from autobench.ledger.models import BOOT_KEYS, CORE_KEYS, METRIC_KEYS, CellRecord, RunRecord
 from autobench.ledger.queries import Comparison, History
 from autobench.ledger.verdict import Verdicts, cell_label
@@ -11,7 +9,7 @@ from autobench.ledger.verdict import Verdicts, cell_label
 Table = tuple[list[str], list[list[str]]]
 
 
-def cell(value: Any) -> str:
+def cell(value: object) -> str:
     if value is None:
         return "-"
     if isinstance(value, bool):
@@ -135,7 +133,7 @@ def history_causes(h: History) -> list[str]:
 COMPARE_CELL_WIDTH = 56
 
 
-def compare_cell(value: Any) -> str:
+def compare_cell(value: object) -> str:
     """One value of ``compare``: numbers in one format (thousands separators; two decimals for a
     non-integral float), text cut in the middle past :data:`COMPARE_CELL_WIDTH`."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:

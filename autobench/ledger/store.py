@@ -360,7 +360,7 @@ class Ledger:
             )
         self._checked = True
 
-    def _append_once(self, values: dict[str, Any], cell_rows: list[dict[str, Any]]) -> RunRecord:
+    def _append_once(self, values: dict[str, object], cell_rows: list[dict[str, object]]) -> RunRecord:
         self._check_before_writing()
         with self._writer_turn(), self.engine.connect() as conn:
             conn = conn.execution_options(ledger_begin="IMMEDIATE")
@@ -496,7 +496,7 @@ class Ledger:
         with self._read() as conn:
             return _head(conn)
 
-    def _raw_rows(self, conn: Connection) -> Iterator[dict[str, Any]]:
+    def _raw_rows(self, conn: Connection) -> Iterator[dict[str, object]]:
         """All rows, ascending id, as the driver returns them (no type processing)."""
         names = [c.name for c in RUNS.columns]
         if conn.dialect.name == "postgresql":  # a server-side cursor: never the whole table in memory
@@ -517,7 +517,7 @@ class Ledger:
         )
         out: dict[int, str] = {}
         current: int | None = None
-        rows: list[dict[str, Any]] = []
+        rows: list[dict[str, object]] = []
         for run_id, index, params, metrics, blob in cursor:
             if run_id != current:
                 if current is not None:
@@ -529,12 +529,12 @@ class Ledger:
         return out
 
     @contextmanager
-    def raw_rows(self) -> Iterator[Iterator[dict[str, Any]]]:
+    def raw_rows(self) -> Iterator[Iterator[dict[str, object]]]:
         """Every row in id order as stored (for ``ledger push``), read in one transaction."""
         with self._read() as conn:
             yield self._raw_rows(conn)
 
-    def raw_rows_by_id(self, run_ids: list[int], chunk: int = 500) -> Iterator[dict[str, Any]]:
+    def raw_rows_by_id(self, run_ids: list[int], chunk: int = 500) -> Iterator[dict[str, object]]:
         """The rows of ``run_ids`` as stored (no type processing, as ``raw_rows``), read
         ``chunk`` ids per query so a long list never becomes one statement."""
         from sqlalchemy import bindparam, text
@@ -548,10 +548,10 @@ class Ledger:
                 rows = [dict(r._mapping) for r in conn.execute(query, {"ids": run_ids[start : start + chunk]})]
             yield from rows
 
-    def raw_cells(self, run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    def raw_cells(self, run_ids: list[int]) -> dict[int, list[dict[str, object]]]:
         """The stored cell rows of ``run_ids`` (for ``ledger push``): run id -> rows in index
         order, each ``cell_index``, ``params``, ``metrics``, ``samples`` exactly as stored."""
-        out: dict[int, list[dict[str, Any]]] = {}
+        out: dict[int, list[dict[str, object]]] = {}
         if not run_ids:
             return out
         query = select(CELLS).where(CELLS.c.run_id.in_(run_ids)).order_by(CELLS.c.run_id, CELLS.c.cell_index)
@@ -568,7 +568,7 @@ class Ledger:
             rows = conn.execute(select(RUNS.c.id, RUNS.c.run_uid, RUNS.c.row_hash)).all()
         return {uid or legacy_uid(row_hash): rid for rid, uid, row_hash in rows}
 
-    def import_runs(self, runs: list[dict[str, Any]], known: dict[str, int]) -> int:
+    def import_runs(self, runs: list[dict[str, object]], known: dict[str, int]) -> int:
         """Append runs copied from another ledger, in order, in ONE transaction; return how
         many were new.  Each run is its content values with ``run_uid`` set, ``corrects``
         / ``supersedes`` / ``replay_of`` given as stable ids and its stored cell rows under
@@ -587,12 +587,15 @@ class Ledger:
                     here[uid] = rid
                 last_id, last_hash = _head(conn)
                 new_rows = []
-                new_cells: list[dict[str, Any]] = []
+                new_cells: list[dict[str, object]] = []
                 for values in runs:
-                    if values["run_uid"] in here:
+                    uid = values["run_uid"]
+                    if uid in here:
                         continue
                     row = dict(values)
                     run_cells = row.pop("cells", [])
+                    if not isinstance(uid, str) or not isinstance(run_cells, list):
+                        raise LedgerError(f"a run to import needs a run_uid and a list of cells, got {uid!r}")
                     for key in ("corrects", "supersedes", "replay_of"):
                         ref = row.get(key)
                         if ref is not None:
@@ -606,7 +609,7 @@ class Ledger:
                     row["id"] = last_id
                     row["prev_hash"] = last_hash
                     row["row_hash"] = last_hash = chain.row_hash(row)
-                    here[values["run_uid"]] = last_id
+                    here[uid] = last_id
                     new_rows.append(row)
                     new_cells.extend({**cell, "run_id": last_id} for cell in run_cells)
                 if new_rows:

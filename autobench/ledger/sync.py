@@ -26,8 +26,8 @@ team's PostgreSQL ledger; a laptop pulls the team's runs into a local file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from autobench.errors import LedgerError
 from autobench.ledger.chain import VerifyResult, coerce, content_hash
@@ -47,7 +47,7 @@ class SyncResult:
     present: int  # already there (skipped)
     head: tuple[int, str]  # the destination's head after the push
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return {
             "source": self.source,
             "destination": self.destination,
@@ -59,23 +59,42 @@ class SyncResult:
         }
 
 
-def _content(raw: dict[str, Any], stable: dict[int, str]) -> dict[str, Any]:
+def _row_id(raw: Mapping[str, object]) -> int:
+    """The id of a stored row (an INTEGER PRIMARY KEY: always an int)."""
+    rid = raw["id"]
+    if not isinstance(rid, int):
+        raise LedgerError(f"a stored run's id is {rid!r}, not an integer: the ledger was not written by autobench")
+    return rid
+
+
+def _stable_id(raw: Mapping[str, object]) -> str:
+    """The stable id of a stored row: its ``run_uid``, or derived from its row hash (before v4)."""
+    uid, row_hash = raw["run_uid"], raw["row_hash"]
+    if uid:
+        return str(uid)
+    if not isinstance(row_hash, str):
+        raise LedgerError(f"run #{raw['id']} has no row hash: the ledger was not written by autobench")
+    return legacy_uid(row_hash)
+
+
+def _content(raw: dict[str, object], stable: dict[int, str]) -> dict[str, object]:
     """A stored row -> the values to append elsewhere (references as stable ids; ``check_copy``
     made sure each names an earlier run)."""
     values = {key: coerce(key, raw[key]) for key in CONTENT_KEYS if key not in ("id", "prev_hash")}
-    values["run_uid"] = stable[raw["id"]]
+    values["run_uid"] = stable[_row_id(raw)]
     for key in REFERENCES:
-        if values[key] is not None:
-            values[key] = stable[values[key]]
+        ref = values[key]
+        if isinstance(ref, int):  # None, or an earlier run's id (check_copy refused anything else)
+            values[key] = stable[ref]
     return values
 
 
-def _bad_reference(raw: dict[str, Any], where: str) -> LedgerError | None:
+def _bad_reference(raw: dict[str, object], where: str) -> LedgerError | None:
     """The append path only ever writes a reference to an earlier run (ids are 1..N once the
     chain verifies), so any other value is a forged row re-hashed to verify."""
     for key in REFERENCES:
         ref = raw[key]
-        if ref is not None and not (isinstance(ref, int) and 1 <= ref < raw["id"]):
+        if ref is not None and not (isinstance(ref, int) and 1 <= ref < _row_id(raw)):
             return LedgerError(
                 f"run #{raw['id']} {key} run #{ref}, which is not an earlier run of this ledger: "
                 "the row was not written by autobench; nothing was copied",
@@ -86,7 +105,7 @@ def _bad_reference(raw: dict[str, Any], where: str) -> LedgerError | None:
 
 
 def _import(
-    source: Ledger, destination: Ledger, pending: list[tuple[int, dict[str, Any]]], known: dict[str, int]
+    source: Ledger, destination: Ledger, pending: list[tuple[int, dict[str, object]]], known: dict[str, int]
 ) -> int:
     """Append ``pending`` (source id, values) with their cells; return how many were new."""
     cells = source.raw_cells([rid for rid, values in pending if values.get("cells_digest") is not None])
@@ -133,14 +152,14 @@ def check_copy(source: Ledger, destination: Ledger, checked: VerifyResult, known
             bad = _bad_reference(raw, source.where)
             if bad is not None:
                 raise bad
-            uid = raw["run_uid"] or legacy_uid(raw["row_hash"])
+            uid = _stable_id(raw)
             if uid in known:
-                present[known[uid]] = (raw["id"], content_hash(raw))
+                present[known[uid]] = (_row_id(raw), content_hash(raw))
     for dest_raw in destination.raw_rows_by_id(sorted(present)):
-        source_id, source_hash = present[dest_raw["id"]]
+        source_id, source_hash = present[_row_id(dest_raw)]
         dest_hash = content_hash(dest_raw)
         if dest_hash != source_hash:
-            uid = dest_raw["run_uid"] or legacy_uid(dest_raw["row_hash"])
+            uid = _stable_id(dest_raw)
             raise LedgerError(
                 f"run {uid} is in both ledgers with different content: source run #{source_id} "
                 f"(content {_short(source_hash)}) vs destination run #{dest_raw['id']} "
@@ -172,17 +191,18 @@ def copy_runs(
     known = destination.stable_ids()
     check_copy(source, destination, checked, known)
     stable: dict[int, str] = {}
-    pending: list[tuple[int, dict[str, Any]]] = []
+    pending: list[tuple[int, dict[str, object]]] = []
     runs = copied = 0
     with source.raw_rows() as rows:
         for raw in rows:
             if runs == checked.runs:
                 break  # appended since verify: the next push takes them, verified
             runs += 1
-            stable[raw["id"]] = raw["run_uid"] or legacy_uid(raw["row_hash"])
-            if stable[raw["id"]] in known:
+            rid = _row_id(raw)
+            stable[rid] = _stable_id(raw)
+            if stable[rid] in known:
                 continue
-            pending.append((raw["id"], _content(raw, stable)))
+            pending.append((rid, _content(raw, stable)))
             if len(pending) >= batch:
                 copied += _import(source, destination, pending, known)
                 pending = []
