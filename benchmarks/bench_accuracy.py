@@ -10,7 +10,7 @@ the client runs here.  Two workloads, reported apart:
   [N/4, 7N/4], mean N), so the streams desynchronize after the first round, as
   they do against a real server.  (The first round is still a burst of C.)
 
-Per level: measured vs injected TTFT and TPOT (error in ms and %), the TTFT the
+Per level: measured vs injected TTFT and TPOT (error in ms and %) and E2EL (error in ms), the TTFT the
 server observed itself (arrival -> first chunk sent, from its ``t_arr``/``t_srv``
 stamps), the client's own TTFT error (client TTFT - server TTFT = send path +
 receive path, apart from the server's timer and queueing), achieved vs ideal output
@@ -164,6 +164,7 @@ def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, t
     if lengths is None:
         ideal = conc * N_TOKENS / service_s(N_TOKENS, k)
         tpot_exp = tpot_expected(N_TOKENS, k)
+        e2el_exp = 1e3 * service_s(N_TOKENS, k)
     else:
         # The JSONL loader shuffles with the seed: the measured order is not the file order, but the
         # multiset is; simulate with the order the client actually used (its dataset is deterministic).
@@ -184,6 +185,7 @@ def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, t
         used = [p.max_tokens for p in ds.prompts]
         ideal = sum(used) / simulated_makespan(used, conc, k)
         tpot_exp = median([tpot_expected(n, k) for n in used if n >= 2])
+        e2el_exp = median([1e3 * service_s(n, k) for n in used])
     c = d["client"]
     empty: dict[str, Any] = {}
     return {
@@ -199,6 +201,8 @@ def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, t
         "tpot_med": d["median_tpot_ms"],
         "tpot_exp": tpot_exp,
         "itl_med": d["median_itl_ms"],
+        "e2el_med": d["median_e2el_ms"],
+        "e2el_exp": e2el_exp,
         "tput": d["output_throughput"],
         "ideal": ideal,
         "cpu_ms_1k": c["cpu_ms_per_1k_tokens"],
@@ -228,12 +232,14 @@ def fmt_acc(r: dict[str, Any]) -> str:
     ttft_pct = 100 * ttft_err / TTFT_MS if ttft_err is not None else None
     tpot_pct = 100 * tpot_err / r["tpot_exp"] if tpot_err is not None else None
     tput_pct = 100 * (r["tput"] / r["ideal"] - 1) if r["tput"] else None
+    e2el_err = r["e2el_med"] - r["e2el_exp"] if r["e2el_med"] is not None else None
     return (
         f"{r['C']:>4} {r['k']:>2} {r['completed']:>5}/{r['failed']:<3} "
         f"{f(r['ttft_med']):>7} {f(ttft_err):>6} ({f(ttft_pct, 1):>5}%) {f(r['ttft_p99']):>7} "
         f"{f(srv_err):>6} {f(r['cli_med']):>6} {f(r['cli_p99']):>6}  "
         f"{f(r['tpot_med'], 3):>7} {f(r['tpot_exp'], 3):>6} {f(tpot_err, 3):>6} ({f(tpot_pct, 2):>6}%) "
-        f"{f(r['tput'], 0):>7} {f(r['ideal'], 0):>7} ({f(tput_pct, 2):>6}%)"
+        f"{f(r['tput'], 0):>7} {f(r['ideal'], 0):>7} ({f(tput_pct, 2):>6}%) "
+        f"{f(r['e2el_med'], 1):>8} {f(e2el_err):>6}"
     )
 
 
@@ -256,7 +262,7 @@ def fmt_cost(r: dict[str, Any]) -> str:
 
 ACC_HEADER = (
     "   C  k  ok/err TTFTmed    err  ( err%) TTFTp99 srvErr cliErr cli_99  "
-    "TPOTmed    exp    err  (  err%)   out/s   ideal (  dev% )"
+    "TPOTmed    exp    err  (  err%)   out/s   ideal (  dev% ) E2ELmed    err"
 )
 COST_HEADER = "   C  k cpu/1kt cpu1c  lag50  lag99  sp_md  sp_99  rs_md  rs_99  pw_md  pw_99  ITLmd   acc tok/ch"
 
