@@ -74,6 +74,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Compare each run's stored preflight prediction with the boot facts its log printed.",
     ),
     "run": ("autobench.cli.run_cmds:run", "Run a recipe end to end and record the outcome in the ledger."),
+    "experiment": (
+        "autobench.cli.experiment_cmds:experiment",
+        "Plan experiments across boots: factors over recipe keys, one boot per treatment.",
+    ),
     "logs": ("autobench.cli.logs_cmds:logs", "Read vLLM server logs: boot facts, runtime stats, root causes."),
     "record": ("autobench.cli.ledger_cmds:record", "Append a run of RECIPE (a recipe file) to the ledger by hand."),
     "ledger": ("autobench.cli.ledger_cmds:ledger", "List, show, export, verify, push and pull the run ledger."),

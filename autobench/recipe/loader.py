@@ -363,25 +363,75 @@ class _Converter:
         return out
 
 
-def _read_doc(path: Path, *, where: str | None = None, hint_missing: str | None = None) -> _Doc:
+def _read_doc(
+    path: Path,
+    *,
+    where: str | None = None,
+    hint_missing: str | None = None,
+    what: str = "recipe",
+    hint_keys: str = "a recipe needs at least model.repo and container.image; see recipes/ for examples",
+    hint_first: str = "start the file with top-level keys such as `model:` and `container:`",
+) -> _Doc:
     text = _read_text(path, where=where, hint_missing=hint_missing)
     raw = _parse(path, text)
     if raw is None:
-        raise RecipeError(
-            "recipe file is empty",
-            location=f"{path}:1:1",
-            hint="a recipe needs at least model.repo and container.image; see recipes/ for examples",
-        )
+        raise RecipeError(f"{what} file is empty", location=f"{path}:1:1", hint=hint_keys)
     if not isinstance(raw, dict):
         kind = "a list" if isinstance(raw, list) else f"a single value ({type(raw).__name__})"
         raise RecipeError(
-            f"a recipe must be a mapping of keys, this file holds {kind}",
+            f"{'an' if what[0] in 'aeiou' else 'a'} {what} must be a mapping of keys, this file holds {kind}",
             location=f"{path}:1:1",
-            hint="start the file with top-level keys such as `model:` and `container:`",
+            hint=hint_first,
         )
     conv = _Converter(path)
     data = conv.convert(raw, ())
     return _Doc(path, data, conv.positions, conv.value_positions)
+
+
+@dataclass(frozen=True)
+class Document:
+    """A YAML file read with the recipe loader's rules (size, UTF-8, duplicate keys, node and
+    depth bounds): its plain data and where each key and value was written."""
+
+    path: Path
+    data: dict[str, Any]
+    positions: dict[KeyPath, Position]
+    value_positions: dict[KeyPath, Position]
+
+    def where(self, *keys: Any) -> Position:
+        """Where ``keys`` (or its nearest written ancestor) was written; the file's start else."""
+        return _nearest(self.positions, tuple(keys)) or Position(self.path, 1, 1)
+
+    def value_where(self, *keys: Any) -> Position:
+        return self.value_positions.get(tuple(keys)) or self.where(*keys)
+
+
+def read_document(path: str | Path, *, what: str, hint: str) -> Document:
+    """Read another file of ours (an experiment, ...) as the loader reads a recipe; ``what``
+    names it in errors, ``hint`` says what it should hold."""
+    doc = _read_doc(Path(path), what=what, hint_keys=hint, hint_first=hint)
+    return Document(doc.path, doc.data, doc.positions, doc.value_positions)
+
+
+@dataclass(frozen=True)
+class Override:
+    """One key of a recipe set from elsewhere (an experiment's factor level): the key path,
+    the value (``None`` deletes the key, as in ``extends``) and where it was written."""
+
+    path: KeyPath
+    value: Any
+    where: Position
+
+
+def _apply_overrides(doc: _Doc, overrides: typing.Sequence[Override]) -> None:
+    """Deep-merge each override onto ``doc`` in order; positions point where it was written."""
+    for item in overrides:
+        node: Any = item.value
+        for part in reversed(item.path):
+            node = {part: node}
+        positions = {item.path[: i + 1]: item.where for i in range(len(item.path))}
+        over = _Doc(item.where.file, node, positions, {item.path: item.where})
+        _merge(doc.data, over, node, (), doc.positions, doc.value_positions)
 
 
 # --------------------------------------------------------------------------- extends
@@ -965,14 +1015,66 @@ def _apply_profile(doc: _Doc, profile: Path) -> None:
     _merge(bench, over, over.data, ("bench",), doc.positions, doc.value_positions, ())
 
 
-def load_recipe(path: str | Path, cell: str | None = None, profile: str | Path | None = None) -> LoadedRecipe:
+def load_recipe(
+    path: str | Path,
+    cell: str | None = None,
+    profile: str | Path | None = None,
+    overrides: typing.Sequence[Override] = (),
+) -> LoadedRecipe:
     """Read, merge (``extends``) and validate one recipe; see the module docstring.  ``cell``
     picks a variant and/or role (``VARIANT``, ``ROLE``, ``VARIANT/ROLE``); default: the base.
-    ``profile``: a bench profile file merged onto ``bench:`` last (``run --profile``)."""
-    from pydantic import ValidationError
+    ``profile``: a bench profile file merged onto ``bench:`` last (``run --profile``);
+    ``overrides``: keys set from elsewhere (an experiment's treatment), merged after that, each
+    located where it was written, so a bad value is reported there."""
+    return recipe_base(path, cell, profile).load(overrides)
 
-    from autobench.recipe.schema import Recipe, trim_later_defaults
 
+@dataclass(frozen=True)
+class RecipeBase:
+    """A recipe read and merged (``extends``, its cell, a profile) but not yet validated: the
+    part of ``load_recipe`` done once when many recipes differ only by ``overrides`` (an
+    experiment's treatments), so a thousand treatments parse the YAML once."""
+
+    path: Path
+    doc: _Doc
+    files: tuple[Path, ...]
+    cells: tuple[str, ...]
+
+    def load(self, overrides: typing.Sequence[Override] = ()) -> LoadedRecipe:
+        """The recipe with ``overrides`` merged, validated and digested (the base is not changed)."""
+        from pydantic import ValidationError
+
+        from autobench.recipe.schema import Recipe, trim_later_defaults
+
+        path = self.path
+        base = self.doc
+        data = json.loads(json.dumps(base.data))  # a deep copy: the base serves the next treatment
+        if "name" not in data:
+            data = {"name": path.stem, **data}
+        doc = _Doc(base.path, data, dict(base.positions), dict(base.value_positions))
+        _apply_overrides(doc, overrides)
+        try:
+            recipe = Recipe.model_validate(doc.data)
+        except ValidationError as exc:
+            raise _validation_error(exc, doc) from exc
+        mods = _hash_mods(recipe, doc)
+        resolved = trim_later_defaults(recipe.model_dump(mode="json"))
+        digest_data = {k: v for k, v in resolved.items() if k != "extends"}
+        return LoadedRecipe(
+            path=path,
+            recipe=recipe,
+            data=resolved,
+            digest=canonical_digest(digest_data),
+            positions=doc.positions,
+            value_positions=doc.value_positions,
+            files=list(self.files),
+            mods=mods,
+            cells=list(self.cells),
+        )
+
+
+def recipe_base(path: str | Path, cell: str | None = None, profile: str | Path | None = None) -> RecipeBase:
+    """Read and merge the recipe at ``path`` (its ``cell`` and ``profile``, as ``load_recipe``)."""
     path = Path(path)
     files: list[Path] = []
     doc = _resolve(path, [path.resolve()], files)
@@ -990,23 +1092,4 @@ def load_recipe(path: str | Path, cell: str | None = None, profile: str | Path |
     if profile is not None:  # last: the profile's bench keys win over the recipe's and its cell's
         _apply_profile(doc, Path(profile))
         files.append(Path(profile))
-    if "name" not in doc.data:
-        doc.data = {"name": path.stem, **doc.data}
-    try:
-        recipe = Recipe.model_validate(doc.data)
-    except ValidationError as exc:
-        raise _validation_error(exc, doc) from exc
-    mods = _hash_mods(recipe, doc)
-    resolved = trim_later_defaults(recipe.model_dump(mode="json"))
-    digest_data = {k: v for k, v in resolved.items() if k != "extends"}
-    return LoadedRecipe(
-        path=path,
-        recipe=recipe,
-        data=resolved,
-        digest=canonical_digest(digest_data),
-        positions=doc.positions,
-        value_positions=doc.value_positions,
-        files=files,
-        mods=mods,
-        cells=cells,
-    )
+    return RecipeBase(path, doc, tuple(files), tuple(cells))

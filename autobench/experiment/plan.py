@@ -1,0 +1,188 @@
+"""An experiment's plan: each treatment as a validated, digested recipe, and its predicted boot.
+
+A treatment whose boot preflight predicts to fail (a KV page-size unification assertion, a KV
+cache too small for max_model_len, a refused draft) is **pruned**: listed with the predicted
+cause and never booted unless the run is forced.  A treatment whose boot cannot be predicted
+(configs not in the local HF cache, a vLLM version without rules) stays in, with the reason.
+Configs are read as ``autobench preflight`` reads them (the Hub, or the local HF cache offline),
+once per (repo, revision), so planning a thousand treatments costs little more than one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from autobench.errors import AutobenchError, RecipeError
+from autobench.experiment.definition import Experiment
+from autobench.experiment.design import Treatment, treatments
+from autobench.recipe.loader import LoadedRecipe, Override, RecipeBase, recipe_base
+
+READY, PRUNED, UNPREDICTED = "ready", "pruned", "unpredicted"
+
+
+@dataclass(frozen=True)
+class PlannedTreatment:
+    treatment: Treatment
+    loaded: LoadedRecipe
+    status: str  # ready | pruned | unpredicted
+    cause: str | None = None  # pruned: the predicted failure; unpredicted: why there is no prediction
+    fix: str | None = None
+    unpinned: tuple[str, ...] = ()  # Hub references not pinned to a full sha (``lock`` pins them)
+
+    @property
+    def digest(self) -> str:
+        return self.loaded.digest
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.treatment.id,
+            "label": self.treatment.label(),
+            "levels": self.treatment.assignment(),
+            "digest": self.digest,
+            "status": self.status,
+            "cause": self.cause,
+            "fix": self.fix,
+            "unpinned": list(self.unpinned),
+        }
+
+
+@dataclass(frozen=True)
+class ExperimentPlan:
+    experiment: Experiment
+    digest: str  # over the definition and every treatment's recipe digest
+    treatments: tuple[PlannedTreatment, ...]
+
+    def count(self, status: str) -> int:
+        return sum(1 for t in self.treatments if t.status == status)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment.name,
+            "file": str(self.experiment.path),
+            "recipe": str(self.experiment.recipe),
+            "design": self.experiment.design,
+            "digest": self.digest,
+            "treatments": [t.to_json_dict() for t in self.treatments],
+            "ready": self.count(READY),
+            "pruned": self.count(PRUNED),
+            "unpredicted": self.count(UNPREDICTED),
+        }
+
+
+def _overrides(exp: Experiment, treatment: Treatment) -> list[Override]:
+    out = [Override(("bench", key), value, exp.bench_where[key]) for key, value in exp.bench.items()]
+    out.extend(Override(tuple(key.split(".")), level, where) for key, level, where in treatment.levels)
+    return out
+
+
+def _build(base: RecipeBase, exp: Experiment, treatment: Treatment, runtime: str) -> LoadedRecipe:
+    """The treatment's recipe, validated like any recipe (schema, then the rules' errors);
+    a problem is one line that names the treatment."""
+    from autobench.recipe import rules
+
+    name = f"treatment {treatment.id} ({treatment.label()})"
+    try:
+        loaded = base.load(_overrides(exp, treatment))
+    except RecipeError as exc:
+        raise RecipeError(f"{name}: {exc.message}", location=exc.location, hint=exc.hint) from exc
+    errors = [f for f in rules.check(loaded, runtime=runtime) if f.severity == "error"]
+    if errors:
+        first = errors[0]
+        raise RecipeError(
+            f"{name}: {first.code} {first.key}: {first.message}",
+            location=None if first.location is None else str(first.location),
+            hint=first.hint,
+        )
+    return loaded
+
+
+class _Memo:
+    """A resolver that reads each (repo, revision)'s sha, config and files once."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+        self._seen: dict[tuple[Any, ...], Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name not in ("sha", "config", "file"):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            key = (name, args, tuple(sorted(kwargs.items())))
+            if key not in self._seen:
+                try:
+                    self._seen[key] = ("ok", attr(*args, **kwargs))
+                except AutobenchError as exc:
+                    self._seen[key] = ("error", exc)
+            kind, value = self._seen[key]
+            if kind == "error":
+                raise value
+            return value
+
+        return call
+
+
+Predictor = Callable[[LoadedRecipe], tuple[str, str | None, str | None]]
+
+
+def preflight_predictor(
+    vllm_version: str | None = None, *, offline: bool | None = None, resolver: Any = None
+) -> Predictor:
+    """(status, cause, fix) of a treatment's predicted boot, as ``autobench preflight`` predicts
+    it (configs from the Hub, or the local HF cache with ``offline``), each config read once."""
+    from autobench.hub.client import HubSettings
+    from autobench.hub.resolve import Resolver
+    from autobench.preflight.predict import Options, predict_recipe
+
+    opts = Options(vllm_version=vllm_version, offline=offline)
+    memo = _Memo(resolver or Resolver(HubSettings.from_env(offline=offline)))
+
+    def predict(loaded: LoadedRecipe) -> tuple[str, str | None, str | None]:
+        try:
+            prediction = predict_recipe(loaded, opts, memo)
+        except AutobenchError as exc:
+            return UNPREDICTED, f"preflight: {exc}", None
+        if prediction.fails:
+            return PRUNED, prediction.failure_line(), prediction.fix()
+        return READY, None, None
+
+    return predict
+
+
+def plan_digest(exp: Experiment, planned: list[PlannedTreatment]) -> str:
+    blob = json.dumps(
+        {"definition": exp.doc.data, "treatments": [t.digest for t in planned]},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return "sha256:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def plan_experiment(exp: Experiment, *, predictor: Predictor | None = None, runtime: str = "docker") -> ExperimentPlan:
+    """Every treatment of ``exp`` built, validated and predicted (``predictor``: default, the
+    preflight from the local HF cache).  RecipeError on the first treatment that does not validate."""
+    from autobench.recipe.facts import unpinned
+
+    if not exp.recipe.is_file():
+        raise RecipeError(
+            f"recipe: {exp.recipe} is not a recipe file",
+            location=str(exp.doc.value_where("recipe")),
+            hint="the path is relative to the experiment file",
+        )
+    base = recipe_base(exp.recipe)
+    base.load()  # the recipe as written first: its own problem is the recipe's, not a treatment's
+    predict = predictor or preflight_predictor()
+    planned: list[PlannedTreatment] = []
+    for treatment in treatments(exp):
+        loaded = _build(base, exp, treatment, runtime)
+        status, cause, fix = predict(loaded)
+        floating = tuple(p.ref for p in unpinned(loaded.recipe))
+        planned.append(PlannedTreatment(treatment, loaded, status, cause, fix, floating))
+    return ExperimentPlan(exp, plan_digest(exp, planned), tuple(planned))

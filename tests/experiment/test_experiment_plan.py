@@ -1,0 +1,110 @@
+"""`autobench experiment plan`: every treatment a validated, digested recipe; the seed's
+BLOCKED draft pruned by the preflight's prediction (real configs from the loopback fake Hub)
+before anything boots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import preflight_configs as c
+from preflight_helpers import seed_recipe
+
+from autobench.cli import main
+from autobench.experiment import load_experiment, plan_experiment
+from autobench.experiment.plan import PRUNED, READY, UNPREDICTED, preflight_predictor
+from autobench.recipe import load_recipe
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _seed_experiment(tmp_path: Path, extra: str = "") -> Path:
+    (tmp_path / "r.yaml").write_text(seed_recipe(c.DRAFT_OLD, 5), encoding="utf-8")
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        "recipe: r.yaml\n"
+        "factors:\n"
+        "  speculative.num_speculative_tokens: [5, 8]\n"
+        f"  speculative.revision: [{c.DRAFT_OLD}, {c.DRAFT_NEW}]\n" + extra,
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_the_seeds_blocked_draft_is_pruned_with_the_page_size_cause(hub, tmp_path, capsys) -> None:
+    exp = _seed_experiment(tmp_path)
+    code, out, err = _run(capsys, "experiment", "plan", str(exp), "--vllm-version", "0.23.1", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    by_label = {t["label"]: t for t in doc["treatments"]}
+    assert list(by_label) == [
+        "num_speculative_tokens=5 revision=6c7242c",
+        "num_speculative_tokens=5 revision=bce6f76",
+        "num_speculative_tokens=8 revision=6c7242c",
+        "num_speculative_tokens=8 revision=bce6f76",
+    ]
+    blocked = by_label["num_speculative_tokens=8 revision=bce6f76"]
+    assert blocked["status"] == PRUNED and blocked["id"] == "t4"
+    assert blocked["cause"].startswith(
+        "predicted boot failure on vLLM 0.23.1: AssertionError: assert new_spec.page_size_bytes"
+    )
+    assert "unify_kv_cache_spec_page_size" in blocked["cause"]
+    assert by_label["num_speculative_tokens=5 revision=6c7242c"]["status"] == READY
+    assert by_label["num_speculative_tokens=8 revision=6c7242c"]["status"] == READY
+    assert (doc["ready"], doc["pruned"], doc["unpredicted"]) == (2, 2, 0)
+    # the human table says the same, one row per treatment
+    code, out, _ = _run(capsys, "experiment", "plan", str(exp), "--vllm-version", "0.23.1")
+    assert code == 0
+    assert "4 treatments: 2 ready, 2 pruned (predicted not to boot), 0 without a prediction" in out
+
+
+def test_each_treatment_is_the_recipe_with_its_levels_and_digested_like_one(hub, tmp_path) -> None:
+    exp = load_experiment(_seed_experiment(tmp_path))
+    plan = plan_experiment(exp, predictor=preflight_predictor("0.23.1"))
+    t3 = plan.treatments[2]
+    assert t3.loaded.recipe.speculative.num_speculative_tokens == 8
+    assert t3.loaded.recipe.speculative.revision == c.DRAFT_OLD
+    # the same recipe written by hand has the same digest: a treatment is a recipe like any other
+    by_hand = tmp_path / "by-hand.yaml"
+    by_hand.write_text(seed_recipe(c.DRAFT_OLD, 8), encoding="utf-8")
+    assert load_recipe(by_hand).digest == t3.digest
+    assert len({t.digest for t in plan.treatments}) == 4
+    # the plan's digest is stable, and changes with the definition
+    again = plan_experiment(load_experiment(exp.path), predictor=preflight_predictor("0.23.1"))
+    assert again.digest == plan.digest
+    changed = plan_experiment(
+        load_experiment(_seed_experiment(tmp_path, "max_treatments: 10\n")), predictor=preflight_predictor("0.23.1")
+    )
+    assert changed.digest != plan.digest
+
+
+def test_a_treatment_without_a_prediction_stays_in_with_the_reason(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # nothing cached: no config to predict from
+    exp = _seed_experiment(tmp_path)
+    code, out, err = _run(capsys, "experiment", "plan", str(exp), "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert {t["status"] for t in doc["treatments"]} == {UNPREDICTED}
+    assert all(t["cause"].startswith("preflight: ") for t in doc["treatments"])
+
+
+def test_a_plan_where_every_treatment_is_pruned_exits_6(hub, tmp_path, capsys) -> None:
+    exp = _seed_experiment(tmp_path)
+    text = exp.read_text().replace(f"[{c.DRAFT_OLD}, {c.DRAFT_NEW}]", f"[{c.DRAFT_NEW}]")
+    exp.write_text(text)
+    code, out, _ = _run(capsys, "experiment", "plan", str(exp), "--vllm-version", "0.23.1")
+    assert code == 6 and "2 treatments: 0 ready, 2 pruned" in out
+
+
+def test_the_bench_grid_of_the_experiment_is_every_treatments_grid(tmp_path) -> None:
+    exp_path = _seed_experiment(tmp_path, "bench: {concurrency: [1, 8]}\n")
+    plan = plan_experiment(load_experiment(exp_path), predictor=lambda loaded: (READY, None, None))
+    assert all(t.loaded.recipe.bench.concurrency == [1, 8] for t in plan.treatments)
+    # and a recipe position still points into the recipe, a level's into the experiment file
+    t1 = plan.treatments[0].loaded
+    assert t1.value_position("speculative", "num_speculative_tokens").file == exp_path
+    assert t1.position("model", "repo").file == tmp_path / "r.yaml"
