@@ -238,7 +238,9 @@ def test_done_when_a_grid_is_one_run_of_six_cells_verified_and_reported(make_rec
     page = (tmp_path / "docs" / "recipes" / "synth-run.md").read_text()
     assert "## Results by cell" in page and f"3 grid points of [run {row.id}](#run-{row.id})" in page
     lines = page.splitlines()
-    assert any(line.startswith("| concurrency | repeats | completed | errors | decode tok/s | total tok/s |") for line in lines)
+    assert any(
+        line.startswith("| concurrency | repeats | completed | errors | decode tok/s | total tok/s |") for line in lines
+    )
     for conc, cells_text in ((1, "cells 1, 4"), (4, "cells 2, 5"), (16, "cells 3, 6")):
         [line] = [x for x in lines if x.startswith(f"| {conc} | 2 | 12 | 0 |")]
         assert line.endswith(f"[run {row.id}](#run-{row.id}) · {cells_text} |") and "| — |" not in line
