@@ -1,4 +1,14 @@
-"""Opening files a user names: regular files only, and never more than a stated size.
+"""Opening files a user or a recipe names: the one file-reading policy.
+
+1. **Where:** a path a recipe (or another tool's file being imported) names is confined to the
+   recipe's own folder tree, or to a folder the user allows (``AUTOBENCH_ALLOW_DIRS``, a
+   ``:``-separated list): :func:`confined`.  Links are resolved first, so a link inside the tree
+   to ``/etc/shadow`` is outside it.
+2. **What:** regular files only (:func:`open_regular`).
+3. **How much:** every read is bounded in bytes, on every path through the reader: a whole
+   file (:func:`read_regular`), or line by line (:func:`read_lines`: the total counts every
+   byte read, also those of an over-long line being skipped).
+
 
 A path given on the command line may name anything: ``/dev/zero`` never ends, a FIFO
 blocks ``open()`` until a writer appears (forever), a terminal waits for input.  So a
@@ -16,6 +26,8 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
+from pathlib import Path
 from typing import BinaryIO
 
 from autobench.errors import AutobenchError
@@ -105,3 +117,82 @@ def read_regular(
     if len(data) > limit:  # it grew while it was read
         raise error(f"{what} is over the {human_bytes(limit)} limit", location=os.fspath(path))
     return data
+
+
+#: Folders outside a recipe's tree that a recipe may name files in (``:``-separated).
+ALLOW_ENV = "AUTOBENCH_ALLOW_DIRS"
+
+
+def allowed_dirs(env: dict[str, str] | None = None) -> list[Path]:
+    """The folders of ``$AUTOBENCH_ALLOW_DIRS`` (resolved; empty entries ignored)."""
+    raw = (os.environ if env is None else env).get(ALLOW_ENV, "")
+    return [Path(part).expanduser().resolve() for part in raw.split(os.pathsep) if part.strip()]
+
+
+def confined(
+    path: str | os.PathLike[str],
+    root: str | os.PathLike[str],
+    *,
+    what: str,
+    error: type[AutobenchError] = AutobenchError,
+    location: str | None = None,
+    allow: list[Path] | None = None,
+) -> Path:
+    """``path`` (relative to ``root``; absolute and ``~/`` paths too) resolved, if it lies inside
+    ``root`` or inside an allowed folder (:func:`allowed_dirs`); otherwise ``error``, naming the
+    path as written, never its content."""
+    written = os.fspath(path)
+    candidate = Path(written).expanduser()
+    if not candidate.is_absolute():
+        candidate = Path(root) / candidate
+    resolved = candidate.resolve()
+    for base in [Path(root).resolve(), *(allowed_dirs() if allow is None else allow)]:
+        if resolved == base or resolved.is_relative_to(base):
+            return resolved
+    raise error(
+        f"{what} {written!r} is outside the recipe's folder ({Path(root)})",
+        location=location,
+        hint=f"keep it inside the recipe's folder, or allow its folder with {ALLOW_ENV}=DIR",
+    )
+
+
+def read_lines(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    limit: int,
+    max_line: int,
+    error: type[AutobenchError] = AutobenchError,
+    missing_hint: str | None = None,
+) -> Iterator[tuple[int, bytes | None]]:
+    """(line number, bytes) of each line of a regular file; ``None`` for a line longer than
+    ``max_line`` bytes (skipped a piece at a time, never held whole).  Every byte read counts
+    towards ``limit``, those of a skipped line too: a file that never ends (``/proc/self/pagemap``
+    reports size 0) stops at ``limit``."""
+    where = os.fspath(path)
+    with open_regular(path, what=what, error=error, limit=limit, missing_hint=missing_hint) as f:
+        total = 0
+        lineno = 0
+
+        def more(size: int) -> bytes:
+            nonlocal total
+            try:
+                chunk = f.readline(size)
+            except OSError as exc:
+                raise error(f"cannot read {what}: {exc.strerror or exc}", location=where) from exc
+            total += len(chunk)
+            if total > limit:
+                raise error(f"{what} is over the {human_bytes(limit)} limit", location=where)
+            return chunk
+
+        while True:
+            line = more(max_line + 1)
+            if not line:
+                return
+            lineno += 1
+            if len(line) > max_line and not line.endswith(b"\n"):
+                while line and not line.endswith(b"\n"):  # skip the rest, a piece at a time
+                    line = more(max_line)
+                yield lineno, None
+                continue
+            yield lineno, line

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from autobench.errors import BenchError
-from autobench.files import human_bytes, open_regular, read_regular
+from autobench.files import read_lines, read_regular
 
 if TYPE_CHECKING:
     from autobench.bench.tokenizer import BenchTokenizer
@@ -168,36 +168,24 @@ def _loads(text: str, where: str, what: str, hint: str) -> Any:
 
 
 def _lines(path: str) -> Iterator[tuple[int, str | None]]:
-    """(line number, text) of each line; text None for a line over MAX_RECORD_BYTES (never held whole)."""
-    with open_regular(
-        path, what="dataset file", error=BenchError, limit=MAX_DATASET_BYTES, missing_hint=_MISSING_HINT
-    ) as f:
-        total = 0
-        lineno = 0
-        while True:
-            try:
-                line = f.readline(MAX_RECORD_BYTES + 1)
-            except OSError as exc:
-                raise BenchError(f"cannot read dataset: {exc.strerror or exc}", location=path) from exc
-            if not line:
-                return
-            lineno += 1
-            total += len(line)
-            too_large = len(line) > MAX_RECORD_BYTES and not line.endswith(b"\n")
-            while too_large and not line.endswith(b"\n"):  # skip the rest of the line, a piece at a time
-                line = f.readline(MAX_RECORD_BYTES)
-                total += len(line)
-                if not line:
-                    break
-            if total > MAX_DATASET_BYTES:  # it grew while it was read
-                raise BenchError(f"dataset is over the {human_bytes(MAX_DATASET_BYTES)} limit", location=path)
-            if too_large:
-                yield lineno, None
-                continue
-            try:
-                yield lineno, line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise BenchError(f"line is not UTF-8 text (byte {exc.start})", location=f"{path}:{lineno}") from exc
+    """(line number, text) of each line; text None for a line over MAX_RECORD_BYTES (never held
+    whole).  autobench.files.read_lines counts every byte read against MAX_DATASET_BYTES, those
+    of a skipped line too (``/proc/self/pagemap`` read past 3.9 GB before)."""
+    for lineno, line in read_lines(
+        path,
+        what="dataset file",
+        limit=MAX_DATASET_BYTES,
+        max_line=MAX_RECORD_BYTES,
+        error=BenchError,
+        missing_hint=_MISSING_HINT,
+    ):
+        if line is None:
+            yield lineno, None
+            continue
+        try:
+            yield lineno, line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BenchError(f"line is not UTF-8 text (byte {exc.start})", location=f"{path}:{lineno}") from exc
 
 
 class _Filter:

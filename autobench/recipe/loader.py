@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autobench.errors import RecipeError
+from autobench.files import confined, read_regular
 
 if TYPE_CHECKING:  # importing the schema (pydantic) is deferred to load_recipe
     from autobench.recipe.schema import Recipe
@@ -149,21 +150,20 @@ def _read_text(path: Path, *, where: str | None = None, hint_missing: str | None
         raise RecipeError(f"{what} {path} is not a regular file", location=where, hint="pass a .yaml file")
     try:
         size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise RecipeError(
-                f"file is {size} bytes; a recipe may be at most {MAX_BYTES} bytes",
-                location=location,
-                hint="a recipe is a few KB of YAML; is this the right file?",
-            )
-        blob = path.read_bytes()
     except OSError as exc:
         raise RecipeError(
             f"cannot read recipe {path}: {exc.strerror or exc}",
             location=where,
             hint="check the file's permissions",
         ) from exc
-    if len(blob) > MAX_BYTES:  # grew between stat and read, or a special file
-        raise RecipeError(f"file is larger than {MAX_BYTES} bytes", location=location, hint="is this the right file?")
+    if size > MAX_BYTES:
+        raise RecipeError(
+            f"file is {size} bytes; a recipe may be at most {MAX_BYTES} bytes",
+            location=location,
+            hint="a recipe is a few KB of YAML; is this the right file?",
+        )
+    # Bounded on every path (autobench.files): a /proc file reports size 0 and may never end.
+    blob = read_regular(path, what="recipe file", limit=MAX_BYTES, error=RecipeError)
     if b"\x00" in blob:
         raise RecipeError(
             "binary file, not a YAML recipe",
@@ -833,9 +833,11 @@ def _hash_mods(recipe: Any, doc: _Doc) -> dict[int, Path]:
             continue
         keys = ("launch", "setup", i, "mod")
         where = doc.value_positions.get(keys) or _nearest(doc.positions, keys) or Position(doc.path, 1, 1)
-        path = Path(step.mod).expanduser()
-        if not path.is_absolute():
-            path = where.file.parent / path
+        # A mod runs with bash (on the host for the process runtime): it must be a file of the
+        # recipe's own tree (or of a folder the user allows), never ../../etc/passwd or ~/x.
+        path = confined(
+            step.mod, where.file.parent, what=f"launch.setup[{i}].mod:", error=RecipeError, location=str(where)
+        )
         if not path.exists():
             raise RecipeError(
                 f"launch.setup[{i}].mod: mod not found: {path}",
@@ -960,6 +962,7 @@ def recipe_cells(path: str | Path) -> list[str]:
 # --------------------------------------------------------------------------- bench profiles
 
 #: Top-level keys that mark another tool's benchmark profile -> what it is.
+_PROFILE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 FOREIGN_PROFILE_KEYS = {
     "framework": "a sparkrun benchmark profile (framework: {value})",
     "sparkrun_benchmark": "a sparkrun benchmark result",
@@ -979,7 +982,20 @@ def _read_profile(path: Path) -> _Doc:
             location=str(path),
             hint="--profile names a YAML file of bench keys (docs/recipes.md, Bench profiles)",
         )
+    if path.resolve().suffix.lower() not in RECIPE_SUFFIXES:  # /etc/shadow, or a link to it, is not read
+        raise RecipeError(
+            "bench profile is not a .yaml or .yml file; it is not read",
+            location=str(path),
+            hint="--profile names a YAML file of bench keys (docs/recipes.md, Bench profiles)",
+        )
     doc = _read_doc(path)
+    odd = [k for k in doc.data if not (isinstance(k, str) and _PROFILE_KEY.fullmatch(k))]
+    if odd:  # some other file's lines: never echo them (they may be a secret file's content)
+        raise RecipeError(
+            f"not a bench profile: {len(odd)} of its {len(doc.data)} top-level keys are not key names",
+            location=str(path),
+            hint="an autobench profile holds bench keys, e.g. `concurrency: [1, 4, 16]`, `repeat: 2`",
+        )
     for key, what in FOREIGN_PROFILE_KEYS.items():
         if key in doc.data:
             value = doc.data[key]

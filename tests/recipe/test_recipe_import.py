@@ -19,6 +19,13 @@ CORPUS = Path(__file__).resolve().parent / "import_corpus"
 FILES = sorted(CORPUS.glob("*.yaml"))
 
 
+@pytest.fixture(autouse=True)
+def _corpus_mods_allowed(monkeypatch):
+    """The corpus's mods live beside its sources, outside the folder a recipe is imported into:
+    a recipe may name them only from a folder the user allows (autobench.files.confined)."""
+    monkeypatch.setenv("AUTOBENCH_ALLOW_DIRS", str(CORPUS))
+
+
 def test_the_corpus_spans_at_least_20_recipes_in_4_formats():
     formats = Counter(convert(path)[0].fmt for path in FILES)
     assert len(FILES) >= 20 and len(formats) >= 4, formats
