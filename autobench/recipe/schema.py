@@ -8,6 +8,7 @@ option names (``max_num_seqs`` → ``--max-num-seqs``) so a reader can map them.
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -538,6 +539,7 @@ LATER_KEYS: tuple[tuple[str, ...], ...] = (
 )
 
 
+@functools.cache  # pure in the path; the value is only compared, never changed
 def _default_at(path: tuple[str, ...]) -> Any:
     model: Any = Recipe
     for part in path[:-1]:
