@@ -47,6 +47,7 @@ def test_eight_processes_append_concurrently_and_lose_nothing(backend):
     assert notes == {f"p{p}:{i}" for p in range(PROCS) for i in range(EACH)}
 
 
+@pytest.mark.integration
 def test_sigkill_mid_appends_leaves_a_sound_ledger(backend):
     open_ledger(backend.url).close()
     proc = _spawn(backend.url, "k", 0)  # appends forever

@@ -1,16 +1,16 @@
 """A hostile ledger cannot steer where pages go nor put markup in them (issue 12, item 2).
 
-Real SQLite ledgers written through the real store, rendered by the real CLI
-(`autobench report --index -o docs`).
+Real SQLite ledgers written through the real store, rendered by the CLI's entry point in-process
+(`autobench report --index -o docs`, tests/inprocess.py).
 """
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from inprocess import autobench
 
 from autobench.escape import markdown, markdown_block
 from autobench.ledger import NewRun, open_ledger
@@ -24,13 +24,7 @@ def ledger_with(path: Path, *runs: dict) -> Path:
 
 
 def report(tmp_path: Path, ledger: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "autobench", "report", "--index", "--ledger", str(ledger), "-o", "docs", "--no-plots"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    return autobench("report", "--index", "--ledger", ledger, "-o", "docs", "--no-plots", cwd=tmp_path)
 
 
 @pytest.mark.parametrize("name", ["../../../../tmp/x", "../escape", "a/b", "/abs/x", "x\n", "..", "UPPER"])

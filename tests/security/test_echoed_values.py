@@ -4,16 +4,16 @@ and 14).
 A token written where a recipe field expects something else (``model: {repo: hf_...}``) is
 refused by the schema; the refusal must not repeat it -- in validate, compile, run --dry-run
 and record alike, and in every literal- or pattern-checked field.  Values holding ESC / CR /
-bidi overrides are shown escaped.  Real CLI subprocesses, real files.
+bidi overrides are shown escaped.  The CLI's entry point in-process (tests/inprocess.py), real files.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+import inprocess
 import pytest
 
 TOKEN = "hf_" + "AbCdEfGhIjKlMnOpQrStUvWx0123"
@@ -39,9 +39,7 @@ FIELDS = [
 
 def autobench(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "AUTOBENCH_LEDGER": str(cwd / "ledger.db")}
-    return subprocess.run(
-        [sys.executable, "-m", "autobench", *args], capture_output=True, text=True, timeout=60, cwd=cwd, env=env
-    )
+    return inprocess.autobench(*args, cwd=cwd, env=env)
 
 
 def write_recipe(tmp_path: Path, key: str, value: object) -> Path:
