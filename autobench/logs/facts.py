@@ -160,8 +160,6 @@ BOOT_PATTERNS: list[FactPattern] = [
         r"init engine \(profile, create kv cache, warmup model\) took " + _NUM + r" s",
         lambda m: {"engine_init_s": _f(m[1])},
     ),
-    # uvicorn, after the routes are up
-    _p("startup complete", r"Application startup complete", lambda m: {"ready": True}),
 ]
 
 BOOT_KEYS: tuple[str, ...] = (

@@ -19,16 +19,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from autobench.logs.unwrap import strip_ansi, unwrap
+from autobench.logs.unwrap import strip_ansi, strip_controls, unwrap
 
-__all__ = ["Record", "is_progress", "split_records", "strip_ansi", "unwrap"]
+__all__ = ["Record", "is_progress", "split_records", "strip_ansi", "strip_controls", "unwrap"]
 
-# (EngineCore pid=123) (EngineCore_DP0 pid=9) (VllmWorker rank=0 pid=9)
-# (Worker_TP0_EP0 pid=1) (APIServer pid=1) (RayWorkerWrapper pid=2202490)
-# Ray nests them: (MapWorker(MapBatches(vLLMEngineStageUDF)) pid=1) (Worker pid=2)
-_PROC = re.compile(r"\((?P<proc>[A-Za-z_][\w.()-]*?(?: [A-Za-z_]+=[\w.:-]+)*? pid=\d+)\) ?")
-# A process prefix that starts a new record in the middle of a physical line.
-_PROC_MID = re.compile(r"\s*(?<!\()(?=\([A-Za-z_][\w.-]*(?: [A-Za-z_]+=[\w.:-]+)*? pid=\d+\))")
+# (EngineCore pid=123) (EngineCore_DP0 pid=9) (VllmWorker rank=0 pid=9) (VllmWorker TP1 pid=9)
+# (Worker_TP0_EP0 pid=1) (APIServer pid=1) (RayWorkerWrapper pid=2202490, ip=10.0.0.1)
+# Ray nests them: (MapWorker(MapBatches(vLLMEngineStageUDF)) pid=1) (Worker pid=2).
+# Every quantifier is bounded: a match costs at most a constant number of steps.
+_PROC = re.compile(
+    r"\((?P<proc>[A-Za-z_][\w.()-]{0,120}?(?: [A-Za-z_][\w.:-]{0,40}(?:=[\w.:-]{1,64})?){0,4}? pid=\d{1,10}"
+    r"(?:, ip=[\w.:-]{0,64})?)\) ?"
+)
+_PROC_LOOKBACK = 200  # how far before "pid=" a process prefix can start
 
 # vLLM's own header, both generations:
 #   INFO 04-27 10:11:03 llm_engine.py:70] msg            (V0, <= 0.8)
@@ -45,8 +48,6 @@ _UVICORN = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?: +|$)")
 _GLOG = re.compile(r"^(?:\[rank\d+\]:)?\[(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?(?P<src>[\w.]+:\d+)\] ?")
 _GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 
-_TQDM = re.compile(r"\d+%\|.*\|.*(?:it/s|s/it|\?it/s)")
-
 
 @dataclass(frozen=True, slots=True)
 class Record:
@@ -59,8 +60,38 @@ class Record:
 
 
 def is_progress(text: str) -> bool:
-    """A tqdm progress bar (the last frame of a \\r-rewritten line)."""
-    return "%|" in text and _TQDM.search(text) is not None
+    """A tqdm progress bar (the last frame of a \\r-rewritten line): a percentage, a bar
+    between "|" and "|", then a rate.  String searches only: linear in the line's length."""
+    bar = text.find("%|")
+    if bar < 1 or not text[bar - 1].isdigit():
+        return False
+    end = text.find("|", bar + 2)
+    if end == -1:
+        return False
+    rest = text[end + 1 :]
+    return "it/s" in rest or "s/it" in rest
+
+
+def _cuts(segment: str) -> list[int]:
+    """Where process prefixes start records in the middle of ``segment`` (interleaved
+    writers): the first "(" before each "pid=" that opens a whole prefix, not directly after
+    another "(" (Ray nests its prefixes).  Each "pid=" looks back a bounded distance and each
+    try is a bounded match: linear in the segment's length."""
+    cuts: list[int] = []
+    done = 0
+    pos = segment.find("pid=", 1)
+    while pos != -1:
+        i = segment.find("(", max(done, pos - _PROC_LOOKBACK), pos)
+        while i != -1:
+            if i > 0 and segment[i - 1] != "(":
+                m = _PROC.match(segment, i)
+                if m is not None and m.end() > pos:
+                    cuts.append(i)
+                    done = m.end()
+                    break
+            i = segment.find("(", i + 1, pos)
+        pos = segment.find("pid=", pos + 4)
+    return cuts
 
 
 def _record(text: str) -> Record:
@@ -92,7 +123,7 @@ def _record(text: str) -> Record:
 
 def split_records(line: str) -> list[Record]:
     """All logical records of one physical line (without its newline)."""
-    line = strip_ansi(line.rstrip("\r\n"))
+    line = strip_controls(line.rstrip("\r\n"))
     out: list[Record] = []
     # tqdm redraws with \r; every segment is a frame or a record that followed it.
     for segment in line.split("\r") if "\r" in line else (line,):
@@ -100,8 +131,16 @@ def split_records(line: str) -> list[Record]:
         if not segment.strip() or is_progress(segment):
             continue
         # Interleaved writers: a process prefix after the start begins a new record.
-        interleaved = segment.find("pid=", 1) != -1
-        parts = [p for p in _PROC_MID.split(segment) if p.strip()] if interleaved else [segment]
+        cuts = _cuts(segment) if segment.find("pid=", 1) != -1 else []
+        if cuts:
+            bounds = [0, *cuts, len(segment)]
+            parts = [
+                segment[a:b].rstrip() if b != len(segment) else segment[a:b]
+                for a, b in zip(bounds, bounds[1:], strict=False)
+            ]
+            parts = [p for p in parts if p.strip()]
+        else:
+            parts = [segment]
         for part in parts:
             rec = _record(unwrap(part))
             if rec.msg.strip():

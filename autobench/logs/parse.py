@@ -23,6 +23,7 @@ checks it against that path on mixed logs, tiny blocks and odd line endings).
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
 import re
@@ -46,9 +47,10 @@ from autobench.logs.facts import (
     SpecSummary,
     StatsSummary,
 )
-from autobench.logs.lines import split_records
+from autobench.logs.lines import Record, split_records
 from autobench.logs.rootcause import NEEDLES as CAUSE_NEEDLES
 from autobench.logs.rootcause import RootCause, RootCauseTracker, boot_oom
+from autobench.logs.unwrap import INVISIBLE_CHARS
 
 # Bytes per read.  1-16 MiB all run at the same speed; peak RSS grows with the block
 # (about 25 MiB at 2 MiB, 52 MiB at 8 MiB), see docs/logs.md "Speed".
@@ -126,6 +128,7 @@ class LogReport:
     spec_decode: dict[str, Any] | None = None
     lines: dict[str, int] = field(default_factory=dict)  # fact name -> 1-based line number
     lines_read: int = 0
+    encoding: str | None = None  # how the bytes were read (docs/logs.md "Encodings"); None: text given
 
     def to_json_dict(self) -> dict[str, Any]:
         """Flat, JSON-safe dict (see docs/logs.md for every key)."""
@@ -135,6 +138,7 @@ class LogReport:
         out["spec_decode"] = self.spec_decode
         out["lines"] = dict(self.lines)
         out["lines_read"] = self.lines_read
+        out["encoding"] = self.encoding
         return out
 
 
@@ -144,7 +148,15 @@ _TEARDOWN_NEEDLE = TEARDOWN_MARK[1:]  # no "[" first: vLLM's "[core.py:1]" would
 # Evidence that the server served a request: an access line of a POST, or vLLM's own
 # request log lines.
 _POST_B = b'"POST '
+_OK_B = b'" 2'  # the status after the request line: 2xx
 _REQUEST_NEEDLES = ("Received request", "Added request")
+# Readiness (docs/logs.md "Ready means vLLM's server is up"): uvicorn's startup line, bound to
+# vLLM's own API server -- its process ("(APIServer pid=N)"), or, without process prefixes,
+# the last server the log announced: vLLM's ("Starting vLLM API server %d on %s",
+# api_server.py; "Available routes are:" / "Route: %s, Methods: %s", launcher.py) and not a
+# plug-in's (LMCache's "Starting LMCache HTTP server on http://...").
+_STARTUP = "Application startup complete"
+_READY_NEEDLES = (_STARTUP, "erver on http", "Available routes", "Route: /")
 
 
 class _Parser:
@@ -156,6 +168,7 @@ class _Parser:
         self.teardown_line = teardown_line  # lines after it are autobench's teardown
         self.ready_line: int | None = None
         self.served_line: int | None = None  # the first request served after ready
+        self._foreign_server = False  # the last server announced is not vLLM's
         self._pending_age = 0
         self._oom_unserved = False
         self._refresh()
@@ -168,13 +181,25 @@ class _Parser:
         V0's access line for the request that ran out comes after its traceback."""
         return self.served_line is None and (not self._cause_done or self._oom_unserved)
 
-    def _served(self, lineno: int) -> None:
+    def _served(self, lineno: int, ok: bool = True) -> None:
+        """A request reached the server at ``lineno``; ``ok``: it was answered (2xx) or
+        accepted by vLLM itself -- evidence of serving, which makes the server ready."""
         if self.served_line is None:
             self.served_line = lineno
             # a server that served a request was up, even when the log (an excerpt) never
             # says so: what fails from here on is a runtime failure
             self.cause.ready = True
+            if ok:
+                self._ready(lineno)
             self._refresh()
+
+    def _ready(self, lineno: int) -> None:
+        report = self.report
+        if not report.ready:
+            report.ready = True
+            report.lines["ready"] = lineno
+            self.ready_line = lineno
+            self.cause.ready = True
 
     def teardown(self) -> None:
         """Autobench began to stop the server: what follows is no cause."""
@@ -189,7 +214,10 @@ class _Parser:
         self._cause_done = self.cause.done
         self._oom_unserved = self._cause_done and not self.cause.stopped and boot_oom(self.cause.cause)
         needles = set(SPEC_NEEDLES)
+        needles.update(INVISIBLE_CHARS)  # may hide inside any needle: the full path strips them
         needles.update(p.needle for p in BOOT_PATTERNS if not all(k in known for k in p.keys))
+        if not self.report.ready:
+            needles.update(_READY_NEEDLES)
         if not self._cause_done:
             needles.update(CAUSE_NEEDLES)
             needles.add("assert")
@@ -222,10 +250,12 @@ class _Parser:
                 if b"Traceback" not in raw and b"Error" not in raw and b"metrics" not in raw:
                     for m in STATS_BYTES.finditer(raw):
                         self.stats.add(m, lineno)
+                        if not self.report.ready and int(m[3]) > 0:
+                            self._served(lineno)  # engine stats with running requests: serving
                     return
             elif _ACCESS_B in raw:
                 if self._want_post and _POST_B in raw:
-                    self._served(lineno)
+                    self._served(lineno, _OK_B in raw)
                 return  # uvicorn access lines state no fact and no cause
             elif _DEBUG_NEEDLE in raw and _DEBUG_B.search(raw):
                 return  # DEBUG records state no fact and no cause
@@ -243,6 +273,8 @@ class _Parser:
             if STATS_NEEDLE in msg:
                 for m in STATS.finditer(msg):
                     self.stats.add(m, lineno)
+                    if not report.ready and int(m[3]) > 0:
+                        self._served(lineno)
                 continue
             if "metrics" in msg and any(n in msg for n in SPEC_NEEDLES):
                 self.spec.add(msg, lineno)
@@ -257,11 +289,12 @@ class _Parser:
                         if key not in report.lines:
                             setattr(report, key, value)
                             report.lines[key] = lineno
-                    if report.ready and self.ready_line is None:
-                        cause.ready = True
-                        self.ready_line = report.lines["ready"]
+            if not report.ready:
+                self._readiness(rec, msg, lineno)
             if self._want_post and any(n in msg for n in _REQUEST_NEEDLES):
                 self._served(lineno)
+            elif self._want_post and _ACCESS_B.decode() in msg and _POST_B.decode() in msg:
+                self._served(lineno, _OK_B.decode() in msg)
             if (feed_cause or self._oom_unserved) and msg.startswith(TEARDOWN_MARK):
                 self.teardown()
                 feed_cause = False
@@ -273,6 +306,19 @@ class _Parser:
                 cause.feed(rec, lineno)
         if len(report.lines) != self._facts_known or (feed_cause and cause.done):
             self._refresh()
+
+    def _readiness(self, rec: Record, msg: str, lineno: int) -> None:
+        """Readiness from one record (see :data:`_READY_NEEDLES`)."""
+        if _STARTUP in msg:
+            proc = rec.proc or ""
+            if proc.startswith("APIServer") or (not proc and not self._foreign_server):
+                self._ready(lineno)
+        elif "erver on http" in msg:
+            self._foreign_server = "vLLM" not in msg
+        elif "Available routes" in msg or msg.startswith("Route: /"):
+            self._foreign_server = False
+        elif rec.src is not None and rec.src.startswith("serving") and rec.level in ("INFO", "ERROR"):
+            self._served(lineno)  # vLLM's request handlers (entrypoints/openai/serving*.py) logged
 
     def feed_lines(self, lines: list[bytes], base: int) -> None:
         """``feed(lines[k], base + k + 1)`` for every k, in bulk: the same decisions,
@@ -366,6 +412,13 @@ class _Parser:
         if self.stats.first_line is None:
             first = next(k for k in run if search(lines[k]))
         self.stats.add_rows(rows, base + first + 1, base + last + 1)
+        if not self.report.ready and self.stats.running_max > 0:
+            # engine stats with running requests: the server was serving (the first such line)
+            for k in run:
+                m = search(lines[k])
+                if m is not None and int(m[3]) > 0:
+                    self._served(base + k + 1)
+                    break
 
     def finish(self, lines_read: int) -> LogReport:
         report = self.report
@@ -390,7 +443,88 @@ class _Parser:
         return report
 
 
-def _open(path: str | os.PathLike[str]) -> IO[bytes]:
+# Byte-order marks, longest first (a UTF-32 LE mark starts like a UTF-16 LE one).
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+)
+
+
+def sniff_encoding(head: bytes) -> tuple[str, int]:
+    """The encoding of a log from its first bytes, and the length of its byte-order mark.
+
+    A byte-order mark decides (UTF-32/16 in either byte order, UTF-8); without one the text
+    is UTF-8 when the head decodes as UTF-8 (a character cut at the end of the head aside),
+    else Latin-1, which decodes any byte (an editor's "ANSI" save of an accented path)."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            return name, len(bom)
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:
+            return "latin-1", 0
+    return "utf-8", 0
+
+
+class _Transcoder(io.RawIOBase):
+    """A binary stream read in ``encoding`` and handed on as UTF-8 bytes, block by block
+    (an incremental decoder: a character split by a block boundary is kept for the next)."""
+
+    def __init__(self, raw: IO[bytes], encoding: str, first: bytes) -> None:
+        self._raw = raw
+        self._decoder = codecs.getincrementaldecoder(encoding)("replace")
+        self._pending = first
+        self._done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._done:
+            chunk = self._raw.read(size if size and size > 0 else BLOCK_SIZE)
+            if not chunk:
+                self._done = True
+                return self._decoder.decode(self._pending, final=True).encode("utf-8")
+            data, self._pending = self._pending + chunk, b""
+            out = self._decoder.decode(data).encode("utf-8")
+            if out:
+                return out
+        return b""
+
+
+def _reader(f: IO[bytes], head: bytes) -> tuple[IO[bytes], str]:
+    """``f`` (already read up to ``head``) as UTF-8 bytes from its start, and its encoding."""
+    encoding, bom = sniff_encoding(head)
+    if encoding == "utf-8":
+        return cast(IO[bytes], _Chain(head, f)), encoding
+    if encoding == "utf-8-sig":
+        return cast(IO[bytes], _Chain(head[bom:], f)), encoding
+    return cast(IO[bytes], _Transcoder(f, encoding, head[bom:])), encoding
+
+
+class _Chain(io.RawIOBase):
+    """``head`` then the rest of ``f``: a stream whose first bytes were read to sniff it."""
+
+    def __init__(self, head: bytes, f: IO[bytes]) -> None:
+        self._head = head
+        self._f = f
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            out, self._head = self._head, b""
+            return out
+        return self._f.read(size)
+
+
+def _open(path: str | os.PathLike[str]) -> tuple[IO[bytes], IO[bytes], str]:
+    """The opened file, a UTF-8 view of it, and its encoding."""
     p = Path(path)
     try:
         if p.is_dir():
@@ -407,14 +541,16 @@ def _open(path: str | os.PathLike[str]) -> IO[bytes]:
     except OSError as exc:
         f.close()
         raise LogError(f"{p}: cannot read: {exc.strerror or exc}") from exc
-    if b"\x00" in head:
+    encoding, _ = sniff_encoding(head)
+    if b"\x00" in head and not encoding.startswith(("utf-16", "utf-32")):
         f.close()
         raise LogError(
-            f"{p} looks binary (NUL bytes in its first {_SNIFF} bytes), not a text log",
+            f"{p} looks binary (NUL bytes in its first {_SNIFF} bytes and no UTF-16/32 byte-order mark), "
+            "not a text log",
             hint="pass the text log the server wrote",
         )
-    f.seek(0)
-    return f
+    stream, encoding = _reader(f, head)
+    return f, stream, encoding
 
 
 def _feed_reader(
@@ -456,12 +592,20 @@ def _feed_reader(
     return n
 
 
-def _feed_iterable(parser: _Parser, source: Iterable[str] | Iterable[bytes], batch_size: int = _BATCH) -> int:
-    """Feed an iterable of lines (each one physical line, newline or not) in batches."""
+def _feed_iterable(
+    parser: _Parser, source: Iterable[str] | Iterable[bytes], batch_size: int = _BATCH
+) -> tuple[int, str | None]:
+    """Feed an iterable of lines (each one physical line, newline or not) in batches; returns
+    the line count and the encoding read ("utf-8" for bytes, None for text the caller decoded)."""
     n = 0
+    encoding: str | None = None
     batch: list[bytes] = []
     for raw in source:
-        batch.append(raw.encode("utf-8", "replace") if isinstance(raw, str) else raw)
+        if isinstance(raw, str):
+            raw = raw.encode("utf-8", "replace")
+        else:
+            encoding = "utf-8"
+        batch.append(raw)
         if len(batch) == batch_size:
             parser.feed_lines(batch, n)
             n += len(batch)
@@ -469,7 +613,7 @@ def _feed_iterable(parser: _Parser, source: Iterable[str] | Iterable[bytes], bat
     if batch:
         parser.feed_lines(batch, n)
         n += len(batch)
-    return n
+    return n, encoding
 
 
 def parse_log(
@@ -487,11 +631,22 @@ def parse_log(
     for a missing, unreadable or binary file.
     """
     parser = _Parser(teardown_line)
+    encoding: str | None
     if isinstance(path_or_lines, (str, os.PathLike)):
-        with _open(path_or_lines) as f:
-            n = _feed_reader(parser, f, str(path_or_lines))
+        f, stream, encoding = _open(path_or_lines)
+        with f:
+            n = _feed_reader(parser, stream, str(path_or_lines))
     elif isinstance(path_or_lines, (io.RawIOBase, io.BufferedIOBase)):
-        n = _feed_reader(parser, cast(IO[bytes], path_or_lines), getattr(path_or_lines, "name", "log stream"))
+        name = getattr(path_or_lines, "name", "log stream")
+        raw = cast(IO[bytes], path_or_lines)
+        try:
+            head = raw.read(_SNIFF) or b""
+        except OSError as exc:
+            raise LogError(f"{name}: read failed: {exc.strerror or exc}") from exc
+        stream, encoding = _reader(raw, head)
+        n = _feed_reader(parser, stream, name)
     else:
-        n = _feed_iterable(parser, path_or_lines)
-    return parser.finish(n)
+        n, encoding = _feed_iterable(parser, path_or_lines)
+    report = parser.finish(n)
+    report.encoding = encoding
+    return report

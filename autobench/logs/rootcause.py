@@ -44,6 +44,25 @@ _TABLE: list[tuple[str, str, str | None]] = [
         r"|CUDA driver (?:version )?is (?:too old|insufficient)|NVML_ERROR_LIB_RM_VERSION_MISMATCH",
     ),
     (
+        "gpu_fault",
+        "the GPU faulted inside a kernel (illegal address, device-side assert): rerun with "
+        "CUDA_LAUNCH_BLOCKING=1 to locate the kernel, try --enforce-eager, turn off the newest feature in "
+        "use (speculative decoding, async scheduling), and report it to vLLM with that kernel named",
+        r"illegal memory access|[Dd]evice-side assert triggered|Assertion `[^`]{1,300}` failed|cudaErrorIllegalAddress"
+        r"|unspecified launch failure|misaligned address|illegal instruction was encountered"
+        r"|Memory access fault by GPU|GPU core dump|\bXid \d{1,4}\b",
+    ),
+    (
+        "collective_timeout",
+        "a collective or an RPC between the engine and its workers timed out: one worker hung or died "
+        "(read its own output; NCCL_DEBUG=INFO), a step was slower than the timeout (raise VLLM_RPC_TIMEOUT "
+        "or VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS), or the interconnect stalled",
+        r"Watchdog caught collective operation timeout|collective operation timeout"
+        r"|RPC call to \S{1,64} timed out|shm_broadcast\.py|acquire_read"
+        r"|[Tt]imed out waiting for (?:the )?(?:workers?|engine|all.?reduce|barrier|peer)"
+        r"|ProcessGroupNCCL.{0,200}[Tt]imeout|NCCL.{0,100}timed out",
+    ),
+    (
         "distributed",
         "the workers could not connect or be placed: check NCCL/Gloo networking (NCCL_DEBUG=INFO), shared "
         "memory (--ipc=host or a larger --shm-size) and that every node has the GPUs the parallel sizes need",
@@ -65,6 +84,17 @@ _TABLE: list[tuple[str, str, str | None]] = [
         r"|not a valid git identifier \(branch name, tag name or commit id\)",
     ),
     (
+        "hub_unavailable",
+        "the Hub was unreachable or busy (rate limit, server error, network timeout): retry later, pass "
+        "HF_TOKEN by name (authenticated limits are higher), or download the model once and run with "
+        "HF_HUB_OFFLINE=1",
+        r"\b429 Client Error|Too Many Requests|[Rr]ate.?limit(?:ed)?\b|\b50[0-4] Server Error"
+        r"|Service (?:Temporarily )?Unavailable|Gateway Time-?out|Bad Gateway"
+        r"|huggingface\.co.{0,200}(?:timed out|[Mm]ax retries exceeded|Temporary failure in name resolution"
+        r"|Name or service not known|Connection (?:refused|reset))"
+        r"|We couldn't connect to 'https://huggingface\.co'",
+    ),
+    (
         "kv_page_size",
         "hybrid (mamba + attention) KV page sizes do not line up: set --block-size explicitly, change the KV "
         "cache dtype, or use a vLLM release that supports this model",
@@ -74,11 +104,18 @@ _TABLE: list[tuple[str, str, str | None]] = [
         r"|maximum page size|unify by adjusting block_size",
     ),
     (
+        "draft_model",
+        "the draft model of speculative decoding failed to load or run: check that the draft checkpoint "
+        "is in the format this vLLM expects for the method (weight names, hidden size and vocabulary "
+        "matching the target), and that the method supports the parallel sizes in use",
+        r"[Dd]rafter\b|[Dd]raft (?:model )?weights?|[Dd]raft model (?:does not|doesn't) support"
+        r"|spec_decode/|eagle\w{0,20}\.py|medusa\w{0,20}\.py|mtp\w{0,20}\.py|config/speculative\.py",
+    ),
+    (
         "speculative_config",
         "check the speculative-decoding settings: method, draft model and num_speculative_tokens, and whether "
         "this vLLM supports that method with this target model",
-        r"[Ss]peculative|SpeculativeConfig|num_speculative_tokens|[Dd]raft model|draft_model|\bEAGLE|[Ee]agle\d?\b"
-        r"|spec_decode",
+        r"[Ss]peculative|SpeculativeConfig|num_speculative_tokens|[Dd]raft model|draft_model|\bEAGLE|[Ee]agle\d?\b",
     ),
     (
         "gpu_memory",
@@ -98,12 +135,15 @@ _TABLE: list[tuple[str, str, str | None]] = [
         None,  # a gpu_memory out-of-memory error after the server was ready
     ),
     (
-        "compile_failed",
-        "torch.compile or Triton failed: retry with --enforce-eager (or compilation level 0), clear "
-        "~/.cache/vllm/torch_compile_cache, or use a matching torch/Triton build",
-        r"torch\._dynamo|torch\._inductor|BackendCompilerFailed|InductorError|triton\.compiler"
-        r"|CompilationError|TritonError|[Tt]riton (?:[Ee]rror|compil)|ptxas (?:fatal|error)|nvcc fatal"
-        r"|failed to compile|Compilation failed|torch\.compile|triton\.runtime\.errors|OutOfResources",
+        "toolchain_missing",
+        "a compiler or header a just-in-time build needs is missing (FlashInfer/DeepGEMM/Triton build "
+        "kernels at start): install the CUDA toolkit (nvcc) and set CUDA_HOME, install gcc and the Python "
+        "headers (python3-dev), or use an image that ships them or prebuilt kernels",
+        r"Could not find nvcc|nvcc: not found|nvcc: No such file|No such file or directory: '(?:nvcc|gcc|g\+\+|cc"
+        r"|c\+\+|clang|ninja)'|Python\.h: No such file|fatal error: [\w/.+-]{1,120}\.h: No such file"
+        r"|Failed to find C compiler|CUDA_HOME (?:environment variable )?is not set|cuda_home='[^']{0,200}' doesn't"
+        r"|Cannot find CUDA at CUDA_HOME|[Nn]o CUDA runtime is found|ninja: (?:command )?not found"
+        r"|Ninja is required",
     ),
     (
         "missing_kernel",
@@ -111,11 +151,20 @@ _TABLE: list[tuple[str, str, str | None]] = [
         "choose another quantization, attention backend or dtype, a GPU with the compute capability it needs, "
         "or matching wheels",
         r"Failed to find a kernel that can implement|no kernel image is available|not supported for the current GPU"
-        r"|[Mm]inimum capability|compute capability|CUDA [Cc]apability|No \S+ MoE backend supports"
+        r"|device kernel image is invalid|[Mm]inimum capability|compute capability|CUDA [Cc]apability"
+        r"|No \S{1,64} MoE backend supports"
         r"|is not valid for this configuration"
         r"|undefined symbol|not compiled with|is not supported on this (?:GPU|device)|requires (?:a )?GPU with"
         r"|FlashAttention only supports|does not support (?:the )?(?:current|this) (?:GPU|device)"
         r"|Bfloat16 is only supported on GPUs with|No available (?:attention )?backend|sm_\d+ is not",
+    ),
+    (
+        "compile_failed",
+        "torch.compile or Triton failed: retry with --enforce-eager (or compilation level 0), clear "
+        "~/.cache/vllm/torch_compile_cache, or use a matching torch/Triton build",
+        r"torch\._dynamo|torch\._inductor|BackendCompilerFailed|InductorError|triton\.compiler"
+        r"|CompilationError|TritonError|[Tt]riton (?:[Ee]rror|compil)|ptxas (?:fatal|error)|nvcc fatal"
+        r"|failed to compile|Compilation failed|torch\.compile|triton\.runtime\.errors|OutOfResources",
     ),
     (
         "unsupported_model",
@@ -183,29 +232,87 @@ _OOM = re.compile(r"out of memory|OutOfMemoryError|CUBLAS_STATUS_ALLOC_FAILED")
 # Categories an API server reports for one bad request once it serves: not a server failure.
 _REQUEST_LEVEL = frozenset({"other", "tokenizer", "config_validation", "launcher_usage", "assertion"})
 
-# Messages that only say "something above failed".
-_WRAPPER = re.compile(
-    r"EngineCore failed to start|Engine core initialization failed|EngineDeadError"
-    r"|EngineCore encountered (?:an issue|a fatal error)|EngineCore hit an exception"
-    r"|WorkerProc failed to start|WorkerProc hit an exception|Worker proc \S+ died unexpectedly"
+# Messages that only say "something above failed" (the wrappers), by when they can happen:
+# at start-up only (vllm/v1/engine/core.py "EngineCore failed to start.", utils.py "Engine core
+# initialization failed. See root cause above.", multiproc_executor.py "WorkerProc failed to
+# start."), only once the engine ran (exceptions.py EngineDeadError "EngineCore encountered an
+# issue. See stack trace (above) for the root cause.", core.py "EngineCore encountered a fatal
+# error.", async_llm.py "AsyncLLM output_handler failed.", V0 launcher.py "MQLLMEngine is
+# already dead, terminating server process"), or either ("EngineCore hit an exception",
+# "Error executing method", "Exception in worker": by whether the server was ready).
+_WRAPPER_STARTUP = re.compile(
+    r"EngineCore failed to start|Engine core initialization failed|WorkerProc failed to start"
     r"|WorkerProc initialization failed|initialization failed due to an exception in a background process"
-    r"|Engine core proc \S+ died unexpectedly|Error executing method|Exception in worker|MQLLMEngine terminated"
     r"|failed to start the engine|Engine process failed to start"
 )
+_WRAPPER_RUNTIME = re.compile(
+    r"EngineDeadError|EngineGenerateError|EngineCore encountered (?:an issue|a fatal error)"
+    r"|WorkerProc hit an exception|MQLLMEngine terminated|MQLLMEngine is already dead|output_handler failed"
+)
+_WRAPPER = re.compile(
+    _WRAPPER_STARTUP.pattern + "|" + _WRAPPER_RUNTIME.pattern + r"|EngineCore hit an exception"
+    r"|Error executing method|Exception in worker"
+)
 _WRAPPER_EXC = {"EngineDeadError", "EngineGenerateError"}
+# A process's death, named by the one that watched it: core_client.py "Engine core proc %s died
+# unexpectedly, shutting down client.", multiproc_executor.py "Worker proc %s died unexpectedly,
+# shutting down executor.", ray_executor "RayWorkerProc rank=%s died unexpectedly", V0
+# multiproc_worker_utils.py "Worker %s pid %s died, exit code: %s".  It says what died, not why:
+# it ranks below a stated cause and above the wrappers (docs/logs.md "First real statement").
+_DEATH = re.compile(r"(?:[Pp]roc|Worker)\b.{0,80}? died(?: unexpectedly|, exit code)")
+# A failure stated in words with its reason after a colon (KServe's "Failed to start model
+# server: integer division or modulo by zero"): a cause even when its reason fits no category.
+_FAILED_TO = re.compile(r"\b[Ff]ailed to [a-z]{2,20}(?: [\w.-]{1,40}){0,4}: \S")
 # A stop by signal: an interrupted boot says nothing more; after the server was ready it is no failure.
 _SIGNAL_EXC = {"KeyboardInterrupt", "SystemExit", "CancelledError"}
+# Lines that describe state, never a cause: vLLM's input dump after a crash
+# (vllm/v1/engine/dump_input.py: "Dumping input data for V1 LLM engine (v%s) with config: %s",
+# "Dumping scheduler output for model execution: %s", "Dumping scheduler stats: %s",
+# "Dumping scheduler diagnostic snapshot: %s", and logger.exception("Error preparing object to
+# dump") with the dumping code's own traceback), the config echo ("Initializing a V1 LLM engine
+# (v%s) with config: %s", "non-default args: %s", V0 "args: Namespace(...)").
+_STATE_PREFIXES = (
+    "Dumping input data",
+    "Dumping scheduler ",
+    "Error preparing object to dump",
+    "Initializing a V1 LLM engine",
+    "Initializing an LLM engine",
+    "Initializing a V0 LLM engine",
+    "non-default args:",
+    "args: Namespace(",
+)
+_STATE_SOURCES = ("dump_input.py",)
+# Where an API server's request handlers log (entrypoints/openai/serving_*.py, .../serving.py):
+# an error there after the server was ready is one bad request.  Engine-side sources never are.
+_ENGINE_SOURCES = (
+    "core.py",
+    "engine.py",
+    "llm_engine.py",
+    "async_llm_engine.py",
+    "multiproc_",
+    "worker",
+    "gpu_",
+    "model_runner",
+    "ray_",
+    "executor",
+)
 
+# An exception line: "[pkg.]SomethingError: text" (or its repr, "ValueError('text')", as V0's
+# engine logged it).
 _EXC = re.compile(
-    r"^(?:[A-Za-z_]\w*\.)*(?P<exc>[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure)|Unsupported|OutOfResources)"
-    r"(?:: ?(?P<text>.*))?$"
+    r"^(?:[A-Za-z_]\w{0,100}\.){0,16}(?P<exc>[A-Z]\w{0,100}?(?:Error|Exception|Exit|Interrupt|Failure)"
+    r"|Unsupported|OutOfResources|BackendCompilerFailed)"
+    r"(?:: ?(?P<text>.*)|\((?P<repr>.*)\))?$"
 )
 _FRAME = re.compile(
-    r'^\s*File (?:"(?P<path>[^"]+)", line (?P<line>\d+)|(?P<jpath>\S+\.py):(?P<jline>\d+))'
-    r"(?:, in (?P<func>[\w.<>]+))?"
+    r'^\s{0,64}File (?:"(?P<path>[^"]{1,1024})", line (?P<line>\d{1,9})|(?P<jpath>\S{1,1024}?\.py):(?P<jline>\d{1,9}))'
+    r"(?:, in (?P<func>[\w.<>]{1,200}))?"
 )
+# Frames of the drafter (speculative decoding): an exception raised below one is the draft's.
+_DRAFT_FRAME = re.compile(r"spec_decode/|/eagle\w{0,20}\.py|/medusa\w{0,20}\.py|/mtp\w{0,20}\.py|drafter|_draft")
+_PYDANTIC_TYPE = re.compile(r"\s{0,64}\[type=.{0,2000}$")
 _PATH_SEP = re.compile(r"[\\/]")
-_CARETS = re.compile(r"^\s*[\^~]+\s*$")
+_CARETS = re.compile(r"^\s{0,256}[\^~]{1,4096}\s{0,64}$")
 # Cheap substrings: a record can only be a cause if one of these occurs in it.
 NEEDLES: tuple[str, ...] = (
     "Error",
@@ -239,6 +346,13 @@ NEEDLES: tuple[str, ...] = (
     # errors.OutOfResources) all contain "rror" already: every needle with a new first
     # letter costs every line of a long log a little
     "Unsupported",
+    # a process's death ("died unexpectedly", "died, exit code"), torch's C++ watchdog, an RPC
+    # or Hub timeout without an exception name, a missing compiler ("nvcc: not found")
+    "died",
+    "Watchdog caught",
+    "timed out",
+    "not found",
+    "Could not find",
 )
 _MAX_MESSAGE = 600
 
@@ -284,19 +398,50 @@ def hint(category: str | None) -> str | None:
     return HINTS.get(category or "")
 
 
+def is_state(rec: Record, stripped: str) -> bool:
+    """A record that describes state (an input dump, a config echo), never a cause."""
+    if rec.src is not None and rec.src.startswith(_STATE_SOURCES):
+        return True
+    if stripped.startswith("[") and "] " in stripped[:64]:  # a paste that cut the header: "[dump_input.py:72] ..."
+        head, _, rest = stripped.partition("] ")
+        if head[1:].startswith(_STATE_SOURCES):
+            return True
+        stripped = rest
+    return stripped.startswith(_STATE_PREFIXES)
+
+
+def _engine_side(rec: Record) -> bool:
+    proc = rec.proc or ""
+    return "EngineCore" in proc or "Worker" in proc or (rec.src is not None and rec.src.startswith(_ENGINE_SOURCES))
+
+
+# Categories that say nothing more specific than their words; the raising frames may.
+_VAGUE = ("other", "config_validation", "launcher_usage", "assertion")
+
+
 class RootCauseTracker:
-    """Streaming state: feed every candidate record in order, then read :attr:`cause`."""
+    """Streaming state: feed every candidate record in order, then read :meth:`result`.
+
+    Candidates rank by what they are (docs/logs.md "First real statement"): a stated cause
+    (an exception that is not a wrapper, or a message of a known cause), then a process's
+    death notice, then a wrapper, then a stop by signal; within a rank the first wins.  State
+    descriptions (input dumps, config echoes) are never candidates."""
 
     def __init__(self) -> None:
         self.cause: RootCause | None = None
+        self.failure: RootCause | None = None  # "Failed to start X: why" that names no known cause
+        self.death: RootCause | None = None
         self.wrapper: RootCause | None = None
-        self.ready = False  # set by the parser once the server said it is up
+        self.signal: RootCause | None = None
+        self.ready = False  # set by the parser once the server said it is up, or served
         self.stopped = False  # set by the parser where autobench's teardown began
         self._frame: dict[str | None, tuple[str, int, str | None]] = {}
+        self._draft: dict[str | None, bool] = {}  # the traceback so far passed through the drafter
         self._expect_code: dict[str | None, bool] = {}
         self._code: dict[str | None, str] = {}
         self._detail_for: str | None | bool = False  # proc awaiting a pydantic detail line
         self._frame_after = False  # ... or the raising frame, shown after a bare AssertionError
+        self._inner_for: str | None | bool = False  # proc whose "... raised:" awaits the inner exception
 
     @property
     def done(self) -> bool:
@@ -310,6 +455,7 @@ class RootCauseTracker:
         self.stopped = True
         self._detail_for = False
         self._frame_after = False
+        self._inner_for = False
         self._expect_code.clear()
 
     def feed(self, rec: Record, line: int) -> None:
@@ -320,10 +466,23 @@ class RootCauseTracker:
             self._expect_code.pop(proc, None)
             return
         stripped = msg.strip()  # never empty: split_records yields no blank record
-        if _CARETS.match(msg):
+        if _CARETS.match(msg) or is_state(rec, stripped):
             return
-        if not self.ready and rec.src is not None and rec.src.startswith("serving_"):
+        if not self.ready and rec.src is not None and rec.src.startswith("serving"):
             self.ready = True  # the API server's request handlers log it: the server was serving
+        if self._inner_for == proc and self.cause is not None:
+            self._inner_for = False
+            inner = _EXC.match(stripped)
+            if inner:  # torch's "BackendCompilerFailed: backend=... raised:" carries this one
+                self.cause.message = stripped[:_MAX_MESSAGE]
+                self.cause.line = line
+                self.cause.exception = inner.group("exc")
+                category = classify(stripped, self.ready)
+                if category not in _VAGUE:
+                    self.cause.category = category
+                self._detail_for = False
+                return
+            self._detail_for = False
         if self._frame_after and self._detail_for == proc and self.cause is not None:
             self._frame_after = False
             self._detail_for = False
@@ -344,7 +503,7 @@ class RootCauseTracker:
             if (msg[:1].isspace() or stripped.startswith("Value error,")) and not stripped.startswith(
                 "For further information"
             ):
-                self.cause.detail = re.sub(r"\s*\[type=.*$", "", stripped)[:_MAX_MESSAGE]
+                self.cause.detail = _PYDANTIC_TYPE.sub("", stripped)[:_MAX_MESSAGE]
                 if self.cause.category == "config_validation":
                     # "1 validation error for SpeculativeConfig" says little; its detail says what
                     self.cause.category = classify(self.cause.detail, self.ready)
@@ -354,6 +513,7 @@ class RootCauseTracker:
         if stripped.startswith("Traceback (most recent call last)"):
             self._frame.pop(proc, None)
             self._code.pop(proc, None)
+            self._draft.pop(proc, None)
             return
         fm = _FRAME.match(msg)
         if self._expect_code.pop(proc, False) and fm is None and msg[:1].isspace():
@@ -363,6 +523,8 @@ class RootCauseTracker:
             path = fm.group("path") or fm.group("jpath")
             lineno = int(fm.group("line") or fm.group("jline"))
             self._frame[proc] = (path, lineno, fm.group("func"))
+            if _DRAFT_FRAME.search(f"{path} {fm.group('func') or ''}"):
+                self._draft[proc] = True
             if fm.group("path") is not None:  # jupyter-style frames show no source line
                 self._expect_code[proc] = True
             return
@@ -370,36 +532,51 @@ class RootCauseTracker:
             return
         em = _EXC.match(stripped)
         if em:
-            self._exception(rec, line, em.group("exc"), (em.group("text") or "").strip(), stripped)
+            text = em.group("text") if em.group("text") is not None else em.group("repr")
+            self._exception(rec, line, em.group("exc"), (text or "").strip(), stripped)
             return
         if self.cause is None:
             category = classify(stripped, self.ready)
+            if _DEATH.search(stripped) and category in _VAGUE:
+                if self.death is None:
+                    self.death = RootCause("engine_died", stripped[:_MAX_MESSAGE], line)
+                return
             if _WRAPPER.search(stripped) and category in ("other", "config_validation", "launcher_usage"):
                 # "Exception in worker ... while processing method init_device: NCCL error: ..."
                 # states its cause; "EngineCore failed to start." does not
                 self._wrapper(stripped, line, None)
                 return
-            if category != "other" and not self._request_level(category, proc):
+            if category != "other" and not self._request_level(category, rec):
                 self._set(RootCause(category, stripped[:_MAX_MESSAGE], line))
+            elif self.failure is None and rec.level in (None, "ERROR", "CRITICAL"):
+                failed = _FAILED_TO.search(stripped)
+                if failed and not self._request_level("other", rec):
+                    self.failure = RootCause("other", stripped[:_MAX_MESSAGE], line)
 
-    def _request_level(self, category: str, proc: str | None) -> bool:
+    def _request_level(self, category: str, rec: Record) -> bool:
         """An error a serving API server logs for one bad request, not a failure of the server."""
-        return self.ready and category in _REQUEST_LEVEL and not (proc and ("EngineCore" in proc or "Worker" in proc))
+        return self.ready and category in _REQUEST_LEVEL and not _engine_side(rec)
 
     def _wrapper(self, full: str, line: int, exc: str | None) -> None:
         if self.wrapper is None:
-            category = "engine_died" if self.ready else "boot_failed"
+            if _WRAPPER_STARTUP.search(full):
+                category = "boot_failed"
+            elif _WRAPPER_RUNTIME.search(full) or (exc in _WRAPPER_EXC):
+                category = "engine_died"
+            else:
+                category = "engine_died" if self.ready else "boot_failed"
             self.wrapper = RootCause(category, full[:_MAX_MESSAGE], line, exception=exc, generic=True)
 
     def _exception(self, rec: Record, line: int, exc: str, text: str, full: str) -> None:
         proc = rec.proc
         frame = self._frame.pop(proc, None)
         code = self._code.pop(proc, None)
+        in_draft = self._draft.pop(proc, False)
         if self.cause is not None:
             return
         if exc in _SIGNAL_EXC:
-            if self.wrapper is None and not self.ready:
-                self.wrapper = RootCause("other", full[:_MAX_MESSAGE], line, exception=exc, generic=True)
+            if self.signal is None and not self.ready:
+                self.signal = RootCause("other", full[:_MAX_MESSAGE], line, exception=exc, generic=True)
             return
         category = classify(full, self.ready)
         if exc in _WRAPPER_EXC or (_WRAPPER.search(full) and category in ("other", "config_validation")):
@@ -409,11 +586,19 @@ class RootCauseTracker:
             # a bare assert: its source line (shown in the traceback) says what failed
             if not text and code and code.startswith("assert"):
                 full = code
-            # the raising function names the check when the message does not
-            category = classify(f"{full} {frame[2] or ''}" if frame else full, self.ready)
-            if category in ("other", "config_validation", "launcher_usage"):
-                category = "assertion"
-        if self._request_level(category, proc):
+            category = classify(full, self.ready)
+        if category in _VAGUE and frame is not None:
+            # the raising frame says where it failed (shm_broadcast.acquire_read, a drafter's
+            # load_weights): the message alone does not
+            path, _, func = frame
+            where = classify(f"{full} {path} {func or ''}", self.ready)
+            if where not in _VAGUE:
+                category = where
+        if category in _VAGUE and in_draft:
+            category = "draft_model"  # raised below a frame of the drafter
+        if exc == "AssertionError" and category in ("other", "config_validation", "launcher_usage"):
+            category = "assertion"
+        if self._request_level(category, rec):
             return  # a request-level error of a serving API server, not a failure of the server
         cause = RootCause(category, full[:_MAX_MESSAGE], line, exception=exc)
         if frame is not None:
@@ -423,6 +608,9 @@ class RootCauseTracker:
         self._set(cause)
         if exc.endswith("ValidationError"):
             self._detail_for = proc
+        elif text.endswith("raised:"):
+            self._detail_for = proc  # keeps the tracker open for the next record of this process
+            self._inner_for = proc
         elif exc == "AssertionError" and frame is None:
             self._detail_for = proc  # a paste may show the raising frame after the exception
             self._frame_after = True
@@ -432,4 +620,7 @@ class RootCauseTracker:
             self.cause = cause
 
     def result(self) -> RootCause | None:
-        return self.cause if self.cause is not None else self.wrapper
+        for found in (self.cause, self.failure, self.death, self.wrapper, self.signal):
+            if found is not None:
+                return found
+        return None

@@ -10,7 +10,9 @@ any number:
   (``0: ``);
 * paste artefacts: Markdown quote markers (``> ``, ``>> ``), emphasis or inline
   code around the whole line (``**...**``, ``*...*``, ``__...__``, `` `...` ``);
-* ANSI colour codes (also with the ESC mangled into U+FFFD, or spelled ``ESC``, by a paste).
+* terminal control sequences (colours, OSC titles/links; also with the ESC mangled into U+FFFD,
+  spelled ``ESC`` or ``^[``, or lost, by a paste) and invisible characters (zero-width, no-break
+  spaces).
 
 :func:`unwrap` strips them one layer at a time until none is left (at most
 :data:`MAX_LAYERS`), so ``> **vllm-1  | 2025-...Z ERROR ...**`` comes out as
@@ -24,9 +26,26 @@ import re
 
 MAX_LAYERS = 8
 
-# ESC[...m and the same sequence whose ESC was mangled into U+FFFD by a paste.
-# A paste may also show the ESC as the three letters "ESC".
-_ANSI = re.compile(r"(?:\x1b|\ufffd|ESC)\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# Terminal control sequences, each bounded (ECMA-48): CSI ``ESC [ params intermediates final``
+# (colours, cursor moves), OSC ``ESC ] text BEL`` or ``... ESC \`` (window titles, hyperlinks),
+# and two-byte ``ESC x`` escapes.  A paste may show the ESC as U+FFFD, as the letters "ESC",
+# or in caret notation "^[" (``cat -v``, ``less``).
+_ANSI = re.compile(
+    r"(?:\x1b|\ufffd|ESC|\^\[)\[[0-?]{0,32}[ -/]{0,4}[@-~]"
+    r"|\x1b\][^\x07\x1b]{0,4096}(?:\x07|\x1b\\)?"
+    r"|\x1b[@-Z\\-_]"
+)
+# A colour code whose ESC a paste dropped: " [36m(RayWorkerVllm pid=5085) [0m" (Ray's worker
+# prefix colours).  Only SGR ("...m") codes at the start or after a blank count.
+_BARE_SGR = re.compile(r"(?:^|(?<=\s))\[(?:\d{1,3};){0,4}\d{1,3}m ?")
+# Characters a terminal or a web page adds that a reader cannot see: zero-width space,
+# non-joiner and joiner, word joiner, a byte-order mark inside the text, soft hyphen; and
+# no-break spaces, read as spaces.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None) | {
+    0xA0: " ",
+    0x202F: " ",
+}
+INVISIBLE_CHARS = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u00a0\u202f"
 
 # docker logs --timestamps / kubectl --timestamps: 2025-10-15T00:06:46.700988901Z
 # (also with a space for the T, as log collectors print it: 2026-04-21 10:50:43)
@@ -54,9 +73,20 @@ _EMPHASIS = re.compile(r"(\*\*|__|\*|_|`+)(?=\S)(.*\S)\1\s*$")
 
 
 def strip_ansi(text: str) -> str:
-    if "\x1b" not in text and "\ufffd[" not in text and "ESC[" not in text:
-        return text
-    return _ANSI.sub("", text)
+    """``text`` without terminal control sequences (see :data:`_ANSI`, :data:`_BARE_SGR`)."""
+    if "\x1b" in text or "\ufffd[" in text or "ESC[" in text or "^[[" in text:
+        text = _ANSI.sub("", text)
+    if "m" in text and "[" in text and _BARE_SGR.search(text) is not None:
+        text = _BARE_SGR.sub("", text)
+    return text
+
+
+def strip_controls(text: str) -> str:
+    """``text`` without control sequences and invisible characters: what is matched is what a
+    reader of the terminal saw."""
+    if not text.isascii():
+        text = text.translate(_INVISIBLE)
+    return strip_ansi(text)
 
 
 def _layer(text: str) -> str | None:

@@ -24,12 +24,17 @@ from autobench.logs.parse import LogReport
 
 CORPUS = Path(__file__).parent / "corpus"
 INDEX = CORPUS / "index.yaml"
+R3 = Path(__file__).parent / "corpus_r3"  # issue #30's held-out set (its own index format)
 
 _TYPES = {f.name: str(f.type) for f in fields(LogReport)}
 
 
 def load_index() -> dict[str, dict[str, Any]]:
     return dict(YAML(typ="safe").load(INDEX.read_text(encoding="utf-8")))
+
+
+def load_r3_index() -> dict[str, dict[str, Any]]:
+    return dict(YAML(typ="safe").load((R3 / "index.yaml").read_text(encoding="utf-8")))
 
 
 def fact_value(key: str, text: str) -> Any:

@@ -298,7 +298,9 @@ def test_teardown_line_splits_blocks_exactly(tmp_path) -> None:
     path.write_text("\n".join(SERVED_THEN_STOPPED) + "\n", encoding="utf-8")
     for teardown in (0, 1, 2, 3, 6, 99):
         from_file = parse_log(path, teardown_line=teardown).to_json_dict()
-        assert from_file == parse_log(SERVED_THEN_STOPPED, teardown_line=teardown).to_json_dict(), teardown
+        from_lines = parse_log(SERVED_THEN_STOPPED, teardown_line=teardown).to_json_dict()
+        assert (from_file.pop("encoding"), from_lines.pop("encoding")) == ("utf-8", None)  # text was given
+        assert from_file == from_lines, teardown
         assert (from_file["root_cause"] is None) == (teardown < 4)
 
 
