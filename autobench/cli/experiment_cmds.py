@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from autobench.cli.options import json_option, print_json, print_table
+from autobench.cli.options import json_option, ledger_option, print_json, print_table
 from autobench.cli.output import say
+
+if TYPE_CHECKING:
+    from autobench.experiment.analysis import Analysis
+    from autobench.experiment.plan import ExperimentPlan
 
 
 @click.group("experiment")
@@ -57,3 +63,90 @@ def plan(
             say(f"not pinned: {', '.join(floating)} (autobench lock pins them)")
     if result.treatments and result.count(PRUNED) == len(result.treatments):
         ctx.exit(6)
+
+
+def _plan_for_ledger(file: str) -> ExperimentPlan:
+    """The experiment's treatments and digests, without predicting boots (no Hub access)."""
+    from autobench.experiment import load_experiment, plan_experiment
+    from autobench.experiment.plan import READY
+
+    return plan_experiment(load_experiment(file), predictor=lambda loaded: (READY, None, None))
+
+
+@experiment.command("report")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--metric", default="decode_tok_s", show_default=True, help="Rank treatments by this metric.")
+@click.option(
+    "--latency",
+    default="tpot_median_ms",
+    show_default=True,
+    help="The latency of the Pareto front (against output tok/s per GPU).",
+)
+@click.option("--slo", "slos", multiple=True, metavar="METRIC<=VALUE", help="Only treatments meeting it can be best.")
+@click.option("--threshold", default=0.05, show_default=True, type=click.FloatRange(0, 1), help="No change within it.")
+@ledger_option
+@json_option("Print JSON: {cells: [{params, treatments, best, runner_up, verdict, pareto, main_effects}], ...}.")
+def report(
+    file: str,
+    metric: str,
+    latency: str,
+    slos: tuple[str, ...],
+    threshold: float,
+    ledger_url: str | None,
+    as_json: bool,
+) -> None:
+    """Judge the experiment FILE from the ledger: per bench cell, the treatments ranked by a
+    metric, the best under the SLOs against the runner-up (faster / no change / inconclusive,
+    from the raw samples), the Pareto front, main effects and acceptance lengths."""
+    from autobench.experiment.analysis import TreatmentRun, analyse, parse_slo, to_json_dict
+    from autobench.ledger import open_ledger
+
+    parsed = [parse_slo(s) for s in slos]
+    plan = _plan_for_ledger(file)
+    runs = []
+    with open_ledger(ledger_url, create=False) as book:
+        for planned in plan.treatments:
+            done = book.runs(status="DONE", digest=planned.digest, limit=1, newest_first=True)
+            record = done[0] if done else None
+            runs.append(TreatmentRun(planned, record, book.cells(record.id) if record else ()))
+    analysis = analyse(plan, runs, metric=metric, latency=latency, slos=parsed, threshold=threshold)
+    if as_json:
+        print_json(to_json_dict(analysis))
+        return
+    for line in report_lines(analysis):
+        say(line)
+
+
+def report_lines(analysis: Analysis) -> list[str]:
+    from autobench.ledger.verdict import cell_label
+    from autobench.metric_catalogue import format_value as fmt
+
+    lines = [f"experiment {analysis.plan.experiment.name}: {len(analysis.plan.treatments)} treatments"]
+    if analysis.missing:
+        lines.append("not run yet: " + ", ".join(p.treatment.id for p in analysis.missing))
+    for cell in analysis.cells:
+        lines.append(f"\n{cell_label(cell.params)}")
+        for p in cell.points:
+            t = p.treatment
+            mark = "*" if p is cell.best else " "
+            run_id = t.run.display_id if t.run else "-"
+            lines.append(
+                f" {mark} {t.planned.treatment.id:<5} {t.planned.treatment.label():<48} "
+                f"{analysis.metric}={fmt(p.value)} {analysis.latency}={fmt(p.latency)} "
+                f"acceptance={fmt(p.acceptance)} run {run_id}" + ("" if p.meets_slo else "  (misses the SLO)")
+            )
+        if cell.best is not None and cell.runner_up is not None:
+            lines.append(
+                f"  best {cell.best.treatment.planned.treatment.id} against runner-up "
+                f"{cell.runner_up.treatment.planned.treatment.id}: {cell.verdict}"
+            )
+        elif cell.best is not None:
+            lines.append(f"  best {cell.best.treatment.planned.treatment.id} (no runner-up to judge against)")
+        else:
+            lines.append("  no treatment meets the SLO" if analysis.slos else "  no treatment has the metric")
+        front = ", ".join(p.treatment.planned.treatment.id for p in cell.pareto)
+        lines.append(f"  Pareto front (output tok/s per GPU vs {analysis.latency}): {front or '-'}")
+        for factor, levels in cell.effects.items():
+            shown = ", ".join(f"{lvl}: {fmt(v)}" for lvl, v in levels.items())
+            lines.append(f"  main effect of {factor}: {shown}")
+    return lines

@@ -445,6 +445,7 @@ class Ledger:
         *,
         model: str | None = None,
         draft: str | None = None,
+        digest: str | None = None,
         newest_first: bool = False,
         by_time: bool = False,
     ) -> list[RunRecord]:
@@ -464,6 +465,8 @@ class Ledger:
             query = query.where(RUNS.c.model_repo == model)
         if draft is not None:
             query = query.where(RUNS.c.draft_repo == draft)
+        if digest is not None:  # the runs of one exact recipe (an experiment's treatment)
+            query = query.where(RUNS.c.recipe_digest == digest)
         if by_time:
             query = query.order_by(RUNS.c.started_at.desc().nulls_last(), RUNS.c.id.desc())
         else:

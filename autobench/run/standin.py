@@ -10,6 +10,10 @@ vLLM's argparse parser does (``vllm serve: error: unrecognized arguments: ...``,
 recipe whose ``engine.extra_args`` vLLM would reject is refused here too.  Then it serves the
 served name on the host and port given, with known timings; a ``--speculative-config`` with
 ``num_speculative_tokens`` turns on speculative-decoding chunks and vLLM-like acceptance logs.
+With a draft ``model`` and ``revision`` it is a world whose best setting is known: the draft's
+acceptance rate is a fixed function of the two (``draft_quality``), each verify step costs more
+per draft token (``draft_itl_ms``), so ``draft_speed`` names the fastest ``num_speculative_tokens``
+an experiment should find.
 A model directory holding ``tokenizer.json`` is used to count prompt tokens.
 """
 
@@ -24,6 +28,34 @@ from autobench.digits import is_digits
 
 #: Per-position acceptance the stand-in drafts with (a typical decaying profile).
 ACCEPT_PROFILE = (0.8, 0.6, 0.45, 0.33, 0.25, 0.18, 0.13, 0.1)
+BASE_ITL_MS = 4.0
+#: A draft model's cost per speculative token, as a fraction of a target decode step.
+DRAFT_COST = 0.12
+
+
+def draft_quality(model: str, revision: str) -> float:
+    """The synthetic world's acceptance rate of a draft model at a revision: a fixed function
+    of the two (0.55 to 0.90), so an experiment over drafts and ``num_speculative_tokens`` has
+    an optimum known in advance (``draft_speed``)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{model}@{revision}".encode()).digest()
+    return 0.55 + 0.35 * int.from_bytes(digest[:4], "big") / 2**32
+
+
+def draft_profile(quality: float, k: int) -> tuple[float, ...]:
+    """Per-position acceptance of a draft of ``quality`` proposing ``k`` tokens: q, q^2, ..."""
+    return tuple(round(quality ** (i + 1), 6) for i in range(k))
+
+
+def draft_itl_ms(k: int) -> float:
+    """The time of one verify step with ``k`` draft tokens: the target's step plus the draft's."""
+    return BASE_ITL_MS * (1 + DRAFT_COST * k)
+
+
+def draft_speed(model: str, revision: str, k: int) -> float:
+    """Expected output tokens per ms of one stream: (1 + sum of the profile) per verify step."""
+    return (1 + sum(draft_profile(draft_quality(model, revision), k))) / draft_itl_ms(k)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     opts = vars(ns)
     model = str(ns.model_tag)
     spec_tokens = 0
+    spec: object = None
     raw_spec = opts.get("speculative_config")
     if isinstance(raw_spec, str):
         try:
@@ -57,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             parser.error(f"argument --speculative-config: invalid loads value: {raw_spec!r}")
         spec_tokens = int(spec.get("num_speculative_tokens") or 0) if isinstance(spec, dict) else 0
+    profile, itl_ms = (ACCEPT_PROFILE[:spec_tokens] if spec_tokens else ()), BASE_ITL_MS
+    if spec_tokens and isinstance(spec, dict) and spec.get("model") and spec.get("revision"):
+        # a draft model at a revision: its acceptance and cost follow the synthetic world above
+        profile = draft_profile(draft_quality(str(spec["model"]), str(spec["revision"])), spec_tokens)
+        itl_ms = draft_itl_ms(spec_tokens)
     tokenizer = Path(model) / "tokenizer.json"
     max_len = opts.get("max_model_len")
 
@@ -67,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         port=int(opts.get("port") or 8000),
         model=str(opts.get("served_model_name") or model),
         ttft_ms=40.0,
-        itl_ms=4.0,
-        accept_profile=ACCEPT_PROFILE[:spec_tokens] if spec_tokens else (),
+        itl_ms=itl_ms,
+        accept_profile=profile,
         spec_tokens=spec_tokens or None,
         tokenizer=str(tokenizer) if tokenizer.is_file() else None,
         log_stats_interval=1.0,

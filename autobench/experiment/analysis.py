@@ -1,0 +1,241 @@
+"""An experiment's results, judged: per bench cell, the treatments ranked by one metric, the
+best one under the SLOs with a verdict against the runner-up (from the raw samples, as
+``compare`` judges two runs), the Pareto front of output tokens/s per GPU against a latency, the
+main effect of each factor, and the spec-decode acceptance length of each treatment.
+
+Pure: it reads run records and their cells (``autobench.ledger``), never the ledger itself.
+"""
+
+from __future__ import annotations
+
+import operator
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from autobench.errors import UsageError
+from autobench.experiment.plan import ExperimentPlan, PlannedTreatment
+from autobench.ledger.models import CellRecord, RunRecord
+from autobench.ledger.regress import run_cells
+from autobench.ledger.verdict import HIGHER_IS_BETTER, CellData, cell_key, cell_label, judge_metric
+
+OPS: dict[str, Callable[[float, float], bool]] = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+}
+
+
+@dataclass(frozen=True)
+class Slo:
+    metric: str
+    op: str
+    bound: float
+
+    def holds(self, value: float | None) -> bool:
+        return value is not None and OPS[self.op](value, self.bound)
+
+    def __str__(self) -> str:
+        return f"{self.metric}{self.op}{self.bound:g}"
+
+
+def parse_slo(text: str) -> Slo:
+    """``tpot_median_ms<=70`` -> Slo (UsageError, one line, on anything else)."""
+    for op in ("<=", ">=", "<", ">"):
+        name, found, bound = text.partition(op)
+        if found:
+            name = name.strip()
+            if name not in HIGHER_IS_BETTER:
+                raise UsageError(
+                    f"--slo {text!r}: {name!r} is not a metric",
+                    hint="metrics: " + ", ".join(sorted(HIGHER_IS_BETTER)),
+                )
+            try:
+                value = float(bound)
+            except ValueError:
+                value = float("nan")
+            if value != value or value in (float("inf"), float("-inf")):
+                raise UsageError(f"--slo {text!r}: {bound.strip()!r} is not a number", hint="e.g. tpot_median_ms<=70")
+            return Slo(name, op, value)
+    raise UsageError(f"--slo {text!r}: no comparison", hint="write METRIC<=VALUE, e.g. tpot_median_ms<=70")
+
+
+@dataclass(frozen=True)
+class TreatmentRun:
+    """A treatment and its latest DONE run (None: not run yet), with that run's cells."""
+
+    planned: PlannedTreatment
+    run: RunRecord | None
+    cells: Sequence[CellRecord] = ()
+
+    def gpus(self) -> int:
+        recipe = self.planned.loaded.recipe
+        engine = recipe.engine
+        per_node = recipe.topology.gpus_per_node
+        parallel = (engine.tensor_parallel_size or 1) * (engine.pipeline_parallel_size or 1)
+        return max(1, recipe.topology.nodes * per_node if per_node else parallel)
+
+
+@dataclass
+class Point:
+    """One treatment in one bench cell."""
+
+    treatment: TreatmentRun
+    cell: CellData
+    value: float | None  # the ranking metric's median over repeats
+    per_gpu: float | None  # output (decode) tok/s per GPU
+    latency: float | None
+    acceptance: float | None
+    meets_slo: bool
+
+
+@dataclass
+class CellAnalysis:
+    params: dict[str, Any]
+    points: list[Point]  # ranked, best first (those without a value last)
+    best: Point | None = None
+    runner_up: Point | None = None
+    verdict: str | None = None  # the best against the runner-up: faster | no change | inconclusive ...
+    band: tuple[float, float] | None = None
+    pareto: list[Point] = field(default_factory=list)
+    effects: dict[str, dict[str, float]] = field(default_factory=dict)  # factor -> level -> mean
+
+
+@dataclass
+class Analysis:
+    plan: ExperimentPlan
+    metric: str
+    latency: str
+    slos: tuple[Slo, ...]
+    threshold: float
+    cells: list[CellAnalysis]
+    missing: list[PlannedTreatment]  # treatments with no DONE run
+
+
+def _median(cell: CellData, metric: str) -> float | None:
+    values = cell.values(metric)
+    return statistics.median(values) if values else None
+
+
+def _pareto(points: list[Point], latency_higher_is_better: bool) -> list[Point]:
+    """Points no other point beats on both throughput per GPU (higher) and latency."""
+    usable = [p for p in points if p.per_gpu is not None and p.latency is not None]
+
+    def beats(a: Point, b: Point) -> bool:
+        assert a.per_gpu is not None and b.per_gpu is not None and a.latency is not None and b.latency is not None
+        lat_ok = a.latency >= b.latency if latency_higher_is_better else a.latency <= b.latency
+        lat_better = a.latency > b.latency if latency_higher_is_better else a.latency < b.latency
+        return a.per_gpu >= b.per_gpu and lat_ok and (a.per_gpu > b.per_gpu or lat_better)
+
+    front = [p for p in usable if not any(beats(q, p) for q in usable if q is not p)]
+    return sorted(front, key=lambda p: p.per_gpu or 0.0, reverse=True)
+
+
+def _effects(points: list[Point]) -> dict[str, dict[str, float]]:
+    from autobench.experiment.design import short
+
+    out: dict[str, dict[str, list[float]]] = {}
+    for p in points:
+        if p.value is None:
+            continue
+        for key, level, _ in p.treatment.planned.treatment.levels:
+            out.setdefault(key, {}).setdefault(short(level), []).append(p.value)
+    return {k: {lvl: statistics.fmean(v) for lvl, v in levels.items()} for k, levels in out.items()}
+
+
+def analyse(
+    plan: ExperimentPlan,
+    runs: Sequence[TreatmentRun],
+    *,
+    metric: str = "decode_tok_s",
+    latency: str = "tpot_median_ms",
+    slos: Sequence[Slo] = (),
+    threshold: float = 0.05,
+) -> Analysis:
+    """Judge the treatments' runs (see the module doc), one bench cell at a time."""
+    for name in (metric, latency):
+        if name not in HIGHER_IS_BETTER:
+            raise UsageError(f"{name!r} is not a metric", hint="metrics: " + ", ".join(sorted(HIGHER_IS_BETTER)))
+    higher = HIGHER_IS_BETTER[metric]
+    by_cell: dict[str, list[Point]] = {}
+    params_of: dict[str, dict[str, Any]] = {}
+    for tr in runs:
+        if tr.run is None:
+            continue
+        for cell in run_cells(tr.run, tr.cells):
+            key = cell_key(cell.params)
+            params_of.setdefault(key, cell.params)
+            decode = _median(cell, "decode_tok_s")
+            point = Point(
+                treatment=tr,
+                cell=cell,
+                value=_median(cell, metric),
+                per_gpu=None if decode is None else decode / tr.gpus(),
+                latency=_median(cell, latency),
+                acceptance=_median(cell, "spec_acceptance_length"),
+                meets_slo=all(s.holds(_median(cell, s.metric)) for s in slos),
+            )
+            by_cell.setdefault(key, []).append(point)
+    cells: list[CellAnalysis] = []
+    for key, points in by_cell.items():
+        ranked = sorted(
+            points,
+            key=lambda p: (p.value is None, -(p.value or 0.0) if higher else (p.value or 0.0)),
+        )
+        analysis = CellAnalysis(params_of[key], ranked)
+        eligible = [p for p in ranked if p.value is not None and p.meets_slo]
+        if eligible:
+            analysis.best = eligible[0]
+        if len(eligible) > 1:
+            analysis.runner_up = eligible[1]
+            judged = judge_metric(metric, eligible[1].cell, eligible[0].cell, threshold=threshold)
+            if judged is not None:
+                analysis.verdict, analysis.band = judged.label(), judged.band
+        analysis.pareto = _pareto(points, HIGHER_IS_BETTER[latency])
+        analysis.effects = _effects(points)
+        cells.append(analysis)
+    missing = [tr.planned for tr in runs if tr.run is None]
+    return Analysis(plan, metric, latency, tuple(slos), threshold, cells, missing)
+
+
+def to_json_dict(analysis: Analysis) -> dict[str, Any]:
+    def point(p: Point | None) -> dict[str, Any] | None:
+        if p is None:
+            return None
+        t = p.treatment
+        return {
+            "treatment": t.planned.treatment.id,
+            "label": t.planned.treatment.label(),
+            "run": t.run.display_id if t.run else None,
+            analysis.metric: p.value,
+            "output_tok_s_per_gpu": p.per_gpu,
+            analysis.latency: p.latency,
+            "spec_acceptance_length": p.acceptance,
+            "meets_slo": p.meets_slo,
+        }
+
+    return {
+        "experiment": analysis.plan.experiment.name,
+        "plan": analysis.plan.digest,
+        "metric": analysis.metric,
+        "latency": analysis.latency,
+        "slo": [str(s) for s in analysis.slos],
+        "threshold": analysis.threshold,
+        "cells": [
+            {
+                "params": c.params,
+                "label": cell_label(c.params),
+                "treatments": [point(p) for p in c.points],
+                "best": point(c.best),
+                "runner_up": point(c.runner_up),
+                "verdict": c.verdict,
+                "band": list(c.band) if c.band else None,
+                "pareto": [point(p) for p in c.pareto],
+                "main_effects": c.effects,
+            }
+            for c in analysis.cells
+        ],
+        "not_run": [t.treatment.id for t in analysis.missing],
+    }
