@@ -28,12 +28,11 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from autobench import metric_catalogue as catalogue
 from autobench.errors import LedgerError
 from autobench.ledger.chain import METRIC_KINDS, coerce_metric
-from autobench.ledger.models import METRIC_KEYS, CellRecord, NewCell
+from autobench.ledger.models import METRIC_KEYS, CellRecord, NewCell, StoredRow, stored, stored_blob
 from autobench.redaction import find_token
 from autobench.samples import Samples, encode, merge, summary
 
@@ -42,7 +41,7 @@ from autobench.samples import Samples, encode, merge, summary
 PARAM_KEYS = ("concurrency", "request_rate", "input_len", "output_len", "prefix_len", "repeat")
 
 
-def canonical_text(value: Any, what: str) -> str:
+def canonical_text(value: object, what: str) -> str:
     """Canonical JSON text of a cell's params or metrics (LedgerError when not JSON)."""
     if not isinstance(value, Mapping):
         raise LedgerError(f"{what} must be a mapping, got {type(value).__name__}")
@@ -59,9 +58,9 @@ def canonical_text(value: Any, what: str) -> str:
     return text
 
 
-def _metrics(metrics: Mapping[str, Any], what: str) -> dict[str, Any]:
+def _metrics(metrics: Mapping[str, object], what: str) -> dict[str, object]:
     """The ledger's metric keys coerced to their column kinds; extra keys as given."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in metrics.items():
         if not isinstance(key, str):
             raise LedgerError(f"{what}: metric names must be text, got {key!r}")
@@ -76,7 +75,7 @@ def _metrics(metrics: Mapping[str, Any], what: str) -> dict[str, Any]:
     return out
 
 
-def cell_values(cells: Sequence[NewCell]) -> list[dict[str, Any]]:
+def cell_values(cells: Sequence[NewCell]) -> list[dict[str, object]]:
     """Validate ``cells`` into rows (without ``run_id``): ``cell_index``, ``params``,
     ``metrics``, ``samples``."""
     rows = []
@@ -98,14 +97,14 @@ def cell_values(cells: Sequence[NewCell]) -> list[dict[str, Any]]:
     return rows
 
 
-def digest(rows: Iterable[Mapping[str, Any]]) -> str:
+def digest(rows: Iterable[StoredRow]) -> str:
     """The ``cells_digest`` of a run's stored cell rows (any order; see the module doc)."""
     items = []
-    for row in sorted(rows, key=lambda r: int(r["cell_index"])):
-        blob = row["samples"]
+    for row in sorted(rows, key=lambda r: stored(r, "cell_index", int)):
+        blob = stored_blob(row, "samples")
         items.append(
             {
-                "index": int(row["cell_index"]),
+                "index": stored(row, "cell_index", int),
                 "params": row["params"],
                 "metrics": row["metrics"],
                 "samples": hashlib.sha256(bytes(blob)).hexdigest() if blob is not None else None,
@@ -115,21 +114,20 @@ def digest(rows: Iterable[Mapping[str, Any]]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def record_from_row(row: Mapping[Any, Any], *, samples: bool = True) -> CellRecord:
-    blob = row.get("samples") if samples else None
+def record_from_row(row: StoredRow, *, samples: bool = True) -> CellRecord:
     return CellRecord(
-        run_id=int(row["run_id"]),
-        index=int(row["cell_index"]),
-        params=json.loads(row["params"]),
-        metrics=json.loads(row["metrics"]),
-        samples_blob=bytes(blob) if blob is not None else None,
+        run_id=stored(row, "run_id", int),
+        index=stored(row, "cell_index", int),
+        params=json.loads(stored(row, "params", str)),
+        metrics=json.loads(stored(row, "metrics", str)),
+        samples_blob=stored_blob(row, "samples") if samples else None,
     )
 
 
 # ---- the run row of a multi-cell run ---------------------------------------------
 
 
-def _point(params: Mapping[str, Any]) -> tuple[float, float]:
+def _point(params: Mapping[str, object]) -> tuple[float, float]:
     def number(key: str) -> float:
         value = params.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -154,7 +152,7 @@ def headline_cells(cells: Sequence[NewCell]) -> list[NewCell]:
     return groups[best]
 
 
-def headline_metrics(cells: Sequence[NewCell]) -> dict[str, Any]:
+def headline_metrics(cells: Sequence[NewCell]) -> dict[str, object]:
     """The run row's metric columns for ``cells`` (see the module doc): over the repeats of
     the headline point, counts and durations are summed, latency medians and p99s come from
     the merged raw samples when every repeat kept them (else the median of the repeats'
@@ -164,7 +162,7 @@ def headline_metrics(cells: Sequence[NewCell]) -> dict[str, Any]:
         return {}
     if len(group) == 1:
         return {k: v for k, v in group[0].metrics.items() if k in METRIC_KEYS}
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     merged = None
     kept = [c.samples for c in group]
     if all(s is not None for s in kept):

@@ -22,16 +22,16 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsFloat, SupportsIndex
 
-from sqlalchemy import Boolean, Float, Integer
+from sqlalchemy import Boolean, Column, Float, Integer
 
 from autobench import metric_catalogue as catalogue
 from autobench.digits import is_digits
 from autobench.ledger.models import ADDED_IN, CONTENT_KEYS, GENESIS_HASH, RUNS
 
 
-def _kind(column: Any) -> str:
+def _kind(column: Column[Any]) -> str:
     if isinstance(column.type, Boolean):
         return "bool"
     if isinstance(column.type, Integer):
@@ -46,7 +46,7 @@ KINDS: dict[str, str] = {c.name: _kind(c) for c in RUNS.columns}
 METRIC_KINDS: dict[str, str] = {m.key: m.kind for m in catalogue.METRICS if m.stored}
 
 
-def coerce_metric(key: str, value: Any) -> Any:
+def coerce_metric(key: str, value: object) -> object:
     """Normalize a metric's value to its catalogue kind (a list of numbers for ``floats``);
     raise ValueError/TypeError if impossible."""
     if value is None:
@@ -59,14 +59,14 @@ def coerce_metric(key: str, value: Any) -> Any:
     return [_coerce("float", v) for v in value]
 
 
-def coerce(key: str, value: Any) -> Any:
+def coerce(key: str, value: object) -> object:
     """Normalize ``value`` to the kind of column ``key``; raise ValueError/TypeError if impossible."""
     if value is None:
         return None
     return _coerce(KINDS[key], value)
 
 
-def _coerce(kind: str, value: Any) -> Any:
+def _coerce(kind: str, value: object) -> object:
     if kind == "bool":
         if isinstance(value, bool):
             return value
@@ -88,6 +88,8 @@ def _coerce(kind: str, value: Any) -> Any:
     if kind == "float":
         if isinstance(value, bool):
             raise TypeError(f"expected a number, got {value!r}")
+        if not isinstance(value, str | bytes | SupportsFloat | SupportsIndex):  # float()'s own refusal
+            raise TypeError(f"float() argument must be a string or a real number, not {type(value).__name__!r}")
         number = float(value)
         if not math.isfinite(number):
             raise ValueError(f"expected a finite number, got {value!r}")
@@ -97,7 +99,7 @@ def _coerce(kind: str, value: Any) -> Any:
     return value
 
 
-def canonical_content(row: Mapping[str, Any]) -> dict[str, Any]:
+def canonical_content(row: Mapping[str, object]) -> dict[str, object]:
     """The hashed content of ``row``: every v1 column, plus each later column that is not NULL."""
     content = {}
     for key in CONTENT_KEYS:
@@ -108,7 +110,7 @@ def canonical_content(row: Mapping[str, Any]) -> dict[str, Any]:
     return content
 
 
-def canonical_json(row: Mapping[str, Any]) -> str:
+def canonical_json(row: Mapping[str, object]) -> str:
     content = canonical_content(row)
     return json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -118,7 +120,7 @@ def canonical_json(row: Mapping[str, Any]) -> str:
 LOCAL_KEYS = frozenset({"id", "prev_hash", "row_hash", "corrects", "supersedes", "replay_of", "run_uid"})
 
 
-def content_hash(row: Mapping[str, Any]) -> str:
+def content_hash(row: Mapping[str, object]) -> str:
     """sha256 hex of what the run itself is: the canonical content without ``LOCAL_KEYS``.
     The same in every ledger the run is pushed to (its row hash is not: that covers the chain)."""
     content = {k: v for k, v in canonical_content(row).items() if k not in LOCAL_KEYS}
@@ -126,7 +128,7 @@ def content_hash(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def row_hash(row: Mapping[str, Any]) -> str:
+def row_hash(row: Mapping[str, object]) -> str:
     """sha256 hex of the canonical JSON of ``row``'s content (prev_hash included)."""
     return hashlib.sha256(canonical_json(row).encode("utf-8")).hexdigest()
 
@@ -144,7 +146,7 @@ def check_head(text: str) -> str:
     return head
 
 
-def _cells_problem(stored: Any, found: str | None) -> str | None:
+def _cells_problem(stored: object, found: str | None) -> str | None:
     """What is wrong between a run's ``cells_digest`` and the digest of its stored cells."""
     if stored is None and found is None:
         return None
@@ -184,7 +186,7 @@ class VerifyResult:
             return f"ledger NOT OK: {self.problem}"
         return f"ledger chain BROKEN at run #{self.first_bad_id}: {self.problem}"
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return {
             "ok": self.ok,
             "runs": self.runs,
@@ -197,7 +199,7 @@ class VerifyResult:
 
 
 def verify_rows(
-    rows: Iterable[Mapping[str, Any]],
+    rows: Iterable[Mapping[str, object]],
     known_head: str | None = None,
     cells_digests: Mapping[int, str] | None = None,
 ) -> VerifyResult:
@@ -216,6 +218,8 @@ def verify_rows(
     head_at: int | None = 0 if known_head == GENESIS_HASH else None
     for row in rows:
         rid = row["id"]
+        if not isinstance(rid, int):  # an INTEGER PRIMARY KEY always is
+            return VerifyResult(False, count, prev_hash, None, f"a row after #{prev_id} has the id {rid!r}")
         if rid != prev_id + 1:
             if rid <= prev_id:
                 problem = f"id {rid} is out of order after #{prev_id} (rows were reordered)"

@@ -10,11 +10,11 @@ import base64
 import csv
 import json
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from autobench.errors import LedgerError
 from autobench.escape import csv_cell
-from autobench.ledger.models import RUNS
+from autobench.ledger.models import RUNS, StoredRow
 from autobench.ledger.rows import record_from_row
 from autobench.redaction import environment_secrets, redact, redact_tree
 
@@ -23,25 +23,27 @@ if TYPE_CHECKING:
 
 FORMATS = ("jsonl", "csv")
 #: run ids -> their stored cell rows (``Ledger.raw_cells``).
-CellsOf = Callable[[list[int]], Mapping[int, list[dict[str, Any]]]]
+CellsOf = Callable[[list[int]], Mapping[int, list[dict[str, object]]]]
 CSV_COLUMNS: tuple[str, ...] = tuple(c.name for c in RUNS.columns)
 
 
-def _cell_json(cell: Mapping[str, Any], secrets: Mapping[str, str] | None) -> dict[str, Any]:
+def _cell_json(cell: Mapping[str, object], secrets: Mapping[str, str] | None) -> dict[str, object]:
     """A cell for the JSONL: its params and metrics redacted, its samples bytes as they are
     (base64 only spells numbers; redacting it could only damage it)."""
-    blob = cell["samples"]
+    blob, params, metrics = cell["samples"], cell["params"], cell["metrics"]
+    if not isinstance(params, str) or not isinstance(metrics, str) or not (blob is None or isinstance(blob, bytes)):
+        raise LedgerError(f"cell {cell['cell_index']} is not stored as autobench stores cells (JSON text, bytes)")
     return {
         "index": cell["cell_index"],
-        "params": redact_tree(json.loads(cell["params"]), secrets),
-        "metrics": redact_tree(json.loads(cell["metrics"]), secrets),
+        "params": redact_tree(json.loads(params), secrets),
+        "metrics": redact_tree(json.loads(metrics), secrets),
         "samples": base64.b64encode(blob).decode("ascii") if blob is not None else None,
         "samples_format": f"autobench.samples/{blob[0]}" if blob else None,
     }
 
 
 def write_jsonl(
-    rows: Iterable[Mapping[Any, Any]],
+    rows: Iterable[StoredRow],
     out: TextIO,
     secrets: Mapping[str, str] | None = None,
     cells_of: CellsOf | None = None,
@@ -49,14 +51,15 @@ def write_jsonl(
     count = 0
     for row in rows:
         record = redact_tree(record_from_row(row).to_json_dict(), secrets)
-        if cells_of is not None and row["cells_digest"] is not None:
-            record["cells"] = [_cell_json(c, secrets) for c in cells_of([row["id"]]).get(row["id"], [])]
+        rid = row["id"]
+        if cells_of is not None and row["cells_digest"] is not None and isinstance(rid, int):
+            record["cells"] = [_cell_json(c, secrets) for c in cells_of([rid]).get(rid, [])]
         out.write(json.dumps(record, ensure_ascii=False) + "\n")
         count += 1
     return count
 
 
-def write_csv(rows: Iterable[Mapping[Any, Any]], out: TextIO, secrets: Mapping[str, str] | None = None) -> int:
+def write_csv(rows: Iterable[StoredRow], out: TextIO, secrets: Mapping[str, str] | None = None) -> int:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     count = 0
@@ -74,7 +77,7 @@ def write_csv(rows: Iterable[Mapping[Any, Any]], out: TextIO, secrets: Mapping[s
     return count
 
 
-def write(rows: Iterable[Mapping[Any, Any]], out: TextIO, fmt: str, cells_of: CellsOf | None = None) -> int:
+def write(rows: Iterable[StoredRow], out: TextIO, fmt: str, cells_of: CellsOf | None = None) -> int:
     """Write ``rows`` as ``fmt``; every string redacted (``autobench.redaction``: token shapes, and
     the values of secret-named variables of this environment)."""
     secrets = environment_secrets()

@@ -14,14 +14,16 @@ and ``boot`` dicts keyed by the column names; ``Ledger.cells(id)`` gives its cel
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import Column, Index, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
 from autobench import metric_catalogue as catalogue
+from autobench.errors import LedgerError
 from autobench.samples import Samples, decode
 
 STATUSES = ("DONE", "BLOCKED", "FAILED", "ABORTED")
@@ -327,6 +329,63 @@ class NewCell:
     samples: Samples | None = None
 
 
+class StoredRow(Protocol):
+    """A row as read from the store, by column name: SQLAlchemy's ``RowMapping`` or a plain
+    dict.  A value is what the driver returned; :func:`stored` narrows it to the column's type."""
+
+    def __getitem__(self, key: str, /) -> object: ...
+    def get(self, key: str, /) -> object: ...
+
+
+T = TypeVar("T")
+
+
+def stored(row: StoredRow, key: str, kind: type[T]) -> T:
+    """Column ``key`` of ``row`` as a ``kind`` (LedgerError if the store holds anything else: a
+    row autobench did not write)."""
+    value = row[key]
+    if isinstance(value, kind):
+        return value
+    raise LedgerError(
+        f"{_where(row)}: column {key} holds {type(value).__name__}, not {kind.__name__}",
+        hint="the row was not written by autobench: autobench ledger verify",
+    )
+
+
+def _where(row: StoredRow) -> str:
+    rid = row.get("id")
+    return f"run #{rid}" if rid is not None else f"run #{row.get('run_id')} cell {row.get('cell_index')}"
+
+
+def stored_blob(row: StoredRow, key: str) -> bytes | None:
+    """A binary column as bytes (psycopg hands ``bytea`` back as a memoryview), or None."""
+    value = row.get(key)
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    raise LedgerError(f"{_where(row)}: column {key} holds {type(value).__name__}, not bytes")
+
+
+def stored_or_none(row: StoredRow, key: str, kind: type[T]) -> T | None:
+    """Column ``key`` of ``row`` as a ``kind``, or None (NULL)."""
+    return None if row[key] is None else stored(row, key, kind)
+
+
+def stored_json(row: StoredRow, key: str) -> object:
+    """A JSON text column decoded (None for NULL, or when ``row`` has no such column)."""
+    text = row.get(key)
+    return None if text is None else json.loads(stored(row, key, str))
+
+
+def stored_object(row: StoredRow, key: str) -> dict[str, object] | None:
+    """A JSON text column holding an object (None for NULL)."""
+    value = stored_json(row, key)
+    if value is None or isinstance(value, dict):
+        return value
+    raise LedgerError(f"{_where(row)}: column {key} holds JSON {type(value).__name__}, not an object")
+
+
 @dataclass(frozen=True)
 class CellRecord:
     """A stored cell.  ``samples`` is decoded lazily, on first access (``samples_blob`` is
@@ -344,7 +403,7 @@ class CellRecord:
             return None
         return decode(self.samples_blob, where=f"run #{self.run_id} cell {self.index}")
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         """Parameters and metrics (the samples are bytes: see ``ledger export``)."""
         return {"index": self.index, "params": dict(self.params), "metrics": dict(self.metrics)}
 
@@ -402,8 +461,8 @@ class RunRecord:
             return None
         return f"{self.root_cause_category or 'unknown'}: {self.root_cause_message or ''}".strip()
 
-    def to_json_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id, "display_id": self.display_id}
+    def to_json_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"id": self.id, "display_id": self.display_id}
         for key in CORE_KEYS:
             out[key] = getattr(self, key)
         out["metrics"] = dict(self.metrics)

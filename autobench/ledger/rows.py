@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import fields
 from datetime import UTC, date, datetime
-from typing import Any
 
 from autobench.errors import LedgerError
 from autobench.ledger.cells import cell_values, digest, headline_metrics
@@ -18,7 +17,6 @@ from autobench.ledger.chain import coerce, coerce_metric
 from autobench.ledger.models import (
     BOOT_KEYS,
     COLUMN_METRIC_KEYS,
-    CORE_KEYS,
     JSON_KEYS,
     METRIC_KEYS,
     MORE_METRICS,
@@ -26,6 +24,11 @@ from autobench.ledger.models import (
     STATUSES,
     NewRun,
     RunRecord,
+    StoredRow,
+    stored,
+    stored_json,
+    stored_object,
+    stored_or_none,
 )
 from autobench.recipe.facts import is_full_sha
 from autobench.redaction import find_token
@@ -34,7 +37,7 @@ _UID_RE = re.compile(r"[0-9a-f]{32}")
 _SHAPE_WORDS = {"hf_token": "a Hugging Face token"}
 
 
-def _json_text(value: Any, key: str) -> str | None:
+def _json_text(value: object, key: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -80,7 +83,7 @@ def normalize_time(value: object, key: str = "time") -> str | None:
     return stamp + "Z"
 
 
-def _check_keys(given: Mapping[str, Any], known: tuple[str, ...], what: str) -> None:
+def _check_keys(given: Mapping[str, object], known: tuple[str, ...], what: str) -> None:
     for key in given:
         if key not in known:
             close = difflib.get_close_matches(key, known, 1, 0.6)
@@ -88,7 +91,7 @@ def _check_keys(given: Mapping[str, Any], known: tuple[str, ...], what: str) -> 
             raise LedgerError(f"unknown {what} key {key!r}", hint=hint)
 
 
-def _value(key: str, value: Any) -> Any:
+def _value(key: str, value: object) -> object:
     if key in JSON_KEYS:
         if key == "spec_per_position" and value is not None:
             if isinstance(value, str):
@@ -106,7 +109,7 @@ def _value(key: str, value: Any) -> Any:
         raise LedgerError(f"{key}: {exc}") from exc
 
 
-def _more_metrics(metrics: Mapping[str, Any]) -> dict[str, Any] | None:
+def _more_metrics(metrics: Mapping[str, object]) -> dict[str, object] | None:
     """The metrics without a column of their own, coerced to their kinds (None: there are none)."""
     more = {}
     for key in METRIC_KEYS:
@@ -119,7 +122,7 @@ def _more_metrics(metrics: Mapping[str, Any]) -> dict[str, Any] | None:
     return more or None
 
 
-def new_run_rows(run: NewRun) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def new_run_rows(run: NewRun) -> tuple[dict[str, object], list[dict[str, object]]]:
     """Validate ``run`` and its cells: the run's column values (without id and chain columns,
     with ``cells_digest``) and its cells' rows (without ``run_id``)."""
     if not isinstance(run.cells, tuple | list):
@@ -130,7 +133,7 @@ def new_run_rows(run: NewRun) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return values, cells
 
 
-def new_run_values(run: NewRun) -> dict[str, Any]:
+def new_run_values(run: NewRun) -> dict[str, object]:
     """Validate ``run`` and return its column values (without id and chain columns; its
     ``metrics``, when empty, are those of its cells (``cells.headline_metrics``)).  The
     cells themselves: :func:`new_run_rows`."""
@@ -159,7 +162,7 @@ def new_run_values(run: NewRun) -> dict[str, Any]:
     if run.run_uid is not None and not _UID_RE.fullmatch(str(run.run_uid)):
         raise LedgerError(f"run_uid must be 32 lowercase hex digits, got {str(run.run_uid)[:40]!r}")
 
-    values: dict[str, Any] = {}
+    values: dict[str, object] = {}
     for f in fields(NewRun):
         if f.name in ("metrics", "boot", "cells"):
             continue
@@ -187,26 +190,51 @@ def new_run_values(run: NewRun) -> dict[str, Any]:
     return out
 
 
-def _decode(value: str | None) -> Any:
-    return None if value is None else json.loads(value)
-
-
-def record_from_row(row: Mapping[Any, Any]) -> RunRecord:
+def record_from_row(row: StoredRow) -> RunRecord:
     metrics = {key: row[key] for key in COLUMN_METRIC_KEYS}
-    metrics["spec_per_position"] = _decode(metrics["spec_per_position"])
+    metrics["spec_per_position"] = stored_json(row, "spec_per_position")
     if metrics["time_cap_hit"] is not None:
         metrics["time_cap_hit"] = bool(metrics["time_cap_hit"])
-    more = _decode(row.get(MORE_METRICS)) or {}
+    more = stored_object(row, MORE_METRICS) or {}
     metrics.update({key: more.get(key) for key in METRIC_KEYS if key not in COLUMN_METRIC_KEYS})
-    core = {key: row[key] for key in CORE_KEYS}
-    core["recipe_snapshot"] = _decode(core["recipe_snapshot"])
-    core["host_facts"] = _decode(core["host_facts"])
-    core["preflight"] = _decode(core["preflight"])
+
+    def text(key: str) -> str | None:
+        return stored_or_none(row, key, str)
+
+    def number(key: str) -> int | None:
+        return stored_or_none(row, key, int)
+
     return RunRecord(
-        id=row["id"],
-        **core,
+        id=stored(row, "id", int),
+        recipe_name=stored(row, "recipe_name", str),
+        recipe_digest=text("recipe_digest"),
+        recipe_snapshot=stored_object(row, "recipe_snapshot"),
+        script_snapshot=text("script_snapshot"),
+        model_repo=stored(row, "model_repo", str),
+        model_sha=text("model_sha"),
+        draft_repo=text("draft_repo"),
+        draft_sha=text("draft_sha"),
+        image=text("image"),
+        image_digest=text("image_digest"),
+        engine_version=text("engine_version"),
+        host_facts=stored_object(row, "host_facts"),
+        status=stored(row, "status", str),
+        root_cause_category=text("root_cause_category"),
+        root_cause_message=text("root_cause_message"),
+        root_cause_detail=text("root_cause_detail"),
+        started_at=text("started_at"),
+        ended_at=text("ended_at"),
+        notes=text("notes"),
+        corrects=number("corrects"),
+        supersedes=number("supersedes"),
+        source=stored(row, "source", str),
+        run_uid=text("run_uid"),
+        preflight=stored_object(row, "preflight"),
+        tokenizer=text("tokenizer"),
+        replay_of=number("replay_of"),
+        cells_digest=text("cells_digest"),
         metrics=metrics,
         boot={key: row[key] for key in BOOT_KEYS},
-        prev_hash=row["prev_hash"],
-        row_hash=row["row_hash"],
+        prev_hash=stored(row, "prev_hash", str),
+        row_hash=stored(row, "row_hash", str),
     )

@@ -49,7 +49,6 @@ import math
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from autobench import metric_catalogue as catalogue
 
@@ -101,8 +100,8 @@ class CellData:
     """One cell of one run: its parameters (without ``repeat``), each repeat's metrics, and
     its per-request samples when the run kept them."""
 
-    params: dict[str, Any]
-    repeats: list[Mapping[str, Any]]
+    params: dict[str, object]
+    repeats: list[Mapping[str, object]]
     requests: Requests | None = None
 
     @property
@@ -150,8 +149,8 @@ class MetricVerdict:
         """The verdict as shown: a client-bound cell's verdict always carries the mark."""
         return f"{self.verdict} (client-bound)" if self.client_bound else self.verdict
 
-    def to_json_dict(self, threshold: float | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json_dict(self, threshold: float | None = None) -> dict[str, object]:
+        out: dict[str, object] = {
             "metric": self.metric,
             "a": self.a,
             "b": self.b,
@@ -170,7 +169,7 @@ class MetricVerdict:
 
 @dataclass
 class CellVerdict:
-    params: dict[str, Any]
+    params: dict[str, object]
     repeats: tuple[int, int]
     client_bound: tuple[bool, bool]
     metrics: list[MetricVerdict] = field(default_factory=list)
@@ -179,7 +178,7 @@ class CellVerdict:
     def label(self) -> str:
         return cell_label(self.params)
 
-    def to_json_dict(self, threshold: float | None = None) -> dict[str, Any]:
+    def to_json_dict(self, threshold: float | None = None) -> dict[str, object]:
         return {
             "params": self.params,
             "repeats": {"a": self.repeats[0], "b": self.repeats[1]},
@@ -195,8 +194,8 @@ class Verdicts:
     resamples: int
     level: float
     cells: list[CellVerdict]
-    only_a: list[dict[str, Any]] = field(default_factory=list)  # cells B lacks
-    only_b: list[dict[str, Any]] = field(default_factory=list)
+    only_a: list[dict[str, object]] = field(default_factory=list)  # cells B lacks
+    only_b: list[dict[str, object]] = field(default_factory=list)
 
     def rows(self) -> Iterable[tuple[CellVerdict, MetricVerdict]]:
         for cell in self.cells:
@@ -207,7 +206,7 @@ class Verdicts:
     def regressions(self) -> list[tuple[CellVerdict, MetricVerdict]]:
         return [(c, m) for c, m in self.rows() if m.regressed(self.threshold)]
 
-    def to_json_dict(self, *, regress: bool = False) -> dict[str, Any]:
+    def to_json_dict(self, *, regress: bool = False) -> dict[str, object]:
         return {
             "threshold": self.threshold,
             "seed": self.seed,
@@ -222,7 +221,7 @@ class Verdicts:
 # ---------------------------------------------------------------- helpers
 
 
-def number(value: Any) -> float | None:
+def number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     f = float(value)
@@ -236,11 +235,11 @@ def median(values: Sequence[float]) -> float:
     return xs[mid] if n % 2 else (xs[mid - 1] + xs[mid]) / 2
 
 
-def cell_key(params: Mapping[str, Any]) -> str:
+def cell_key(params: Mapping[str, object]) -> str:
     return json.dumps({k: v for k, v in params.items() if k != "repeat"}, sort_keys=True, default=str)
 
 
-def cell_label(params: Mapping[str, Any]) -> str:
+def cell_label(params: Mapping[str, object]) -> str:
     """``concurrency=4 input_len=256``; ``run`` for a run without cells."""
     shown = [f"{k}={v}" for k, v in sorted(params.items()) if k != "repeat"]
     return " ".join(shown) or "run"
@@ -419,7 +418,7 @@ def _request_draw(metric: str, cell: CellData, observed: float) -> Draw | None:
     return None
 
 
-def requests_of(samples: Sequence[Any]) -> Requests:
+def requests_of(samples: Sequence[object]) -> Requests:
     """The successful requests of a cell's repeats (``autobench.samples.Samples``, one per
     repeat), merged: per-request columns read by name, a request kept when its ``status`` is
     ``ok``; NaN (none) and -1 (unknown) values left out; ITL gaps cut per request by

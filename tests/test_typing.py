@@ -1,0 +1,193 @@
+"""The typed spine (issue #26): no ``Any`` in a public signature of the packages data crosses
+layers through, and mypy's strictness is not switched off anywhere.
+
+A public signature is a function's or method's parameters and return annotation, where the
+function, its class and its module have no leading underscore (dunder methods such as
+``__init__`` count).  ``Any`` counts when written (``Any``, ``typing.Any``, inside a string
+annotation) or through a module-level alias of the package that contains it.  Private helpers
+may still take ``Any`` at a third-party boundary (a SQLAlchemy row, a YAML node).
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "autobench"
+TYPED_PACKAGES = ("recipe", "bench", "run", "ledger")
+
+#: Public signatures still taking or returning Any, each waiting for the refactor that owns
+#: the module (issue #26: the run pipeline, the bench result around the metric catalogue, the
+#: importer): emptied as they land.  An entry typed since fails too (of a module that is gone,
+#: not: the refactor removed it).
+PENDING: frozenset[str] = frozenset(
+    {
+        "autobench.bench.result:BenchResult.normalized",
+        "autobench.bench.result:BenchResult.to_json_dict",
+        "autobench.bench.result:build_result",
+        "autobench.bench.result:load_result_json",
+        "autobench.bench.result:normalize",
+        "autobench.recipe.importer:apply_flags",
+        "autobench.run.cluster:cluster_plan",
+        "autobench.run.cluster:run_cluster",
+        "autobench.run.folder:write_run_files",
+        "autobench.run.orchestrate:BenchThread.__init__",
+        "autobench.run.orchestrate:RunOutcome.to_json_dict",
+        "autobench.run.orchestrate:bench_config",
+        "autobench.run.orchestrate:cell_metrics",
+        "autobench.run.orchestrate:ledger_cells",
+        "autobench.run.orchestrate:normalized_metrics",
+        "autobench.run.orchestrate:sweep_metrics",
+        "autobench.run.plan:RunPlan.to_json_dict",
+        "autobench.run.preflight_gate:gate",
+        "autobench.run.replay:options_for",
+        "autobench.run.slurm:JobInfo.to_json_dict",
+    }
+)
+
+
+def _mentions_any(node: ast.AST | None, aliases: frozenset[str]) -> bool:
+    if node is None:
+        return False
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and (n.id == "Any" or n.id in aliases):
+            return True
+        if isinstance(n, ast.Attribute) and n.attr == "Any":
+            return True
+        if isinstance(n, ast.Constant) and isinstance(n.value, str):
+            try:
+                inner = ast.parse(n.value, mode="eval")
+            except SyntaxError:
+                continue
+            if _mentions_any(inner, aliases):
+                return True
+    return False
+
+
+def _any_aliases(trees: dict[Path, ast.Module]) -> frozenset[str]:
+    """Names bound at module level to a type expression that mentions Any (``KeyPath =
+    tuple[Any, ...]``, ``Rows: TypeAlias = list[Row]``), in any module of the package, to a fixpoint."""
+    names: set[str] = set()
+    while True:
+        found = set(names)
+        for tree in trees.values():
+            for st in tree.body:
+                if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                    target, value = st.targets[0].id, st.value
+                elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.value is not None:
+                    target, value = st.target.id, st.value
+                else:
+                    continue
+                if not isinstance(value, ast.Call | ast.Lambda) and _mentions_any(value, frozenset(found)):
+                    found.add(target)
+        if found == names:
+            return frozenset(names)
+        names = found
+
+
+def _public_functions(
+    body: list[ast.stmt], prefix: str = ""
+) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    out: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+    for st in body:
+        if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef):
+            dunder = st.name.startswith("__") and st.name.endswith("__")
+            if dunder or not st.name.startswith("_"):
+                out.append((prefix + st.name, st))
+        elif isinstance(st, ast.ClassDef) and not st.name.startswith("_"):
+            out.extend(_public_functions(st.body, f"{prefix}{st.name}."))
+        elif isinstance(st, ast.If):  # `if TYPE_CHECKING:` / version branches at module level
+            out.extend(_public_functions(st.body + st.orelse, prefix))
+    return out
+
+
+def _signature_mentions_any(fn: ast.FunctionDef | ast.AsyncFunctionDef, aliases: frozenset[str]) -> bool:
+    a = fn.args
+    params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(p for p in (a.vararg, a.kwarg) if p is not None)]
+    return any(_mentions_any(p.annotation, aliases) for p in params) or _mentions_any(fn.returns, aliases)
+
+
+def _module_path(module: str) -> Path:
+    path = ROOT.joinpath(*module.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def _public_modules(package: str) -> list[Path]:
+    folder = PACKAGE / package
+    files = sorted(folder.rglob("*.py")) if folder.is_dir() else [PACKAGE / f"{package}.py"]
+    return [f for f in files if not f.name.startswith("_") or f.name == "__init__.py"]
+
+
+def any_in_public_signatures(packages: tuple[str, ...] = TYPED_PACKAGES) -> set[str]:
+    """``module:qualified.name`` of every public function of ``packages`` with Any in its signature."""
+    trees = {f: ast.parse(f.read_text(encoding="utf-8"), filename=str(f)) for f in PACKAGE.rglob("*.py")}
+    aliases = _any_aliases(trees)
+    found = set()
+    for package in packages:
+        for path in _public_modules(package):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+            for name, fn in _public_functions(trees[path].body):
+                if _signature_mentions_any(fn, aliases):
+                    found.add(f"{module}:{name}")
+    return found
+
+
+def test_no_any_in_public_signatures() -> None:
+    found = any_in_public_signatures()
+    new = sorted(found - PENDING)
+    assert not new, (
+        "Any in a public signature (type it: a dataclass, TypedDict, Protocol, or object + narrowing):\n"
+        + "\n".join(new)
+    )
+    stale = sorted(p for p in PENDING - found if _module_path(p.split(":")[0]).is_file())
+    assert not stale, "typed now, remove from PENDING:\n" + "\n".join(stale)
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("def f(x: Any) -> int: ...", {"m:f"}),
+        ("def f(x: int) -> typing.Any: ...", {"m:f"}),
+        ("def f(x: 'dict[str, Any]') -> None: ...", {"m:f"}),
+        ("def f(*args: Any) -> None: ...", {"m:f"}),
+        ("def f(*, key: list[Any] | None = None) -> None: ...", {"m:f"}),
+        ("Row = dict[str, Any]\nRows = list[Row]\ndef f(x: Rows) -> None: ...", {"m:f"}),
+        (
+            "class C:\n    def method(self) -> Any: ...\n    def __init__(self, x: Any) -> None: ...",
+            {"m:C.method", "m:C.__init__"},
+        ),
+        ("def _private(x: Any) -> Any: ...\nclass _Hidden:\n    def m(self, x: Any) -> None: ...", set()),
+        ("def f(x: object) -> dict[str, object]:\n    y: Any = x\n    return {}", set()),
+        ("def f(x: int) -> int:\n    def inner(y: Any) -> Any: ...\n    return x", set()),
+    ],
+)
+def test_the_scan_finds_any(tmp_path: Path, source: str, expected: set[str]) -> None:
+    """The scan itself: written, qualified, quoted, starred, nested and aliased Any count;
+    private functions, private classes, local variables and inner functions do not."""
+    tree = ast.parse(source)
+    aliases = _any_aliases({tmp_path / "m.py": tree})
+    found = {f"m:{name}" for name, fn in _public_functions(tree.body) if _signature_mentions_any(fn, aliases)}
+    assert found == expected
+
+
+def test_the_scan_covers_every_typed_package() -> None:
+    for package in TYPED_PACKAGES:
+        modules = _public_modules(package)
+        assert modules and all(m.is_file() for m in modules), package
+
+
+def test_no_mypy_override_switches_checks_off() -> None:
+    """Per-package overrides may only add strictness: none ignores errors or turns a check off."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+    assert not config.get("ignore_errors") and config.get("follow_imports", "normal") == "normal"
+    for override in config.get("overrides", []):
+        modules = [override["module"]] if isinstance(override["module"], str) else override["module"]
+        assert not override.get("ignore_errors"), modules
+        if any(m == "autobench" or m.startswith("autobench.") for m in modules):
+            assert "follow_imports" not in override, modules
+            # every --strict flag is on when true, except implicit_reexport, which is on when false
+            assert all(value is (key != "implicit_reexport") for key, value in override.items() if key != "module")
