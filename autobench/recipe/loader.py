@@ -398,11 +398,11 @@ class Document:
     positions: dict[KeyPath, Position]
     value_positions: dict[KeyPath, Position]
 
-    def where(self, *keys: Any) -> Position:
+    def where(self, *keys: str | int) -> Position:
         """Where ``keys`` (or its nearest written ancestor) was written; the file's start else."""
         return _nearest(self.positions, tuple(keys)) or Position(self.path, 1, 1)
 
-    def value_where(self, *keys: Any) -> Position:
+    def value_where(self, *keys: str | int) -> Position:
         return self.value_positions.get(tuple(keys)) or self.where(*keys)
 
 
