@@ -16,7 +16,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,7 @@ class RecipeFiles(Mapping[str, Mapping[str, Any]]):
             raise KeyError(name)
         return data
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         names = set(k for k, v in self._cache.items() if v is not None)
         if self.directory and self.directory.is_dir():
             names |= {p.stem for p in self.directory.glob("*.y*ml")}
@@ -222,7 +222,7 @@ class _Overlay(Mapping[str, Mapping[str, Any]]):
     def __contains__(self, name: object) -> bool:
         return name in self.first or name in self.then
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(sorted(set(self.first) | set(self.then)))
 
     def __len__(self) -> int:

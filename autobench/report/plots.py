@@ -16,10 +16,13 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.errors import ReportError
 from autobench.report.model import DONE, RecipeView, Run
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 INSTALL_HINT = "pip install 'autobench[plot]'"
 NO_MATPLOTLIB_NOTE = f"plots skipped: matplotlib is not installed ({INSTALL_HINT})"
@@ -86,7 +89,7 @@ def _label(run: Run) -> str:
     return f"run {run.id}\n{day}"
 
 
-def _draw_runs(fig, view: RecipeView, spec: PlotSpec) -> None:
+def _draw_runs(fig: Figure, view: RecipeView, spec: PlotSpec) -> None:
     ax = fig.add_subplot()
     runs = view.runs
     xs = list(range(len(runs)))
@@ -116,11 +119,11 @@ def _draw_runs(fig, view: RecipeView, spec: PlotSpec) -> None:
     ax.set_title(f"{view.name}\n{spec.title}", fontsize=9)
 
 
-def _draw_concurrency(fig, view: RecipeView) -> None:
-    levels = [lv for lv in view.levels if lv.concurrency is not None]
+def _draw_concurrency(fig: Figure, view: RecipeView) -> None:
+    levels = [(c, lv) for lv in view.levels if (c := lv.concurrency) is not None]
     for i, (attr, ylabel) in enumerate((("decode", "decode tok/s"), ("ttft", "TTFT median (ms)"))):
         ax = fig.add_subplot(1, 2, i + 1)
-        points = [(lv.concurrency, getattr(lv, attr)) for lv in levels]
+        points = [(c, getattr(lv, attr)) for c, lv in levels]
         points = [(c, f) for c, f in points if not f.missing]
         ax.plot([c for c, _ in points], [f.value for _, f in points], marker="o", color="#4477aa")
         for c, f in points:
@@ -129,7 +132,7 @@ def _draw_concurrency(fig, view: RecipeView) -> None:
             )
         ax.set_xlabel("concurrency")
         ax.set_ylabel(ylabel)
-        ax.set_xticks([lv.concurrency for lv in levels])
+        ax.set_xticks([c for c, _ in levels])
     fig.suptitle(f"{view.name}: latest DONE run per concurrency", fontsize=9)
 
 
@@ -143,7 +146,7 @@ def _cell_tag(row: Any) -> str:
     return "c" + ",".join(str(i) for i in row.cells)
 
 
-def _draw_cells(fig, view: RecipeView, spec: PlotSpec) -> None:
+def _draw_cells(fig: Figure, view: RecipeView, spec: PlotSpec) -> None:
     table = view.cells
     lines = _lines(view)
     if spec.kind == "cells-throughput":

@@ -23,7 +23,7 @@ import math
 from datetime import date, datetime
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
@@ -31,6 +31,9 @@ from autobench.errors import ReportError
 from autobench.escape import markdown, markdown_block, terminal
 from autobench.report.model import Fig, IndexView, RecipeView
 from autobench.templates_dir import templates_dir as _templates_dir
+
+if TYPE_CHECKING:
+    import jinja2
 
 MISSING = "—"
 RECIPE_TEMPLATE = "report_recipe.md.j2"
@@ -172,7 +175,7 @@ def short_sha(x: Any) -> str:
 
 
 @cache
-def environment(directory: str | None = None):  # -> jinja2.Environment
+def environment(directory: str | None = None) -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(
