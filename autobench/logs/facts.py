@@ -16,7 +16,7 @@ from functools import reduce
 from operator import add, itemgetter
 from typing import Any
 
-_NUM = r"(\d+(?:\.\d+)?)"
+_NUM = r"(\d{1,20}(?:\.\d{1,20})?)"  # every quantifier bounded: autobench.logs.linear
 
 
 def _f(s: str) -> float:
@@ -54,15 +54,15 @@ def _p(needle: str, regex: str, facts: Setter) -> FactPattern:
 
 BOOT_PATTERNS: list[FactPattern] = [
     # api_server.py: "vLLM API server version %s"
-    _p("server version", r"vLLM API server version (\S+)", lambda m: {"vllm_version": m[1]}),
+    _p("server version", r"vLLM API server version (\S{1,128})", lambda m: {"vllm_version": m[1]}),
     # llm_engine.py / core.py: "Initializing a V1 LLM engine (v%s) with config"
-    _p("LLM engine (v", r"Initializing an? (?:V\d )?LLM engine \(v([^)\s]+)\)", lambda m: {"vllm_version": m[1]}),
+    _p("LLM engine (v", r"Initializing an? (?:V\d )?LLM engine \(v([^)\s]{1,128})\)", lambda m: {"vllm_version": m[1]}),
     # the ASCII-art banner (>= 0.11): "█▄█▀ █     █     █     █  version 0.19.1rc1..."
-    _p("version", r"[█▀▄]\s+version (\d\S*)", lambda m: {"vllm_version": m[1]}),
+    _p("version", r"[█▀▄]\s{1,64}version (\d\S{0,128})", lambda m: {"vllm_version": m[1]}),
     # config/model.py: "Resolved architecture: %s"
-    _p("Resolved architecture", r"Resolved architecture: (\w+)", lambda m: {"architecture": m[1]}),
+    _p("Resolved architecture", r"Resolved architecture: (\w{1,256})", lambda m: {"architecture": m[1]}),
     # config: "Using max model len %s"
-    _p("max model len", r"Using max model len (\d+)", lambda m: {"max_model_len": _i(m[1])}),
+    _p("max model len", r"Using max model len (\d{1,20})", lambda m: {"max_model_len": _i(m[1])}),
     # model runner: "Model loading took %.4f GiB and %.6f seconds" (V0 said "GB",
     # later "GiB memory and"); the value was always bytes / 2**30.
     _p(
@@ -106,23 +106,23 @@ BOOT_PATTERNS: list[FactPattern] = [
     # kv_cache_utils.py: "GPU KV cache size: %s tokens" (CPU backend: "CPU KV cache size")
     _p(
         "KV cache size:",
-        r"\b(GPU|CPU|XPU|TPU) KV cache size: ([\d,]+) tokens",
+        r"\b(GPU|CPU|XPU|TPU) KV cache size: ([\d,]{1,32}) tokens",
         lambda m: {"kv_cache_tokens": _i(m[2]), "kv_cache_device": m[1]},
     ),
     # "Maximum concurrency for %s tokens per request: %.2fx" (both generations)
     _p(
         "Maximum concurrency",
-        r"Maximum concurrency for ([\d,]+) tokens per request: " + _NUM + r"x",
+        r"Maximum concurrency for ([\d,]{1,32}) tokens per request: " + _NUM + r"x",
         lambda m: {"max_concurrency_tokens": _i(m[1]), "max_concurrency": _f(m[2])},
     ),
     # V0 executor_base.py: "# GPU blocks: %d, # CPU blocks: %d" ("# cuda blocks", "# rocm blocks")
-    _p("blocks:", r"# (?:GPU|cuda|rocm|npu|xpu) blocks: (\d+)", lambda m: {"num_gpu_blocks": _i(m[1])}),
-    _p("CPU blocks:", r"# CPU blocks: (\d+)", lambda m: {"num_cpu_blocks": _i(m[1])}),
+    _p("blocks:", r"# (?:GPU|cuda|rocm|npu|xpu) blocks: (\d{1,20})", lambda m: {"num_gpu_blocks": _i(m[1])}),
+    _p("CPU blocks:", r"# CPU blocks: (\d{1,20})", lambda m: {"num_cpu_blocks": _i(m[1])}),
     # platforms/interface.py (hybrid models):
     # "Setting attention block size to %d tokens to ensure that attention page size is >= mamba page size."
     _p(
         "attention block size",
-        r"Setting attention block size to (\d+) tokens",
+        r"Setting attention block size to (\d{1,20}) tokens",
         lambda m: {"attention_block_size": _i(m[1])},
     ),
     # "Padding mamba page size by %.2f%% to ensure that mamba page size and attention page size are exactly equal."
@@ -134,19 +134,19 @@ BOOT_PATTERNS: list[FactPattern] = [
     # MoE oracles: "Using 'MARLIN' WNA16 MoE backend." / "Using MARLIN WNA16 MoE backend"
     _p(
         "MoE backend",
-        r"Using '?([A-Z][A-Z0-9_]*)'?(?: (\w+))? MoE backend",
+        r"Using '?([A-Z][A-Z0-9_]{0,64})'?(?: (\w{1,64}))? MoE backend",
         lambda m: {"moe_backend": f"{m[1]} {m[2]}" if m[2] else m[1]},
     ),
     # attention selectors: "Using FLASH_ATTN attention backend out of potential backends: [...]",
     # "Using AttentionBackendEnum.FLASH_ATTN backend.", "Using Flash Attention backend." (V0)
     _p(
         "backend",
-        r"Using (?:AttentionBackendEnum\.|_Backend\.)?([A-Z][A-Z0-9_]+|Flash Attention|FlashInfer"
+        r"Using (?:AttentionBackendEnum\.|_Backend\.)?([A-Z][A-Z0-9_]{1,64}|Flash Attention|FlashInfer"
         r"|XFormers|Torch SDPA|ROCmFlashAttention|PallasAttention|Triton) (?:attention )?backend\b(?! for)",
         lambda m: {"attention_backend": m[1]},
     ),
     # mixed-precision kernels: "Selected %s for %s" (>= 0.11), "Using %s for %s" (0.6-0.10)
-    _p("LinearKernel", r"(?:Selected|Using) (\w+LinearKernel)\b", lambda m: {"linear_kernel": m[1]}),
+    _p("LinearKernel", r"(?:Selected|Using) (\w{1,128}LinearKernel)\b", lambda m: {"linear_kernel": m[1]}),
     # gpu_model_runner.py: "Graph capturing finished in %.0f secs, took %.2f GiB"
     _p(
         "Graph capturing finished",
@@ -202,14 +202,14 @@ STATS_NEEDLE = "Avg prompt throughput"
 # is followed by text that cannot start with what it would give back, and the
 # trailing optional fields can always match empty, so the greedy path is the only
 # one that can succeed.
-_PNUM = r"(\d++(?:\.\d++)?+)"
+_PNUM = r"(\d{1,20}+(?:\.\d{1,20}+)?+)"
 STATS = re.compile(
     r"Avg prompt throughput: "
     + _PNUM
     + r" tokens/s, Avg generation throughput: "
     + _PNUM
-    + r" tokens/s, Running: (\d++) reqs?+, (?:Swapped: (\d++) reqs?+, )?+"
-    r"(?:Pending|Waiting): (\d++) reqs?+"
+    + r" tokens/s, Running: (\d{1,20}+) reqs?+, (?:Swapped: (\d{1,20}+) reqs?+, )?+"
+    r"(?:Pending|Waiting): (\d{1,20}+) reqs?+"
     r"(?:, GPU KV cache usage: " + _PNUM + r"%)?+(?:, CPU KV cache usage: " + _PNUM + r"%)?+"
     r"(?:, Prefix cache hit rate: " + _PNUM + r"%)?+"
 )
@@ -341,9 +341,9 @@ _SPEC_FIELDS = {
     "mean_acceptance_length": re.compile(r"Mean acceptance length: " + _NUM),
     "accepted_tps": re.compile(r"Accepted throughput: " + _NUM + r" tokens/s"),
     "drafted_tps": re.compile(r"Drafted throughput: " + _NUM + r" tokens/s"),
-    "accepted": re.compile(r"(?:Accepted: (\d+) tokens|Number of accepted tokens: (\d+))"),
-    "drafted": re.compile(r"(?:Drafted: (\d+) tokens|Number of draft tokens: (\d+))"),
-    "per_position": re.compile(r"Per-position acceptance rate: ((?:\d+\.\d+(?:, )?)+)"),
+    "accepted": re.compile(r"(?:Accepted: (\d{1,20}) tokens|Number of accepted tokens: (\d{1,20}))"),
+    "drafted": re.compile(r"(?:Drafted: (\d{1,20}) tokens|Number of draft tokens: (\d{1,20}))"),
+    "per_position": re.compile(r"Per-position acceptance rate: ((?:\d{1,6}\.\d{1,20}(?:, )?){1,256})"),
     "avg_rate": re.compile(r"Avg Draft acceptance rate: " + _NUM + r"%"),
     "draft_rate": re.compile(r"(?<!Avg )Draft acceptance rate: " + _NUM + r"(%?)"),
 }

@@ -38,14 +38,18 @@ _PROC_LOOKBACK = 200  # how far before "pid=" a process prefix can start
 #   INFO 03-10 08:07:20 [gpu_model_runner.py:1067] msg  (>= 0.8)
 _HEADER = re.compile(
     r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) "
-    r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? \[?(?P<src>[\w./<>-]+:\d+)\] ?"
+    r"\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d{1,9})? \[?(?P<src>[\w./<>-]{1,256}:\d{1,9})\] ?"
 )
 
 # uvicorn's own records: "ERROR:    [Errno 98] error while attempting to bind ..."
-_UVICORN = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?: +|$)")
+_UVICORN = re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):(?: {1,64}|$)")
 
-# torch's C++ (glog-style) records: "[W923 17:01:42.510487211 ProcessGroupNCCL.cpp:981] Warning: ..."
-_GLOG = re.compile(r"^(?:\[rank\d+\]:)?\[(?P<level>[IWEF])\d{3,4} [\d:.]+ (?:\d+ )?(?P<src>[\w.]+:\d+)\] ?")
+# torch's C++ (glog-style) records: "[W923 17:01:42.510487211 ProcessGroupNCCL.cpp:981] Warning: ...",
+# older torch without the date: "[rank0]:[E ProcessGroupNCCL.cpp:563] ..."
+_GLOG = re.compile(
+    r"^(?:\[rank\d{1,6}\]:)?\[(?P<level>[IWEF])(?:\d{3,4} [\d:.]{1,32}(?: \d{1,10})?)? "
+    r"(?P<src>[\w.]{1,128}:\d{1,9})\] ?"
+)
 _GLOG_LEVEL = {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL"}
 
 

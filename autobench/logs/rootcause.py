@@ -66,9 +66,9 @@ _TABLE: list[tuple[str, str, str | None]] = [
         "distributed",
         "the workers could not connect or be placed: check NCCL/Gloo networking (NCCL_DEBUG=INFO), shared "
         "memory (--ipc=host or a larger --shm-size) and that every node has the GPUs the parallel sizes need",
-        r"\bNCCL error|nccl\w*Error|ncclInternalError|ncclUnhandledCudaError|ncclSystemError|ncclInvalidUsage"
+        r"\bNCCL error|nccl\w{0,40}Error|ncclInternalError|ncclUnhandledCudaError|ncclSystemError|ncclInvalidUsage"
         r"|ncclRemoteError|NCCL (?:WARN|failure|communicator was aborted)|ProcessGroupNCCL|DistBackendError"
-        r"|DistNetworkError|DistStoreError|\[Gloo\].*(?:[Ee]rror|failed|[Tt]imed out)|gloo/transport"
+        r"|DistNetworkError|DistStoreError|\[Gloo\].{0,300}(?:[Ee]rror|failed|[Tt]imed out)|gloo/transport"
         r"|[Pp]lacement group|No available node types can fulfill|Cannot provide a placement group"
         r"|[Nn]o CUDA GPUs are available|[Nn]o GPUs? (?:is |are )?(?:available|found)|has no GPU"
         r"|required GPUs exceeds|larger than the number of available GPUs|Ray does not allocate any GPUs"
@@ -124,7 +124,7 @@ _TABLE: list[tuple[str, str, str | None]] = [
         r"CUDA out of memory|OutOfMemoryError|CUDA error: out of memory|HIP out of memory|CUBLAS_STATUS_ALLOC_FAILED"
         r"|No available memory for the cache blocks|[Nn]ot enough (?:GPU )?memory (?:available )?"
         r"for (?:the )?KV cache|Insufficient memory for (?:the )?KV cache|less than desired [GC]PU memory utilization"
-        r"|max seq len \(\d+\) is larger than the maximum number of tokens"
+        r"|max seq len \(\d{1,20}\) is larger than the maximum number of tokens"
         r"|To serve at least one request with the models?'s max seq len|Error in memory profiling"
         r"|larger than the available KV cache memory|[Ii]nsufficient (?:GPU )?memory|out of memory",
     ),
@@ -156,7 +156,7 @@ _TABLE: list[tuple[str, str, str | None]] = [
         r"|is not valid for this configuration"
         r"|undefined symbol|not compiled with|is not supported on this (?:GPU|device)|requires (?:a )?GPU with"
         r"|FlashAttention only supports|does not support (?:the )?(?:current|this) (?:GPU|device)"
-        r"|Bfloat16 is only supported on GPUs with|No available (?:attention )?backend|sm_\d+ is not",
+        r"|Bfloat16 is only supported on GPUs with|No available (?:attention )?backend|sm_\d{1,4} is not",
     ),
     (
         "compile_failed",
@@ -170,11 +170,11 @@ _TABLE: list[tuple[str, str, str | None]] = [
         "unsupported_model",
         "this vLLM (or its transformers) cannot run this model or quantization: use a release that supports "
         "it, another checkpoint, or --trust-remote-code where the model needs it",
-        r"Model architectures? \[[^\]]*\] (?:are|is) not supported|Cannot find model module"
-        r"|quantization method \S+ is not supported|Unknown quantization method|[Uu]nsupported quantization"
+        r"Model architectures? \[[^\]]{0,512}\] (?:are|is) not supported|Cannot find model module"
+        r"|quantization method \S{1,64} is not supported|Unknown quantization method|[Uu]nsupported quantization"
         r"|Quantization scheme is not supported|does not recognize this architecture|is not supported for now"
-        r"|model type `?\w+`? but Transformers does not recognize|[Uu]nsupported model (?:type|architecture)"
-        r"|not supported by vLLM|Currently, only \S+ quantization",
+        r"|model type `?\w{1,64}`? but Transformers does not recognize|[Uu]nsupported model (?:type|architecture)"
+        r"|not supported by vLLM|Currently, only \S{1,64} quantization",
     ),
     (
         "missing_files",
@@ -190,20 +190,20 @@ _TABLE: list[tuple[str, str, str | None]] = [
         "the tokenizer or chat template could not be used: pass --tokenizer, --tokenizer-mode or "
         "--chat-template, or install the package the tokenizer needs",
         r"chat template|chat_template|TemplateError|TemplateSyntaxError|UndefinedError"
-        r"|[Tt]okenizer class \S+ does not exist|tokenizer_mode|[Tt]okenizer\w*(?:Error| failed| is not)"
+        r"|[Tt]okenizer class \S{1,128} does not exist|tokenizer_mode|[Tt]okenizer\w{0,40}(?:Error| failed| is not)"
         r"|sentencepiece|tiktoken|mistral_common|Failed to load (?:the )?tokenizer",
     ),
     (
         "launcher_usage",
         "the command line was refused: check the flag names and values against `vllm serve --help` of "
         "this vLLM version",
-        r"unrecognized arguments|No such option|invalid choice: |argument --[\w-]+: |the following arguments "
+        r"unrecognized arguments|No such option|invalid choice: |argument --[\w-]{1,64}: |the following arguments "
         r"are required|Got unexpected extra argument|ambiguous option|[Ee]xpected one argument|Missing argument",
     ),
     (
         "config_validation",
         "a setting was rejected: the detail line names the field and what it allows",
-        r"ValidationError|validation errors? for \w+|Value error, ",
+        r"ValidationError|validation errors? for \w{1,128}|Value error, ",
     ),
     (
         "assertion",
@@ -302,7 +302,7 @@ _ENGINE_SOURCES = (
 _EXC = re.compile(
     r"^(?:[A-Za-z_]\w{0,100}\.){0,16}(?P<exc>[A-Z]\w{0,100}?(?:Error|Exception|Exit|Interrupt|Failure)"
     r"|Unsupported|OutOfResources|BackendCompilerFailed)"
-    r"(?:: ?(?P<text>.*)|\((?P<repr>.*)\))?$"
+    r"(?:: ?(?P<text>.{0,4096})|\((?P<repr>.{0,4096})|$)"
 )
 _FRAME = re.compile(
     r'^\s{0,64}File (?:"(?P<path>[^"]{1,1024})", line (?P<line>\d{1,9})|(?P<jpath>\S{1,1024}?\.py):(?P<jline>\d{1,9}))'
@@ -376,9 +376,15 @@ class RootCause:
         return asdict(self)
 
 
+# A category is read from the first 16 KiB of a record (a report keeps 600 characters): a
+# 16 MiB line costs what 16 KiB cost, whatever it holds.
+CLASSIFY_SCAN = 16 << 10
+
+
 def classify(text: str, ready: bool = False) -> str:
     """The category of a cause message; an out-of-memory error is ``gpu_memory`` while
     the server boots and ``cuda_oom`` once it was ready."""
+    text = text[:CLASSIFY_SCAN]
     for name, rx in _CLASSES:
         if rx.search(text):
             if name == "gpu_memory" and ready and _OOM.search(text):
@@ -532,16 +538,17 @@ class RootCauseTracker:
             return
         em = _EXC.match(stripped)
         if em:
-            text = em.group("text") if em.group("text") is not None else em.group("repr")
+            text = em.group("text") if em.group("text") is not None else (em.group("repr") or "").removesuffix(")")
             self._exception(rec, line, em.group("exc"), (text or "").strip(), stripped)
             return
         if self.cause is None:
             category = classify(stripped, self.ready)
-            if _DEATH.search(stripped) and category in _VAGUE:
+            head = stripped[:CLASSIFY_SCAN]
+            if _DEATH.search(head) and category in _VAGUE:
                 if self.death is None:
                     self.death = RootCause("engine_died", stripped[:_MAX_MESSAGE], line)
                 return
-            if _WRAPPER.search(stripped) and category in ("other", "config_validation", "launcher_usage"):
+            if _WRAPPER.search(head) and category in ("other", "config_validation", "launcher_usage"):
                 # "Exception in worker ... while processing method init_device: NCCL error: ..."
                 # states its cause; "EngineCore failed to start." does not
                 self._wrapper(stripped, line, None)
@@ -549,7 +556,7 @@ class RootCauseTracker:
             if category != "other" and not self._request_level(category, rec):
                 self._set(RootCause(category, stripped[:_MAX_MESSAGE], line))
             elif self.failure is None and rec.level in (None, "ERROR", "CRITICAL"):
-                failed = _FAILED_TO.search(stripped)
+                failed = _FAILED_TO.search(head)
                 if failed and not self._request_level("other", rec):
                     self.failure = RootCause("other", stripped[:_MAX_MESSAGE], line)
 
@@ -559,9 +566,10 @@ class RootCauseTracker:
 
     def _wrapper(self, full: str, line: int, exc: str | None) -> None:
         if self.wrapper is None:
-            if _WRAPPER_STARTUP.search(full):
+            head = full[:CLASSIFY_SCAN]
+            if _WRAPPER_STARTUP.search(head):
                 category = "boot_failed"
-            elif _WRAPPER_RUNTIME.search(full) or (exc in _WRAPPER_EXC):
+            elif _WRAPPER_RUNTIME.search(head) or (exc in _WRAPPER_EXC):
                 category = "engine_died"
             else:
                 category = "engine_died" if self.ready else "boot_failed"
@@ -579,7 +587,9 @@ class RootCauseTracker:
                 self.signal = RootCause("other", full[:_MAX_MESSAGE], line, exception=exc, generic=True)
             return
         category = classify(full, self.ready)
-        if exc in _WRAPPER_EXC or (_WRAPPER.search(full) and category in ("other", "config_validation")):
+        if exc in _WRAPPER_EXC or (
+            _WRAPPER.search(full[:CLASSIFY_SCAN]) and category in ("other", "config_validation")
+        ):
             self._wrapper(full, line, exc)
             return
         if exc == "AssertionError":

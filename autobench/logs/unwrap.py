@@ -49,27 +49,53 @@ INVISIBLE_CHARS = "\u200b\u200c\u200d\u2060\ufeff\u00ad\u00a0\u202f"
 
 # docker logs --timestamps / kubectl --timestamps: 2025-10-15T00:06:46.700988901Z
 # (also with a space for the T, as log collectors print it: 2026-04-21 10:50:43)
-_DOCKER_TS = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)? ")
+_DOCKER_TS = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,12})?(?:Z|[+-]\d\d:?\d\d)? ")
 # CI systems: [2025-03-10T15:07:20Z]
-_CI_TS = re.compile(r"\[\d{4}-\d\d-\d\dT[\d:.,]+(?:Z|[+-]\d\d:?\d\d)?\] ?")
+_CI_TS = re.compile(r"\[\d{4}-\d\d-\d\dT[\d:.,]{1,40}(?:Z|[+-]\d\d:?\d\d)?\] ?")
 # kubectl logs --prefix: [pod/vllm-7d9f-x2/vllm]
-_KUBECTL = re.compile(r"\[pod/[^\]\s/]+/[^\]\s]+\] ")
+_KUBECTL = re.compile(r"\[pod/[^\]\s/]{1,253}/[^\]\s]{1,253}\] ")
 # docker compose with a bracketed service: "[vllm] | "
-_COMPOSE_BRACKET = re.compile(r"\[[\w.-]+\]\s*\| ")
+_COMPOSE_BRACKET = re.compile(r"\[[\w.-]{1,128}\]\s{0,64}\| ")
 # journald: "Aug 18 14:15:04 host python3[28059]: " (month in any language)
-_JOURNALD = re.compile(r"\S{3,5}\.? {1,2}\d{1,2} \d\d:\d\d:\d\d \S+ [\w.@/-]+\[\d+\]: ")
+_JOURNALD = re.compile(r"\S{3,5}\.? {1,2}\d{1,2} \d\d:\d\d:\d\d \S{1,255} [\w.@/-]{1,255}\[\d{1,10}\]: ")
 # docker compose: "vllm-1  | " (also "vllm-1 | ")
-_COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]*\s+\| ")
+_COMPOSE = re.compile(r"[A-Za-z0-9][\w.-]{0,128}\s{1,64}\| ")
 # a bare CI column: "  | "
-_COLUMN = re.compile(r"\s+\| ")
+_COLUMN = re.compile(r"\s{1,64}\| ")
 # Slurm srun --label: "0: " / "12: " (task id)
 _SLURM = re.compile(r" {0,3}\d{1,4}: (?=\S)")
 # vLLM's process prefix, "(EngineCore_DP0 pid=32)", "(VllmWorker rank=0 pid=9)"
-_PROC_HEAD = re.compile(r"\([A-Za-z_][\w.()-]*?(?: [A-Za-z_]+=[\w.:-]+)*? pid=\d+\)")
+_PROC_HEAD = re.compile(
+    r"\([A-Za-z_][\w.()-]{0,120}?(?: [A-Za-z_][\w.:-]{0,40}(?:=[\w.:-]{1,64})?){0,4}? pid=\d{1,10}"
+    r"(?:, ip=[\w.:-]{0,64})?\)"
+)
 # Markdown block quotes: "> ", ">> ", "> > "
-_QUOTE = re.compile(r"(?:> ?)+")
-# Markdown emphasis or inline code around the whole line
-_EMPHASIS = re.compile(r"(\*\*|__|\*|_|`+)(?=\S)(.*\S)\1\s*$")
+_QUOTE = re.compile(r"(?:> ?){1,16}")
+# Markdown emphasis or inline code around the whole line: "**...**", "__...__", "*...*",
+# "_..._", "`...`" (up to three backticks).  String tests, not a regex with a backreference.
+_EMPHASIS_MARKS = ("**", "__", "*", "_")
+
+
+def _emphasis(text: str) -> str | None:
+    """The text inside emphasis or inline code that wraps the whole line, or None."""
+    end = text.rstrip()
+    marks: tuple[str, ...]
+    if text.startswith("`"):
+        n = len(text) - len(text.lstrip("`"))
+        marks = ("`" * n,) if n <= 3 else ()
+    else:
+        marks = _EMPHASIS_MARKS
+    for mark in marks:
+        k = len(mark)
+        if (
+            len(end) > 2 * k
+            and text.startswith(mark)
+            and end.endswith(mark)
+            and not text[k].isspace()
+            and not end[-k - 1].isspace()
+        ):
+            return end[k:-k]
+    return None
 
 
 def strip_ansi(text: str) -> str:
@@ -99,8 +125,7 @@ def _layer(text: str) -> str | None:
     elif c == ">":
         m = _QUOTE.match(text)
     elif c in "*_`":
-        e = _EMPHASIS.match(text)
-        return e.group(2) if e else None
+        return _emphasis(text)
     elif c == " ":
         head = text[:96]
         m = _COLUMN.match(text) if "| " in head else None
@@ -109,8 +134,7 @@ def _layer(text: str) -> str | None:
         if m is None and head.lstrip()[:1] == "(" and _PROC_HEAD.match(head.lstrip()):
             return text.lstrip()  # a process prefix pasted with a leading space
         if m is None and head.lstrip()[:1] in ("`", "*"):  # an indented Markdown list item
-            e = _EMPHASIS.match(text.lstrip())
-            return e.group(2) if e else None
+            return _emphasis(text.lstrip())
     elif c.isalpha():
         head = text[:96]
         m = None
