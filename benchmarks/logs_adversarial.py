@@ -59,28 +59,43 @@ def _families(rx: re.Pattern[Any]) -> dict[str, Any]:
     return fams
 
 
-def _time(rx: re.Pattern[Any], text: str) -> float:
+def _time(rx: re.Pattern[Any], text: str, repeat: int = 3) -> float:
+    """The fastest of ``repeat`` searches (the machine is shared: the minimum is the cost)."""
     data: Any = text.encode("utf-8", "replace") if isinstance(rx.pattern, bytes) else text
-    t = time.perf_counter()
-    rx.search(data)
-    return time.perf_counter() - t
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        rx.search(data)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def _ratio(per_mb: list[float]) -> str:
+    """Time per MB at the largest size over the smallest; "-" when the smallest is under a
+    millisecond per MB (timer and cache noise, not the pattern, decide such a ratio)."""
+    return f"{per_mb[-1] / per_mb[0]:6.2f}" if per_mb[0] >= 1e-3 else "     -"
 
 
 def per_pattern(sizes: list[int], only: str | None) -> None:
     print(f"{'pattern':52s} {'worst family at 1 MB':34s} " + " ".join(f"{s:>4d}MB s/MB" for s in sizes) + "  x16/x1")
     worst_ratio = 0.0
+    worst_per_mb = 0.0
     for name, rx in patterns().items():
         if only and only not in name:
             continue
         fams = _families(rx)
-        timed = {fam: _time(rx, build(MB)) for fam, build in fams.items()}
+        timed = {fam: _time(rx, build(MB), repeat=1) for fam, build in fams.items()}
         fam = max(timed, key=lambda k: timed[k])
         per_mb = [_time(rx, fams[fam](size * MB)) / size for size in sizes]
-        ratio = per_mb[-1] / per_mb[0] if per_mb[0] > 0 else float("nan")
-        worst_ratio = max(worst_ratio, ratio)
+        if per_mb[0] >= 1e-3:
+            worst_ratio = max(worst_ratio, per_mb[-1] / per_mb[0])
+        worst_per_mb = max(worst_per_mb, max(per_mb))
         cells = " ".join(f"{v:11.5f}" for v in per_mb)
-        print(f"{name[:52]:52s} {fam[:34]:34s} {cells}  {ratio:6.2f}", flush=True)
-    print(f"largest x16/x1 ratio: {worst_ratio:.2f} (linear ~1, quadratic ~16)")
+        print(f"{name[:52]:52s} {fam[:34]:34s} {cells}  {_ratio(per_mb)}", flush=True)
+    print(
+        f"largest ratio (patterns over 1 ms/MB): {worst_ratio:.2f} (linear ~1, quadratic ~{sizes[-1] // sizes[0]});"
+        f" slowest: {worst_per_mb:.4f} s/MB"
+    )
 
 
 # End-to-end: one line through the whole parser (reader, prefilter, records, facts, causes).
@@ -101,11 +116,13 @@ def end_to_end(sizes: list[int]) -> None:
         per_mb = []
         for size in sizes:
             data = build(size * MB).encode()
-            t = time.perf_counter()
-            parse_log([data])
-            per_mb.append((time.perf_counter() - t) / size)
-        ratio = per_mb[-1] / per_mb[0] if per_mb[0] > 0 else float("nan")
-        print(f"{label:28s} " + " ".join(f"{v:11.5f}" for v in per_mb) + f"  {ratio:6.2f}", flush=True)
+            best = float("inf")
+            for _ in range(2):
+                t = time.perf_counter()
+                parse_log([data])
+                best = min(best, time.perf_counter() - t)
+            per_mb.append(best / size)
+        print(f"{label:28s} " + " ".join(f"{v:11.5f}" for v in per_mb) + f"  {_ratio(per_mb)}", flush=True)
 
 
 def main() -> int:

@@ -80,8 +80,9 @@ def _failed(log: Path) -> bool:
     return bool(_index()[log.stem].get("cause"))
 
 
-def timed(cmd: list[str]) -> tuple[float, str, int]:
-    """Wall time, stdout and peak RSS (KiB, from wait4) of one command."""
+def timed(cmd: list[str]) -> tuple[float, str, int, float]:
+    """Wall time, stdout, peak RSS (KiB) and CPU seconds (user + system, from wait4) of one
+    command.  On a shared machine the CPU time is the cost; the wall time includes waiting."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err)
@@ -92,7 +93,7 @@ def timed(cmd: list[str]) -> tuple[float, str, int]:
         err.seek(0)
         if proc.returncode not in (0, 1):
             raise SystemExit(f"{cmd[0]} failed: {err.read().decode(errors='replace').strip()}")
-        return dt, out.read().decode(), usage.ru_maxrss
+        return dt, out.read().decode(), usage.ru_maxrss, usage.ru_utime + usage.ru_stime
 
 
 def load() -> str:
@@ -109,15 +110,15 @@ def measure(mix: str, mb_target: int, keep: bool) -> None:
         # warm the page cache
         subprocess.run(["cat", str(path)], stdout=subprocess.DEVNULL, check=True)
         before = load()
-        g_dt, g_out, _ = timed(["grep", "-c", "Avg prompt throughput", str(path)])
+        g_dt, g_out, _, _ = timed(["grep", "-c", "Avg prompt throughput", str(path)])
         parse = [sys.executable, "-m", "autobench", "logs", "parse", "--json", str(path)]
-        p_dt, p_out, p_rss = timed(parse)
+        p_dt, p_out, p_rss, p_cpu = timed(parse)
         data = json.loads(p_out)
         print(f"[{mix}] log: {path} ({mb:.1f} MB, {data['lines_read']:,} lines); {before} before, {load()} after")
         print(f"[{mix}] grep -c:              {g_dt:7.2f} s  {mb / g_dt:8.1f} MB/s  ({int(g_out):,} stats lines)")
         print(
             f"[{mix}] autobench logs parse: {p_dt:7.2f} s  {mb / p_dt:8.1f} MB/s  "
-            f"peak RSS {p_rss / 1024:.0f} MiB "
+            f"(CPU {p_cpu:.2f} s: {mb / p_cpu:.1f} MB/s)  peak RSS {p_rss / 1024:.0f} MiB "
             f"({data['stats']['samples']:,} stats samples, root cause: "
             f"{(data['root_cause'] or {}).get('category')}, ratio {p_dt / g_dt:.1f}x grep)"
         )
