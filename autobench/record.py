@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from autobench.digits import load_json
 from autobench.errors import LedgerError, UsageError
 from autobench.ledger.models import STATUSES, NewRun
 
@@ -57,11 +58,10 @@ def result_times(path: str) -> tuple[str | None, str | None]:
     when the bench ended, local time, ``%Y%m%d-%H%M%S`` -- ours and ``vllm bench serve``'s) and
     the bench's duration.  (None, None) when the file has no readable date."""
     import datetime as dt
-    import json
 
     try:
         with open(path, encoding="utf-8") as handle:
-            raw = json.load(handle)
+            raw = load_json(handle.read())
         ended = dt.datetime.strptime(str(raw["date"]), "%Y%m%d-%H%M%S").astimezone(dt.UTC)
     except (OSError, ValueError, KeyError, TypeError):
         return None, None

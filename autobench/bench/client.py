@@ -34,6 +34,7 @@ from autobench.bench.record import ERROR, INCOMPLETE, INFLIGHT, RequestRecord
 from autobench.bench.result import BenchResult, ClientStats, build_result
 from autobench.bench.stream import StreamSink, error_message
 from autobench.bench.transport import ConnectFailed, Pool
+from autobench.digits import load_json
 from autobench.errors import BenchError
 
 if TYPE_CHECKING:
@@ -382,7 +383,7 @@ class _Runner:
         if got is None or got[0] != 200:
             return None  # the run itself counts connection errors
         try:
-            data = json.loads(got[1])
+            data = load_json(got[1])
         except ValueError:
             return None
         models = data.get("data") if isinstance(data, dict) else None

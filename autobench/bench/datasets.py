@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from autobench.digits import load_json
 from autobench.errors import BenchError
 from autobench.files import read_lines, read_regular
 
@@ -157,7 +158,7 @@ def _read_text(path: str) -> str:
 def _loads(text: str, where: str, what: str, hint: str) -> Any:
     """``json.loads`` whose every failure is one BenchError line (not a RecursionError or a traceback)."""
     try:
-        return json.loads(text)
+        return load_json(text)
     except json.JSONDecodeError as exc:
         loc = f"{where}:{exc.lineno}:{exc.colno}" if what == "dataset" else where
         raise BenchError(f"{what} is not valid JSON: {exc.msg}", location=loc, hint=hint) from exc

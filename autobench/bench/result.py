@@ -24,6 +24,7 @@ from typing import Any
 from autobench import __version__
 from autobench.bench import metrics as M
 from autobench.bench.samples_of import samples_of
+from autobench.digits import load_json
 from autobench.errors import BenchError
 from autobench.metric_catalogue import METRICS as CATALOGUE
 from autobench.metric_catalogue import Metric
@@ -356,7 +357,7 @@ def load_result_json(path: str | Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as exc:
         raise BenchError(f"cannot read result file: {exc}", location=p) from exc
     try:
-        data = json.loads(text)
+        data = load_json(text)
     except json.JSONDecodeError as exc:
         raise BenchError(
             f"result file is not JSON: {exc.msg}",

@@ -25,13 +25,13 @@ these byte patterns cannot come from generated text.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 from autobench.bench.record import OK, RequestRecord
 from autobench.bench.sse import EventTooLarge, SSEParser
 from autobench.bench.transport import BadResponse
+from autobench.digits import load_json
 
 #: How much of an error response's body is kept for its message.
 ERROR_BODY_LIMIT = 4096
@@ -155,7 +155,7 @@ class StreamSink:
         """Parse one event; False when it failed the request."""
         rec = self.rec
         try:
-            obj = json.loads(ev)
+            obj = load_json(ev)
         except ValueError:
             rec.fail("non_json", f"event is not JSON: {ev[:80]!r}")
             return False
@@ -202,7 +202,7 @@ def _is_token_event(choice: dict[str, Any]) -> bool:
 def error_message(text: str) -> str:
     """The message of an OpenAI/vLLM error body, else the (truncated) body itself."""
     try:
-        obj = json.loads(text)
+        obj = load_json(text)
     except ValueError:
         return " ".join(text.split())[:200] or "(empty body)"
     if isinstance(obj, dict):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from autobench.digits import is_digits
+from autobench.digits import MAX_JSON_DEPTH, is_digits, json_depth
 from autobench.errors import HubError
 
 if TYPE_CHECKING:
@@ -112,6 +112,14 @@ class HubAnswerTooLarge(Exception):
         self.size = size
 
 
+class HubAnswerTooDeep(Exception):
+    """An API answer nesting deeper than :data:`autobench.digits.MAX_JSON_DEPTH`."""
+
+    def __init__(self, depth: int):
+        super().__init__(f"answer nested {depth} levels deep")
+        self.depth = depth
+
+
 class DeadlineExceeded(TimeoutError):
     """A whole call (connect, every read, retries) took longer than its deadline: a server that
     trickles bytes keeps every single read within the read timeout."""
@@ -130,12 +138,22 @@ def _bounded_stream(inner: Any, limit: int) -> Any:
             self.seen = 0
 
         def __iter__(self) -> Any:
+            # Held whole (huggingface_hub reads an API answer whole anyway) so that its nesting is
+            # checked before huggingface_hub parses it: JSON nested past MAX_JSON_DEPTH was a
+            # RecursionError inside the library (an internal error).
+            chunks: list[bytes] = []
             for chunk in inner:
                 self.seen += len(chunk)
                 if self.seen > limit:
                     self.close()
                     raise HubAnswerTooLarge(None)
-                yield chunk
+                chunks.append(chunk)
+            body = b"".join(chunks)
+            if body.count(b"[") + body.count(b"{") > MAX_JSON_DEPTH:
+                depth = json_depth(body.decode("utf-8", errors="replace"))
+                if depth > MAX_JSON_DEPTH:
+                    raise HubAnswerTooDeep(depth)
+            yield body
 
         def close(self) -> None:
             close = getattr(inner, "close", None)
@@ -265,6 +283,12 @@ def translate(
         msg, hint = (
             f"{where}: {endpoint} sent an answer larger than {MAX_API_BODY // (1024 * 1024)} MiB; "
             "a Hub's API answers are far smaller",
+            "check HF_ENDPOINT",
+        )
+    elif isinstance(exc, HubAnswerTooDeep | RecursionError):
+        msg, hint = (
+            f"{where}: {endpoint} sent an answer nested more than {MAX_JSON_DEPTH} levels deep; "
+            "a Hub's API answers nest a few levels",
             "check HF_ENDPOINT",
         )
     elif isinstance(exc, httpx2.TooManyRedirects):

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from ruamel.yaml.comments import CommentedMap
 
+from autobench.digits import load_json
 from autobench.errors import HubError, RecipeError
 from autobench.hub.fingerprint import fingerprint
 from autobench.hub.resolve import Resolver, is_sha
@@ -187,7 +188,7 @@ def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, lab
     name = keys[-1]
     if name not in parent and repo_key not in parent:
         raise RecipeError(f"cannot pin {'.'.join(keys)}: no {repo_key} key beside it", location=str(path))
-    expected = json.loads(_data(doc))
+    expected = load_json(_data(doc))
     _node(expected, keys[:-1])[name] = sha
     new_text = _splice(text, parent, name, repo_key, sha, label)
     if new_text is None or _reads_back(new_text) != _data(expected):
@@ -282,7 +283,7 @@ def read_lock(recipe_path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise HubError(
             f"{path}: unreadable lock file ({exc})", hint="delete it and run `autobench lock` again"

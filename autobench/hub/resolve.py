@@ -9,7 +9,6 @@ Offline: ``<cache>/models--<ns>--<name>/refs/<label>`` gives the sha (a full sha
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from autobench.digits import load_json as load_json_text
 from autobench.errors import HubError
 from autobench.hub.client import CACHE_HINT, Hub, HubSettings, ref
 from autobench.recipe.facts import is_full_sha
@@ -87,7 +87,7 @@ def cached_missing(settings: HubSettings, repo: str, sha: str, filename: str) ->
 
 def load_json(path: Path, repo: str, revision: str, filename: str) -> dict[str, Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json_text(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise HubError(
             f"{ref(repo, revision)}: {filename} is not readable JSON ({exc})",

@@ -6,10 +6,11 @@ present, total weight size (sum of *.safetensors and *.bin sizes) and last modif
 
 from __future__ import annotations
 
-import json
 from datetime import date, time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from autobench.digits import load_json
 
 if TYPE_CHECKING:
     from huggingface_hub.hf_api import ModelInfo
@@ -41,7 +42,7 @@ def read_tokenizer_config(files: dict[str, Path]) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autobench.digits import load_json
 from autobench.errors import RegistryError
 
 DOCKER_HUB = "docker.io"
@@ -117,7 +117,7 @@ def _helper(name: str, server: str, env: Mapping[str, str], required: bool) -> C
     if done.returncode != 0:
         return None  # "credentials not found in native keychain": anonymous access
     try:
-        data = json.loads(done.stdout)
+        data = load_json(done.stdout)
         username, secret = str(data["Username"]), str(data["Secret"])
     except (ValueError, KeyError, TypeError) as exc:
         raise RegistryError(
@@ -138,7 +138,7 @@ def _from_docker_config(registry: str, env: Mapping[str, str]) -> Credentials | 
     except OSError as exc:
         raise RegistryError(f"cannot read the docker config: {exc.strerror}", location=str(path)) from exc
     try:
-        config = json.loads(text)
+        config = load_json(text)
     except ValueError as exc:
         raise RegistryError(
             "the docker config is not valid JSON", location=str(path), hint="fix it or run `docker login` again"

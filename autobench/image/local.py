@@ -8,12 +8,12 @@ carry the pinned digest before a server starts from it).
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from autobench.digits import load_json
 from autobench.errors import RegistryError
 from autobench.image.resolve import PlatformImage, ResolvedImage, platform_name, utc_now
 from autobench.recipe.imageref import ImageRef, ImageRefError, parse_image_ref
@@ -77,7 +77,7 @@ def inspect(reference: str, *, docker: str = "docker", env: Mapping[str, str] | 
             f"{reference}: `docker image inspect` failed: {said}", hint="check that the Docker engine is running"
         )
     try:
-        data = json.loads(done.stdout)
+        data = load_json(done.stdout)
         info: dict[str, Any] = data[0]
         digests = tuple(str(d) for d in info.get("RepoDigests") or [])
     except (ValueError, IndexError, KeyError, TypeError, AttributeError) as exc:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import ipaddress
-import json
 import os
 import re
 import time
@@ -35,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from autobench.digits import is_digits
+from autobench.digits import is_digits, load_json
 from autobench.errors import RegistryError
 from autobench.image.credentials import DOCKER_HUB, ENV_SETTING, Credentials, find_credentials
 
@@ -297,7 +296,7 @@ class RegistryClient:
         if status != 200:
             raise self._fail(where, f"{registry}'s token service answered HTTP {status}", "retry later")
         try:
-            data = json.loads(body)
+            data = load_json(body)
             token = data.get("token") or data.get("access_token")
         except (ValueError, AttributeError):
             token = None
@@ -336,7 +335,7 @@ class RegistryClient:
         self, status: int, body: bytes, registry: str, repository: str, where: str, authorized: bool
     ) -> RegistryError:
         try:
-            codes = [str(e.get("code")) for e in json.loads(body).get("errors", []) if isinstance(e, dict)]
+            codes = [str(e.get("code")) for e in load_json(body).get("errors", []) if isinstance(e, dict)]
         except (ValueError, AttributeError):
             codes = []
         creds = self._creds.get(registry)
@@ -409,7 +408,7 @@ class RegistryClient:
                     raise self._mismatch(where, announced, got)
                 digest = announced
         try:
-            data = json.loads(body)
+            data = load_json(body)
         except ValueError as exc:
             raise self._fail(where, "the manifest is not JSON", "check the registry") from exc
         if not isinstance(data, dict):

@@ -13,12 +13,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from autobench.digits import load_json
 from autobench.errors import RegistryError
 from autobench.image.registry import Manifest, RegistryClient, is_digest
 
@@ -78,7 +78,7 @@ def _config(client: RegistryClient, manifest: Manifest) -> tuple[str | None, dic
         )
     body = client.blob(manifest.registry, manifest.repository, digest, what="config")
     try:
-        data = json.loads(body)
+        data = load_json(body)
     except ValueError:
         data = {}
     return digest, data if isinstance(data, dict) else {}

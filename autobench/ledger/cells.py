@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from autobench import metric_catalogue as catalogue
 from autobench.errors import LedgerError
 from autobench.ledger.chain import METRIC_KINDS, coerce_metric
-from autobench.ledger.models import METRIC_KEYS, CellRecord, NewCell, StoredRow, stored, stored_blob
+from autobench.ledger.models import METRIC_KEYS, CellRecord, NewCell, StoredRow, stored, stored_blob, stored_object
 from autobench.redaction import find_token
 from autobench.samples import Samples, encode, merge, summary
 
@@ -118,8 +118,8 @@ def record_from_row(row: StoredRow, *, samples: bool = True) -> CellRecord:
     return CellRecord(
         run_id=stored(row, "run_id", int),
         index=stored(row, "cell_index", int),
-        params=json.loads(stored(row, "params", str)),
-        metrics=json.loads(stored(row, "metrics", str)),
+        params=stored_object(row, "params") or {},
+        metrics=stored_object(row, "metrics") or {},
         samples_blob=stored_blob(row, "samples") if samples else None,
     )
 

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, TextIO
 
+from autobench.digits import load_json
 from autobench.errors import LedgerError
 from autobench.escape import csv_cell
 from autobench.ledger.models import RUNS, StoredRow
@@ -35,8 +36,8 @@ def _cell_json(cell: Mapping[str, object], secrets: Mapping[str, str] | None) ->
         raise LedgerError(f"cell {cell['cell_index']} is not stored as autobench stores cells (JSON text, bytes)")
     return {
         "index": cell["cell_index"],
-        "params": redact_tree(json.loads(params), secrets),
-        "metrics": redact_tree(json.loads(metrics), secrets),
+        "params": redact_tree(load_json(params), secrets),
+        "metrics": redact_tree(load_json(metrics), secrets),
         "samples": base64.b64encode(blob).decode("ascii") if blob is not None else None,
         "samples_format": f"autobench.samples/{blob[0]}" if blob else None,
     }

@@ -14,7 +14,6 @@ and ``boot`` dicts keyed by the column names; ``Ledger.cells(id)`` gives its cel
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Protocol, TypeVar
@@ -23,6 +22,7 @@ from sqlalchemy import Column, Index, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
 from autobench import metric_catalogue as catalogue
+from autobench.digits import load_json
 from autobench.errors import LedgerError
 from autobench.samples import Samples, decode
 
@@ -375,7 +375,15 @@ def stored_or_none(row: StoredRow, key: str, kind: type[T]) -> T | None:
 def stored_json(row: StoredRow, key: str) -> object:
     """A JSON text column decoded (None for NULL, or when ``row`` has no such column)."""
     text = row.get(key)
-    return None if text is None else json.loads(stored(row, key, str))
+    if text is None:
+        return None
+    try:
+        return load_json(stored(row, key, str))
+    except ValueError as exc:  # not JSON, or nested past digits.MAX_JSON_DEPTH: a forged row
+        raise LedgerError(
+            f"{_where(row)}: column {key} holds a value that cannot be read ({' '.join(str(exc).split())[:120]})",
+            hint="the row was not written by autobench: autobench ledger verify; use a ledger you trust",
+        ) from exc
 
 
 def stored_object(row: StoredRow, key: str) -> dict[str, object] | None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import fields
 from datetime import UTC, date, datetime
 
+from autobench.digits import load_json
 from autobench.errors import LedgerError
 from autobench.ledger.cells import cell_values, digest, headline_metrics
 from autobench.ledger.chain import coerce, coerce_metric
@@ -42,7 +43,7 @@ def _json_text(value: object, key: str) -> str | None:
         return None
     if isinstance(value, str):
         try:
-            json.loads(value)
+            load_json(value)
         except ValueError as exc:
             raise LedgerError(f"{key} is not valid JSON text: {exc}") from exc
         return value
@@ -95,7 +96,7 @@ def _value(key: str, value: object) -> object:
     if key in JSON_KEYS:
         if key == "spec_per_position" and value is not None:
             if isinstance(value, str):
-                value = json.loads(value)
+                value = load_json(value)
             if not isinstance(value, list | tuple):
                 raise LedgerError(f"spec_per_position must be a list of numbers, got {value!r}")
             try:

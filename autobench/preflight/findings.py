@@ -8,9 +8,9 @@ whose configs are not cached get no preflight finding.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from autobench.digits import load_json
 from autobench.errors import AutobenchError
 from autobench.preflight.inputs import Loaded
 from autobench.preflight.layout import DRAFT_METHODS
@@ -28,7 +28,7 @@ def _cached_config(repo: str, revision: str | None) -> Loaded | None:
         return None
     path = repo_folder(settings, repo) / "snapshots" / sha / "config.json"
     try:
-        config = json.loads(path.read_text(encoding="utf-8"))
+        config = load_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return Loaded(config, f"{repo}@{sha[:7]}", None)

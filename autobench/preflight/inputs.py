@@ -9,12 +9,12 @@ table of known images below; otherwise preflight says it cannot predict.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from autobench.digits import load_json
 from autobench.errors import AutobenchError, PreflightError
 from autobench.preflight.layout import ServeOptions
 from autobench.preflight.versions import Version, parse_version
@@ -101,7 +101,7 @@ def read_local(path: str | Path) -> Loaded:
     p = Path(path)
     file = p / "config.json" if p.is_dir() else p
     try:
-        config = json.loads(file.read_text(encoding="utf-8"))
+        config = load_json(file.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PreflightError(f"cannot read {file}: {exc.strerror or exc}", hint="pass a config folder or file") from exc
     except ValueError as exc:
@@ -115,7 +115,7 @@ def read_local(path: str | Path) -> Loaded:
 
 def _index_total(path: Path) -> int | None:
     try:
-        total = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
+        total = load_json(path.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
     except (OSError, ValueError, AttributeError):
         return None
     return int(total) if isinstance(total, int | float) else None

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autobench.digits import MAX_INT_DIGITS
 from autobench.errors import RecipeError
 from autobench.files import confined, read_regular
 
@@ -191,14 +192,50 @@ def _tab_in_indentation(text: str) -> tuple[int, int] | None:
     return None
 
 
+class _TooManyDigits(Exception):
+    def __init__(self, length: int, line: int, col: int):
+        super().__init__(f"{length} characters")
+        self.length, self.line, self.col = length, line, col
+
+
+_CONSTRUCTOR: Any = None
+
+
+def _bounded_constructor() -> Any:
+    """ruamel's round-trip constructor, refusing an integer longer than MAX_INT_DIGITS digits
+    before converting it (Python refuses int <-> str past 4,300 digits: an internal error)."""
+    global _CONSTRUCTOR
+    if _CONSTRUCTOR is None:
+        from ruamel.yaml.constructor import RoundTripConstructor
+
+        class BoundedConstructor(RoundTripConstructor):
+            def construct_yaml_int(self, node: Any) -> Any:
+                value = str(node.value)
+                if len(value) > MAX_INT_DIGITS + 3:  # a sign and a 0x/0o/0b prefix
+                    mark = node.start_mark
+                    raise _TooManyDigits(len(value), mark.line + 1, mark.column + 1)
+                return super().construct_yaml_int(node)
+
+        BoundedConstructor.add_constructor("tag:yaml.org,2002:int", BoundedConstructor.construct_yaml_int)
+        _CONSTRUCTOR = BoundedConstructor
+    return _CONSTRUCTOR
+
+
 def _parse(path: Path, text: str) -> Any:
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
+    yaml.Constructor = _bounded_constructor()
     try:
         return yaml.load(text)
+    except _TooManyDigits as exc:
+        raise RecipeError(
+            f"a number of {exc.length} characters (at most {MAX_INT_DIGITS} digits)",
+            location=f"{path}:{exc.line}:{exc.col}",
+            hint="no recipe value needs a number this long; quote it if it is text",
+        ) from exc
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)

@@ -16,7 +16,6 @@ Rules the views enforce (docs/reports.md has the long form):
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,6 +23,7 @@ from datetime import date, datetime
 from typing import Any
 
 from autobench import metric_catalogue as catalogue
+from autobench.digits import load_json
 
 DONE = "DONE"
 
@@ -99,7 +99,7 @@ def _as_mapping(value: Any) -> Mapping[str, Any]:
     if value is None:
         return {}
     if isinstance(value, str | bytes):
-        value = json.loads(value) if value.strip() else {}
+        value = load_json(value) if value.strip() else {}
     if hasattr(value, "model_dump"):
         value = value.model_dump(mode="json")
     return dict(value) if isinstance(value, Mapping) else {}

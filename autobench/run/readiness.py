@@ -9,12 +9,13 @@ only ever go to the server this run started.
 
 from __future__ import annotations
 
-import json
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from autobench.digits import load_json
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
@@ -49,7 +50,7 @@ def http_get(url: str, timeout: float = 5.0, headers: dict[str, str] | None = No
 
 def model_ids(body: bytes) -> list[str]:
     try:
-        doc = json.loads(body)
+        doc = load_json(body)
         return [str(m.get("id")) for m in doc.get("data", []) if isinstance(m, dict)]
     except (ValueError, AttributeError, TypeError):
         return []

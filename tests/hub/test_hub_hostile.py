@@ -152,3 +152,35 @@ def test_a_json_answer_in_no_utf_encoding_is_one_line(monkeypatch, capsys):
         server.shutdown()
         server.server_close()
     assert "its answer is not JSON" in err
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b'{"id": "o/m", "cardData": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", "nested more than 100 levels deep"),
+        (b'{"id": "o/m", "x": ' + b"[" * 150 + b"]" * 150 + b"}", "nested more than 100 levels deep"),
+        (b'{"id": "o/m", "downloads": ' + b"9" * 5000 + b"}", "does not answer like a Hugging Face Hub"),
+    ],
+    ids=["recursion-deep", "just-over-the-limit", "5000-digits"],
+)
+def test_deep_or_huge_number_json_from_the_hub_is_one_line(monkeypatch, capsys, body, said):
+    """Before: a RecursionError or Python's 4,300-digit ValueError inside huggingface_hub, exit 70."""
+
+    class Deep(Hostile):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Deep)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        err = _one_line(capsys, "hub", "info", "o/m")
+        assert said in err
+    finally:
+        server.shutdown()
+        server.server_close()

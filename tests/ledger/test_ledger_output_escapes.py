@@ -8,6 +8,8 @@ import csv
 import io
 from pathlib import Path
 
+import pytest
+
 from autobench.cli import main
 from autobench.ledger.seed import build
 from tests.fuzz.fuzzkit import RAW_CONTROL
@@ -44,3 +46,16 @@ def test_csv_export_shows_no_raw_escape_and_no_formula(capsys, tmp_path):
     rows = list(csv.DictReader(io.StringIO(out)))
     assert rows[0]["recipe_name"] == "r\\u001b]0;owned\\u0007\\u001b[2J"
     assert all(not v.startswith(("=", "@")) for row in rows for v in row.values() if v)
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("recipe_snapshot", "[" * 100_000 + "]" * 100_000), ("host_facts", "not json")],
+)
+@pytest.mark.parametrize("command", [["ledger", "show", "1"], ["ledger", "list"], ["ledger", "export"]])
+def test_a_forged_json_column_is_one_ledger_error_line(capsys, tmp_path, column, value, command):
+    """Before: a RecursionError or JSONDecodeError while reading the row, exit 70."""
+    db = forged(tmp_path, **{column: value})
+    code, _, err = run(capsys, *command, "--ledger", str(db))
+    assert code == 4 and err.count("\n") == 1
+    assert "run #1: column " in err and "holds a value that cannot be read" in err
