@@ -72,7 +72,7 @@ FLOAT_FIELDS = (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class BenchConfig:
     base_url: str
     model: str

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from typing import Any
@@ -187,7 +188,7 @@ def bench(
         slo=parse_slo(slo) if slo is not None else None,
     )
     if api_key_env is not None:  # a name given explicitly must be set
-        cfg.api_key_env, cfg.api_key_required = api_key_env, True
+        cfg = dataclasses.replace(cfg, api_key_env=api_key_env, api_key_required=True)
     with _Progress(enabled=not as_json and sys.stderr.isatty()) as prog:
         result = run_bench(cfg, progress=prog.update)
     if result_path:

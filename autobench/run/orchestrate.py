@@ -26,7 +26,7 @@ import platform
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -242,6 +242,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
             value = getattr(s, key)
             if value is not None:
                 extra[key] = value
+    tokenizer, tokenizer_revision = bench_tokenizer(recipe)  # the served model's own
     cfg = BenchConfig(
         base_url=plan.base_url,
         model=plan.bench_model,
@@ -263,13 +264,15 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
         label=loaded.recipe.name,
         extra_body=extra,
         slo=b.slo.limits() if b.slo is not None else None,
+        tokenizer=tokenizer,
+        tokenizer_revision=tokenizer_revision,
     )
-    cfg.tokenizer, cfg.tokenizer_revision = bench_tokenizer(recipe)  # the served model's own
     key_env = bench_api_key_env(recipe)
     if key_env is not None:  # the server demands the key it was given: the bench sends it by name
-        cfg.api_key_env = key_env  # sent when set (a server started without it is open)
-    if b.dataset.input_len is not None:
-        cfg.random_input_len = only(b.dataset.input_len)
+        cfg = replace(cfg, api_key_env=key_env)  # sent when set (a server started without it is open)
+    input_len = only(b.dataset.input_len)
+    if input_len is not None:
+        cfg = replace(cfg, random_input_len=input_len)
     return cfg
 
 

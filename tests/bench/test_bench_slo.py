@@ -21,8 +21,9 @@ def test_goodput_counts_the_requests_meeting_every_slo(synth) -> None:
     srv = synth(ttft_ms=30, itl_ms=2)  # TTFT ~30 ms, TPOT ~2 ms, E2EL ~30 + 7 * 2 ms
 
     def bench(slo: dict[str, float] | None) -> dict:
-        cfg = BenchConfig(base_url=srv.base_url, model="m", num_prompts=12, concurrency=4, max_tokens=8, slo=slo)
-        cfg.ignore_eos = True
+        cfg = BenchConfig(
+            base_url=srv.base_url, model="m", num_prompts=12, concurrency=4, max_tokens=8, slo=slo, ignore_eos=True
+        )
         return run_bench(cfg).to_json_dict()
 
     d = bench({"ttft": 1000, "tpot": 100, "e2el": 5000})  # every request meets them
