@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.compile.quoting import Word, path_word
 from autobench.errors import RecipeError
 from autobench.recipe.facts import is_local_model, output_tokens, server_endpoint
+from autobench.recipe.grid import only
 from autobench.recipe.rules import flag_name
+
+if TYPE_CHECKING:
+    from autobench.recipe.schema import Recipe
 
 Lines = list[list[Word]]
 
@@ -80,11 +84,11 @@ def group_args(args: list[str]) -> Lines:
     return lines
 
 
-def container_name(recipe: Any) -> str:
+def container_name(recipe: Recipe) -> str:
     return recipe.container.name or f"autobench-{recipe.name}"
 
 
-def base_url(recipe: Any) -> str:
+def base_url(recipe: Recipe) -> str:
     """Where the script's bench and readiness probe reach the server (``autobench.recipe.facts``:
     the same endpoint ``run`` uses and AB022 checks)."""
     return server_endpoint(recipe).base_url
@@ -94,13 +98,13 @@ def base_url(recipe: Any) -> str:
 SERVER_API_KEY_SECRET = "VLLM_API_KEY"
 
 
-def bench_api_key_env(recipe: Any) -> str | None:
+def bench_api_key_env(recipe: Recipe) -> str | None:
     """The variable the bench takes the server's API key from: ``VLLM_API_KEY`` when the recipe
     passes it to the server as a secret (so the server demands it), else None."""
     return SERVER_API_KEY_SECRET if SERVER_API_KEY_SECRET in recipe.secrets else None
 
 
-def bench_tokenizer(recipe: Any) -> tuple[str, str | None]:
+def bench_tokenizer(recipe: Recipe) -> tuple[str, str | None]:
     """(tokenizer, revision) the bench measures prompt lengths with: the served model's own, as
     vllm serve loads it (``model.tokenizer`` at ``tokenizer_revision`` when set, else the model repo
     at its revision; a local model directory as is)."""
@@ -112,7 +116,7 @@ def bench_tokenizer(recipe: Any) -> tuple[str, str | None]:
     return m.repo, m.revision
 
 
-def speculative_json(recipe: Any) -> str | None:
+def speculative_json(recipe: Recipe) -> str | None:
     spec = recipe.speculative
     if spec is None:
         return None
@@ -144,7 +148,7 @@ def mod_target(index: int, path: Path) -> str:
     return f"{MOD_MOUNT}/{index}-{path.name}"
 
 
-def setup_script(recipe: Any, mods: dict[int, Path], *, in_container: bool) -> str:
+def setup_script(recipe: Recipe, mods: dict[int, Path], *, in_container: bool) -> str:
     """The bash text that runs the setup steps in order, then ``exec "$@"`` (the serve argv)."""
     from autobench.compile.quoting import shell_word
 
@@ -159,7 +163,7 @@ def setup_script(recipe: Any, mods: dict[int, Path], *, in_container: bool) -> s
                 out.append(f"(cd {shell_word(where)} && bash ./run.sh)")
             else:
                 out.append(f"bash {shell_word(where)}")
-        else:
+        elif step.run is not None:  # (the schema: a step is exactly one of mod and run)
             label = step.name or f"step {i + 1}"
             out.append(f"echo {shell_word('autobench: setup ' + label)} >&2")
             out.append(step.run)
@@ -167,7 +171,7 @@ def setup_script(recipe: Any, mods: dict[int, Path], *, in_container: bool) -> s
     return "\n".join(out)
 
 
-def model_word_list(recipe: Any) -> list[Word]:
+def model_word_list(recipe: Recipe) -> list[Word]:
     """The model as the serve command reads it: ``--model-flag REPO`` or the positional REPO."""
     flag = recipe.launch.model_flag
     if flag:
@@ -175,7 +179,7 @@ def model_word_list(recipe: Any) -> list[Word]:
     return [_positional(recipe.model.repo, "model.repo")]
 
 
-def engine_flag_lines(recipe: Any) -> Lines:
+def engine_flag_lines(recipe: Recipe) -> Lines:
     """Every ``vllm serve`` flag after the model: ``--revision REV``, typed flags, extra_args."""
     m, e = recipe.model, recipe.engine
     lines: Lines = []
@@ -219,7 +223,7 @@ def engine_flag_lines(recipe: Any) -> Lines:
     return lines
 
 
-def serve_lines(recipe: Any, mods: dict[int, Path] | None = None, extra: Lines | None = None) -> Lines:
+def serve_lines(recipe: Recipe, mods: dict[int, Path] | None = None, extra: Lines | None = None) -> Lines:
     """The serve command as run outside a container: ``[prefix] vllm serve MODEL --revision REV ...``
     (setup steps first, through ``bash -c``).  ``extra`` (multi-node flags) goes before extra_args'
     position-independent tail, right after the typed flags."""
@@ -234,7 +238,7 @@ def serve_lines(recipe: Any, mods: dict[int, Path] | None = None, extra: Lines |
 
 
 def docker_lines(
-    recipe: Any,
+    recipe: Recipe,
     mods: dict[int, Path] | None = None,
     *,
     name: str | None = None,
@@ -283,80 +287,92 @@ def docker_lines(
     return lines
 
 
-def bench_lines(recipe: Any) -> Lines:
+def bench_lines(recipe: Recipe) -> Lines:
     """The bench invocation: ``autobench bench ...`` or ``docker exec NAME vllm bench serve ...``."""
     b = recipe.bench
-    d = b.dataset
     s = b.sampler
-    if b.client == "vllm":
-        key_env = bench_api_key_env(recipe)
-        exec_env = ["-e", "OPENAI_API_KEY"] if key_env is not None else []  # set from key_env by the script
-        name = _positional(container_name(recipe), "container.name")
-        lines: Lines = [[*_w("docker", "exec", *exec_env), name, *_w("vllm", "bench", "serve")]]
-        chat = b.endpoint == "chat"
-        lines.append(_w("--backend", "openai-chat" if chat else "openai"))
-        lines.append(_opt("--base-url", f"http://localhost:{recipe.engine.port}"))
-        lines.append(_w("--endpoint", "/v1/chat/completions" if chat else "/v1/completions"))
-        lines.append(_opt("--model", recipe.model.repo))
-        lines.append(_opt("--served-model-name", recipe.bench_model))
-        dataset_name = {"jsonl": "custom"}.get(d.kind, d.kind)
-        lines.append(_opt("--dataset-name", dataset_name))
-        if d.path:
-            lines.append(_opt("--dataset-path", d.path, path=True))
-        lines.append(_opt("--num-prompts", str(b.num_prompts)))
-        lines.append(_opt("--max-concurrency", str(b.concurrency)))
-        if d.kind == "random":
-            lines.append(_opt("--random-input-len", str(d.input_len or 1024)))
-            lines.append(_opt("--random-output-len", str(output_tokens(recipe))))
-        else:
-            lines.append(_w(f"--{dataset_name}-output-len", str(b.max_tokens)))
-        if b.request_rate is not None:
-            lines.append(_opt("--request-rate", num(b.request_rate)))
-        if b.ignore_eos:
-            lines.append(_w("--ignore-eos"))
-        lines.append(_opt("--seed", str(b.seed)))
-        if b.warmup:
-            lines.append(_opt("--num-warmups", str(b.warmup)))
-        if b.slo is not None:  # vLLM's KEY:VALUE words (ms)
-            lines.append(_w("--goodput", *(f"{k}:{num(v)}" for k, v in b.slo.limits().items())))
-    else:
-        lines = [_w("autobench", "bench")]
-        lines.append(_opt("--base-url", base_url(recipe)))
-        lines.append(_opt("--model", recipe.bench_model))
-        key_env = bench_api_key_env(recipe)
-        if key_env is not None:
-            lines.append(_opt("--api-key-env", key_env))
-        if b.endpoint != "completions":
-            lines.append(_opt("--endpoint", b.endpoint))
-        if d.kind != "sharegpt":
-            lines.append(_opt("--dataset-kind", d.kind))
-        if d.path:
-            lines.append(_opt("--dataset", d.path, path=True))
-        if d.kind == "random" and d.input_len is not None:
-            lines.append(_opt("--random-input-len", str(d.input_len)))
-        tok, tok_rev = bench_tokenizer(recipe)
-        lines.append(_opt("--tokenizer", tok, path=is_local_model(tok)))
-        if tok_rev:
-            lines.append(_opt("--tokenizer-revision", tok_rev))
-        lines.append(_opt("--num-prompts", str(b.num_prompts)))
-        if b.max_seconds is not None:
-            lines.append(_opt("--max-seconds", num(b.max_seconds)))
-        lines.append(_opt("--concurrency", str(b.concurrency)))
-        lines.append(_opt("--max-tokens", str(output_tokens(recipe))))
-        if b.request_rate is not None:
-            lines.append(_opt("--request-rate", num(b.request_rate)))
-        if b.ignore_eos:
-            lines.append(_w("--ignore-eos"))
-        if b.seed:
-            lines.append(_opt("--seed", str(b.seed)))
-        if b.warmup:
-            lines.append(_opt("--warmup", str(b.warmup)))
-        if b.slo is not None:
-            lines.append(_opt("--slo", ",".join(f"{k}={num(v)}" for k, v in b.slo.limits().items())))
+    lines = _vllm_bench_lines(recipe) if b.client == "vllm" else _autobench_bench_lines(recipe)
     if s is not None:
         for key, value in s.model_dump().items():
             if value is not None and (b.client == "vllm" or key in AUTOBENCH_SAMPLER_KEYS):
                 lines.append(_opt("--" + key.replace("_", "-"), num(value)))
+    return lines
+
+
+def _vllm_bench_lines(recipe: Recipe) -> Lines:
+    """``docker exec NAME vllm bench serve ...`` (the sampler's flags are added by bench_lines)."""
+    b = recipe.bench
+    d = b.dataset
+    key_env = bench_api_key_env(recipe)
+    exec_env = ["-e", "OPENAI_API_KEY"] if key_env is not None else []  # set from key_env by the script
+    name = _positional(container_name(recipe), "container.name")
+    lines: Lines = [[*_w("docker", "exec", *exec_env), name, *_w("vllm", "bench", "serve")]]
+    chat = b.endpoint == "chat"
+    lines.append(_w("--backend", "openai-chat" if chat else "openai"))
+    lines.append(_opt("--base-url", f"http://localhost:{recipe.engine.port}"))
+    lines.append(_w("--endpoint", "/v1/chat/completions" if chat else "/v1/completions"))
+    lines.append(_opt("--model", recipe.model.repo))
+    lines.append(_opt("--served-model-name", recipe.bench_model))
+    dataset_name = {"jsonl": "custom"}.get(d.kind, d.kind)
+    lines.append(_opt("--dataset-name", dataset_name))
+    if d.path:
+        lines.append(_opt("--dataset-path", d.path, path=True))
+    lines.append(_opt("--num-prompts", str(b.num_prompts)))
+    lines.append(_opt("--max-concurrency", str(b.concurrency)))
+    if d.kind == "random":
+        lines.append(_opt("--random-input-len", str(d.input_len or 1024)))
+        lines.append(_opt("--random-output-len", str(output_tokens(recipe))))
+    else:
+        lines.append(_w(f"--{dataset_name}-output-len", str(b.max_tokens)))
+    if b.request_rate is not None:
+        lines.append(_opt("--request-rate", num(only(b.request_rate))))
+    if b.ignore_eos:
+        lines.append(_w("--ignore-eos"))
+    lines.append(_opt("--seed", str(b.seed)))
+    if b.warmup:
+        lines.append(_opt("--num-warmups", str(b.warmup)))
+    if b.slo is not None:  # vLLM's KEY:VALUE words (ms)
+        lines.append(_w("--goodput", *(f"{k}:{num(v)}" for k, v in b.slo.limits().items())))
+    return lines
+
+
+def _autobench_bench_lines(recipe: Recipe) -> Lines:
+    """``autobench bench ...`` (the sampler's flags are added by bench_lines)."""
+    b = recipe.bench
+    d = b.dataset
+    lines: Lines = [_w("autobench", "bench")]
+    lines.append(_opt("--base-url", base_url(recipe)))
+    lines.append(_opt("--model", recipe.bench_model))
+    key_env = bench_api_key_env(recipe)
+    if key_env is not None:
+        lines.append(_opt("--api-key-env", key_env))
+    if b.endpoint != "completions":
+        lines.append(_opt("--endpoint", b.endpoint))
+    if d.kind != "sharegpt":
+        lines.append(_opt("--dataset-kind", d.kind))
+    if d.path:
+        lines.append(_opt("--dataset", d.path, path=True))
+    if d.kind == "random" and d.input_len is not None:
+        lines.append(_opt("--random-input-len", str(d.input_len)))
+    tok, tok_rev = bench_tokenizer(recipe)
+    lines.append(_opt("--tokenizer", tok, path=is_local_model(tok)))
+    if tok_rev:
+        lines.append(_opt("--tokenizer-revision", tok_rev))
+    lines.append(_opt("--num-prompts", str(b.num_prompts)))
+    if b.max_seconds is not None:
+        lines.append(_opt("--max-seconds", num(b.max_seconds)))
+    lines.append(_opt("--concurrency", str(b.concurrency)))
+    lines.append(_opt("--max-tokens", str(output_tokens(recipe))))
+    if b.request_rate is not None:
+        lines.append(_opt("--request-rate", num(only(b.request_rate))))
+    if b.ignore_eos:
+        lines.append(_w("--ignore-eos"))
+    if b.seed:
+        lines.append(_opt("--seed", str(b.seed)))
+    if b.warmup:
+        lines.append(_opt("--warmup", str(b.warmup)))
+    if b.slo is not None:
+        lines.append(_opt("--slo", ",".join(f"{k}={num(v)}" for k, v in b.slo.limits().items())))
     return lines
 
 
@@ -365,17 +381,17 @@ def _flatten(lines: Lines, home: str | None) -> list[str]:
     return [w.argv(home) for line in lines for w in line]
 
 
-def serve_argv(recipe: Any, *, home: str | None = None, mods: dict[int, Path] | None = None) -> list[str]:
+def serve_argv(recipe: Recipe, *, home: str | None = None, mods: dict[int, Path] | None = None) -> list[str]:
     """``["vllm", "serve", MODEL, "--revision", REV, ...]`` for the process runtime."""
     return _flatten(serve_lines(recipe, mods), home)
 
 
-def docker_argv(recipe: Any, *, home: str | None = None, mods: dict[int, Path] | None = None) -> list[str]:
+def docker_argv(recipe: Recipe, *, home: str | None = None, mods: dict[int, Path] | None = None) -> list[str]:
     """``["docker", "run", "-d", "--name", NAME, ...]``; ``~/`` volume sources joined onto ``home``
     (default: the current user's home directory)."""
     return _flatten(docker_lines(recipe, mods), home)
 
 
-def bench_argv(recipe: Any, *, home: str | None = None) -> list[str]:
+def bench_argv(recipe: Recipe, *, home: str | None = None) -> list[str]:
     """``["autobench", "bench", "--base-url", ...]`` (or the ``docker exec ... vllm bench serve`` form)."""
     return _flatten(bench_lines(recipe), home)

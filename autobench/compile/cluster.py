@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from autobench.compile.argv import (
     Lines,
@@ -43,6 +43,9 @@ from autobench.errors import RecipeError
 from autobench.recipe.facts import uses_host_network
 from autobench.recipe.loader import LoadedRecipe
 from autobench.recipe.schema import HOST_RE
+
+if TYPE_CHECKING:
+    from autobench.recipe.schema import Recipe
 
 DEFAULT_REMOTE = "ssh -o BatchMode=yes"
 #: Exit codes of the driver.
@@ -95,7 +98,7 @@ def _client_host(host: str) -> str:
     return "127.0.0.1" if host in ("", "0.0.0.0", "::", "[::]", "*") else host
 
 
-def _native_flags(recipe: Any, rank: int, head: str) -> Lines:
+def _native_flags(recipe: Recipe, rank: int, head: str) -> Lines:
     t = recipe.topology
     lines: Lines = [
         _w("--nnodes", str(t.nodes)),
@@ -113,7 +116,7 @@ def _address(host: str) -> str:
     return host.rsplit("@", 1)[-1]
 
 
-def _node_docker(recipe: Any, mods: dict[int, Path], rank: int, head: str) -> Lines:
+def _node_docker(recipe: Recipe, mods: dict[int, Path], rank: int, head: str) -> Lines:
     name = f"{container_name(recipe)}-node{rank}"
     if recipe.topology.executor == "native":
         lines = docker_lines(recipe, mods, name=name, extra=_native_flags(recipe, rank, head))
@@ -137,7 +140,7 @@ def _node_docker(recipe: Any, mods: dict[int, Path], rank: int, head: str) -> Li
     return lines
 
 
-def _ray_serve(recipe: Any, mods: dict[int, Path]) -> Lines:
+def _ray_serve(recipe: Recipe, mods: dict[int, Path]) -> Lines:
     """``docker exec -d HEAD bash -c 'exec "$@" >LOG 2>&1' autobench-serve … vllm serve …``."""
     head = f"{container_name(recipe)}-node0"
     serve = serve_lines(recipe, mods, extra=[_w("--distributed-executor-backend", "ray")])
@@ -149,7 +152,7 @@ def _ray_serve(recipe: Any, mods: dict[int, Path]) -> Lines:
     ]
 
 
-def _bench(recipe: Any, url: str) -> Lines:
+def _bench(recipe: Recipe, url: str) -> Lines:
     lines = bench_lines(recipe)
     out: Lines = []
     for line in lines:

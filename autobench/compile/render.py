@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     import jinja2
 from autobench.templates_dir import templates_dir as _templates_dir
 
+if TYPE_CHECKING:
+    from autobench.recipe.schema import Recipe
+
 TARGETS = ("full", "serve", "bench")
 # Rule findings that make a script unsafe or wrong; compile refuses them even with check=False
 # (AB052: a container name is a positional word of docker rm/logs/exec; AB056: a stray word in
@@ -46,7 +49,7 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def _pins(recipe: Any) -> list[dict[str, Any]]:
+def _pins(recipe: Recipe) -> list[dict[str, Any]]:
     """The script header's pins (``autobench.recipe.facts.pins``: the list rules and run use)."""
     return [
         {
@@ -136,7 +139,7 @@ def build_lines(loaded: LoadedRecipe) -> tuple[Any, str | None]:
     return lines, (templates_dir() / "vllm-build.Dockerfile").read_text(encoding="utf-8")
 
 
-def _benches(recipe: Any) -> list[dict[str, Any]]:
+def _benches(recipe: Recipe) -> list[dict[str, Any]]:
     """One bench per cell of the grid (``autobench.recipe.grid``), in run order, on the one
     server the script started; a one-cell recipe's single bench is written as before."""
     from autobench.recipe.grid import cell_recipe, cells

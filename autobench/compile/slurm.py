@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from autobench.compile.argv import (
     Lines,
@@ -33,12 +33,15 @@ from autobench.errors import RecipeError
 from autobench.recipe.facts import server_endpoint
 from autobench.recipe.loader import LoadedRecipe
 
+if TYPE_CHECKING:
+    from autobench.recipe.schema import Recipe
+
 CONTAINER_MODES = ("none", "docker", "pyxis", "apptainer")
 _SLURM_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _TIME = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$")
 
 
-def default_time_limit(recipe: Any) -> str:
+def default_time_limit(recipe: Recipe) -> str:
     """Boot timeout + the bench's time cap (1 h when uncapped) + 5 min, in whole minutes."""
     seconds = recipe.bench.ready_timeout_s + (recipe.bench.max_seconds or 3600) + 300
     return str(math.ceil(seconds / 60))
@@ -69,7 +72,7 @@ def _serve(loaded: LoadedRecipe, mode: str) -> tuple[Lines, str]:
     return lines, url
 
 
-def _node_prefix(recipe: Any, mode: str) -> Lines:
+def _node_prefix(recipe: Recipe, mode: str) -> Lines:
     """What runs the serve command inside a node's srun step: pyxis's ``--container-image``
     (an srun option), ``apptainer exec``, or nothing."""
     image = recipe.container.image
@@ -80,7 +83,7 @@ def _node_prefix(recipe: Any, mode: str) -> Lines:
     return []
 
 
-def _bench(recipe: Any, url: str) -> Lines:
+def _bench(recipe: Recipe, url: str) -> Lines:
     """``autobench bench`` against the server on this node (the docker form already is)."""
     lines = bench_lines(recipe)
     if recipe.bench.client != "autobench":
