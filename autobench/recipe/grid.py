@@ -17,6 +17,9 @@ import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, overload
 
+from autobench.errors import RecipeError
+from autobench.recipe.bounds import MAX_CELLS, grid_size
+
 if TYPE_CHECKING:
     from autobench.recipe.schema import Recipe
 
@@ -109,6 +112,14 @@ def schedule_point(axes: dict[str, list[AxisValue]], entry: Params) -> Params:
 
 def cells(recipe: Recipe) -> list[Cell]:
     """Every bench of the run, in run order: each point ``bench.repeat`` times, round by round."""
+    axes = axis_values(recipe)
+    schedule = recipe.bench.schedule
+    total = grid_size([len(v) for v in axes.values()], len(schedule) if schedule else None, recipe.bench.repeat)
+    if total > MAX_CELLS:  # validation refuses it; a recipe built in code must not build it either
+        raise RecipeError(
+            f"the grid is {total:,} benches (cells x repeat); a run benches at most {MAX_CELLS:,}",
+            hint="fewer values per axis, a bench.schedule of the cells you need, or a smaller bench.repeat",
+        )
     points = grid_points(recipe)
     repeats = int(recipe.bench.repeat)
     out: list[Cell] = []

@@ -15,6 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 from pydantic_core import PydanticCustomError
 
 from autobench.digits import is_digits
+from autobench.recipe import bounds as B
 
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 LOCAL_PATH = r"/[^\x00\n]*"
@@ -250,8 +251,8 @@ class Topology(StrictModel):
     Parallel sizes stay engine options (engine.tensor_parallel_size, pipeline_parallel_size,
     data_parallel_size, enable_expert_parallel); validate checks they fit these nodes."""
 
-    nodes: Annotated[int, Field(ge=1, le=1024)] = 1
-    gpus_per_node: Annotated[int, Field(ge=1, le=64)] | None = Field(
+    nodes: Annotated[int, Field(ge=1, le=B.MAX_NODES)] = 1
+    gpus_per_node: Annotated[int, Field(ge=1, le=B.MAX_GPUS_PER_NODE)] | None = Field(
         None, description="GPUs on each node; required when nodes > 1."
     )
     gpu: str | None = Field(None, description="GPU model, e.g. GB10 or H200 (preflight's KV budget).")
@@ -271,7 +272,7 @@ class Topology(StrictModel):
         29500, description="native: --master-port; ray: the head's GCS port is ray_port."
     )
     ray_port: Annotated[int, Field(ge=1, le=65535)] = 6379
-    cluster_timeout_s: Annotated[float, Field(gt=0)] = Field(
+    cluster_timeout_s: Annotated[float, Field(gt=0, le=B.MAX_SECONDS)] = Field(
         600, description="How long the driver waits for the cluster to form."
     )
 
@@ -301,17 +302,17 @@ class Engine(StrictModel):
 
     host: str = "0.0.0.0"
     port: Annotated[int, Field(ge=1, le=65535)] = 8000
-    max_model_len: Annotated[int, Field(ge=1)] | Literal["auto"] | None = Field(
+    max_model_len: Annotated[int, Field(ge=1, le=B.MAX_TOKENS)] | Literal["auto"] | None = Field(
         None, description='Context length, or "auto" (vLLM fits it to the KV cache).'
     )
     gpu_memory_utilization: float | None = None
-    max_num_batched_tokens: Annotated[int, Field(ge=1)] | None = None
-    max_num_seqs: Annotated[int, Field(ge=1)] | None = None
+    max_num_batched_tokens: Annotated[int, Field(ge=1, le=B.MAX_TOKENS)] | None = None
+    max_num_seqs: Annotated[int, Field(ge=1, le=B.MAX_CONCURRENCY)] | None = None
     dtype: Literal["auto", "half", "float16", "bfloat16", "float", "float32"] | None = None
     kv_cache_dtype: str | None = None
-    tensor_parallel_size: Annotated[int, Field(ge=1)] | None = None
-    pipeline_parallel_size: Annotated[int, Field(ge=1)] | None = None
-    data_parallel_size: Annotated[int, Field(ge=1)] | None = None
+    tensor_parallel_size: Annotated[int, Field(ge=1, le=B.MAX_PARALLEL)] | None = None
+    pipeline_parallel_size: Annotated[int, Field(ge=1, le=B.MAX_PARALLEL)] | None = None
+    data_parallel_size: Annotated[int, Field(ge=1, le=B.MAX_PARALLEL)] | None = None
     enable_expert_parallel: bool | None = Field(
         None, description="--enable-expert-parallel: experts sharded over TP x DP ranks (EP size = TP x DP)."
     )
@@ -374,11 +375,22 @@ def _grid_axis(whole: bool, low: float, inclusive: bool) -> Any:
 
 #: A grid axis: one value, or a list of them (each one cell of the run; autobench.recipe.grid).
 WholeAxis = Annotated[
-    Annotated[int, Field(ge=1)] | Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1)],
+    Annotated[int, Field(ge=1, le=B.MAX_TOKENS)]
+    | Annotated[list[Annotated[int, Field(ge=1, le=B.MAX_TOKENS)]], Field(min_length=1, max_length=B.MAX_AXIS_VALUES)],
+    _grid_axis(True, 1, True),
+]
+ConcurrencyAxis = Annotated[
+    Annotated[int, Field(ge=1, le=B.MAX_CONCURRENCY)]
+    | Annotated[
+        list[Annotated[int, Field(ge=1, le=B.MAX_CONCURRENCY)]], Field(min_length=1, max_length=B.MAX_AXIS_VALUES)
+    ],
     _grid_axis(True, 1, True),
 ]
 RateAxis = Annotated[
-    Annotated[float, Field(gt=0)] | Annotated[list[Annotated[float, Field(gt=0)]], Field(min_length=1)],
+    Annotated[float, Field(gt=0, le=B.MAX_REQUEST_RATE)]
+    | Annotated[
+        list[Annotated[float, Field(gt=0, le=B.MAX_REQUEST_RATE)]], Field(min_length=1, max_length=B.MAX_AXIS_VALUES)
+    ],
     _grid_axis(False, 0, False),
 ]
 #: A schedule entry: grid axis -> value (one cell of the grid).
@@ -435,27 +447,49 @@ class Bench(StrictModel):
     )
     model: str | None = Field(None, description="Model name sent by the client; defaults to served_name.")
     dataset: Dataset = Field(default_factory=lambda: Dataset.model_validate({}))
-    num_prompts: Annotated[int, Field(ge=1)] = 500
-    max_seconds: Annotated[float, Field(gt=0)] | None = None
-    concurrency: WholeAxis = Field(8, description="Requests in flight at once; a list is a grid axis: [1, 4, 16].")
-    max_tokens: Annotated[int, Field(ge=1)] = 256
+    num_prompts: Annotated[int, Field(ge=1, le=B.MAX_PROMPTS)] = 500
+    max_seconds: Annotated[float, Field(gt=0, le=B.MAX_SECONDS)] | None = None
+    concurrency: ConcurrencyAxis = Field(
+        8, description="Requests in flight at once; a list is a grid axis: [1, 4, 16]."
+    )
+    max_tokens: Annotated[int, Field(ge=1, le=B.MAX_TOKENS)] = 256
     request_rate: RateAxis | None = Field(
         None, description="Requests per second (Poisson); unset: as fast as concurrency allows; a list is a grid axis."
     )
-    repeat: Annotated[int, Field(ge=1)] = Field(
+    repeat: Annotated[int, Field(ge=1, le=B.MAX_REPEAT)] = Field(
         1, description="Bench every cell this many times (rounds: every cell once, then again)."
     )
-    schedule: list[ScheduleEntry] | None = Field(
+    schedule: Annotated[list[ScheduleEntry], Field(max_length=B.MAX_CELLS)] | None = Field(
         None,
         description="The cells in this order instead of the grid's, e.g. [{concurrency: 16}, {concurrency: 1}]; "
         "each entry names a value of every grid axis with several values.",
     )
     ignore_eos: bool = False
     seed: int = 0
-    warmup: Annotated[int, Field(ge=0)] = 0
+    warmup: Annotated[int, Field(ge=0, le=B.MAX_PROMPTS)] = 0
     sampler: Sampler | None = None
     slo: Slo | None = Field(None, description="Service-level objectives (ms) for goodput.")
-    ready_timeout_s: Annotated[float, Field(gt=0)] = 1800
+    ready_timeout_s: Annotated[float, Field(gt=0, le=B.MAX_SECONDS)] = 1800
+
+    @model_validator(mode="after")
+    def _grid_within_bounds(self) -> Bench:
+        def count(value: object) -> int:
+            return len(value) if isinstance(value, list) else 1
+
+        axes = [count(self.concurrency), count(self.request_rate)]
+        axes += [count(self.dataset.input_len), count(self.dataset.output_len)]
+        total = B.grid_size(axes, len(self.schedule) if self.schedule else None, self.repeat)
+        if total > B.MAX_CELLS:
+            raise PydanticCustomError(
+                "grid_axis",  # worded like an axis's own error (the loader shows message and hint)
+                "{message}",
+                {
+                    "message": f"the grid is {total:,} benches (cells x repeat); a run benches at most {B.MAX_CELLS:,}",
+                    "hint": "fewer values per axis, a bench.schedule of the cells you need, or a smaller bench.repeat",
+                    "index": None,
+                },
+            )
+        return self
 
 
 class Meta(StrictModel):
