@@ -12,12 +12,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from autobench.digits import load_json
 from autobench.errors import AutobenchError, PreflightError
 from autobench.preflight.layout import ServeOptions
 from autobench.preflight.versions import Version, parse_version
+
+if TYPE_CHECKING:
+    from autobench.hub.client import Hub, HubSettings
+    from autobench.recipe.schema import Recipe
 
 # Images whose tag does not say the version, with where the mapping comes from.
 KNOWN_IMAGES: dict[str, tuple[str, str]] = {
@@ -51,13 +55,18 @@ def vllm_version(image: str, flag: str | None) -> VersionPick:
     )
 
 
-def serve_options(recipe: Any) -> ServeOptions:
+def serve_options(recipe: Recipe) -> ServeOptions:
     e = recipe.engine
     spec = recipe.speculative
     if not e.max_model_len:
         raise PreflightError(
             "cannot predict: engine.max_model_len is not set (vLLM would take the model's own maximum)",
             hint="set engine.max_model_len in the recipe",
+        )
+    if e.max_model_len == "auto":  # the schema allows it: vLLM then fits the length to the KV cache it finds
+        raise PreflightError(
+            "cannot predict: engine.max_model_len is auto (vLLM fits it to the KV cache it measures at boot)",
+            hint="set engine.max_model_len to the length to predict for",
         )
     block = _extra_int(e.extra_args, "--block-size")
     return ServeOptions(
@@ -121,7 +130,21 @@ def _index_total(path: Path) -> int | None:
     return int(total) if isinstance(total, int | float) else None
 
 
-def read_hub(resolver: Any, repo: str, revision: str | None, *, weights: bool) -> Loaded:
+class HubReader(Protocol):
+    """What preflight reads from the Hub: ``autobench.hub.resolve.Resolver`` (or a wrapper of it)."""
+
+    @property
+    def settings(self) -> HubSettings: ...
+    @property
+    def hub(self) -> Hub: ...
+    def sha(self, repo: str, label: str) -> str: ...
+    def config(self, repo: str, sha: str, *, label: str | None = None) -> dict[str, Any]: ...
+    def file(
+        self, repo: str, sha: str, filename: str, *, label: str | None = None, required: bool = True
+    ) -> Path | None: ...
+
+
+def read_hub(resolver: HubReader, repo: str, revision: str | None, *, weights: bool) -> Loaded:
     """config.json at the revision (Hub or HF cache) and, if asked, the weights' total size."""
     sha = resolver.sha(repo, revision or "main")
     config = resolver.config(repo, sha, label=revision)

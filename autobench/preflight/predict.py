@@ -9,14 +9,17 @@ predicted and why.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.errors import PreflightError
 from autobench.preflight.budget import GIB, Budget, estimate
 from autobench.preflight.geometry import Geometry, geometry
-from autobench.preflight.inputs import Loaded, VersionPick, read_hub, read_local, serve_options, vllm_version
+from autobench.preflight.inputs import HubReader, Loaded, VersionPick, read_hub, read_local, serve_options, vllm_version
 from autobench.preflight.layout import DRAFT_METHODS, Layout, ServeOptions, plan_layout
 from autobench.preflight.versions import fmt, rules_for
+
+if TYPE_CHECKING:
+    from autobench.recipe.loader import LoadedRecipe
 
 FAILING = {"assertion", "not_implemented", "refused", "kv_too_small"}
 
@@ -257,7 +260,7 @@ def predict(
     return pred
 
 
-def predict_recipe(loaded: Any, opts: Options, resolver: Any = None) -> Prediction:
+def predict_recipe(loaded: LoadedRecipe, opts: Options, resolver: HubReader | None = None) -> Prediction:
     """Predict the boot of a loaded recipe (``autobench.recipe.loader.LoadedRecipe``)."""
     recipe = loaded.recipe
     serve = serve_options(recipe)
@@ -292,7 +295,7 @@ def predict_recipe(loaded: Any, opts: Options, resolver: Any = None) -> Predicti
     )
 
 
-def _resolver(resolver: Any, opts: Options) -> Any:
+def _resolver(resolver: HubReader | None, opts: Options) -> HubReader:
     if resolver is not None:
         return resolver
     from autobench.hub.client import HubSettings

@@ -69,6 +69,14 @@ def test_a_recipe_without_max_model_len(hub, write_recipe, capsys) -> None:
     assert code == 9 and "engine.max_model_len is not set" in line
 
 
+def test_a_recipe_with_max_model_len_auto(hub, write_recipe, capsys) -> None:
+    """``auto`` (the schema allows it: vLLM fits the longest length the memory holds) cannot be
+    predicted from configs alone: one line, exit 9 (it was a TypeError: exit 70)."""
+    text = seed_recipe().replace("  max_model_len: 262144\n", "  max_model_len: auto\n")
+    code, _, line = _one_line(capsys, ["preflight", str(write_recipe(text))])
+    assert code == 9 and "engine.max_model_len is auto" in line
+
+
 def test_unknown_gpu_name(hub, write_recipe, capsys) -> None:
     code, _, line = _one_line(capsys, ["preflight", str(write_recipe(seed_recipe())), "--gpu", "TPUv9"])
     assert code == 9 and "GPU 'TPUv9' is not in preflight's table" in line and "--gpu-memory-gib" in line
