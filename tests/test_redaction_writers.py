@@ -173,6 +173,7 @@ def test_lock_files_are_redacted(monkeypatch, secret, env, label):
     assert json.loads(text)["references"]["model"]["label"] == f"branch-{label}"
 
 
+@pytest.mark.integration
 def test_logs_parse_in_a_subprocess_sees_the_environment(tmp_path):
     """The CLI's own process: the variables it redacts are those it was started with."""
     log = _server_log(tmp_path, PASSWORD)

@@ -210,6 +210,7 @@ def test_any_bytes_decode_or_raise_ledger_error(blob: bytes) -> None:
             decode(candidate)
 
 
+@pytest.mark.integration
 def test_samples_is_a_leaf() -> None:
     import subprocess
     import sys

@@ -1,4 +1,6 @@
-"""The commands as real subprocesses: synthetic server (a vllm serve stand-in) and autobench bench."""
+"""The commands: synthetic server (a vllm serve stand-in) and autobench bench, as real subprocesses
+in the integration tests, in-process (tests/inprocess.py, the synth fixture) where only the
+command's answer is tested."""
 
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import inprocess
 import pytest
 
 from autobench.bench.result import load_result_json
@@ -75,9 +79,15 @@ def server() -> Iterator[tuple[subprocess.Popen[str], int]]:
 
 
 def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``autobench bench`` in a child process (the integration tests)."""
     return subprocess.run(
         [sys.executable, "-m", "autobench", "bench", *args], cwd=cwd, capture_output=True, text=True, timeout=60
     )
+
+
+def bench_here(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``autobench bench`` through the CLI's entry point in this process (tests/inprocess.py)."""
+    return inprocess.autobench("bench", *args, cwd=cwd)
 
 
 def sharegpt(cwd: Path, n: int = 40) -> str:
@@ -97,6 +107,7 @@ def sharegpt(cwd: Path, n: int = 40) -> str:
     return rel
 
 
+@pytest.mark.integration
 def test_seed_invocation_against_subprocess_server(server: tuple[subprocess.Popen[str], int], tmp_path: Path) -> None:
     proc, port = server
     rel = sharegpt(tmp_path)
@@ -146,19 +157,19 @@ def test_seed_invocation_against_subprocess_server(server: tuple[subprocess.Pope
     assert "decode (output) tok/s" in r.stdout and "TPOT median / p90 / p99 (ms)" in r.stdout
 
 
-def test_bad_input_is_one_line_with_exit_code(server: tuple[subprocess.Popen[str], int], tmp_path: Path) -> None:
-    _, port = server
+def test_bad_input_is_one_line_with_exit_code(synth: Any, tmp_path: Path) -> None:
+    url = synth(model="qwen", ttft_ms=2, itl_ms=0.2).base_url
     (tmp_path / "bad.jsonl").write_text('{"prompt": "fine"}\nnot json\n')
-    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "qwen", "--dataset", "bad.jsonl", cwd=tmp_path)
+    r = bench_here("--base-url", url, "--model", "qwen", "--dataset", "bad.jsonl", cwd=tmp_path)
     assert r.returncode == 5 and r.stdout == ""
     assert r.stderr.startswith("error: bad.jsonl:2: line is not valid JSON") and r.stderr.count("\n") == 1
-    r = bench("--base-url", f"http://127.0.0.1:{port}", "--model", "llama", "--num-prompts", "2", cwd=tmp_path)
+    r = bench_here("--base-url", url, "--model", "llama", "--num-prompts", "2", cwd=tmp_path)
     assert r.returncode == 5 and "The model `llama` does not exist." in r.stderr
 
 
 def test_nothing_completed_writes_the_result_and_exits_5(tmp_path: Path) -> None:
     port = free_port()  # nothing listens there
-    r = bench(
+    r = bench_here(
         "--base-url",
         f"http://127.0.0.1:{port}",
         "--model",
@@ -179,6 +190,7 @@ def test_nothing_completed_writes_the_result_and_exits_5(tmp_path: Path) -> None
     assert "connect" in r.stdout  # the summary still shows the errors
 
 
+@pytest.mark.integration
 def test_server_dies_mid_bench_and_the_run_still_finishes(tmp_path: Path) -> None:
     port = free_port()
     proc = start_server("--model", "m", "--ttft-ms", "5", "--itl-ms", "5", "--die-after-requests", "4", port=port)
@@ -209,6 +221,7 @@ def test_server_dies_mid_bench_and_the_run_still_finishes(tmp_path: Path) -> Non
     assert k.get("connect", 0) + k.get("connection_lost", 0) >= 6  # requests sent after the crash
 
 
+@pytest.mark.integration
 def test_fail_boot_prints_a_vllm_like_traceback_and_never_listens() -> None:
     port = free_port()
     proc = start_server("--fail-boot-with", "page size mismatch", port=port)
@@ -219,5 +232,5 @@ def test_fail_boot_prints_a_vllm_like_traceback_and_never_listens() -> None:
 
 
 def test_help_lists_both_commands() -> None:
-    r = subprocess.run([sys.executable, "-m", "autobench", "--help"], capture_output=True, text=True, timeout=30)
+    r = inprocess.autobench("--help")
     assert "bench" in r.stdout and "synthetic-server" in r.stdout

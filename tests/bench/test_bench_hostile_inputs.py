@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import inprocess
 import pytest
 
 from autobench.bench import datasets
@@ -30,7 +31,14 @@ def _cap_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (3 * 2**30, 3 * 2**30))
 
 
+def cli_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``autobench bench`` through the CLI's entry point in this process (tests/inprocess.py)."""
+    return inprocess.autobench("bench", *args, cwd=cwd)
+
+
 def cli(*args: str, cwd: Path | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """``autobench bench`` in a child whose memory is capped (the integration tests that feed it
+    endless files: a regression must fail the child, not the machine)."""
     return subprocess.run(
         [sys.executable, "-m", "autobench", "bench", *args],
         capture_output=True,
@@ -58,7 +66,7 @@ def cli(*args: str, cwd: Path | None = None, timeout: float = 30) -> subprocess.
     ],
 )
 def test_non_finite_options_are_one_usage_line(opts: list[str]) -> None:
-    r = cli("--base-url", "http://127.0.0.1:9", "--model", "m", "--num-prompts", "1", *opts)
+    r = cli_here("--base-url", "http://127.0.0.1:9", "--model", "m", "--num-prompts", "1", *opts)
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1
     assert "is not a finite number" in r.stderr and opts[0] in r.stderr and "Traceback" not in r.stderr
@@ -103,12 +111,14 @@ def test_hostile_json_is_one_line(tmp_path: Path, name: str, content: str, needl
     assert needle in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.integration
 def test_dev_zero_is_refused_before_reading() -> None:
     r = cli("--base-url", "http://127.0.0.1:9", "--model", "m", "--dataset", "/dev/zero", timeout=20)
     assert r.returncode == 5 and r.stderr.count("\n") == 1
     assert r.stderr.startswith("error: /dev/zero: dataset file is a character device, not a regular file")
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", ["fifo.jsonl", "fifo.json"])
 def test_fifo_is_refused_without_blocking(tmp_path: Path, name: str) -> None:
     os.mkfifo(tmp_path / name)  # nobody ever writes to it: opening it for reading would block forever
@@ -117,6 +127,7 @@ def test_fifo_is_refused_without_blocking(tmp_path: Path, name: str) -> None:
     assert f"{name}: dataset file is a FIFO (named pipe), not a regular file" in r.stderr
 
 
+@pytest.mark.integration
 def test_a_symlink_to_a_device_is_refused_too(tmp_path: Path) -> None:
     (tmp_path / "data.jsonl").symlink_to("/dev/zero")
     r = cli("--base-url", "http://127.0.0.1:9", "--model", "m", "--dataset", "data.jsonl", cwd=tmp_path, timeout=20)
@@ -258,7 +269,7 @@ def test_an_oversized_event_fails_the_request(raw_server: Any) -> None:
 
 def test_all_cancelled_at_the_time_cap_exits_5(synth: Any, tmp_path: Path) -> None:
     srv = synth(ttft_ms=5000, itl_ms=10)
-    r = cli(
+    r = cli_here(
         "--base-url",
         srv.base_url,
         "--model",

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 
+@pytest.mark.integration
 @pytest.mark.timeout(60)
 def test_sigint_mid_bench_writes_a_partial_result_and_exits_130(synth, tmp_path: Path) -> None:
     srv = synth(ttft_ms=100, itl_ms=40)  # ~0.5 s per request: 40 prompts at concurrency 2 take ~10 s

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 
+import inprocess
 import pytest
 
 from autobench.bench.client import BenchConfig, run_bench
@@ -33,23 +32,7 @@ def test_more_prompts_than_memory_can_hold_is_refused_before_any_work() -> None:
 
 @pytest.mark.timeout(20)
 def test_cli_huge_num_prompts_is_one_line_exit_5() -> None:
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autobench",
-            "bench",
-            "--base-url",
-            "http://127.0.0.1:9",
-            "--model",
-            "m",
-            "--num-prompts",
-            str(10**20),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=20,
-    )
+    r = inprocess.autobench("bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "--num-prompts", str(10**20))
     assert r.returncode == 5 and r.stdout == ""
     assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
 

@@ -131,6 +131,7 @@ def test_missing_result_file(tmp_path: Path) -> None:
         load_result_json(tmp_path / "nope.json")
 
 
+@pytest.mark.integration
 def test_result_module_does_not_import_the_transport() -> None:
     import subprocess
     import sys

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import inprocess
 import pytest
 
 from autobench.bench.client import BenchConfig, run_bench
@@ -165,12 +165,9 @@ def test_hub_fetch_at_the_revision_then_offline_from_the_cache(
 def test_no_tokenizer_reachable_falls_back_loudly(synth: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # an empty HF cache: nothing to load
     srv = synth(ttft_ms=1, itl_ms=0.5)
-    r = subprocess.run(
-        [sys.executable, "-m", "autobench", "bench", "--base-url", srv.base_url, "--model", "m"]
-        + ["--num-prompts", "2", "--max-tokens", "2", "--tokenizer", "acme/missing", "--result", "r.json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    r = inprocess.autobench(
+        *["bench", "--base-url", srv.base_url, "--model", "m"],
+        *["--num-prompts", "2", "--max-tokens", "2", "--tokenizer", "acme/missing", "--result", "r.json"],
         cwd=tmp_path,
     )
     assert r.returncode == 0, r.stderr
@@ -182,11 +179,7 @@ def test_no_tokenizer_reachable_falls_back_loudly(synth: Any, tmp_path: Path, mo
 
 
 def test_a_bad_local_tokenizer_path_is_one_line(tmp_path: Path) -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "autobench", "bench", "--base-url", "http://127.0.0.1:9", "--model", "m"]
-        + ["--tokenizer", str(tmp_path / "nope.json")],
-        capture_output=True,
-        text=True,
-        timeout=60,
+    r = inprocess.autobench(
+        "bench", "--base-url", "http://127.0.0.1:9", "--model", "m", "--tokenizer", str(tmp_path / "nope.json")
     )
     assert r.returncode == 5 and r.stderr.count("\n") == 1 and "tokenizer path not found" in r.stderr

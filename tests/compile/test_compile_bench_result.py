@@ -48,6 +48,7 @@ def server():
     proc.wait(10)
 
 
+@pytest.mark.integration
 def test_script_result_feeds_record_and_needs_no_activated_venv(server: int, tmp_path: Path) -> None:
     recipe = tmp_path / "tiny-bench.yaml"
     recipe.write_text(

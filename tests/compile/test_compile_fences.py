@@ -10,10 +10,9 @@ belongs to the container).  Hypothesis puts ``-``-leading values in every value 
 from __future__ import annotations
 
 import argparse
-import subprocess
-import sys
 from pathlib import Path
 
+import inprocess
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -209,9 +208,7 @@ def _write(tmp_path: Path, extra_args: list[str] | None = None, image: str = "vl
 
 def test_compile_refuses_a_flag_for_an_image_with_one_located_line(tmp_path):
     path = _write(tmp_path, image="--volume=/:/host")
-    proc = subprocess.run(
-        [sys.executable, "-m", "autobench", "compile", str(path)], capture_output=True, text=True, timeout=60
-    )
+    proc = inprocess.autobench("compile", str(path))
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr

@@ -164,6 +164,7 @@ def test_bad_input_is_one_line(capsys, args, message):
     assert code == 2 and out == "" and message in err and err.count("\n") == 1
 
 
+@pytest.mark.integration
 def test_compile_k8s_never_imports_the_hub():
     """compile never touches the network (the architecture's rule), k8s target included."""
     code = (

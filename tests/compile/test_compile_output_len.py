@@ -3,10 +3,9 @@ the compiled bench line (either client), the run plan and the max_model_len rule
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
+import inprocess
 import pytest
 
 from autobench.compile import bench_argv
@@ -46,12 +45,7 @@ def test_vllm_client_asks_for_the_datasets_output_len(tmp_path: Path) -> None:
 
 
 def test_dry_run_plan_shows_the_datasets_output_len(tmp_path: Path) -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "autobench", "run", str(_recipe(tmp_path)), "--dry-run", "--runtime", "process"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    r = inprocess.autobench("run", str(_recipe(tmp_path)), "--dry-run", "--runtime", "process", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "max_tokens=64" in r.stdout and "max_tokens=256" not in r.stdout
     assert "--max-tokens 64" in r.stdout

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent.parent
 PAGE = REPO / "docs" / "first-hour.md"
 
@@ -45,6 +47,7 @@ def test_the_page_has_its_commands_and_is_linked_from_the_readme():
     assert "docs/first-hour.md" in (REPO / "README.md").read_text()
 
 
+@pytest.mark.integration
 def test_every_command_of_the_first_hour_runs(tmp_path: Path):
     root = _layout(tmp_path)
     script = "set -euo pipefail\n" + "\n".join(sh_blocks(PAGE.read_text()))
@@ -62,6 +65,7 @@ def test_every_command_of_the_first_hour_runs(tmp_path: Path):
     assert (root / "ledger.db").read_bytes() == (REPO / "ledger.db").read_bytes()
 
 
+@pytest.mark.integration
 def test_bash_completion_completes_commands(tmp_path: Path):
     env = dict(os.environ, COMP_WORDS="autobench val", COMP_CWORD="1", _AUTOBENCH_COMPLETE="bash_complete")
     done = subprocess.run(

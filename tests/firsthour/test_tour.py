@@ -26,6 +26,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.integration
 def test_tour_runs_records_and_renders_in_its_own_folder(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ):
@@ -50,6 +51,7 @@ def test_tour_runs_records_and_renders_in_its_own_folder(
     assert _digest(REPO / "ledger.db") == committed
 
 
+@pytest.mark.integration
 def test_tour_prints_where_everything_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     folder = tmp_path / "t"
     assert main(["tour", "--dir", str(folder)]) == 0
@@ -67,6 +69,7 @@ def test_tour_refuses_a_folder_with_files_in_it(tmp_path: Path, capsys: pytest.C
     assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
 
 
+@pytest.mark.integration
 def test_a_server_that_refuses_its_arguments_is_recorded_with_the_usage_error(tmp_path: Path):
     """vLLM's argparse refuses an unknown flag (exit 2): the cause is that line, not the exit code."""
     recipe = prepare(tmp_path / "t")

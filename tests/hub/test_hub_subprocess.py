@@ -9,7 +9,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from fakehub import BASE_NEW, DRAFT_NEW, DRAFT_OLD, VALID_TOKEN
+
+pytestmark = pytest.mark.integration  # every test starts fresh processes: what they import, read and cache
 
 REPO = Path(__file__).resolve().parents[2]
 

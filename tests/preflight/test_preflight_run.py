@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import inprocess
 import preflight_configs as c
+import pytest
 
 from autobench.cli import main
 
@@ -59,7 +61,7 @@ bench:
     return path
 
 
-def _run(recipe: Path, tmp_path: Path, *more: str) -> subprocess.CompletedProcess[str]:
+def _run(recipe: Path, tmp_path: Path, *more: str, here: bool = False) -> subprocess.CompletedProcess[str]:
     import os
 
     env = dict(os.environ)
@@ -68,6 +70,8 @@ def _run(recipe: Path, tmp_path: Path, *more: str) -> subprocess.CompletedProces
     argv = [sys.executable, "-m", "autobench", "run", str(recipe), "--runtime", "process"]
     argv += ["--vllm-exec", f"{sys.executable} {FAKE_VLLM}", "--ledger", str(tmp_path / "ledger.db")]
     argv += ["--runs-dir", str(tmp_path / "runs"), "--grace", "3", *more]
+    if here:  # the CLI's entry point in this process (tests/inprocess.py)
+        return inprocess.autobench(*argv[3:], env=env, cwd=tmp_path)
     return subprocess.run(argv, capture_output=True, text=True, timeout=90, env=env, cwd=tmp_path)
 
 
@@ -75,7 +79,7 @@ def test_predicted_failure_is_refused_and_nothing_is_recorded(hub, tmp_path: Pat
     recipe = _recipe(tmp_path, c.DRAFT_NEW, 8)
     assert main(["lock", "--no-images", str(recipe)]) == 0
     capsys.readouterr()
-    proc = _run(recipe, tmp_path)
+    proc = _run(recipe, tmp_path, here=True)  # refused before anything starts: no child needed
     assert proc.returncode == 6, proc.stderr
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and "refused: predicted boot failure on vLLM 0.23.1" in last
@@ -83,6 +87,7 @@ def test_predicted_failure_is_refused_and_nothing_is_recorded(hub, tmp_path: Pat
     assert not (tmp_path / "ledger.db").exists() and not (tmp_path / "runs").exists()
 
 
+@pytest.mark.integration
 def test_force_runs_anyway_and_says_so(hub, tmp_path: Path, capsys) -> None:
     recipe = _recipe(tmp_path, c.DRAFT_NEW, 8)
     assert main(["lock", "--no-images", str(recipe)]) == 0
@@ -93,6 +98,7 @@ def test_force_runs_anyway_and_says_so(hub, tmp_path: Path, capsys) -> None:
     assert proc.stdout.startswith("DONE seed-run")
 
 
+@pytest.mark.integration
 def test_good_draft_passes_the_gate(hub, tmp_path: Path, capsys) -> None:
     recipe = _recipe(tmp_path, c.DRAFT_OLD, 5)
     assert main(["lock", "--no-images", str(recipe)]) == 0
@@ -102,6 +108,7 @@ def test_good_draft_passes_the_gate(hub, tmp_path: Path, capsys) -> None:
     assert "preflight: boots on vLLM 0.23.1 (ok; attention block size 2144)" in proc.stderr
 
 
+@pytest.mark.integration
 def test_the_ledger_keeps_the_prediction_and_the_report_compares_it(hub, tmp_path: Path, capsys) -> None:
     from autobench.ledger import open_ledger
 
@@ -122,6 +129,7 @@ def test_the_ledger_keeps_the_prediction_and_the_report_compares_it(hub, tmp_pat
     assert {"fact": "boot", "predicted": "boots", "logged": "booted", "agrees": True} in entry["rows"]
 
 
+@pytest.mark.integration
 def test_a_forced_run_keeps_the_failed_prediction_and_the_report_flags_it(hub, tmp_path: Path, capsys) -> None:
     recipe = _recipe(tmp_path, c.DRAFT_NEW, 8)
     assert main(["lock", "--no-images", str(recipe)]) == 0
@@ -133,6 +141,7 @@ def test_a_forced_run_keeps_the_failed_prediction_and_the_report_flags_it(hub, t
     assert code == 1 and "boot" in out and "fails (assertion)" in out and "DIFFERS" in out
 
 
+@pytest.mark.integration
 def test_configs_not_cached_the_run_goes_on_and_says_why(tmp_path: Path) -> None:
     recipe = _recipe(tmp_path, c.DRAFT_NEW, 8)  # never locked: no config in the HF cache
     proc = _run(recipe, tmp_path, "--allow-unpinned")

@@ -1,4 +1,5 @@
-"""The recipe commands as a user runs them: `python -m autobench ...` in a subprocess."""
+"""The recipe commands as a user runs them, through the CLI's entry point in-process
+(tests/inprocess.py); what a fresh `python -m autobench` process imports is checked in one."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from inprocess import autobench
 
 REPO = Path(__file__).resolve().parents[2]
 DFLASH = REPO / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround-dflash.yaml"
@@ -19,9 +21,7 @@ def ab(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) -> subpr
     full = dict(os.environ)
     full.pop("AUTOBENCH_TRACEBACK", None)
     full.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "autobench", *args], cwd=cwd, env=full, capture_output=True, text=True, timeout=60
-    )
+    return autobench(*args, cwd=cwd, env=full)
 
 
 def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
@@ -136,6 +136,7 @@ def test_recipes_carry_the_schema_modeline():
         assert path.read_text().startswith("# yaml-language-server: $schema=../schema/recipe.schema.json\n"), path
 
 
+@pytest.mark.integration
 def test_help_does_not_import_pydantic():
     code = (
         "import sys; from autobench.cli import main; rc = main(['--help']); "
@@ -146,6 +147,7 @@ def test_help_does_not_import_pydantic():
     assert proc.stdout.strip().splitlines()[-1] == "[]", proc.stdout
 
 
+@pytest.mark.integration
 def test_compile_imports_only_what_it_needs(tmp_path):
     code = (
         "import sys; from autobench.cli import main; rc = main(['compile', sys.argv[1], '-o', sys.argv[2]]); "

@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 
+import inprocess
 import pytest
 
 
@@ -20,14 +20,14 @@ import pytest
     ],
 )
 def test_usage_errors_are_one_line_exit_2(args: list[str], what: str, repo_root) -> None:
-    r = subprocess.run([sys.executable, "-m", "autobench", *args], capture_output=True, text=True, cwd=repo_root)
+    r = inprocess.autobench(*args, cwd=repo_root)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("error: ") and what in r.stderr and "--help" in r.stderr
 
 
 def _autobench(repo_root, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "autobench", *args], capture_output=True, text=True, cwd=repo_root)
+    return inprocess.autobench(*args, cwd=repo_root)
 
 
 @pytest.mark.parametrize("group", [[], ["ledger"], ["hub"], ["logs"]])

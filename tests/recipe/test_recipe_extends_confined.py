@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+import inprocess
 import pytest
 
 from autobench.errors import RecipeError
@@ -16,9 +16,7 @@ SHADOW = "root:$6$saltsalt$hashhashhash:19000:0:99999:7:::\ndaemon:*:19000:0:999
 
 
 def _validate(recipe: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "autobench", "validate", str(recipe)], capture_output=True, text=True, timeout=60
-    )
+    return inprocess.autobench("validate", str(recipe))
 
 
 @pytest.mark.parametrize("target_name", ["shadow", "passwd.txt", "notes.json"])

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import inprocess
 import pytest
 
 from autobench.errors import RecipeError
@@ -121,7 +122,7 @@ def test_a_schedule_entry_outside_the_grid_is_ab080_at_the_entry(tmp_path: Path)
 
 def test_validate_cli_refuses_a_bad_schedule(tmp_path: Path):
     path = _recipe(tmp_path, "  concurrency: [1, 4]\n  schedule: [{concurrency: 2}]\n")
-    r = subprocess.run([sys.executable, "-m", "autobench", "validate", str(path)], capture_output=True, text=True)
+    r = inprocess.autobench("validate", str(path))
     assert r.returncode != 0
     [line] = [x for x in r.stdout.splitlines() if "AB080" in x]
     assert line.startswith(f"{path}:7:28: AB080 error: bench.schedule[0].concurrency: schedule entry 1")
@@ -209,19 +210,11 @@ def test_compile_applies_a_profile(tmp_path: Path):
     path = _recipe(tmp_path, "  concurrency: 8\n  dataset: {kind: random, input_len: 8, output_len: 8}\n")
     profile = tmp_path / "p.yaml"
     profile.write_text("concurrency: [2, 32]\n")
-    r = subprocess.run(
-        [sys.executable, "-m", "autobench", "compile", str(path), "--profile", str(profile)],
-        capture_output=True,
-        text=True,
-    )
+    r = inprocess.autobench("compile", str(path), "--profile", str(profile))
     assert r.returncode == 0, r.stderr
     assert [x.split()[1] for x in r.stdout.splitlines() if x.startswith("  --concurrency")] == ["2", "32"]
     profile.write_text("framework: llama-benchy\n")
-    r = subprocess.run(
-        [sys.executable, "-m", "autobench", "compile", str(path), "--profile", str(profile)],
-        capture_output=True,
-        text=True,
-    )
+    r = inprocess.autobench("compile", str(path), "--profile", str(profile))
     assert r.returncode == 2 and r.stderr.startswith(f"error: {profile}:1:1: a sparkrun benchmark profile")
 
 

@@ -3,10 +3,9 @@ range errors say the value, the bound and the fix -- in validate and in compile 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
+import inprocess
 import pytest
 
 BASE = """\
@@ -25,9 +24,7 @@ bench:
 def _cli(tmp_path: Path, command: str, *, eager: str = "true", concurrency: str = "8"):
     path = tmp_path / "strict.yaml"
     path.write_text(BASE.format(eager=eager, concurrency=concurrency))
-    return subprocess.run(
-        [sys.executable, "-m", "autobench", command, str(path)], capture_output=True, text=True, cwd=tmp_path
-    )
+    return inprocess.autobench(command, str(path), cwd=tmp_path)
 
 
 @pytest.mark.parametrize("command", ["validate", "compile"])

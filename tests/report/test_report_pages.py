@@ -226,6 +226,7 @@ def test_bad_input_is_one_line_and_a_nonzero_exit(args, code, message, tmp_path,
     assert not (tmp_path / "absent.db").exists()  # reporting never creates a ledger
 
 
+@pytest.mark.integration
 def test_the_command_runs_as_a_subprocess_against_the_seed_ledger(seed_ledger, tmp_path):
     out = tmp_path / "docs"
     proc = subprocess.run(
