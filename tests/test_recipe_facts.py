@@ -13,7 +13,7 @@ from autobench.errors import RecipeError
 from autobench.recipe import load_recipe
 from autobench.recipe.facts import parse_port_spec, pins, server_endpoint, unpinned
 from autobench.recipe.rules import check
-from autobench.run.orchestrate import RunOptions, prepare
+from autobench.run import RunOptions, prepare
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "run"))
 from run_helpers import SHA, recipe_text  # noqa: E402

@@ -2,6 +2,7 @@
 
     @ledger_option                  # --ledger PATH|URL -> ledger_url (env AUTOBENCH_LEDGER)
     @json_option                    # --json -> as_json (or @json_option("Print the plan as JSON."))
+    @gpu_request_option             # --gpu-request gpus-per-node|gres (compile --target slurm, run --runtime slurm)
     print_json(doc)
     print_table(head, rows, title=...)   # a rich table on a terminal, plain columns otherwise
     @click.group(cls=Group)         # a command group whose listing shows each summary whole
@@ -57,6 +58,18 @@ def ledger_option(func: F) -> F:
         default=None,
         metavar="PATH|URL",
         help=LEDGER_HELP,
+    )(func)
+
+
+def gpu_request_option(func: F) -> F:
+    """``--gpu-request`` as the parameter ``gpu_request``: how a Slurm job asks for its GPUs."""
+    return click.option(
+        "--gpu-request",
+        type=click.Choice(["gpus-per-node", "gres"]),
+        default="gpus-per-node",
+        show_default=True,
+        help="slurm: ask for GPUs as #SBATCH --gpus-per-node=N or as #SBATCH --gres=gpu:N (sites that "
+        "configure GPUs only as a generic resource).",
     )(func)
 
 
@@ -131,4 +144,12 @@ def print_table(
         click.echo("  ".join(str(v).ljust(w) for v, w in zip(row, widths, strict=False)).rstrip())
 
 
-__all__ = ["JSON_HELP", "LEDGER_HELP", "json_option", "ledger_option", "print_json", "print_table"]
+__all__ = [
+    "JSON_HELP",
+    "LEDGER_HELP",
+    "gpu_request_option",
+    "json_option",
+    "ledger_option",
+    "print_json",
+    "print_table",
+]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from autobench.cli.options import json_option, print_json
+from autobench.cli.options import gpu_request_option, json_option, print_json
 from autobench.errors import RecipeError, UsageError
 
 
@@ -112,8 +112,9 @@ def validate(
     "--gpus-per-node",
     type=click.IntRange(min=0),
     default=None,
-    help="slurm: #SBATCH --gpus-per-node (default: topology.gpus_per_node; 0: request none).",
+    help="slurm: GPUs per node (default: topology.gpus_per_node, else TP x PP x DP over the nodes; 0: request none).",
 )
+@gpu_request_option
 @click.option("--account", default=None, help="slurm: #SBATCH --account.")
 @click.option("--time", "time_limit", default=None, help="slurm: #SBATCH --time (default: boot + bench cap + 5 min).")
 @click.option(
@@ -168,6 +169,7 @@ def compile_(
     frozen: bool,
     partition: str | None,
     gpus_per_node: int | None,
+    gpu_request: str,
     account: str | None,
     time_limit: str | None,
     container: str,
@@ -204,6 +206,7 @@ def compile_(
             time_limit=time_limit,
             container=container,
             gpus_per_node=gpus_per_node,
+            gpu_request=gpu_request,
         )
     elif target == "k8s":
         import uuid

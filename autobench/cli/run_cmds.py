@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from autobench.cli.options import json_option, ledger_option, print_json
+from autobench.cli.options import gpu_request_option, json_option, ledger_option, print_json
 from autobench.cli.params import Finite
 
 
@@ -32,8 +32,9 @@ def _echo_err(text: str) -> None:
     "--gpus-per-node",
     type=click.IntRange(min=0),
     default=None,
-    help="slurm: #SBATCH --gpus-per-node (default: topology.gpus_per_node; 0: request none).",
+    help="slurm: GPUs per node (default: topology.gpus_per_node, else TP x PP x DP over the nodes; 0: request none).",
 )
+@gpu_request_option
 @click.option("--account", default=None, help="slurm: the account to charge.")
 @click.option(
     "--time", "time_limit", default=None, help="slurm: the job's time limit (default: boot + bench cap + 5 min)."
@@ -134,6 +135,7 @@ def run(
     as_json: bool,
     partition: str | None,
     gpus_per_node: int | None,
+    gpu_request: str,
     account: str | None,
     time_limit: str | None,
     container: str,
@@ -164,6 +166,7 @@ def run(
         pull=pull,
         partition=partition,
         gpus_per_node=gpus_per_node,
+        gpu_request=gpu_request,
         account=account,
         time_limit=time_limit,
         container=container,
@@ -174,12 +177,7 @@ def run(
         profile=profile,
         live=live,
     )
-    if runtime == "slurm":
-        from autobench.run.slurm import run_slurm
-
-        outcome = run_slurm(recipe, options, echo=_echo_err)
-    else:
-        outcome = run_recipe(recipe, options, echo=_echo_err)
+    outcome = run_recipe(recipe, options, echo=_echo_err)
     if as_json:
         doc: dict[str, Any] = outcome.plan.to_json_dict() if dry_run else outcome.to_json_dict()
         if dry_run:

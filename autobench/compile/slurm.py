@@ -7,8 +7,9 @@ the result JSON in the run folder, and always tears the server down.  Several no
 (``topology.nodes``): one ``srun`` step per node, the job's first node the head (node rank 0,
 the API), the others workers (``native``: ``--nnodes/--node-rank/--master-addr $HEAD
 --headless``; ``ray``: ``ray start`` on every node, ``vllm serve`` on the head).  Resources come
-from the recipe (``topology.nodes``, ``topology.gpus_per_node``) and the command line
-(partition, account, time, a GPU override).
+from the recipe (``topology.nodes``; GPUs per node from ``topology.gpus_per_node``, else the
+engine's TP x PP x DP over the nodes) and the command line (partition, account, time, a GPU
+override, and ``--gpus-per-node=N`` or ``--gres=gpu:N`` as the site wants them).
 Pure: no I/O besides reading the template.
 """
 
@@ -30,13 +31,16 @@ from autobench.compile.argv import (
 )
 from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
-from autobench.recipe.facts import server_endpoint
+from autobench.recipe.facts import node_gpus, server_endpoint
 from autobench.recipe.loader import LoadedRecipe
 
 if TYPE_CHECKING:
     from autobench.recipe.schema import Recipe
 
 CONTAINER_MODES = ("none", "docker", "pyxis", "apptainer")
+#: How the job asks for its GPUs: ``#SBATCH --gpus-per-node=N`` (Slurm >= 19.05, cons_tres) or
+#: ``#SBATCH --gres=gpu:N`` (sites that configure GPUs only as a generic resource).
+GPU_REQUESTS = ("gpus-per-node", "gres")
 _SLURM_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _TIME = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$")
 
@@ -105,6 +109,7 @@ def compile_slurm(
     time_limit: str | None = None,
     container: str = "none",
     gpus_per_node: int | None = None,
+    gpu_request: str = "gpus-per-node",
     check: bool = True,
 ) -> str:
     """The sbatch script of ``loaded`` (see the module doc)."""
@@ -130,7 +135,11 @@ def compile_slurm(
             location=str(loaded.path),
             hint="bake the setup into the image or the nodes' environment",
         )
-    gpus = recipe.topology.gpus_per_node if gpus_per_node is None else (gpus_per_node or None)
+    if gpu_request not in GPU_REQUESTS:
+        raise RecipeError(f"unknown --gpu-request {gpu_request!r}", hint="use one of " + ", ".join(GPU_REQUESTS))
+    # Every node's share of the engine (topology.gpus_per_node, else TP x PP x DP over the nodes);
+    # --gpus-per-node overrides it, 0 requests none (a CPU test cluster).
+    gpus = node_gpus(recipe) if gpus_per_node is None else (gpus_per_node or None)
     _check_name(partition, "partition")
     _check_name(account, "account")
     limit = time_limit or default_time_limit(recipe)
@@ -149,6 +158,9 @@ def compile_slurm(
                 job_name=f"autobench-{recipe.name}"[:64],
                 nodes=nodes,
                 gpus_per_node=gpus,
+                gpu_option=(f"--gres=gpu:{gpus}" if gpu_request == "gres" else f"--gpus-per-node={gpus}")
+                if gpus
+                else "",
                 executor=recipe.topology.executor,
                 master_port=recipe.topology.master_port,
                 ray_port=recipe.topology.ray_port,

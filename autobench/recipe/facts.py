@@ -6,6 +6,7 @@
     image_digest(recipe) -> str | None             # the digest container.image is pinned to
     passed_secrets(recipe) -> tuple[str, ...]      # the secret names the recipe hands to the server
     output_tokens(recipe) -> int                   # max_tokens each request asks for
+    node_gpus(recipe) -> int                       # GPUs each node needs (a Slurm job requests them)
     parse_port_spec("127.0.0.1:9001:8000/tcp") -> PortSpec | None
 
 The rules (AB010-AB012, AB022), compile (the script's BASE_URL, ``--frozen``), run (the
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Literal, TypeGuard
 from autobench.digits import is_digits
 
 if TYPE_CHECKING:
-    from autobench.recipe.schema import Recipe
+    from autobench.recipe.schema import Engine, Recipe
 
 #: A full commit sha: 40 lower-case hex digits (the one pattern; ``is_full_sha`` uses it).
 SHA_RE = re.compile(r"^[0-9a-f]{40}$")
@@ -212,6 +213,20 @@ def server_endpoint(recipe: Recipe, runtime: str = "docker") -> Endpoint:
     return Endpoint("unpublished", "127.0.0.1", e.port, why)
 
 
+def world_size(engine: Engine) -> int:
+    """GPUs one engine uses: TP x PP x DP."""
+    return (engine.tensor_parallel_size or 1) * (engine.pipeline_parallel_size or 1) * (engine.data_parallel_size or 1)
+
+
+def node_gpus(recipe: Recipe) -> int:
+    """GPUs each node needs: ``topology.gpus_per_node``, else the engine's world (TP x PP x DP)
+    split over ``topology.nodes`` (at least 1: vLLM serves on a GPU)."""
+    t = recipe.topology
+    if t.gpus_per_node is not None:
+        return int(t.gpus_per_node)
+    return max(1, -(-world_size(recipe.engine) // t.nodes))
+
+
 __all__ = [
     "SHA_RE",
     "Endpoint",
@@ -220,12 +235,14 @@ __all__ = [
     "client_host",
     "is_full_sha",
     "is_local_model",
+    "node_gpus",
     "parse_port_spec",
     "passed_secrets",
     "pinned_sha",
     "pins",
     "server_endpoint",
     "unpinned",
+    "world_size",
     "uses_host_network",
 ]
 

@@ -16,11 +16,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from autobench.recipe.facts import output_tokens, server_endpoint, unpinned
+from autobench.recipe.facts import output_tokens, server_endpoint, unpinned, world_size
 from autobench.recipe.grid import AXES, axis, cells, largest, schedule_problems
 from autobench.recipe.imageref import parse_image_ref
 from autobench.recipe.loader import LoadedRecipe, Position, format_path
-from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS, Engine
+from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS
 from autobench.redaction import WELL_KNOWN_SECRET_NAMES, environment_secrets, find_token, is_secret_name, secret_in
 
 
@@ -811,11 +811,6 @@ def _consistency(c: _Ctx) -> None:
                     f"{spec.num_speculative_tokens}",
                 )
                 break
-
-
-def world_size(engine: Engine) -> int:
-    """GPUs one engine uses: TP x PP x DP."""
-    return (engine.tensor_parallel_size or 1) * (engine.pipeline_parallel_size or 1) * (engine.data_parallel_size or 1)
 
 
 def _topology(c: _Ctx) -> None:

@@ -11,29 +11,26 @@ script snapshot is the driver followed by every node script.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import platform
 import shlex
 import signal
 import subprocess
-from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from autobench.errors import RunError
 from autobench.recipe import LoadedRecipe
 from autobench.run import plan as P
-from autobench.run.folder import claim_run_dir, write_run_files
+from autobench.run.outcome import Echo, RowFacts, RunOptions, now
 from autobench.run.plan import RunPlan, run_dir_for, unpinned_refs
+from autobench.run.protocol import Compiled, Run, RuntimeBase
+from autobench.run.signals import RunInterrupted
 
 DRIVER_LOG = "driver.log"
 STATUS_FILE = "status"
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(microsecond=0)
 
 
 def read_status(path: Path) -> tuple[str, str]:
@@ -61,9 +58,9 @@ def cause_category(status: str, cause: str) -> str | None:
     return "bench_failed"
 
 
-def cluster_plan(loaded: LoadedRecipe, options: Any, hosts: list[str], remote: str) -> RunPlan:
+def cluster_plan(loaded: LoadedRecipe, options: RunOptions, hosts: list[str]) -> RunPlan:
     recipe = loaded.recipe
-    run_dir = run_dir_for(Path(options.runs_dir), recipe.name, _now())
+    run_dir = run_dir_for(Path(options.runs_dir), recipe.name, now())
     return RunPlan(
         recipe_name=recipe.name,
         recipe_path=str(loaded.path),
@@ -85,96 +82,106 @@ def cluster_plan(loaded: LoadedRecipe, options: Any, hosts: list[str], remote: s
     )
 
 
-def run_cluster(
-    loaded: LoadedRecipe,
-    options: Any,
-    *,
-    echo: Callable[[str], None] = print,
-    env: Mapping[str, str] | None = None,
-) -> Any:
-    """Run a multi-node recipe through its driver and record the outcome (a RunOutcome)."""
-    from autobench.compile.cluster import DEFAULT_REMOTE, cluster_hosts, compile_cluster
-    from autobench.run.orchestrate import RunOutcome, check_recipe, require_pinned
+class ClusterRuntime(RuntimeBase):
+    """A multi-node recipe (topology.nodes > 1): its compiled driver, run from this machine."""
 
-    check_recipe(loaded, echo)
-    require_pinned(loaded, options.allow_unpinned or options.dry_run)
-    hosts = cluster_hosts(loaded, list(options.hosts) or None)
-    base_env = dict(os.environ if env is None else env)
-    remote = options.remote or base_env.get("AUTOBENCH_REMOTE") or DEFAULT_REMOTE
-    files = compile_cluster(loaded, hosts, remote)
-    plan = cluster_plan(loaded, options, hosts, remote)
-    script = "\n".join(f"# ===== {name}\n{text}" for name, text in sorted(files.items(), key=_driver_first))
-    if options.dry_run:
-        return RunOutcome(status="PLANNED", plan=plan, script=script, notes=list(plan.unpinned))
+    preflight = False  # (every node runs the image under docker: the docker rules apply)
 
-    from autobench.ledger import open_ledger
-    from autobench.redaction import environment_secrets, redact
+    def __init__(self, name: str, options: RunOptions, echo: Echo, env: Mapping[str, str]):
+        from autobench.compile.cluster import DEFAULT_REMOTE
 
-    ledger = open_ledger(options.ledger)
-    try:
-        claimed = claim_run_dir(plan)
-        if claimed.run_dir != plan.run_dir:
-            from dataclasses import replace
+        super().__init__(name, options, echo, env)
+        self.remote = options.remote or env.get("AUTOBENCH_REMOTE") or DEFAULT_REMOTE
+        self.hosts: list[str] = []
 
-            claimed = replace(claimed, server_argv=("bash", str(claimed.run_dir / "driver.sh")))
-        plan = claimed
+    def compile(self, loaded: LoadedRecipe) -> Compiled:
+        from autobench.compile.cluster import cluster_hosts, compile_cluster
+
+        self.hosts = cluster_hosts(loaded, list(self.options.hosts) or None)
+        files = compile_cluster(loaded, self.hosts, self.remote)
+        script = "\n".join(f"# ===== {name}\n{text}" for name, text in sorted(files.items(), key=_driver_first))
+        return Compiled(cluster_plan(loaded, self.options, self.hosts), script, files)
+
+    def place(self, plan: RunPlan) -> RunPlan:
+        return replace(plan, server_argv=("bash", str(plan.run_dir / "driver.sh")))
+
+    def execute(self, run: Run) -> RowFacts:
+        plan, outcome, echo = run.plan, run.outcome, run.echo
         run_dir = plan.run_dir
-        for name, text in files.items():
-            path = run_dir / name
-            path.write_text(text, encoding="utf-8")
-            path.chmod(0o755)
-        write_run_files(plan, script, loaded.data)
-        secrets = environment_secrets(plan.secret_names, base_env)
-        outcome = RunOutcome(status="FAILED", plan=plan, script=script)
-        outcome.started_at = _now().isoformat()
-        if plan.unpinned:
-            outcome.notes.append("unpinned: " + ", ".join(plan.unpinned))
-        child_env = {**base_env, "AUTOBENCH_OUT": str(run_dir), "AUTOBENCH_REMOTE": remote}
+        loaded = run.loaded
+        child_env = {**run.env, "AUTOBENCH_OUT": str(run_dir), "AUTOBENCH_REMOTE": self.remote}
         t = loaded.recipe.topology
         budget = t.cluster_timeout_s + plan.ready_timeout_s + (loaded.recipe.bench.max_seconds or 3600) + 600
-        echo(f"run {plan.recipe_name}: {t.nodes} nodes ({t.executor}) {' '.join(hosts)}, folder {run_dir}")
+        echo(f"run {plan.recipe_name}: {t.nodes} nodes ({t.executor}) {' '.join(self.hosts)}, folder {run_dir}")
         with (run_dir / DRIVER_LOG).open("wb") as log:
-            proc = subprocess.Popen(
-                ["bash", str(run_dir / "driver.sh")],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=child_env,
-                start_new_session=True,
-            )
+            with run.guard.deferred():  # the driver is started before a signal can stop it
+                proc = subprocess.Popen(
+                    ["bash", str(run_dir / "driver.sh")],
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env=child_env,
+                    start_new_session=True,
+                )
             try:
                 proc.wait(timeout=budget)
             except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGTERM)  # the driver's trap tears the nodes down
-                try:
-                    proc.wait(timeout=120)
-                except subprocess.TimeoutExpired:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    proc.wait()
+                run.guard.disarm()
+                _stop_driver(proc)
                 outcome.notes.append(f"the driver ran past {budget:g}s and was stopped")
-            except KeyboardInterrupt:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(timeout=120)
+            except RunInterrupted as exc:
+                run.guard.disarm()
+                echo(f"interrupted by {exc.signame}; the driver tears every node down")
+                outcome.signal = exc.signame
+                _stop_driver(proc)
+            finally:
+                run.guard.disarm()
         text = (run_dir / DRIVER_LOG).read_text(encoding="utf-8", errors="replace")
-        (run_dir / DRIVER_LOG).write_text(redact(text, secrets), encoding="utf-8")
+        (run_dir / DRIVER_LOG).write_text(run.redact(text), encoding="utf-8")
         status, cause = read_status(run_dir / STATUS_FILE)
         outcome.status = status
         outcome.root_cause_category = cause_category(status, cause)
-        outcome.root_cause_message = redact(cause, secrets) if status != "DONE" else None
+        outcome.root_cause_message = cause if status != "DONE" else None
         if status == "DONE":
             outcome.metrics = _metrics(run_dir / P.BENCH_JSON, outcome)
             if not outcome.metrics.get("completed"):
                 outcome.status = "FAILED"
                 outcome.root_cause_category = "bench_failed"
                 outcome.root_cause_message = "no request completed"
-        outcome.ended_at = _now().isoformat()
-        _record(ledger, loaded, plan, outcome, hosts, remote, base_env)
-        (run_dir / P.OUTCOME_JSON).write_text(json.dumps(outcome.to_json_dict(), indent=2) + "\n")
-        return outcome
-    finally:
-        close = getattr(ledger, "close", None)
-        if close is not None:
-            close()
+        return self._row(loaded)
+
+    def _row(self, loaded: LoadedRecipe) -> RowFacts:
+        from autobench.recipe.imageref import parse_image_ref
+
+        r = loaded.recipe
+        image = r.container.image
+        try:
+            digest = parse_image_ref(image).digest
+        except ValueError:
+            digest = None
+        remote = self.remote
+        host_facts = {
+            "runtime": "cluster",
+            "executor": r.topology.executor,
+            "nodes": r.topology.nodes,
+            "gpus_per_node": r.topology.gpus_per_node,
+            "hosts": self.hosts,
+            "remote": shlex.split(remote)[0] if remote.strip() else remote,
+            "driver_platform": platform.platform(),
+        }
+        return RowFacts(host_facts=host_facts, image=image, image_digest=digest)
+
+
+def _stop_driver(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the driver's process group (its trap tears the nodes down), SIGKILL after 120 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def _driver_first(item: tuple[str, str]) -> tuple[int, str]:
@@ -194,48 +201,4 @@ def _metrics(path: Path, outcome: Any) -> dict[str, Any]:
     return metric_columns(norm)
 
 
-def _record(
-    ledger: Any,
-    loaded: LoadedRecipe,
-    plan: RunPlan,
-    outcome: Any,
-    hosts: list[str],
-    remote: str,
-    env: Mapping[str, str],
-) -> None:
-    """Append the run's row through ``autobench.runrow.new_run`` (the path every run takes)."""
-    from autobench.recipe.imageref import parse_image_ref
-    from autobench.runrow import RootCause, RunFacts, new_run
-
-    r = loaded.recipe
-    image = r.container.image
-    try:
-        digest = parse_image_ref(image).digest
-    except ValueError:
-        digest = None
-    facts = RunFacts(
-        status=outcome.status,
-        source="run",
-        metrics=outcome.metrics,
-        root_cause=RootCause(outcome.root_cause_category, outcome.root_cause_message),
-        notes=[f"run folder {plan.run_dir}", *outcome.notes],
-        started_at=outcome.started_at,
-        ended_at=outcome.ended_at,
-        image=image,
-        image_digest=digest,
-        host_facts={
-            "runtime": "cluster",
-            "executor": r.topology.executor,
-            "nodes": r.topology.nodes,
-            "gpus_per_node": r.topology.gpus_per_node,
-            "hosts": hosts,
-            "remote": shlex.split(remote)[0] if remote.strip() else remote,
-            "driver_platform": platform.platform(),
-        },
-    )
-    rec = ledger.append(new_run(loaded, outcome.script, facts, env=env))
-    outcome.run_id = getattr(rec, "id", None)
-    outcome.display_id = getattr(rec, "display_id", None)
-
-
-__all__ = ["DRIVER_LOG", "RunError", "cause_category", "read_status", "run_cluster"]
+__all__ = ["DRIVER_LOG", "ClusterRuntime", "cause_category", "read_status"]

@@ -3,7 +3,7 @@
 ``build_plan`` is pure apart from reading the clock: given a loaded recipe and the
 run options it returns a frozen :class:`RunPlan` -- the server argv for the chosen
 runtime, the readiness URLs, the bench parameters and the run folder layout.
-``autobench run --dry-run`` prints it; :mod:`autobench.run.orchestrate` executes it.
+``autobench run --dry-run`` prints it; :mod:`autobench.run.pipeline` executes it.
 """
 
 from __future__ import annotations

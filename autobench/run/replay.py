@@ -2,7 +2,7 @@
 
 The run's recipe snapshot (the resolved recipe it ran, stored in the ledger) is written to a
 recipe file in a scratch folder and run the way ``autobench run`` runs a recipe
-(:func:`autobench.run.orchestrate.run_recipe`, the runtime the run used unless another is
+(:func:`autobench.run.pipeline.run_recipe`, the runtime the run used unless another is
 given).  Before anything starts, the script that run would store is compared with the
 script run N stored: when autobench or the options (``--vllm-exec``, the runtime) make it
 differ, the replay is refused in one line (``--anyway`` runs it regardless, and says where
@@ -20,7 +20,8 @@ from typing import Any
 from autobench.errors import RunError
 from autobench.ledger.models import RunRecord
 from autobench.ledger.snapshot import stored_script
-from autobench.run.orchestrate import RunOptions, RunOutcome, prepare, run_recipe
+from autobench.run.outcome import RunOptions, RunOutcome
+from autobench.run.pipeline import prepare, run_recipe
 
 #: The runtimes a replay can run on (a Slurm run is replayed by ``run --runtime slurm``).
 REPLAY_RUNTIMES = ("docker", "process")

@@ -1,6 +1,6 @@
-"""SIGINT / SIGTERM during a run: interrupt the work, never the teardown.
+"""SIGINT / SIGTERM / SIGHUP during a run: interrupt the work, never the teardown.
 
-While *armed*, the first SIGINT or SIGTERM raises :class:`RunInterrupted` in the
+While *armed*, the first SIGINT, SIGTERM or SIGHUP raises :class:`RunInterrupted` in the
 main thread (wherever it is: polling, inside the bench's event loop, ...).  While
 *deferred* -- starting the server, tearing it down, recording the run -- signals
 are only remembered; ``deferred()`` re-raises one on exit if it arrived meanwhile.
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # a closed terminal or ssh session is a stop too
 
 
 class RunInterrupted(KeyboardInterrupt):

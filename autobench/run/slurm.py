@@ -17,7 +17,6 @@ exit 4 -> FAILED, CANCELLED -> ABORTED (cause ``slurm_cancelled``), TIMEOUT -> F
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -29,10 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from autobench.digits import is_digits
 from autobench.errors import RunError
+from autobench.recipe import LoadedRecipe
 from autobench.run import plan as P
-from autobench.run.folder import claim_run_dir, write_run_files
-from autobench.run.orchestrate import Echo, RunOptions, RunOutcome, _now, _record, _write, check_recipe, require_pinned
-from autobench.run.signals import RunInterrupted, SignalGuard
+from autobench.run.outcome import Echo, RowFacts, RunOptions, RunOutcome
+from autobench.run.outcome import write_text as _write
+from autobench.run.plan import RunPlan
+from autobench.run.protocol import Compiled, Run, RuntimeBase
+from autobench.run.signals import RunInterrupted
 
 if TYPE_CHECKING:
     from autobench.runrow import RootCause
@@ -287,90 +289,79 @@ def _log_facts(run_dir: Path, outcome: RunOutcome) -> RootCause | None:
     return log_root_cause(doc)
 
 
-def run_slurm(
-    path: str | Path, options: RunOptions, *, echo: Echo = print, env: Mapping[str, str] | None = None
-) -> RunOutcome:
-    """Run a recipe as a Slurm job and record it (``dry_run``: the plan and the sbatch script)."""
-    from autobench.compile.slurm import compile_slurm
-    from autobench.recipe import load_recipe
-    from autobench.redaction import environment_secrets
-    from autobench.run.plan import build_plan
+class SlurmRuntime(RuntimeBase):
+    """``--runtime slurm``: the compiled sbatch script, submitted and followed (the module doc)."""
 
-    base_env = dict(os.environ if env is None else env)
-    loaded = load_recipe(path, profile=options.profile)
-    check_recipe(loaded, echo, base_env)
-    require_pinned(loaded, options.allow_unpinned or options.dry_run)
-    from autobench.run.preflight_gate import gate
+    def __init__(self, name: str, options: RunOptions, echo: Echo, env: Mapping[str, str]):
+        super().__init__(name, options, echo, env)
+        # A server in a Docker container publishes its port (AB022); on the node itself, in
+        # pyxis or Apptainer it listens on the node's network: the container rules do not apply.
+        self.rules = "docker" if options.container == "docker" else "slurm"
 
-    # A predicted boot failure refuses the job before it is submitted (nothing recorded).
-    prediction, preflight_note = gate(
-        loaded, force=options.force or options.dry_run, vllm_version=options.vllm_version, echo=echo
-    )
-    script = compile_slurm(
-        loaded,
-        partition=options.partition,
-        account=options.account,
-        time_limit=options.time_limit,
-        container=options.container,
-        gpus_per_node=options.gpus_per_node,
-    )
-    plan = build_plan(loaded, runtime="process", runs_dir=options.runs_dir, ready_timeout_s=options.ready_timeout_s)
-    plan = replace(plan, runtime="slurm", teardown="scancel JOBID (the job's own trap stops the server)")  # type: ignore[arg-type]
-    if options.dry_run:
-        return RunOutcome(status="PLANNED", plan=plan, script=script, notes=list(plan.unpinned))
-    _tool("sbatch")
-    from autobench.ledger import open_ledger
+    def compile(self, loaded: LoadedRecipe) -> Compiled:
+        from autobench.compile.slurm import compile_slurm
+        from autobench.run.plan import build_plan
 
-    ledger = open_ledger(options.ledger)  # before submitting: an unusable ledger fails now
-    try:
-        plan = claim_run_dir(plan)
-        plan = replace(plan, run_dir=plan.run_dir.resolve())  # sbatch runs it from elsewhere
+        o = self.options
+        plan = build_plan(loaded, runtime="process", runs_dir=o.runs_dir, ready_timeout_s=o.ready_timeout_s)
+        plan = replace(plan, runtime="slurm", teardown="scancel JOBID (the job's own trap stops the server)")  # type: ignore[arg-type]
+        gpus, part = o.gpus_per_node, o.partition
+        job = compile_slurm(
+            loaded,
+            partition=part,
+            account=o.account,
+            time_limit=o.time_limit,
+            gpus_per_node=gpus,
+            gpu_request=o.gpu_request,
+            container=o.container,
+        )
+        return Compiled(plan, job)
+
+    def check(self, loaded: LoadedRecipe, compiled: Compiled) -> list[str]:
+        _tool("sbatch")
+        return []
+
+    def place(self, plan: RunPlan) -> RunPlan:
+        return replace(plan, run_dir=plan.run_dir.resolve())  # sbatch runs it from elsewhere
+
+    def execute(self, run: Run) -> RowFacts:
+        plan, outcome, echo, env = run.plan, run.outcome, run.echo, run.env
         run_dir = plan.run_dir
-        write_run_files(plan, script, loaded.data)
-        outcome = RunOutcome(status="FAILED", plan=plan, script=script, preflight=prediction)
-        outcome.started_at = _now().isoformat()
-        if preflight_note:
-            outcome.notes.append(preflight_note)
-        if plan.unpinned:
-            outcome.notes.append("unpinned: " + ", ".join(plan.unpinned))
-        job_id = submit(plan.path(P.SCRIPT), run_dir, base_env)
+        with run.guard.deferred():  # a job submitted is a job to cancel: its id first
+            job_id = submit(plan.path(P.SCRIPT), run_dir, env)
         echo(f"run {plan.recipe_name}: slurm job {job_id}, folder {run_dir}")
-        guard = SignalGuard()
         interrupted: str | None = None
-        with guard:
-            try:
-                info = follow(job_id, base_env, echo)
-            except RunInterrupted as exc:
-                interrupted = exc.signame
-                echo(f"interrupted by {exc.signame}: scancel {job_id}")
-                guard.disarm()
-                cancel(job_id, base_env)
-                info = wait_end(job_id, base_env) or JobInfo(job_id, "CANCELLED", None, None, None, None, None, None)
-            finally:
-                guard.disarm()
-            secrets = environment_secrets(plan.secret_names, base_env)
-            redact_outputs(run_dir, secrets)
-            phase = _phase(run_dir)
-            outcome.metrics, outcome.tokenizer = _metrics(run_dir)
-            rc = _log_facts(run_dir, outcome)
-            status, category, message = classify(info, phase, outcome)
-            if interrupted:
-                outcome.signal = interrupted
-                message = f"interrupted by {interrupted} during {phase}; {message}"
-            if status in ("BLOCKED", "FAILED") and rc and category in ("not_ready", "bench_failed"):
-                outcome.notes.append(message or "")
-                category, message = rc.category, rc.message
-                outcome.root_cause_detail = rc.detail
-            outcome.status = status
-            outcome.root_cause_category, outcome.root_cause_message = category, message
-            outcome.notes.insert(0, f"slurm job {job_id} on {info.nodes or '?'}: {info.state}")
-            outcome.ended_at = _now().isoformat()
-            host = {"runtime": "slurm", "slurm": info.to_json_dict(), "phase": phase, "container": options.container}
-            _record(ledger, loaded, plan, outcome, script, base_env, host_facts=host)
-            _write(plan.path(P.OUTCOME_JSON), json.dumps(outcome.to_json_dict(), indent=2) + "\n")
-    finally:
-        ledger.close()
-    return outcome
+        try:
+            info = follow(job_id, env, echo)
+        except RunInterrupted as exc:
+            interrupted = exc.signame
+            echo(f"interrupted by {exc.signame}: scancel {job_id}")
+            run.guard.disarm()
+            cancel(job_id, env)
+            info = wait_end(job_id, env) or JobInfo(job_id, "CANCELLED", None, None, None, None, None, None)
+        finally:
+            run.guard.disarm()
+        redact_outputs(run_dir, run.secrets)
+        phase = _phase(run_dir)
+        outcome.metrics, outcome.tokenizer = _metrics(run_dir)
+        rc = _log_facts(run_dir, outcome)
+        status, category, message = classify(info, phase, outcome)
+        if interrupted:
+            outcome.signal = interrupted
+            message = f"interrupted by {interrupted} during {phase}; {message}"
+        if status in ("BLOCKED", "FAILED") and rc and category in ("not_ready", "bench_failed"):
+            outcome.notes.append(message or "")
+            category, message = rc.category, rc.message
+            outcome.root_cause_detail = rc.detail
+        outcome.status = status
+        outcome.root_cause_category, outcome.root_cause_message = category, message
+        outcome.notes.insert(0, f"slurm job {job_id} on {info.nodes or '?'}: {info.state}")
+        container = self.options.container
+        return RowFacts(
+            host_facts={"runtime": "slurm", "slurm": info.to_json_dict(), "phase": phase, "container": container},
+            # the image ran in the job's container
+            image=run.loaded.recipe.container.image if container != "none" else None,
+        )
 
 
-__all__ = ["JobInfo", "classify", "parse_scontrol", "run_slurm"]
+__all__ = ["JobInfo", "SlurmRuntime", "classify", "parse_scontrol"]

@@ -14,11 +14,16 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import stat
 import subprocess
 import time
 from pathlib import Path
 
 NODES = ("abnode1", "abnode2")  # two slurmd daemons on this machine: multi-node jobs run for real
+#: GPUs each node declares (gres.conf): no GPU exists here, so each "GPU" is a character device
+#: made like /dev/null (Slurm 22.05 drops a GPU without a device file); Slurm schedules, refuses
+#: and grants ``--gpus-per-node`` / ``--gres=gpu:N`` requests as on a GPU cluster.
+GPUS = 2
 PARTITION = "debug"
 
 
@@ -53,12 +58,13 @@ class SlurmCluster:
         cpus = max(1, (os.cpu_count() or 2) // len(NODES))
         nodes = "\n".join(
             f"NodeName={name} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 Port={_free_port()} "
-            f"CPUs={cpus} RealMemory=1000 State=UNKNOWN"
+            f"CPUs={cpus} RealMemory=1000 Gres=gpu:{GPUS} State=UNKNOWN"
             for name in NODES
         )
         self.conf.write_text(
             f"""ClusterName=autobench-test
 SlurmctldHost=localhost(127.0.0.1)
+GresTypes=gpu
 SlurmctldPort={_free_port()}
 SlurmUser=root
 SlurmdUser=root
@@ -88,6 +94,13 @@ PartitionName={PARTITION} Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE S
 """,
             encoding="utf-8",
         )
+        # slurmd reads gres.conf beside slurm.conf.
+        for k in range(GPUS):
+            device = self.root / f"fakegpu{k}"
+            if not device.exists():
+                os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # /dev/null's numbers
+        files = f"{self.root}/fakegpu[0-{GPUS - 1}]"
+        (self.root / "gres.conf").write_text(f"Name=gpu File={files}\n", encoding="utf-8")
 
     def _munge(self) -> None:
         if subprocess.run(["munge", "-n"], capture_output=True, timeout=10).returncode == 0:

@@ -217,7 +217,7 @@ def test_bad_partition_and_missing_sbatch_are_one_line_and_record_nothing(cluste
 def test_end_states_map_to_outcomes_with_their_cause():
     """Pure: scontrol's line -> JobInfo -> (status, cause); TIMEOUT needs a >= 1 min job on a
     real cluster, so its mapping is checked here from the line scontrol prints."""
-    from autobench.run.orchestrate import RunOutcome
+    from autobench.run.outcome import RunOutcome
     from autobench.run.slurm import classify, parse_scontrol
 
     line = (
@@ -343,3 +343,85 @@ def test_multi_node_scripts_pass_shellcheck_and_docker_is_refused(tmp_path):
         text=True,
     )
     assert proc.returncode == 2 and "--container docker cannot" in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def _gpu_recipe(tmp_path: Path, engine: str = "", topology: str = "") -> Path:
+    path = _recipe(tmp_path, name="synth-gpus")
+    text = path.read_text().replace("  max_model_len: 4096\n", "  max_model_len: 4096\n" + engine)
+    path.write_text(text + topology, encoding="utf-8")
+    return path
+
+
+def _gpu_lines(script: str) -> list[str]:
+    return [line for line in script.splitlines() if line.startswith(("#SBATCH --gpus", "#SBATCH --gres"))]
+
+
+def test_a_single_node_script_requests_the_recipes_gpus():
+    """No topology section: the engine's TP x PP x DP; topology.gpus_per_node wins; the site
+    chooses --gpus-per-node or --gres=gpu:N; --gpus-per-node 0 requests none."""
+    import tempfile
+
+    from autobench.compile.slurm import compile_slurm
+    from autobench.errors import RecipeError
+    from autobench.recipe import load_recipe
+
+    with tempfile.TemporaryDirectory() as tmp:
+        one = load_recipe(_gpu_recipe(Path(tmp)))
+        assert _gpu_lines(compile_slurm(one)) == ["#SBATCH --gpus-per-node=1"]
+        assert _gpu_lines(compile_slurm(one, gpu_request="gres")) == ["#SBATCH --gres=gpu:1"]
+        assert _gpu_lines(compile_slurm(one, gpus_per_node=0)) == []
+        tp = load_recipe(_gpu_recipe(Path(tmp), engine="  tensor_parallel_size: 2\n  data_parallel_size: 2\n"))
+        assert _gpu_lines(compile_slurm(tp)) == ["#SBATCH --gpus-per-node=4"]
+        assert _gpu_lines(compile_slurm(tp, gpus_per_node=8, gpu_request="gres")) == ["#SBATCH --gres=gpu:8"]
+        topo = load_recipe(_gpu_recipe(Path(tmp), topology="topology:\n  gpus_per_node: 2\n"))
+        assert _gpu_lines(compile_slurm(topo)) == ["#SBATCH --gpus-per-node=2"]
+        with pytest.raises(RecipeError, match="unknown --gpu-request 'gpu'"):
+            compile_slurm(one, gpu_request="gpu")
+
+
+def test_a_two_node_script_requests_gpus_for_every_step():
+    import tempfile
+
+    from autobench.compile.slurm import compile_slurm
+    from autobench.recipe import load_recipe
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "two.yaml"
+        path.write_text(TWO_NODE.format(python='"python"', fake='"fake"', port=8000), encoding="utf-8")
+        script = compile_slurm(load_recipe(path), gpu_request="gres")
+    assert _gpu_lines(script) == ["#SBATCH --gres=gpu:1"]
+    steps = [line for line in script.splitlines() if line.lstrip().startswith("srun ")]
+    assert len(steps) == 2 and all("--gres=gpu:1 -w" in step for step in steps)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("request_form", ["gpus-per-node", "gres"])
+def test_sbatch_test_only_grants_the_gpus_the_cluster_has_and_refuses_more(cluster, tmp_path, request_form):
+    """The test cluster declares 2 GPUs per node (gres.conf): Slurm accepts a request for 2 and
+    refuses 3, whichever form asks -- so the request is real, not a comment."""
+    from slurm_cluster import GPUS
+
+    for gpus, accepted in ((GPUS, True), (GPUS + 1, False)):
+        recipe = _gpu_recipe(tmp_path, topology=f"topology:\n  gpus_per_node: {gpus}\n")
+        argv = [sys.executable, "-m", "autobench", "compile", str(recipe), "--target", "slurm"]
+        script = subprocess.run(
+            [*argv, "--partition", PARTITION, "--gpu-request", request_form],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        form = f"--gres=gpu:{gpus}" if request_form == "gres" else f"--gpus-per-node={gpus}"
+        assert _gpu_lines(script) == [f"#SBATCH {form}"]
+        job = tmp_path / f"job-{gpus}.sh"
+        job.write_text(script)
+        test = subprocess.run(
+            ["sbatch", "--test-only", str(job)],
+            capture_output=True,
+            text=True,
+            env=_env(cluster, tmp_path),
+            cwd=tmp_path,
+        )
+        if accepted:
+            assert test.returncode == 0 and "to start at" in test.stderr, test.stderr
+        else:
+            assert test.returncode != 0 and "Requested node configuration is not available" in test.stderr, test.stderr
