@@ -1,16 +1,10 @@
 """The import graph of autobench has no circle (issue #26): a module never needs, however
 indirectly, a module that needs it.  The graph is import-linter's own (grimp), with every
-import counted, also those inside functions."""
+import counted that runs, also those inside functions (``if TYPE_CHECKING:`` imports never run)."""
 
 from __future__ import annotations
 
 import grimp
-
-#: Circles known today, each to be removed by the change named; the test fails when one is gone
-#: (drop it here) and when any other appears.
-KNOWN: set[frozenset[str]] = {
-    frozenset({"autobench.report.cells", "autobench.report.model"}),  # issue #26: the metric catalogue
-}
 
 
 def circles(graph: grimp.ImportGraph) -> set[frozenset[str]]:
@@ -56,10 +50,9 @@ def circles(graph: grimp.ImportGraph) -> set[frozenset[str]]:
     return found
 
 
-def test_the_import_graph_has_no_circle_but_the_known_ones() -> None:
-    found = circles(grimp.build_graph("autobench", cache_dir=None))
-    assert found - KNOWN == set(), sorted(sorted(c) for c in found - KNOWN)
-    assert KNOWN - found == set(), "gone, drop it from KNOWN: " + repr(sorted(sorted(c) for c in KNOWN - found))
+def test_the_import_graph_has_no_circle() -> None:
+    found = circles(grimp.build_graph("autobench", exclude_type_checking_imports=True, cache_dir=None))
+    assert found == set(), sorted(sorted(c) for c in found)
 
 
 def test_the_circle_finder_finds_a_circle_and_only_circles() -> None:
