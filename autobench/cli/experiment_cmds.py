@@ -65,12 +65,107 @@ def plan(
         ctx.exit(6)
 
 
+@experiment.command("run")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option(
+    "--runtime",
+    type=click.Choice(["docker", "process"]),
+    default="docker",
+    show_default=True,
+    help="Where each treatment boots.",
+)
+@click.option("--vllm-exec", default=None, metavar="CMD", help="process runtime: the vllm command [default: vllm].")
+@click.option("--runs-dir", default="runs", show_default=True, help="Where run folders (and treatment files) go.")
+@click.option("--rerun", is_flag=True, help="Boot treatments that already have a DONE run of their digest.")
+@click.option("--force", is_flag=True, help="Boot pruned treatments too (predicted not to boot).")
+@click.option("--allow-unpinned", is_flag=True, help="Run treatments whose Hub revisions are not full shas.")
+@click.option("--vllm-version", default=None, metavar="X.Y.Z", help="Predict boots under this vLLM's rules.")
+@click.option("--offline", is_flag=True, default=None, help="Read configs from the local HF cache only.")
+@click.option("--ready-timeout", type=click.FloatRange(min=1), default=None, help="Seconds to wait for each server.")
+@ledger_option
+@json_option("Print JSON: {experiment, plan, treatments: [{id, label, digest, action, status, run, cause}]}.")
+@click.pass_context
+def run(
+    ctx: click.Context,
+    file: str,
+    runtime: str,
+    vllm_exec: str | None,
+    runs_dir: str,
+    rerun: bool,
+    force: bool,
+    allow_unpinned: bool,
+    vllm_version: str | None,
+    offline: bool | None,
+    ready_timeout: float | None,
+    ledger_url: str | None,
+    as_json: bool,
+) -> None:
+    """Run the experiment FILE: one boot per treatment, each recorded like any run.
+
+    Pruned treatments are not booted (unless --force); a treatment with a DONE run of its
+    digest in the ledger is skipped (unless --rerun), so an interrupted experiment completes
+    when run again.  Exit 0 when every treatment run is DONE, 6 when one is not, 130 after Ctrl-C.
+    """
+    from pathlib import Path
+
+    from autobench.experiment import load_experiment, plan_experiment
+    from autobench.experiment.execute import Booted, exit_code, materialize, run_experiment
+    from autobench.experiment.plan import PlannedTreatment, preflight_predictor
+    from autobench.ledger import open_ledger
+    from autobench.recipe.loader import LoadedRecipe
+    from autobench.run import RunOptions, run_recipe
+
+    exp = load_experiment(file)
+    plan = plan_experiment(exp, predictor=preflight_predictor(vllm_version, offline=offline), runtime=runtime)
+    folder = Path(runs_dir) / "experiments" / exp.name
+
+    def echo(text: str) -> None:
+        from autobench.escape import human
+
+        click.echo(human(text), err=True)
+
+    def run_one(planned: PlannedTreatment) -> Booted:
+        options = RunOptions(
+            runtime=runtime,
+            runs_dir=runs_dir,
+            ledger=ledger_url,
+            allow_unpinned=allow_unpinned,
+            vllm_exec=vllm_exec,
+            ready_timeout_s=ready_timeout,
+            force=force,
+            vllm_version=vllm_version,
+            live=False,
+        )
+        outcome = run_recipe(materialize(plan, planned, folder), options, echo=echo)
+        return Booted(outcome.status, outcome.display_id, outcome.exit_code)
+
+    def done_run(loaded: LoadedRecipe) -> str | None:
+        with open_ledger(ledger_url) as book:
+            done = book.runs(status="DONE", digest=loaded.digest, limit=1, newest_first=True)
+        return done[0].display_id if done else None
+
+    outcomes = run_experiment(plan, run_one, done_run, rerun=rerun, force=force, echo=echo)
+    if as_json:
+        print_json(
+            {
+                "experiment": exp.name,
+                "plan": plan.digest,
+                "treatments": [o.to_json_dict() for o in outcomes],
+            }
+        )
+    else:
+        for o in outcomes:
+            t = o.planned.treatment
+            say(f"{t.id:<5} {t.label():<48} {o.action:<8} {o.status or '-':<8} {o.display_id or ''}".rstrip())
+    ctx.exit(exit_code(outcomes))
+
+
 def _plan_for_ledger(file: str) -> ExperimentPlan:
     """The experiment's treatments and digests, without predicting boots (no Hub access)."""
     from autobench.experiment import load_experiment, plan_experiment
     from autobench.experiment.plan import READY
 
-    return plan_experiment(load_experiment(file), predictor=lambda loaded: (READY, None, None))
+    return plan_experiment(load_experiment(file), predictor=lambda loaded: (READY, None, None), runtime=None)
 
 
 @experiment.command("report")

@@ -10,12 +10,15 @@ like any run, under its own digest.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from autobench.errors import RunError
 from autobench.experiment.plan import PRUNED, ExperimentPlan, PlannedTreatment
-from autobench.recipe.loader import LoadedRecipe
+from autobench.recipe.loader import LoadedRecipe, load_recipe
 
 RAN, SKIPPED, NOT_BOOTED, LEFT = "ran", "skipped", "pruned", "left"
 
@@ -93,3 +96,36 @@ def exit_code(outcomes: list[TreatmentOutcome]) -> int:
     if any(o.action == RAN and o.status != "DONE" for o in outcomes):
         return 6
     return 0
+
+
+def _nest(path: tuple[str, ...], value: Any, into: dict[str, Any]) -> None:
+    node = into
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node[path[-1]] = value
+
+
+def materialize(plan: ExperimentPlan, planned: PlannedTreatment, folder: Path) -> Path:
+    """The treatment as a recipe file any runtime can run: ``extends:`` the experiment's recipe,
+    its levels (and the experiment's bench keys) on top, the recipe's name kept; written as JSON
+    (valid YAML) under ``folder``.  Loaded back, it must have the treatment's digest."""
+    exp = plan.experiment
+    doc: dict[str, Any] = {
+        "extends": str(exp.recipe.resolve()),
+        "name": planned.loaded.recipe.name,
+    }
+    for key, value in exp.bench.items():
+        _nest(("bench", key), value, doc)
+    for key, level, _ in planned.treatment.levels:
+        _nest(tuple(key.split(".")), level, doc)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{planned.treatment.id}-{planned.digest.removeprefix('sha256:')[:12]}.yaml"
+    text = f"# {exp.name} {planned.treatment.id}: {planned.treatment.label()} (autobench experiment run)\n"
+    path.write_text(text + json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    written = load_recipe(path).digest
+    if written != planned.digest:  # the file would run another recipe than the plan holds
+        raise RunError(
+            f"{path}: the treatment file loads with digest {written[:19]}, not the planned {planned.digest[:19]}",
+            hint="a bug: report it with the experiment file",
+        )
+    return path

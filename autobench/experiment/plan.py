@@ -79,7 +79,7 @@ def _overrides(exp: Experiment, treatment: Treatment) -> list[Override]:
     return out
 
 
-def _build(base: RecipeBase, exp: Experiment, treatment: Treatment, runtime: str) -> LoadedRecipe:
+def _build(base: RecipeBase, exp: Experiment, treatment: Treatment, runtime: str | None) -> LoadedRecipe:
     """The treatment's recipe, validated like any recipe (schema, then the rules' errors);
     a problem is one line that names the treatment."""
     from autobench.recipe import rules
@@ -89,6 +89,8 @@ def _build(base: RecipeBase, exp: Experiment, treatment: Treatment, runtime: str
         loaded = base.load(_overrides(exp, treatment))
     except RecipeError as exc:
         raise RecipeError(f"{name}: {exc.message}", location=exc.location, hint=exc.hint) from exc
+    if runtime is None:
+        return loaded
     errors = [f for f in rules.check(loaded, runtime=runtime) if f.severity == "error"]
     if errors:
         first = errors[0]
@@ -165,9 +167,12 @@ def plan_digest(exp: Experiment, planned: list[PlannedTreatment]) -> str:
     return "sha256:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def plan_experiment(exp: Experiment, *, predictor: Predictor | None = None, runtime: str = "docker") -> ExperimentPlan:
+def plan_experiment(
+    exp: Experiment, *, predictor: Predictor | None = None, runtime: str | None = "docker"
+) -> ExperimentPlan:
     """Every treatment of ``exp`` built, validated and predicted (``predictor``: default, the
-    preflight from the local HF cache).  RecipeError on the first treatment that does not validate."""
+    preflight's).  RecipeError on the first treatment that does not validate: its schema, and
+    the rules' errors for ``runtime`` (None: the schema only, when only the digests are wanted)."""
     from autobench.recipe.facts import unpinned
 
     if not exp.recipe.is_file():

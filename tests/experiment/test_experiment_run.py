@@ -1,0 +1,136 @@
+"""`autobench experiment run` and `report` end to end on the process runtime: each treatment
+booted as the stand-in `vllm serve` (python -m autobench.run.standin, the synthetic server with
+a draft model's acceptance and cost known in advance), benched, recorded; the report finds the
+fastest `num_speculative_tokens` the synthetic world defines; a re-run boots nothing."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from autobench.cli import main
+from autobench.ledger import open_ledger
+from autobench.run.standin import draft_speed
+from autobench.tour import write_tokenizer
+
+pytestmark = pytest.mark.integration  # real server processes, one per treatment
+
+DRAFT = "org/eagle-draft"
+REV_A = "a" * 40
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _recipe(tmp_path: Path) -> Path:
+    model = tmp_path / "model"
+    write_tokenizer(model)
+    port = _port()
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        f"""\
+name: exp-base
+model:
+  repo: {model}
+  served_name: m
+speculative:
+  method: eagle3
+  model: {DRAFT}
+  revision: {REV_A}
+  num_speculative_tokens: 1
+container:
+  image: vllm/vllm-openai:v0.11.0
+  ports: ["{port}:{port}"]
+engine:
+  host: 127.0.0.1
+  port: {port}
+  max_model_len: 4096
+bench:
+  dataset: {{kind: random, input_len: 16, output_len: 192}}
+  num_prompts: 16
+  concurrency: 2
+  max_tokens: 192
+  ready_timeout_s: 60
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def _run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_an_experiment_runs_each_treatment_once_and_the_report_names_the_known_best(tmp_path, capsys) -> None:
+    _recipe(tmp_path)
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("recipe: r.yaml\nfactors:\n  speculative.num_speculative_tokens: [1, 3, 6]\n", encoding="utf-8")
+    ledger = str(tmp_path / "ledger.db")
+    common = ["--runtime", "process", "--vllm-exec", f"{sys.executable} -m autobench.run.standin"]
+    code, out, err = _run(
+        capsys,
+        "experiment",
+        "run",
+        str(exp),
+        *common,
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--ledger",
+        ledger,
+        "--json",
+    )
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [(t["id"], t["action"], t["status"]) for t in doc["treatments"]] == [
+        ("t1", "ran", "DONE"),
+        ("t2", "ran", "DONE"),
+        ("t3", "ran", "DONE"),
+    ]
+    with open_ledger(ledger) as book:
+        runs = book.runs(status="DONE")
+        assert len(runs) == 3 and {r.recipe_name for r in runs} == {"exp-base"}
+        assert [r.recipe_digest for r in runs] == [t["digest"] for t in doc["treatments"]]
+    # run again: every treatment has its DONE run, nothing boots
+    code, out, err = _run(
+        capsys,
+        "experiment",
+        "run",
+        str(exp),
+        *common,
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        "--ledger",
+        ledger,
+        "--json",
+    )
+    assert code == 0, err
+    assert [t["action"] for t in json.loads(out)["treatments"]] == ["skipped"] * 3
+    with open_ledger(ledger) as book:
+        assert book.count() == 3
+    # the report: the fastest k of the stand-in's world comes first (k=6, 13 % over k=3)
+    speeds = {k: draft_speed(DRAFT, REV_A, k) for k in (1, 3, 6)}
+    best_k = max(speeds, key=lambda k: speeds[k])
+    code, out, err = _run(capsys, "experiment", "report", str(exp), "--ledger", ledger, "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    (cell,) = report["cells"]
+    assert cell["best"]["label"] == f"num_speculative_tokens={best_k}"
+    assert [p["label"] for p in cell["treatments"]] == [
+        f"num_speculative_tokens={k}" for k in sorted(speeds, key=lambda k: -speeds[k])
+    ]
+    # the verdict itself depends on the noise of a loaded machine (client-bound is marked);
+    # it is never that the best is slower.  benchmarks/experiment_verdict.py measures how often
+    # it is right over seeded trials.
+    assert cell["verdict"] is not None and not cell["verdict"].startswith("slower")
+    assert all(p["spec_acceptance_length"] is not None for p in cell["treatments"])
+    code, out, _ = _run(capsys, "experiment", "report", str(exp), "--ledger", ledger)
+    assert code == 0 and f"best {cell['best']['treatment']} against runner-up" in out
