@@ -106,6 +106,14 @@ def only_run_dir(tmp_path: Path) -> Path:
     return dirs[0]
 
 
+def run_here(recipe: Path, tmp_path: Path, *more: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``run_cli``'s command through the CLI's entry point in this process (tests/inprocess.py):
+    for runs refused before anything starts, and dry runs."""
+    import inprocess
+
+    return inprocess.autobench(*run_args(recipe, tmp_path, *more)[3:], cwd=tmp_path, env=run_env(tmp_path, **env))
+
+
 def ledger_rows(tmp_path: Path) -> list:
     from autobench.ledger import open_ledger
 

@@ -29,6 +29,10 @@ from autobench.compile.cluster import compile_cluster
 from autobench.errors import RecipeError
 from autobench.recipe import load_recipe
 
+pytestmark = (
+    pytest.mark.integration
+)  # every test starts real processes: autobench run, a server, the fake docker or ssh
+
 SHA = "6c7242c934a9870d7c59c05240bdbb2467cc1394"
 
 

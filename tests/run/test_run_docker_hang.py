@@ -18,6 +18,10 @@ import pytest
 from run_helpers import ledger_rows, pid_alive
 from test_run_docker import _calls, _docker_env
 
+pytestmark = (
+    pytest.mark.integration
+)  # every test starts real processes: autobench run, a server, the fake docker or ssh
+
 
 def _start(recipe: Path, tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     return subprocess.Popen(

@@ -11,7 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from run_helpers import ledger_rows, only_run_dir, pid_alive, run_args, run_cli, run_env
+import pytest
+from run_helpers import ledger_rows, only_run_dir, pid_alive, run_args, run_cli, run_env, run_here
 
 FAST = "--ttft-ms 5 --itl-ms 2 --log-stats-interval 0.2"
 
@@ -22,6 +23,7 @@ def _server_pid(log_text: str) -> int:
     return int(m.group(1))
 
 
+@pytest.mark.integration
 def test_done_row_with_metrics(make_recipe, tmp_path: Path):
     recipe = make_recipe()
     res = run_cli(recipe, tmp_path, "--json", FAKE_VLLM_ARGS=FAST)
@@ -65,6 +67,7 @@ def test_done_row_with_metrics(make_recipe, tmp_path: Path):
     assert "vllm:" in (run_dir / "metrics.prom").read_text()
 
 
+@pytest.mark.integration
 def test_server_that_never_becomes_ready_is_blocked_with_the_log_root_cause(make_recipe, tmp_path: Path):
     recipe = make_recipe()
     args = '--fail-boot-with "new_spec.page_size_bytes == max_page_size"'
@@ -81,6 +84,7 @@ def test_server_that_never_becomes_ready_is_blocked_with_the_log_root_cause(make
     assert row.metrics == {} or all(v is None for v in row.metrics.values())
 
 
+@pytest.mark.integration
 def test_boot_timeout_is_blocked_and_the_server_is_killed(make_recipe, tmp_path: Path):
     recipe = make_recipe(ready_timeout=1.5)
     res = run_cli(recipe, tmp_path, FAKE_VLLM_ARGS="--boot-delay 60")
@@ -93,6 +97,7 @@ def test_boot_timeout_is_blocked_and_the_server_is_killed(make_recipe, tmp_path:
     assert "synthetic boot delay" in log and "[autobench] server torn down" in log
 
 
+@pytest.mark.integration
 def test_server_dying_mid_bench_is_failed(make_recipe, tmp_path: Path):
     recipe = make_recipe(num_prompts=12)
     res = run_cli(recipe, tmp_path, FAKE_VLLM_ARGS=f"{FAST} --die-after-requests 3")
@@ -145,6 +150,7 @@ def _interrupt_during_bench(make_recipe, tmp_path: Path, signum: int):
     return proc.returncode, out, err, log_path
 
 
+@pytest.mark.integration
 def test_sigint_during_bench_is_aborted_server_gone_row_recorded(make_recipe, tmp_path: Path):
     code, out, err, log_path = _interrupt_during_bench(make_recipe, tmp_path, signal.SIGINT)
     assert code == 130, err
@@ -159,6 +165,7 @@ def test_sigint_during_bench_is_aborted_server_gone_row_recorded(make_recipe, tm
     assert "[autobench] server torn down" in log
 
 
+@pytest.mark.integration
 def test_sigterm_during_bench_is_aborted_too(make_recipe, tmp_path: Path):
     code, out, err, log_path = _interrupt_during_bench(make_recipe, tmp_path, signal.SIGTERM)
     assert code == 130, err
@@ -167,6 +174,7 @@ def test_sigterm_during_bench_is_aborted_too(make_recipe, tmp_path: Path):
     assert not pid_alive(_server_pid(log_path.read_text()))
 
 
+@pytest.mark.integration
 def test_secret_values_never_reach_the_log_or_the_ledger(make_recipe, tmp_path: Path):
     token = "zz-secret-9f8e7d6c5b4a"  # not hf_-shaped: only the recipe's declared name catches it
     recipe = make_recipe()
@@ -183,6 +191,7 @@ def test_secret_values_never_reach_the_log_or_the_ledger(make_recipe, tmp_path: 
     assert token not in json.dumps(row.to_json_dict(), default=str)
 
 
+@pytest.mark.integration
 def test_a_server_api_key_is_sent_by_the_bench_and_never_stored(make_recipe, tmp_path: Path):
     key = "zz-apikey-1a2b3c4d5e6f"
     recipe = make_recipe(secrets="[HF_TOKEN, VLLM_API_KEY]")
@@ -200,13 +209,14 @@ def test_a_server_api_key_is_sent_by_the_bench_and_never_stored(make_recipe, tmp
 
 def test_unpinned_recipe_is_refused_before_anything_runs(make_recipe, tmp_path: Path):
     recipe = make_recipe(revision="main")
-    res = run_cli(recipe, tmp_path)
+    res = run_here(recipe, tmp_path)
     assert res.returncode == 6
     assert "unpinned Hub revisions: model.revision (acme/tiny-model@main)" in res.stderr
     assert "--allow-unpinned" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "runs").exists() and not (tmp_path / "ledger.db").exists()
 
 
+@pytest.mark.integration
 def test_allow_unpinned_runs_and_notes_it(make_recipe, tmp_path: Path):
     recipe = make_recipe(revision="main")
     res = run_cli(recipe, tmp_path, "--allow-unpinned", FAKE_VLLM_ARGS=FAST)
@@ -216,6 +226,7 @@ def test_allow_unpinned_runs_and_notes_it(make_recipe, tmp_path: Path):
     assert "unpinned: model.revision (acme/tiny-model@main)" in row.notes
 
 
+@pytest.mark.integration
 def test_sigint_during_boot_and_again_during_teardown_still_tears_down_and_records(make_recipe, tmp_path: Path):
     recipe = make_recipe()
     env = run_env(tmp_path, FAKE_VLLM_ARGS="--boot-delay 60", FAKE_VLLM_IGNORE_SIGTERM="1")

@@ -8,6 +8,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import inprocess
 import pytest
 from run_helpers import FAKE_VLLM, SHA, recipe_text, run_env
 
@@ -121,25 +122,17 @@ def test_unpinned_refs_cover_model_tokenizer_and_draft(tmp_path: Path):
 def _dry_run(tmp_path: Path, *more: str) -> subprocess.CompletedProcess[str]:
     recipe = tmp_path / "r.yaml"
     recipe.write_text(recipe_text(18123), encoding="utf-8")
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "autobench",
-            "run",
-            str(recipe),
-            "--dry-run",
-            "--ledger",
-            str(tmp_path / "ledger.db"),
-            "--runs-dir",
-            str(tmp_path / "runs"),
-            *more,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=run_env(tmp_path),
+    return inprocess.autobench(
+        "run",
+        str(recipe),
+        "--dry-run",
+        "--ledger",
+        str(tmp_path / "ledger.db"),
+        "--runs-dir",
+        str(tmp_path / "runs"),
+        *more,
         cwd=tmp_path,
+        env=run_env(tmp_path),
     )
 
 
@@ -170,14 +163,7 @@ def test_dry_run_json_for_docker(tmp_path: Path):
 
 def test_dry_run_of_the_seed_recipe_shows_the_seed_command_and_its_unpinned_base(tmp_path: Path, repo_root):
     recipe = repo_root / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround-dflash.yaml"
-    res = subprocess.run(
-        [sys.executable, "-m", "autobench", "run", str(recipe), "--dry-run", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=run_env(tmp_path),
-        cwd=tmp_path,
-    )
+    res = inprocess.autobench("run", str(recipe), "--dry-run", "--json", cwd=tmp_path, env=run_env(tmp_path))
     assert res.returncode == 0, res.stderr
     doc = json.loads(res.stdout)
     argv = doc["server_argv"]

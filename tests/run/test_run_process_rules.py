@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from run_helpers import free_port, ledger_rows, recipe_text, run_cli
 
 from autobench.recipe import load_recipe
@@ -38,6 +39,7 @@ def test_container_rules_do_not_apply_to_the_process_runtime(tmp_path):
     assert [f for f in check(loaded, runtime="process") if f.severity == "error"] == []
 
 
+@pytest.mark.integration
 def test_process_run_of_a_local_model_without_ports_is_done_and_stores_what_ran(tmp_path):
     port = free_port()
     path = _local_recipe(tmp_path, port)

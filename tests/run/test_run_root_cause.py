@@ -9,7 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from run_helpers import ledger_rows, only_run_dir, run_cli
+
+pytestmark = (
+    pytest.mark.integration
+)  # every test starts real processes: autobench run, a server, the fake docker or ssh
 
 FAST = "--ttft-ms 5 --itl-ms 2 --log-stats-interval 0.2"
 

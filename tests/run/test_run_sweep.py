@@ -10,7 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from run_helpers import ledger_rows, only_run_dir, pid_alive, run_args, run_cli, run_env
+import pytest
+from run_helpers import ledger_rows, only_run_dir, pid_alive, run_args, run_cli, run_env, run_here
 
 FAST = "--ttft-ms 2 --itl-ms 1 --log-stats-interval 0.2"
 
@@ -19,6 +20,7 @@ def _boots(run_dir: Path) -> int:
     return (run_dir / "server.log").read_text().count("Started server process")
 
 
+@pytest.mark.integration
 def test_a_grid_runs_every_cell_on_one_server_boot(make_recipe, tmp_path: Path):
     recipe = make_recipe(concurrency="[1, 4, 16]", num_prompts=6, extra="  repeat: 2\n")
     res = run_cli(recipe, tmp_path, "--json", FAKE_VLLM_ARGS=FAST)
@@ -44,6 +46,7 @@ def test_a_grid_runs_every_cell_on_one_server_boot(make_recipe, tmp_path: Path):
     assert row.metrics["ttft_median_ms"] is not None
 
 
+@pytest.mark.integration
 def test_a_one_cell_recipe_runs_as_before(make_recipe, tmp_path: Path):
     res = run_cli(make_recipe(), tmp_path, "--json", FAKE_VLLM_ARGS=FAST)
     assert res.returncode == 0, res.stderr
@@ -56,6 +59,7 @@ def test_a_one_cell_recipe_runs_as_before(make_recipe, tmp_path: Path):
     assert row.metrics["concurrency"] == 2 and row.metrics["decode_tok_s"] > 0
 
 
+@pytest.mark.integration
 def test_a_profile_applies_its_grid_and_schedule(make_recipe, tmp_path: Path):
     recipe = make_recipe(num_prompts=4)
     profile = tmp_path / "sweep.yaml"
@@ -67,6 +71,7 @@ def test_a_profile_applies_its_grid_and_schedule(make_recipe, tmp_path: Path):
     assert row.recipe_snapshot["bench"]["concurrency"] == [1, 2]  # the run's recipe is the merged one
 
 
+@pytest.mark.integration
 def test_sigint_during_a_sweep_keeps_the_finished_cells(make_recipe, tmp_path: Path):
     recipe = make_recipe(concurrency="[1, 2, 4]", num_prompts=6)
     env = run_env(tmp_path, FAKE_VLLM_ARGS="--ttft-ms 5 --itl-ms 40", PYTHONFAULTHANDLER="1")
@@ -132,7 +137,7 @@ def test_bad_grids_are_refused_in_one_line_and_nothing_is_recorded(make_recipe, 
     ]
     for i, (kw, expected) in enumerate(cases):
         recipe = make_recipe(name=f"bad-{i}", **kw)
-        res = run_cli(recipe, tmp_path, FAKE_VLLM_ARGS=FAST)
+        res = run_here(recipe, tmp_path, FAKE_VLLM_ARGS=FAST)
         assert res.returncode == 2, res.stderr
         lines = res.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error: {recipe}:"), res.stderr
@@ -143,7 +148,7 @@ def test_bad_grids_are_refused_in_one_line_and_nothing_is_recorded(make_recipe, 
 def test_a_profile_for_another_tool_is_refused_in_one_line(make_recipe, tmp_path: Path):
     profile = tmp_path / "spark-arena-v2.yaml"
     profile.write_text("framework: llama-benchy\nargs:\n  concurrency: [1, 2, 5, 10]\n  runs: 3\n")
-    res = run_cli(make_recipe(), tmp_path, "--profile", str(profile), FAKE_VLLM_ARGS=FAST)
+    res = run_here(make_recipe(), tmp_path, "--profile", str(profile), FAKE_VLLM_ARGS=FAST)
     assert res.returncode == 2
     assert res.stderr.strip() == (
         f"error: {profile}:1:1: a sparkrun benchmark profile (framework: llama-benchy), not an autobench "
@@ -153,6 +158,7 @@ def test_a_profile_for_another_tool_is_refused_in_one_line(make_recipe, tmp_path
     assert not (tmp_path / "runs").exists() and not (tmp_path / "ledger.db").exists()
 
 
+@pytest.mark.integration
 def test_the_report_of_a_grid_run_renders(make_recipe, tmp_path: Path):
     res = run_cli(make_recipe(concurrency="[1, 2]", num_prompts=3), tmp_path, FAKE_VLLM_ARGS=FAST)
     assert res.returncode == 0, res.stderr
@@ -178,7 +184,7 @@ def test_the_report_of_a_grid_run_renders(make_recipe, tmp_path: Path):
 
 def test_a_dry_run_lists_the_cells_and_their_bench_commands(make_recipe, tmp_path: Path):
     recipe = make_recipe(concurrency="[1, 4]", extra="  repeat: 2\n")
-    res = run_cli(recipe, tmp_path, "--dry-run")
+    res = run_here(recipe, tmp_path, "--dry-run")
     assert res.returncode == 0, res.stderr
     assert "cells      4 on one server boot, in this order:" in res.stdout
     assert "           4. concurrency=4 input_len=16 output_len=8 repeat 2/2" in res.stdout
@@ -187,6 +193,7 @@ def test_a_dry_run_lists_the_cells_and_their_bench_commands(make_recipe, tmp_pat
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.integration
 def test_a_server_dying_in_cell_2_fails_the_sweep_and_keeps_cell_1(make_recipe, tmp_path: Path):
     recipe = make_recipe(concurrency="[1, 2, 4]", num_prompts=4)
     res = run_cli(recipe, tmp_path, "--json", FAKE_VLLM_ARGS=f"{FAST} --die-after-requests 6")
@@ -200,6 +207,7 @@ def test_a_server_dying_in_cell_2_fails_the_sweep_and_keeps_cell_1(make_recipe, 
     assert row.status == "FAILED" and row.metrics["completed"] == 4
 
 
+@pytest.mark.integration
 def test_done_when_a_grid_is_one_run_of_six_cells_verified_and_reported(make_recipe, tmp_path: Path):
     """Issue 15: concurrency [1, 4, 16] x 2 repeats, one boot, one run with six cells and their
     raw samples, `ledger verify` passes, the report shows the by-concurrency table."""

@@ -9,10 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from run_helpers import ledger_rows, run_cli, run_env
 
 from autobench.ledger import open_ledger
 from autobench.samples import merge, percentile, summary
+
+pytestmark = (
+    pytest.mark.integration
+)  # every test starts real processes: autobench run, a server, the fake docker or ssh
 
 FAST = "--ttft-ms 2 --itl-ms 1 --log-stats-interval 0.2"
 
