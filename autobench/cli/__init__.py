@@ -42,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "import": (
         "autobench.cli.import_cmds:import_",
-        "Convert peer recipes (eugr, sparkrun, vLLM recipes and configs, InferenceX) into autobench recipes.",
+        "Convert peer recipes and deployment files into autobench recipes.",
     ),
     "variants": (
         "autobench.cli.matrix_cmds:variants",

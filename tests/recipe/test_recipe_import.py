@@ -17,6 +17,12 @@ from autobench.recipe.importer import convert, missing_flags
 
 CORPUS = Path(__file__).resolve().parent / "import_corpus"
 FILES = sorted(CORPUS.glob("*.yaml"))
+#: vllm-project/recipes size TP by the hardware: the tests run them as a user of an 8-GPU node.
+HW = {"gpus_per_node": 8}
+
+
+def _convert(path: Path) -> list:
+    return convert(path, **(HW if path.name.startswith("vllmr-") else {}))
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +33,7 @@ def _corpus_mods_allowed(monkeypatch):
 
 
 def test_the_corpus_spans_at_least_20_recipes_in_4_formats():
-    formats = Counter(convert(path)[0].fmt for path in FILES)
+    formats = Counter(_convert(path)[0].fmt for path in FILES)
     assert len(FILES) >= 20 and len(formats) >= 4, formats
     index = (CORPUS / "INDEX.md").read_text()
     for path in FILES:
@@ -36,7 +42,7 @@ def test_the_corpus_spans_at_least_20_recipes_in_4_formats():
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_each_imports_validates_compiles_and_keeps_every_flag(tmp_path, path):
-    for imported in convert(path):
+    for imported in _convert(path):
         written, texts = check_imported(imported, tmp_path)  # validates and compiles every cell
         assert imported.flags, "no flag was read from the source"
         assert missing_flags(imported, "\n".join(texts)) == []
@@ -45,19 +51,22 @@ def test_each_imports_validates_compiles_and_keeps_every_flag(tmp_path, path):
 
 def test_cli_imports_the_whole_corpus_and_prints_what_it_could_not_carry(tmp_path, capsys):
     out = tmp_path / "imported"
-    assert main(["import", *map(str, FILES), "-o", str(out)]) == 0
+    peers = [str(p) for p in FILES if not p.name.startswith("vllmr-")]
+    hw = [str(p) for p in FILES if p.name.startswith("vllmr-")]
+    assert main(["import", *peers, "-o", str(out)]) == 0
     text = capsys.readouterr().out
+    assert main(["import", *hw, "--gpus-per-node", "8", "-o", str(out)]) == 0
     assert len(list(out.glob("*.yaml"))) == len(FILES)
     assert (
         "sparkrun-registry-mod.yaml:7: not carried: mod @official/fix-gpt-oss-harmony is a registry reference" in text
     )
     assert "sparkrun-registry-mod.yaml:10: not carried: hard-coded host path /home/nvidia/tiktoken:/tiktoken" in text
-    assert "eugr-mods.yaml:8: not carried: mod mods/fix-qwen3-coder-next not found" in text
+    assert "eugr-mods.yaml:8: not carried: mod mods/fix-qwen3-coder-next not found in the source tree" in text
     assert main(["validate", str(out)]) == 0
 
 
 def _one(path: str):
-    (imported,) = convert(CORPUS / path)
+    (imported,) = _convert(CORPUS / path)
     return imported
 
 
@@ -79,10 +88,14 @@ def test_mods_builds_multinode_roles_embedding_and_wrapper(tmp_path):
     written, _ = check_imported(mods, tmp_path)
     assert load_recipe(written).recipe.launch.setup[0].sha256.startswith("sha256:")
     assert mods.data["meta"]["mods"] == ["mods/fix-qwen3-coder-next"]
+    assert step == {"mod": "mods/fix-qwen3-chat-template", "name": "fix-qwen3-chat-template"}
+    assert (tmp_path / "mods" / "fix-qwen3-chat-template" / "run.sh").is_file()  # copied beside the recipe
     build = _one("eugr-build-vllm-ref.yaml").data["build"]
     assert build["vllm_ref"] == "4c8f2a9e1b7d3c6f5a0e9d8c7b6a5f4e3d2c1b0a" and build["prs"] == [31234]
     assert _one("sparkrun-4node-native.yaml").data["topology"]["nodes"] == 4
-    assert _one("eugr-glm-2node-ray.yaml").data["topology"]["executor"] == "ray"
+    glm = _one("eugr-glm-2node-ray.yaml")  # eugr strips --distributed-executor-backend: no-Ray is its default
+    assert glm.data["topology"] == {"nodes": 2, "gpus_per_node": 1, "executor": "native", "hosts": ["node0", "node1"]}
+    assert "--distributed-executor-backend" not in json.dumps(glm.data)
     roles = _one("inferencex-disagg-pd.yaml").data["roles"]
     assert roles["decode"]["engine"]["tensor_parallel_size"] == 8
     embed = _one("sparkrun-embedding.yaml").data
@@ -113,8 +126,8 @@ BAD = [
     ),
     (
         "topology",
-        "recipe_version: '2'\nmodel: a/b\nruntime: vllm\ncontainer: c\nmin_nodes: 3\ngpus_per_node: 1\n"
-        "command: vllm serve {model} -tp 2\n",
+        "recipe_version: '2'\nmodel: a/b\nruntime: vllm\ncontainer: c\ndefaults:\n  tensor_parallel: 1\n"
+        "command: vllm serve {model} -pp 3\n",
         "AB064",
         "",
     ),

@@ -1,0 +1,110 @@
+"""``autobench import``: peer recipes and deployment files converted into autobench recipes.
+
+``convert(path, fmt="auto", *, image=, model=, nodes=, gpus_per_node=) -> list[Imported]`` reads
+one file and returns the recipe(s) it holds as plain dicts, with what could not be carried (each
+with its source line) and the source's serve flags (for the round-trip check: every one must
+appear in the compiled command).  One module per source: ``peer`` (eugr, sparkrun), ``recipes``
+(vllm-project/recipes, vLLM ``--config`` files), ``inferencex``, ``deploy`` (compose, Kubernetes,
+production-stack Helm values, srt-slurm, llm-d); ``command`` reads serve commands and flags,
+``common`` what they share, ``source`` the file with positions and bounds.  The launch, the
+topology and the key mapping of each source are written from its own launcher's code
+(docs/import.md).  Bad input raises RecipeError with the line.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from autobench.errors import RecipeError
+from autobench.recipe.importer.command import missing_flags
+from autobench.recipe.importer.source import Imported, Options, Src
+
+__all__ = ["FORMATS", "Imported", "Options", "convert", "detect", "missing_flags"]
+
+FORMATS = (
+    "eugr",
+    "sparkrun",
+    "vllm-recipes",
+    "vllm-config",
+    "inferencex",
+    "compose",
+    "kubernetes",
+    "helm-values",
+    "srt-slurm",
+    "llm-d",
+)
+_FLAG_KEY = re.compile(r"^[a-z][a-z0-9_.-]*$")
+
+
+def detect(docs: list[Src]) -> str:
+    """The format of a file, from its keys."""
+    d = docs[0].data
+    if len(docs) > 1 or ("kind" in d and "apiVersion" in d):
+        return "kubernetes"
+    version = str(d.get("recipe_version", "")).strip()
+    if version == "1" and "command" in d:
+        return "eugr"
+    if "services" in d and "model" not in d:
+        return "compose"
+    if "servingEngineSpec" in d:
+        return "helm-values"
+    if isinstance(d.get("backend"), dict) and ("vllm_config" in d["backend"] or "type" in d["backend"]):
+        return "srt-slurm"
+    if isinstance(d.get("scenario"), list):
+        return "llm-d"
+    if version or ("runtime" in d and ("command" in d or "defaults" in d)):
+        return "sparkrun"
+    if isinstance(d.get("model"), dict) and "model_id" in d["model"]:
+        return "vllm-recipes"
+    entries = list(d.values())
+    if entries and all(isinstance(v, dict) for v in entries) and any("scenarios" in v for v in entries):
+        return "inferencex"
+    if isinstance(d.get("model"), str) and all(isinstance(k, str) and _FLAG_KEY.match(k) for k in d):
+        return "vllm-config"
+    raise RecipeError(
+        "unknown peer recipe format",
+        location=f"{docs[0].path}:1:1",
+        hint="give --from " + "|".join(FORMATS),
+    )
+
+
+def convert(
+    path: str | Path,
+    fmt: str = "auto",
+    *,
+    image: str | None = None,
+    model: str | None = None,
+    nodes: int | None = None,
+    gpus_per_node: int | None = None,
+) -> list[Imported]:
+    """The autobench recipe(s) one file holds (RecipeError with the line on bad input)."""
+    from autobench.recipe.importer import deploy, inferencex, peer, recipes
+
+    path = Path(path)
+    if fmt != "auto" and fmt not in FORMATS:
+        raise RecipeError(f"unknown format {fmt!r}", hint="use --from auto|" + "|".join(FORMATS))
+    docs = Src.read(path)
+    options = Options(image=image, model=model, nodes=nodes, gpus_per_node=gpus_per_node)
+    if fmt == "auto":
+        fmt = detect(docs)
+    if fmt == "kubernetes":
+        return deploy.kubernetes(docs, options)
+    src = docs[0]
+    if fmt in ("eugr", "sparkrun"):
+        return [peer.convert(src, fmt, options)]
+    if fmt == "vllm-recipes":
+        if not isinstance(src.data.get("model"), dict):
+            raise src.fail(("model",), "not a vllm-project/recipes file: model is not a mapping", "check --from")
+        return [recipes.vllm_recipes(src, options)]
+    if fmt == "vllm-config":
+        return [recipes.vllm_config(src, options)]
+    if fmt == "inferencex":
+        return inferencex.convert(src, options)
+    if fmt == "compose":
+        return deploy.compose(src, options)
+    if fmt == "helm-values":
+        return deploy.helm_values(src, options)
+    if fmt == "srt-slurm":
+        return [deploy.srt_slurm(src, options)]
+    raise deploy.llm_d(src)

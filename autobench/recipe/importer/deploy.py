@@ -1,0 +1,585 @@
+"""Deployment files as import sources: docker compose, Kubernetes (Deployment, StatefulSet, Pod,
+Job, LeaderWorkerSet, KServe ServingRuntime/InferenceService, Dynamo DynamoGraphDeployment,
+AIBrix), production-stack Helm values, srt-slurm recipes; llm-d-benchmark scenarios are refused by
+name.  The vLLM argv, image, env and GPU resources become a recipe; anything not vLLM is refused.
+
+How each starts vLLM:
+- compose: ``entrypoint`` (else the image's: ``vllm serve`` in vllm/vllm-openai) + ``command``;
+  ``${VAR:-default}`` is the default, an unset ``${VAR}`` the empty string (compose's rule).
+- Kubernetes: ``command`` replaces the entrypoint, ``args`` the image's CMD; ``$(NAME)`` is expanded
+  from the container's env; ``sh -c`` scripts run as shell.  LeaderWorkerSet: the leader's
+  command on ``size`` nodes (Ray).  Dynamo's ``python3 -m dynamo.vllm`` worker takes vLLM's engine
+  args: imported as ``vllm serve`` with them (Dynamo's frontend and router are not vLLM).
+- production-stack Helm values: each ``servingEngineSpec.modelSpec[]`` through the chart's
+  ``templates/deployment-vllm-multi.yaml``: ``vllm serve modelURL --host 0.0.0.0 --port 8000 ...``.
+- srt-slurm: ``backend.vllm_config.{aggregated|prefill|decode}`` flag maps (true: the flag alone);
+  ``model.path`` is an alias of srtslurm.yaml's model paths unless it is a Hub repo id.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from autobench.errors import RecipeError
+from autobench.recipe.importer import common
+from autobench.recipe.importer.command import Parsed, apply_flags, parse_command, split_flags
+from autobench.recipe.importer.source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, shown
+
+#: Dynamo worker flags that are Dynamo's own (components/src/dynamo/vllm/args.py).
+DYNAMO_ONLY = {"--is-prefill-worker", "--is-decode-worker", "--connector", "--endpoint", "--migration-limit"}
+_COMPOSE_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?+])([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)|\$\$")
+
+
+def _image_launch(image: str) -> list[str]:
+    """The serve command of an image's own entrypoint (vllm/vllm-openai: ``vllm serve``)."""
+    return ["vllm", "serve"] if re.search(r"(^|/)vllm-openai(:|@|$)", image) else []
+
+
+def _words(src: Src, keys: tuple[Any, ...], value: Any, subst: Any) -> list[str]:
+    import shlex
+
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [subst(str(src.typed((*keys, i), v, (str, int, float)))) for i, v in enumerate(value)]
+    text = subst(str(src.typed(keys, value, (str, int, float))))
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise src.fail(keys, f"command does not parse as shell words: {exc}", "check the quotes") from exc
+
+
+def _parse_argv(src: Src, keys: tuple[Any, ...], argv: list[str], out: Imported) -> Parsed:
+    """An exec-form argv (no shell) or ``sh -c SCRIPT``: the serve command in it."""
+    import shlex
+
+    if len(argv) >= 3 and Path(argv[0]).name in ("sh", "bash") and argv[1] in ("-c", "-lc", "-ec", "-xc"):
+        return parse_command(src, keys, argv[2])
+    if len(argv) >= 3 and argv[1] == "-m" and argv[2] == "dynamo.vllm":
+        rest = [w for w in argv[3:] if w not in DYNAMO_ONLY]
+        out.notes.append(
+            f"{src.line(*keys)}: Dynamo's vLLM worker imported as `vllm serve` with its engine args "
+            "(Dynamo's frontend, router and disaggregation flags are not carried)"
+        )
+        argv = ["vllm", "serve", *rest]
+    return parse_command(src, keys, shlex.join(argv))
+
+
+def _model_from_args(parsed: Parsed) -> None:
+    """``vllm serve --model X``: the model as vllm serve's positional (the same launch)."""
+    if parsed.model is None and parsed.model_flag is None:
+        args = parsed.args
+        for i, word in enumerate(args):
+            if word == "--model" and i + 1 < len(args):
+                parsed.model = args[i + 1]
+                del args[i : i + 2]
+                return
+            if word.startswith("--model="):
+                parsed.model = word.partition("=")[2]
+                del args[i]
+                return
+
+
+def _finish(
+    recipe_model: Any,
+    src: Src,
+    keys: tuple[Any, ...],
+    fmt: str,
+    name: str,
+    image: str,
+    parsed: Parsed,
+    env: dict[str, str],
+    out: Imported,
+    options: Options,
+    *,
+    explicit: bool,
+) -> dict[str, Any]:
+    _model_from_args(parsed)
+    if parsed.model_flag:
+        for i, word in enumerate(parsed.args):
+            if word == parsed.model_flag and i + 1 < len(parsed.args):
+                parsed.model = parsed.args[i + 1]
+                del parsed.args[i : i + 2]
+                break
+    repo = common.model_ref(parsed.model or recipe_model, src, keys, options)
+    recipe = common.base(repo, options.image or image, src, fmt)
+    if options.model:
+        parsed.model = None
+    if explicit or parsed.prefix or parsed.setup or parsed.env or parsed.model_flag:
+        common.put_launch(recipe, parsed, src, keys, out)
+    apply_flags(recipe, split_flags(parsed.args), src, keys, out)
+    common.put_env(recipe, env, src, keys, out)
+    del name
+    return recipe
+
+
+# --------------------------------------------------------------------------- compose
+
+
+COMPOSE_KEYS = {
+    "image": "",
+    "command": "",
+    "entrypoint": "",
+    "environment": "",
+    "deploy": "",
+    "ports": "",
+    "volumes": "",
+    "ipc": "",
+    "shm_size": "",
+    "runtime": "",
+    "container_name": "the container is named by autobench",
+    "restart": "autobench starts and stops the server",
+    "healthcheck": "autobench waits for /health itself",
+    "networks": "compose networks",
+    "network_mode": "compose networks",
+    "env_file": "a file of variables on the compose host: name them under env",
+    "depends_on": "other compose services",
+    "ulimits": "",
+    "devices": "",
+}
+
+
+def compose(src: Src, options: Options) -> list[Imported]:
+    services = src.get(("services",), dict, {})
+    results = []
+    skipped = []
+    for sname, svc in services.items():
+        svc = src.typed(("services", sname), svc, dict)
+        text = json.dumps(svc, default=str).lower()
+        if "vllm" not in text:
+            skipped.append(f"{src.line('services', sname)}: skipped: service {shown(sname, 40)} does not run vLLM")
+            continue
+        results.append(_service(src, str(sname), svc, options, single=len(services) == 1))
+    if not results:
+        raise src.fail(("services",), "no service of this compose file runs vLLM", "autobench runs vLLM")
+    results[0].notes[:0] = skipped
+    return results
+
+
+def _compose_subst(src: Src, out: Imported) -> Any:
+    def sub(text: str) -> str:
+        def one(m: re.Match[str]) -> str:
+            if m.group(0) == "$$":
+                return "$"
+            name = m.group(1) or m.group(4)
+            op, default = m.group(2), m.group(3)
+            if op in (":-", "-"):
+                return default or ""
+            out.notes.append(
+                f"{src.line()}: ${{{name}}} has no default in the file; compose fills it from .env (here: empty)"
+            )
+            return ""
+
+        return _COMPOSE_VAR.sub(one, text)
+
+    return sub
+
+
+def _service(src: Src, sname: str, svc: dict[str, Any], options: Options, *, single: bool) -> Imported:
+    keys = ("services", sname)
+    name = common.name_of(src.path.parent.name if single and src.path.stem in ("docker-compose", "compose") else sname)
+    if not single:
+        name = common.name_of(f"{src.path.parent.name}-{sname}")
+    out = Imported(name, {}, src.path, "compose")
+    subst = _compose_subst(src, out)
+    image = subst(str(src.typed((*keys, "image"), svc.get("image"), str, "") or ""))
+    if not image:
+        raise src.fail(
+            keys, f"service {shown(sname, 40)}: no image", "write image: vllm/vllm-openai:TAG, or pass --image"
+        )
+    entry = _words(src, (*keys, "entrypoint"), svc.get("entrypoint"), subst)
+    cmd = _words(src, (*keys, "command"), svc.get("command"), subst)
+    argv = (entry or _image_launch(image)) + cmd
+    if not argv:
+        raise src.fail(keys, f"service {shown(sname, 40)}: neither command nor a vLLM image", "write command: ...")
+    parsed = _parse_argv(src, (*keys, "command") if "command" in svc else keys, argv, out)
+    env = common.env_of(src, (*keys, "environment"), svc.get("environment"))
+    env = {k: subst(v) for k, v in env.items()}
+    recipe = _finish(
+        None, src, (*keys, "command"), "compose", name, image, parsed, env, out, options, explicit=bool(entry)
+    )
+    container = recipe["container"]
+    if "ports" in svc:
+        ports = src.typed((*keys, "ports"), svc["ports"], list, [])
+        container["ports"] = [subst(str(p)) for p in ports if isinstance(p, (str, int))]
+    for i, vol in enumerate(src.typed((*keys, "volumes"), svc.get("volumes"), list, [])):
+        if isinstance(vol, str):
+            text = subst(vol)
+            host, sep, rest = text.partition(":")
+            if sep and host.startswith("."):
+                text = f"{(src.path.parent / host).resolve()}:{rest}"
+            if sep:
+                container.setdefault("volumes", []).append(text)
+            else:
+                out.notes.append(f"{src.line(*keys, 'volumes', i)}: not carried: anonymous volume {shown(text)}")
+        else:
+            out.notes.append(f"{src.line(*keys, 'volumes', i)}: not carried: long-form volume {shown(vol)}")
+    for key in ("ipc", "shm_size"):
+        if isinstance(svc.get(key), (str, int)):
+            container[key] = subst(str(svc[key]))
+    gpus = _compose_gpus(src, keys, svc)
+    if gpus is not None:
+        container["gpus"] = gpus
+    common.account(src, out, COMPOSE_KEYS, within=keys)
+    recipe["meta"]["tags"] = ["compose"]
+    common.topology(recipe, src, out, nodes=1, gpus_per_node=None, executor=None, options=options, rule="compose")
+    common.bench(recipe)
+    out.data = {"name": name, **recipe}
+    return out
+
+
+def _compose_gpus(src: Src, keys: tuple[Any, ...], svc: dict[str, Any]) -> str | None:
+    devices = (((svc.get("deploy") or {}).get("resources") or {}).get("reservations") or {}).get("devices")
+    if not isinstance(devices, list):
+        return None
+    for dev in devices:
+        if not isinstance(dev, dict):
+            continue
+        if isinstance(dev.get("device_ids"), list):
+            return "device=" + ",".join(str(x) for x in dev["device_ids"])
+        count = dev.get("count")
+        if count == "all" or count is None:
+            return "all"
+        return str(src.count((*keys, "deploy"), count, "GPU count", MAX_GPUS_PER_NODE))
+    return None
+
+
+# --------------------------------------------------------------------------- Kubernetes
+
+
+def _containers(node: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    found: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "containers" and isinstance(v, list):
+                found += [((*path, k, i), c) for i, c in enumerate(v) if isinstance(c, dict)]
+            elif k == "mainContainer" and isinstance(v, dict):
+                found.append(((*path, k), v))
+            elif k != "initContainers":
+                found += _containers(v, (*path, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            found += _containers(v, (*path, i))
+    return found
+
+
+def _runs_vllm(c: dict[str, Any]) -> bool:
+    text = json.dumps({k: c.get(k) for k in ("command", "args", "image")}, default=str)
+    return "vllm" in text.lower() and (
+        "serve" in text
+        or "vllm.entrypoints" in text
+        or "dynamo.vllm" in text
+        or bool(_image_launch(str(c.get("image"))))
+    )
+
+
+def kubernetes(docs: list[Src], options: Options) -> list[Imported]:
+    results = []
+    for src in docs:
+        kind = str(src.data.get("kind", ""))
+        lws = (src.data.get("spec") or {}).get("leaderWorkerTemplate") if kind == "LeaderWorkerSet" else None
+        for keys, c in _containers(src.data):
+            if not _runs_vllm(c):
+                continue
+            if lws and "workerTemplate" in keys:
+                continue  # LWS workers join the leader's Ray cluster
+            results.append(_container(src, keys, c, options, lws=lws if isinstance(lws, dict) else None))
+    if not results:
+        kinds = ", ".join(sorted({str(s.data.get("kind", "?")) for s in docs}))
+        raise docs[0].fail((), f"no container of this file runs vLLM ({shown(kinds, 60)})", "autobench runs vLLM")
+    return results
+
+
+def _k8s_subst(env: dict[str, str]) -> Any:
+    def sub(text: str) -> str:
+        return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: env.get(m.group(1), m.group(0)), text)
+
+    return sub
+
+
+def _container(
+    src: Src, keys: tuple[Any, ...], c: dict[str, Any], options: Options, *, lws: dict[str, Any] | None
+) -> Imported:
+    meta_name = str((src.data.get("metadata") or {}).get("name") or src.path.stem)
+    cname = str(c.get("name") or (keys[-3] if len(keys) >= 3 and keys[-2] == "extraPodSpec" else "vllm"))
+    service = next((k for k, n in zip(keys, keys[1:], strict=False) if k == "services"), None)
+    if service:
+        cname = str(keys[keys.index("services") + 1])
+    name = common.name_of(f"{meta_name}-{cname}")
+    out = Imported(name, {}, src.path, "kubernetes")
+    env = common.env_of(src, (*keys, "env"), c.get("env"))
+    subst = _k8s_subst(env)
+    image = str(src.typed((*keys, "image"), c.get("image"), str, "") or "")
+    if not image:
+        raise src.fail(keys, f"container {shown(cname, 40)}: no image", "pass --image")
+    command = _words(src, (*keys, "command"), c.get("command"), subst) if "command" in c else []
+    args = _words(src, (*keys, "args"), c.get("args"), subst) if "args" in c else []
+    argv = (command or _image_launch(image)) + args
+    if not argv:
+        raise src.fail(keys, f"container {shown(cname, 40)}: no command and not a vLLM image", "pass --image")
+    parsed = _parse_argv(src, (*keys, "command" if command else "args"), argv, out)
+    ray = any("ray" in s for s in parsed.setup)
+    if lws is not None:
+        for step in parsed.setup:
+            out.notes.append(f"{src.line(*keys, 'command')}: not carried: {shown(step)} (autobench starts Ray itself)")
+        parsed.setup = []
+    recipe = _finish(
+        None, src, (*keys, "command"), "kubernetes", name, image, parsed, env, out, options, explicit=bool(command)
+    )
+    limits = ((c.get("resources") or {}).get("limits")) or {}
+    gpus = limits.get("nvidia.com/gpu") if isinstance(limits, dict) else None
+    gpn = src.count((*keys, "resources"), gpus, "nvidia.com/gpu", MAX_GPUS_PER_NODE) if gpus is not None else None
+    nodes = 1
+    if lws is not None:
+        nodes = src.count(("spec", "leaderWorkerTemplate", "size"), lws.get("size", 1), "size", MAX_NODES)
+    if gpn is not None and nodes == 1:
+        recipe["container"]["gpus"] = "all"
+    common.topology(
+        recipe,
+        src,
+        out,
+        nodes=nodes,
+        gpus_per_node=gpn,
+        executor="ray" if ray or lws is not None else None,
+        options=options,
+        rule="Kubernetes: the pod's nvidia.com/gpu limit",
+        keys=keys,
+    )
+    for key in c:
+        if key not in ("name", "image", "command", "args", "env", "resources"):
+            out.notes.append(f"{src.line(*keys, key)}: not carried: {shown(key, 40)} (Kubernetes pod settings)")
+    recipe["meta"]["tags"] = ["kubernetes", common.name_of(str(src.data.get("kind", "")))]
+    common.bench(recipe)
+    out.data = {"name": name, **recipe}
+    return out
+
+
+# --------------------------------------------------------------------------- production-stack
+
+
+VLLM_CONFIG_FLAGS = {
+    "maxModelLen": "--max-model-len",
+    "dtype": "--dtype",
+    "tensorParallelSize": "--tensor-parallel-size",
+    "maxNumSeqs": "--max-num-seqs",
+    "gpuMemoryUtilization": "--gpu_memory_utilization",
+    "maxLoras": "--max_loras",
+    "runner": "--runner",
+    "convert": "--convert",
+}
+MODEL_SPEC_KEYS = {
+    **{
+        k: ""
+        for k in (
+            "name",
+            "repository",
+            "tag",
+            "modelURL",
+            "vllmConfig",
+            "env",
+            "requestGPU",
+            "enableLoRA",
+            "enableTool",
+            "toolCallParser",
+            "modelRevision",
+            "hf_token",
+        )
+    },
+    "replicaCount": "replicas behind the router (autobench benches one server)",
+    "requestCPU": "Kubernetes resources",
+    "requestMemory": "Kubernetes resources",
+    "requestGPUType": "Kubernetes resources",
+    "limitCPU": "Kubernetes resources",
+    "limitMemory": "Kubernetes resources",
+    "pvcStorage": "Kubernetes storage",
+    "pvcAccessMode": "Kubernetes storage",
+    "storageClass": "Kubernetes storage",
+    "lmcacheConfig": "LMCache (not part of vLLM)",
+    "chatTemplate": "a chat template file mounted by the chart",
+    "nodeSelectorTerms": "Kubernetes scheduling",
+    "shmSize": "",
+}
+
+
+def helm_values(src: Src, options: Options) -> list[Imported]:
+    specs = src.get(("servingEngineSpec", "modelSpec"), list, [])
+    if not specs:
+        raise src.fail(("servingEngineSpec",), "servingEngineSpec.modelSpec is empty", "add a model spec")
+    return [_model_spec(src, i, spec, options) for i, spec in enumerate(specs)]
+
+
+def _model_spec(src: Src, i: int, spec: Any, options: Options) -> Imported:
+    keys = ("servingEngineSpec", "modelSpec", i)
+    spec = src.typed(keys, spec, dict)
+    name = common.name_of(str(spec.get("name") or f"{src.path.stem}-{i}"))
+    out = Imported(name, {}, src.path, "helm-values")
+    repository = src.typed((*keys, "repository"), spec.get("repository"), str, "")
+    tag = src.typed((*keys, "tag"), spec.get("tag"), (str, int, float), "")
+    if not repository or tag == "":
+        raise src.fail(keys, "modelSpec: repository and tag are required (the chart refuses it too)", "write both")
+    image = f"{repository}:{tag}"
+    words = ["/opt/venv/bin/vllm" if repository == "lmcache/vllm-openai" else "vllm", "serve"]
+    model = src.typed((*keys, "modelURL"), spec.get("modelURL"), str)
+    words += [model or "", "--host", "0.0.0.0", "--port", "8000"]
+    if spec.get("enableLoRA"):
+        words.append("--enable-lora")
+    if spec.get("enableTool"):
+        words.append("--enable-auto-tool-choice")
+    if spec.get("toolCallParser"):
+        words += ["--tool-call-parser", str(spec["toolCallParser"])]
+    cfg = src.typed((*keys, "vllmConfig"), spec.get("vllmConfig"), dict)
+    if cfg is not None:
+        if "enableChunkedPrefill" in cfg:
+            words.append("--enable-chunked-prefill" if cfg["enableChunkedPrefill"] else "--no-enable-chunked-prefill")
+        words.append("--enable-prefix-caching" if cfg.get("enablePrefixCaching") else "--no-enable-prefix-caching")
+        for key, flag in VLLM_CONFIG_FLAGS.items():
+            if key in cfg:
+                words += [flag, str(src.typed((*keys, "vllmConfig", key), cfg[key], (str, int, float)))]
+        extra = src.typed((*keys, "vllmConfig", "extraArgs"), cfg.get("extraArgs"), list, [])
+        words += [str(a) for a in extra]
+        for key in cfg:
+            if key not in VLLM_CONFIG_FLAGS and key not in ("enableChunkedPrefill", "enablePrefixCaching", "extraArgs"):
+                out.notes.append(f"{src.line(*keys, 'vllmConfig', key)}: not carried: vllmConfig.{shown(key, 40)}")
+    if spec.get("modelRevision"):
+        words += ["--revision", str(spec["modelRevision"])]
+    import shlex
+
+    parsed = parse_command(src, (*keys, "modelURL"), shlex.join(words))
+    env = common.env_of(src, (*keys, "env"), spec.get("env"))
+    recipe = _finish(
+        model, src, (*keys, "modelURL"), "helm-values", name, image, parsed, env, out, options, explicit=True
+    )
+    if spec.get("hf_token") is not None:
+        recipe.setdefault("secrets", []).append("HF_TOKEN")
+        out.notes.append(f"{src.line(*keys, 'hf_token')}: hf_token passed by name as HF_TOKEN (never by value)")
+    gpus = spec.get("requestGPU")
+    gpn = src.count((*keys, "requestGPU"), gpus, "requestGPU", MAX_GPUS_PER_NODE) if gpus is not None else None
+    if isinstance(spec.get("shmSize"), str):
+        recipe["container"]["shm_size"] = spec["shmSize"]
+    common.account(src, out, MODEL_SPEC_KEYS, within=keys)
+    recipe["meta"]["tags"] = ["production-stack"]
+    common.topology(recipe, src, out, nodes=1, gpus_per_node=gpn, executor=None, options=options, rule="Helm values")
+    common.bench(recipe)
+    out.data = {"name": name, **recipe}
+    return out
+
+
+# --------------------------------------------------------------------------- srt-slurm
+
+
+SRT_KEYS = {
+    "name": "",
+    "model": "",
+    "resources": "",
+    "backend": "",
+    "slurm": "Slurm job settings (autobench's Slurm target takes its own)",
+    "frontend": "the Dynamo/SGLang frontend in front of the workers",
+    "dynamo": "Dynamo's version and request plane",
+    "benchmark": "autobench's bench: section runs the bench",
+    "setup_script": "a script of the srt-slurm checkout",
+    "health_check": "srt-slurm's readiness",
+    "profiling": "srt-slurm's profiler",
+    "environment": "",
+    "container_mounts": "mounts of the srt-slurm cluster",
+    "extra_mount": "mounts of the srt-slurm cluster",
+    "sbatch_directives": "Slurm job settings",
+    "srun_options": "Slurm job settings",
+    "identity": "",
+    "infra": "srt-slurm's cluster infrastructure",
+    "output": "srt-slurm's log folders",
+}
+
+
+def srt_slurm(src: Src, options: Options) -> Imported:
+    backend = src.get(("backend",), dict, {})
+    kind = str(backend.get("type", "vllm"))
+    if kind != "vllm":
+        raise src.fail(("backend", "type"), f"backend {shown(kind, 30)} is not vLLM", "autobench runs vLLM")
+    cfg = src.get(("backend", "vllm_config"), dict, {})
+    model = src.get(("model",), dict, {})
+    path = src.typed(("model", "path"), model.get("path"), str)
+    if not options.model and (not path or "/" not in path):
+        raise src.fail(
+            ("model", "path"),
+            f"model.path {shown(path)} is an alias of srtslurm.yaml's model_paths, not a Hub repo id",
+            "pass --model owner/name",
+        )
+    image = options.image or src.typed(("model", "container"), model.get("container"), str) or common.DEFAULT_IMAGE
+    resources = src.get(("resources",), dict, {})
+    gpn = resources.get("gpus_per_node")
+    gpus = (
+        src.count(("resources", "gpus_per_node"), gpn, "gpus_per_node", MAX_GPUS_PER_NODE) if gpn is not None else None
+    )
+    roles_in = {k: v for k, v in cfg.items() if k in ("prefill", "decode")}
+    main = cfg.get("aggregated") if "aggregated" in cfg else next(iter(roles_in.values()), None)
+    main_key = "aggregated" if "aggregated" in cfg else next(iter(roles_in), "aggregated")
+    if not isinstance(main, dict):
+        raise src.fail(("backend", "vllm_config"), "vllm_config: no aggregated, prefill or decode flags", "add them")
+    name = common.name_of(str(src.data.get("name") or src.path.stem))
+    out = Imported(name, {}, src.path, "srt-slurm")
+    recipe = common.base(options.model or str(path), image, src, "srt-slurm")
+    apply_flags(
+        recipe,
+        split_flags(_flag_map(src, ("backend", "vllm_config", main_key), main)),
+        src,
+        ("backend", "vllm_config", main_key),
+        out,
+    )
+    env = common.env_of(src, ("backend", f"{main_key}_environment"), backend.get(f"{main_key}_environment"))
+    common.put_env(recipe, env, src, ("backend",), out)
+    if len(roles_in) == 2:
+        roles = {}
+        for role, flags in roles_in.items():
+            scratch: dict[str, Any] = {}
+            rkeys = ("backend", "vllm_config", role)
+            apply_flags(scratch, split_flags(_flag_map(src, rkeys, src.typed(rkeys, flags, dict))), src, rkeys, out)
+            engine = scratch.get("engine", {})
+            if "extra_args" in engine:
+                engine["extra_args"] = engine.pop("extra_args")
+            roles[role] = scratch
+        recipe["roles"] = roles
+        recipe["engine"] = {k: v for k, v in recipe.get("engine", {}).items() if k in ("host", "port")}
+        recipe.pop("speculative", None)
+    for key in backend:
+        if key not in ("type", "vllm_config") and not key.endswith("_environment"):
+            out.notes.append(f"{src.line('backend', key)}: not carried: backend.{shown(key, 40)}")
+    for key in resources:
+        if key != "gpus_per_node":
+            out.notes.append(
+                f"{src.line('resources', key)}: not carried: resources.{shown(key, 40)} (workers and nodes of the job)"
+            )
+    world = common.world(recipe) if "roles" not in recipe else 1
+    nodes = 1 if gpus is None or world <= gpus else -(-world // gpus)
+    common.topology(recipe, src, out, nodes=nodes, gpus_per_node=gpus, executor=None, options=options, rule="srt-slurm")
+    common.account(src, out, SRT_KEYS)
+    recipe["meta"]["tags"] = ["srt-slurm"]
+    common.bench(recipe)
+    out.data = {"name": name, **recipe}
+    return out
+
+
+def _flag_map(src: Src, keys: tuple[Any, ...], flags: dict[str, Any]) -> list[str]:
+    words: list[str] = []
+    for key, value in flags.items():
+        flag = "--" + str(key)
+        if value is True:
+            words.append(flag)
+        elif value is False or value is None:
+            continue
+        elif isinstance(value, (dict, list)):
+            words += [flag, json.dumps(value, separators=(",", ":"))]
+        else:
+            words += [flag, str(value)]
+    del src, keys
+    return words
+
+
+def llm_d(src: Src) -> RecipeError:
+    return src.fail(
+        ("scenario",),
+        "an llm-d-benchmark scenario: the vLLM command is assembled from its defaults.yaml and Helm templates",
+        "render the scenario's manifests (llm-d-benchmark's standup), then import the Deployment",
+    )
