@@ -31,7 +31,6 @@ PENDING: frozenset[str] = frozenset(
         "autobench.bench.result:build_result",
         "autobench.bench.result:load_result_json",
         "autobench.bench.result:normalize",
-        "autobench.recipe.importer:apply_flags",
         "autobench.run.cluster:cluster_plan",
         "autobench.run.cluster:run_cluster",
         "autobench.run.folder:write_run_files",

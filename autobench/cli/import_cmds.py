@@ -49,8 +49,7 @@ def check_imported(imported: Any, folder: Path) -> tuple[Path, list[str]]:
     """Write into ``folder`` (with its mods), then validate and compile every cell; (path, compiled texts)."""
     from autobench.compile import compile_recipe
     from autobench.compile.cluster import compile_cluster
-    from autobench.recipe.importer import missing_flags
-    from autobench.recipe.importer.common import copy_mod
+    from autobench.recipe.importer import copy_mod, missing_flags
     from autobench.recipe.loader import load_recipe, recipe_cells
     from autobench.recipe.rules import check
 
@@ -130,9 +129,10 @@ def import_(
     """Convert peer recipes and deployment files into autobench recipes.
 
     Peer recipes: eugr, sparkrun, vLLM recipes and configs, InferenceX; deployment files:
-    compose, Kubernetes, Helm values, srt-slurm.  The recipes are written to OUTPUT.  Each validates and compiles, and every flag of the
-    source command appears in the compiled command.  What could not be carried is printed per
-    file with its source line.  On any error nothing is written.
+    compose, Kubernetes, Helm values, srt-slurm.  The recipes are written to OUTPUT.  Each
+    validates and compiles, and every flag of the source command appears in the compiled
+    command.  What could not be carried is printed per file with its source line.  On any
+    error nothing is written.
     """
     from autobench.escape import human
     from autobench.recipe.importer import convert

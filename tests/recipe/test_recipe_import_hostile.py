@@ -41,7 +41,10 @@ def _refused(tmp_path, capsys, text, bit, *extra):
 def test_a_mod_outside_the_source_tree_is_refused_at_its_line(tmp_path, capsys, mod):
     (tmp_path / "outside").mkdir()
     line = _refused(
-        tmp_path, capsys, EUGR + f"mods: [{json.dumps(mod)}]\ncommand: vllm serve a/b\n", "leaves the source tree"
+        tmp_path,
+        capsys,
+        EUGR + f"mods: [{json.dumps(mod)}]\ncommand: vllm serve a/b\n",
+        "is outside the recipe's folder",
     )
     assert ":5:" in line
 
@@ -57,7 +60,7 @@ def test_the_loader_refuses_a_mod_path_that_leaves_the_recipe_folder(tmp_path, m
     recipe.write_text(
         f"model: {{repo: a/b}}\ncontainer: {{image: img:1}}\nlaunch:\n  setup:\n    - mod: {json.dumps(mod)}\n"
     )
-    with pytest.raises(RecipeError, match="leaves the recipe's folder") as info:
+    with pytest.raises(RecipeError, match="is outside the recipe's folder") as info:
         load_recipe(recipe)
     assert str(info.value).startswith(f"{recipe}:5:")
 

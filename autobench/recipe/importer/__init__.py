@@ -3,10 +3,12 @@
 ``convert(path, fmt="auto", *, image=, model=, nodes=, gpus_per_node=) -> list[Imported]`` reads
 one file and returns the recipe(s) it holds as plain dicts, with what could not be carried (each
 with its source line) and the source's serve flags (for the round-trip check: every one must
-appear in the compiled command).  One module per source: ``peer`` (eugr, sparkrun), ``recipes``
-(vllm-project/recipes, vLLM ``--config`` files), ``inferencex``, ``deploy`` (compose, Kubernetes,
-production-stack Helm values, srt-slurm, llm-d); ``command`` reads serve commands and flags,
-``common`` what they share, ``source`` the file with positions and bounds.  The launch, the
+appear in the compiled command).  One private module per source: ``_peer`` (eugr, sparkrun),
+``_recipes`` (vllm-project/recipes, vLLM ``--config`` files), ``_inferencex``, ``_deploy``
+(compose, Kubernetes, production-stack Helm values, srt-slurm, llm-d); ``_command`` reads serve
+commands and flags, ``_common`` what they share, ``_source`` the file with positions and bounds.
+The modules work on draft recipe dicts (JSON-like, ``dict[str, Any]``) and stay private; this
+package's public face is typed.  The launch, the
 topology and the key mapping of each source are written from its own launcher's code
 (docs/import.md).  Bad input raises RecipeError with the line.
 """
@@ -17,10 +19,11 @@ import re
 from pathlib import Path
 
 from autobench.errors import RecipeError
-from autobench.recipe.importer.command import missing_flags
-from autobench.recipe.importer.source import Imported, Options, Src
+from autobench.recipe.importer._command import missing_flags
+from autobench.recipe.importer._common import copy_mod
+from autobench.recipe.importer._source import Imported, Options, Src
 
-__all__ = ["FORMATS", "Imported", "Options", "convert", "detect", "missing_flags"]
+__all__ = ["FORMATS", "Imported", "Options", "convert", "copy_mod", "detect", "missing_flags"]
 
 FORMATS = (
     "eugr",
@@ -79,7 +82,10 @@ def convert(
     gpus_per_node: int | None = None,
 ) -> list[Imported]:
     """The autobench recipe(s) one file holds (RecipeError with the line on bad input)."""
-    from autobench.recipe.importer import deploy, inferencex, peer, recipes
+    from autobench.recipe.importer import _deploy as deploy
+    from autobench.recipe.importer import _inferencex as inferencex
+    from autobench.recipe.importer import _peer as peer
+    from autobench.recipe.importer import _recipes as recipes
 
     path = Path(path)
     if fmt != "auto" and fmt not in FORMATS:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from autobench.recipe.importer import common
-from autobench.recipe.importer.command import apply_flags, fill, parse_command, split_flags
-from autobench.recipe.importer.source import MAX_NODES, Imported, Options, Src, shown
+from autobench.recipe.importer import _common as common
+from autobench.recipe.importer._command import apply_flags, fill, parse_command, split_flags
+from autobench.recipe.importer._source import MAX_NODES, Imported, Options, Src, shown
 
 EUGR_BASE_IMAGE = "nvcr.io/nvidia/pytorch:26.08-py3"  # eugr's Dockerfile FROM; recipes do not say it
 

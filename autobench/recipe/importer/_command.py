@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from autobench.recipe.importer.source import MAX_FILLED, MAX_PARALLEL, Imported, Src, json_object, shown
+from autobench.recipe.importer._source import MAX_FILLED, MAX_PARALLEL, Imported, Src, json_object, shown
 from autobench.recipe.rules import flag_name, norm_flag
 
 # flag -> (section, key, kind); kind: int | float | str | bool | false | len (int or "auto")

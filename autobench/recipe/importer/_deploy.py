@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from autobench.errors import RecipeError
-from autobench.recipe.importer import common
-from autobench.recipe.importer.command import Parsed, apply_flags, parse_command, split_flags
-from autobench.recipe.importer.source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, shown
+from autobench.recipe.importer import _common as common
+from autobench.recipe.importer._command import Parsed, apply_flags, parse_command, split_flags
+from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, shown
 
 #: Dynamo worker flags that are Dynamo's own (components/src/dynamo/vllm/args.py).
 DYNAMO_ONLY = {"--is-prefill-worker", "--is-decode-worker", "--connector", "--endpoint", "--migration-limit"}

@@ -9,9 +9,9 @@ import json
 from typing import Any
 
 from autobench.errors import RecipeError
-from autobench.recipe.importer import common
-from autobench.recipe.importer.command import apply_flags, split_flags
-from autobench.recipe.importer.source import MAX_GPUS_PER_NODE, Imported, Options, Src, shown
+from autobench.recipe.importer import _common as common
+from autobench.recipe.importer._command import apply_flags, split_flags
+from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, Imported, Options, Src, shown
 
 VLLM_FRAMEWORKS = {"vllm", "vllm-disagg", "dynamo-vllm", "llmd-vllm"}
 ENTRY_KEYS = {

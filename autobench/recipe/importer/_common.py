@@ -7,8 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from autobench.recipe.importer.command import Parsed
-from autobench.recipe.importer.source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, shown
+from autobench.errors import RecipeError
+from autobench.files import confined
+from autobench.recipe.importer._command import Parsed
+from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, shown
 
 DEFAULT_IMAGE = "vllm/vllm-openai:latest"
 #: The HF cache mounts the launchers add: eugr's launch-cluster.sh mounts
@@ -142,18 +144,16 @@ def mods(recipe: dict[str, Any], value: Any, src: Src, out: Imported, roots: lis
             )
             recipe.setdefault("meta", {}).setdefault("mods", []).append(text)
             continue
-        if Path(text).is_absolute() or text.startswith("~") or "\x00" in text:
+        if "\x00" in text or text.startswith("~") or Path(text).is_absolute():
             raise src.fail(
                 keys,
-                f"mod {shown(text)}: an absolute or home path leaves the source tree",
-                "name a mod folder of the source",
+                f"mod {shown(text)} is outside the recipe's folder (an absolute or home path)",
+                "name a mod folder",
             )
+        top = roots[-1]
         found = None
-        for root in roots:
-            candidate = (root / text).resolve()
-            top = roots[-1].resolve()
-            if candidate != top and top not in candidate.parents:
-                raise src.fail(keys, f"mod {shown(text)} leaves the source tree", "name a mod folder of the source")
+        for root in roots:  # nearest first; every candidate must lie inside the source tree
+            candidate = confined(root / text, top, what="mod", error=RecipeError, location=src.where(*keys), allow=[])
             if candidate.is_dir() or candidate.is_file():
                 found = candidate
                 break

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from autobench.recipe.importer import common
-from autobench.recipe.importer.command import apply_flags, split_flags
-from autobench.recipe.importer.source import MAX_GPUS_PER_NODE, Imported, Options, Src, shown
+from autobench.recipe.importer import _common as common
+from autobench.recipe.importer._command import apply_flags, split_flags
+from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, Imported, Options, Src, shown
 
 TOP_KEYS = {
     "meta": "",
@@ -307,7 +307,7 @@ def _variant(
 def _merge_extra(over: dict[str, Any], recipe: dict[str, Any]) -> None:
     """A variant's flags that the base already holds replace the base's (vLLM: the last wins),
     so the variant writes its whole ``extra_args`` instead of appending a duplicate."""
-    from autobench.recipe.importer.command import _replace, flag_key
+    from autobench.recipe.importer._command import _replace, flag_key
     from autobench.recipe.rules import flag_name
 
     engine = over.get("engine", {})
