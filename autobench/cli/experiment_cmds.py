@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from autobench.cli.options import json_option, ledger_option, print_json, print_table
 from autobench.cli.output import say
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 if TYPE_CHECKING:
     from autobench.experiment.analysis import Analysis
     from autobench.experiment.plan import ExperimentPlan
+
+
+def _runtime_option(text: str) -> Callable[[F], F]:
+    return click.option(
+        "--runtime", type=click.Choice(["docker", "process"]), default="docker", show_default=True, help=text
+    )
 
 
 @click.group("experiment")
@@ -23,13 +32,7 @@ def experiment() -> None:
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--vllm-version", default=None, metavar="X.Y.Z", help="Predict boots under this vLLM's rules.")
 @click.option("--offline", is_flag=True, default=None, help="Read configs from the local HF cache only.")
-@click.option(
-    "--runtime",
-    type=click.Choice(["docker", "process"]),
-    default="docker",
-    show_default=True,
-    help="Validate each treatment for this runtime.",
-)
+@_runtime_option("Validate each treatment for this runtime.")
 @json_option("Print JSON: {experiment, digest, treatments: [{id, label, levels, digest, status, cause}], ...}.")
 @click.pass_context
 def plan(
@@ -67,13 +70,7 @@ def plan(
 
 @experiment.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option(
-    "--runtime",
-    type=click.Choice(["docker", "process"]),
-    default="docker",
-    show_default=True,
-    help="Where each treatment boots.",
-)
+@_runtime_option("Where each treatment boots (and what each is validated for).")
 @click.option("--vllm-exec", default=None, metavar="CMD", help="process runtime: the vllm command [default: vllm].")
 @click.option("--runs-dir", default="runs", show_default=True, help="Where run folders (and treatment files) go.")
 @click.option("--rerun", is_flag=True, help="Boot treatments that already have a DONE run of their digest.")
@@ -120,9 +117,7 @@ def run(
     folder = Path(runs_dir) / "experiments" / exp.name
 
     def echo(text: str) -> None:
-        from autobench.escape import human
-
-        click.echo(human(text), err=True)
+        say(text, err=True)
 
     def run_one(planned: PlannedTreatment) -> Booted:
         options = RunOptions(
