@@ -51,8 +51,15 @@ def too_many_digits(text: str, max_digits: int = MAX_INT_DIGITS) -> bool:
 
 
 class JSONLimitError(json.JSONDecodeError):
-    """JSON refused by :func:`load_json`: nested too deeply, or a number too long.  A
-    ``JSONDecodeError`` (so a ``ValueError``): callers that handle bad JSON handle this too."""
+    """JSON refused by :func:`load_json`: nested too deeply (``too_deep``), or a value Python
+    cannot convert.  A ``JSONDecodeError`` (so a ``ValueError``): callers that handle bad JSON
+    handle this too."""
+
+    too_deep = False
+
+
+class JSONTooDeep(JSONLimitError):
+    too_deep = True
 
 
 # Strings (escapes and all) are skipped: a bracket inside one is text.  Linear: the string's
@@ -84,12 +91,12 @@ def load_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     opened = text.count("[") + text.count("{")
     depth = json_depth(text) if opened > max_depth else opened
     if depth > max_depth:
-        raise JSONLimitError(f"nested {depth} levels deep (at most {max_depth})", text[:64], 0)
+        raise JSONTooDeep(f"nested {depth} levels deep (at most {max_depth})", text[:64], 0)
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         raise
     except RecursionError as exc:
-        raise JSONLimitError("nested too deeply to read", text[:64], 0) from exc
+        raise JSONTooDeep("nested too deeply to read", text[:64], 0) from exc
     except ValueError as exc:  # an integer of more than 4,300 digits
         raise JSONLimitError(f"a value that cannot be read ({str(exc).split(';')[0]})", text[:64], 0) from exc

@@ -192,11 +192,35 @@ def _pairs(secrets: Mapping[str, str]) -> list[tuple[str, str]]:
     return sorted(((v, n) for v, n in pairs.items()), key=lambda p: len(p[0]), reverse=True)
 
 
-def _compile(pairs: list[tuple[str, str]]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+#: From this many characters on, a named secret without whitespace of its own (a key, a token) is
+#: also found with whitespace inside it: a server that echoes a key split by a line break
+#: ("abcd\nefgh"), which a one-line message then shows as "abcd efgh".  (Shorter values would
+#: match ordinary spaced-out text; a passphrase with spaces is matched as written.)
+MIN_SPACED_LEN = 8
+_WHITESPACE = re.compile(r"\s")
+
+
+def _spaced(value: str) -> str:
+    return r"\s*".join(re.escape(c) for c in "".join(value.split()))
+
+
+def _compile(pairs: list[tuple[str, str]], *, spaced: bool = False) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    """The pattern of every value (longest first) and value -> label; with ``spaced``, values of
+    MIN_SPACED_LEN+ characters match with whitespace between their characters too (the labels
+    are then keyed by the value without whitespace as well)."""
     if not pairs:
         return None, {}
     names = {value: f"[REDACTED:{name}]" for value, name in pairs}
-    return re.compile("|".join(re.escape(v) for v, _ in pairs)), names
+    if not spaced:
+        return re.compile("|".join(re.escape(v) for v, _ in pairs)), names
+    for value, name in pairs:
+        names.setdefault("".join(value.split()), f"[REDACTED:{name}]")
+    parts = [_spaced(v) if len(v) >= MIN_SPACED_LEN and not _WHITESPACE.search(v) else re.escape(v) for v, _ in pairs]
+    return re.compile("|".join(parts)), names
+
+
+def _label(names: Mapping[str, str], found: str) -> str:
+    return names.get(found) or names.get("".join(found.split())) or "[REDACTED]"
 
 
 def _token_label(m: re.Match[str]) -> str:
@@ -215,19 +239,19 @@ def _scrub_urls(text: str) -> str:
 
 def _apply(text: str, pattern: re.Pattern[str] | None, names: Mapping[str, str]) -> str:
     if pattern is not None:
-        text = pattern.sub(lambda m: names[m.group(0)], text)
+        text = pattern.sub(lambda m: _label(names, m.group(0)), text)
     return TOKEN.sub(_token_label, _scrub_urls(text))
 
 
 def redact(text: str, secrets: Mapping[str, str] | None = None) -> str:
-    """``text`` with every secret value and every token shape replaced."""
-    pattern, names = _compile(_pairs(secrets or {}))
+    """``text`` with every secret value (also split by whitespace) and every token shape replaced."""
+    pattern, names = _compile(_pairs(secrets or {}), spaced=True)
     return _apply(text, pattern, names)
 
 
 def redact_tree(obj: Any, secrets: Mapping[str, str] | None = None) -> Any:
     """``obj`` (JSON-like: dicts, lists, strings, scalars) with every string redacted."""
-    pattern, names = _compile(_pairs(secrets or {}))
+    pattern, names = _compile(_pairs(secrets or {}), spaced=True)
 
     def walk(node: Any) -> Any:
         if isinstance(node, str):
@@ -251,7 +275,7 @@ class Redactor:
 
     def __init__(self, secrets: Mapping[str, str] | None = None, *, max_line: int = 1 << 20):
         pairs = _pairs(secrets or {})
-        self._pattern, self._names = _compile(pairs)
+        self._pattern, self._names = _compile(pairs, spaced=True)
         self._longest = max((len(v) for v, _ in pairs), default=0)
         self._max_line = max(max_line, 2 * self._longest + 64)
         self._buf = ""

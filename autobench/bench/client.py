@@ -189,6 +189,8 @@ def run_bench(
         result = _run_bench(config, progress=progress, dataset=dataset)
     except BenchError as exc:
         exc.message = redact(exc.message, secrets)
+        if exc.hint:  # "served models: ..." lists what the server says, the key included
+            exc.hint = redact(exc.hint, secrets)
         raise
     result.data = redact_tree(result.data, secrets)
     return result
@@ -259,6 +261,7 @@ class _Runner:
         self._main: asyncio.Future[None] | None = None
         self._top: asyncio.Task[Any] | None = None
         self.path = ENDPOINTS[config.endpoint]
+        self.stream_tokens = config.max_tokens  # set from the prompts in run()
         self.chat = config.endpoint == "chat"
 
     # ---- request bodies ---------------------------------------------------
@@ -326,6 +329,8 @@ class _Runner:
 
         bodies = [request(p) for p in self.ds.prompts]
         warm_bodies = [request(p) for p in self.ds.warmup]
+        # the stream caps (autobench.bench.stream.stream_caps) follow the most tokens any request asks for
+        self.stream_tokens = max((p.max_tokens for p in [*self.ds.prompts, *self.ds.warmup]), default=c.max_tokens)
         try:
             served = await self._preflight()
             await self._open_connections()
@@ -553,7 +558,9 @@ class _Runner:
             return
         task = asyncio.current_task()
         assert task is not None
-        sink = StreamSink(rec, chat=self.chat, allow_missing_usage=self.cfg.allow_missing_usage)
+        sink = StreamSink(
+            rec, chat=self.chat, allow_missing_usage=self.cfg.allow_missing_usage, max_tokens=self.stream_tokens
+        )
         rec.watchdog = asyncio.get_running_loop().call_later(self.cfg.read_timeout, self._idle_check, rec, task)
         try:
             rec.start = rec.io = pc()  # the request reaches the kernel right after

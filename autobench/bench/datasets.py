@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from autobench.digits import load_json
+from autobench.digits import JSONLimitError, load_json
 from autobench.errors import BenchError
 from autobench.files import read_lines, read_regular
 
@@ -159,6 +159,10 @@ def _loads(text: str, where: str, what: str, hint: str) -> Any:
     """``json.loads`` whose every failure is one BenchError line (not a RecursionError or a traceback)."""
     try:
         return load_json(text)
+    except JSONLimitError as exc:
+        if exc.too_deep:
+            raise BenchError(f"{what} is nested too deeply to read ({exc.msg})", location=where, hint=hint) from exc
+        raise BenchError(f"{what} has a value that cannot be read: {exc.msg}", location=where, hint=hint) from exc
     except json.JSONDecodeError as exc:
         loc = f"{where}:{exc.lineno}:{exc.colno}" if what == "dataset" else where
         raise BenchError(f"{what} is not valid JSON: {exc.msg}", location=loc, hint=hint) from exc

@@ -35,6 +35,20 @@ from autobench.digits import load_json
 
 #: How much of an error response's body is kept for its message.
 ERROR_BODY_LIMIT = 4096
+#: Per request, at most this many token chunks per token asked for (``max_tokens``), plus
+#: STREAM_SLACK: vLLM sends one chunk per token or fewer (several under speculative decoding),
+#: so a stream past this is a server that never stops; each chunk costs memory (its gap).
+CHUNKS_PER_TOKEN = 4
+#: ... and at most this many bytes per token asked for (a chunk with logprobs is a few KiB).
+BYTES_PER_TOKEN = 16 * 1024
+STREAM_SLACK = 64
+
+
+def stream_caps(max_tokens: int) -> tuple[int, int]:
+    """(token chunks, body bytes) one streamed response may hold when ``max_tokens`` were asked for."""
+    tokens = max(1, max_tokens) + STREAM_SLACK
+    return CHUNKS_PER_TOKEN * tokens, BYTES_PER_TOKEN * tokens
+
 
 _NULL_PAT = b'"finish_reason":null'
 
@@ -42,10 +56,24 @@ _NULL_PAT = b'"finish_reason":null'
 class StreamSink:
     """Fills ``rec`` from an OpenAI-compatible SSE response (completions or chat)."""
 
-    __slots__ = ("rec", "parser", "usage", "done", "tok_pat", "allow_missing_usage", "status", "err_body")
+    __slots__ = (
+        "rec",
+        "parser",
+        "usage",
+        "done",
+        "tok_pat",
+        "allow_missing_usage",
+        "status",
+        "err_body",
+        "max_chunks",
+        "max_bytes",
+        "bytes_left",
+    )
 
-    def __init__(self, rec: RequestRecord, *, chat: bool, allow_missing_usage: bool):
+    def __init__(self, rec: RequestRecord, *, chat: bool, allow_missing_usage: bool, max_tokens: int = 256):
         self.rec = rec
+        self.max_chunks, self.max_bytes = stream_caps(max_tokens)
+        self.bytes_left = self.max_bytes
         self.parser = SSEParser()
         self.usage: dict[str, Any] | None = None
         self.done = False
@@ -70,6 +98,11 @@ class StreamSink:
                 self._http_error(body, now)
                 return False
             return True
+        self.bytes_left -= len(data)
+        if self.bytes_left < 0:
+            rec.end = now
+            rec.fail("overlong_stream", f"the response went past {self.max_bytes:,} bytes (the cap for max_tokens)")
+            return False
         try:
             events = self.parser.feed(data)
         except EventTooLarge as exc:
@@ -90,6 +123,10 @@ class StreamSink:
                 and (b'"usage"' not in ev or b'"usage":null' in ev)
                 and b'"error"' not in ev
             ):
+                if rec.n_chunks >= self.max_chunks:
+                    rec.end = now
+                    rec.fail("overlong_stream", f"more than {self.max_chunks} token chunks (the cap for max_tokens)")
+                    return False
                 rec.gaps.append(now - rec.last)  # type: ignore[operator]
                 rec.last = now
                 rec.n_chunks += 1
@@ -171,6 +208,9 @@ class StreamSink:
         if choices and isinstance(choices, list) and isinstance(choices[0], dict):
             ch = choices[0]
             if _is_token_event(ch):
+                if rec.n_chunks >= self.max_chunks:
+                    rec.fail("overlong_stream", f"more than {self.max_chunks} token chunks (the cap for max_tokens)")
+                    return False
                 if rec.first is None:
                     rec.first = now
                     srv = obj.get("t_srv")

@@ -53,6 +53,10 @@ class Sink(Protocol):
         """The connection closed or broke before the response ended."""
 
 
+#: The largest response head (status line and headers) read: vLLM's are a few hundred bytes.
+MAX_HEAD_BYTES = 64 * 1024
+
+
 class Collect:
     """A sink that keeps the status and up to ``limit`` body bytes (small GETs, error bodies)."""
 
@@ -115,6 +119,7 @@ class Conn(asyncio.Protocol):
         "closed",
         "t_recv",
         "got_head",
+        "head_bytes",
         "sized",
         "_loop",
         "_stopped",
@@ -131,6 +136,7 @@ class Conn(asyncio.Protocol):
         self.closed = False
         self.t_recv = 0.0
         self.got_head = False
+        self.head_bytes = 0
         self.sized = False  # the response has a Content-Length or is chunked
         self._stopped = False
 
@@ -155,6 +161,14 @@ class Conn(asyncio.Protocol):
         except httptools.HttpParserError as exc:
             if not self._stopped:
                 self._finish_lost(BadResponse(f"malformed HTTP response: {exc}"))
+        else:
+            if not self.got_head and self.sink is not None:
+                # The response head (status line and headers) is bounded in size: an endless
+                # header grew memory and parse time without limit (68 s, 193 MB).  Its time is
+                # bounded by the read timeout (no head, no progress).
+                self.head_bytes += len(data)
+                if self.head_bytes > MAX_HEAD_BYTES:
+                    self._finish_lost(BadResponse(f"response head over {MAX_HEAD_BYTES // 1024} KiB"))
 
     def eof_received(self) -> bool:
         return False  # close the transport; connection_lost follows
@@ -205,6 +219,7 @@ class Conn(asyncio.Protocol):
         assert self.transport is not None and self.sink is None
         self.sink = sink
         self.got_head = self.sized = self._stopped = False
+        self.head_bytes = 0
         self.parser = httptools.HttpResponseParser(self)
         self.done = self._loop.create_future()
         self.transport.write(data)

@@ -259,7 +259,8 @@ def test_an_oversized_event_fails_the_request(raw_server: Any) -> None:
         conn.start_stream()
         conn.write_chunk(b'data: {"choices":[{"text":"' + b"x" * (MAX_EVENT_BYTES + 2**20))
 
-    d = _run(raw_server(flood), read_timeout=10.0)
+    # max_tokens 2048: the stream cap (16 KiB per token asked for) is then above the event limit
+    d = _run(raw_server(flood), read_timeout=10.0, max_tokens=2048)
     assert d["errors_by_kind"] == {"oversized_event": 1}
     assert "grew past 16,777,216 bytes" in d["error_samples"]["oversized_event"]
 
