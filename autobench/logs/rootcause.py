@@ -310,7 +310,7 @@ _FRAME = re.compile(
 )
 # Frames of the drafter (speculative decoding): an exception raised below one is the draft's.
 _DRAFT_FRAME = re.compile(r"spec_decode/|/eagle\w{0,20}\.py|/medusa\w{0,20}\.py|/mtp\w{0,20}\.py|drafter|_draft")
-_PYDANTIC_TYPE = re.compile(r"\s{0,64}\[type=.{0,2000}$")
+
 _PATH_SEP = re.compile(r"[\\/]")
 _CARETS = re.compile(r"^\s{0,256}[\^~]{1,4096}\s{0,64}$")
 # Cheap substrings: a record can only be a cause if one of these occurs in it.
@@ -346,11 +346,12 @@ NEEDLES: tuple[str, ...] = (
     # errors.OutOfResources) all contain "rror" already: every needle with a new first
     # letter costs every line of a long log a little
     "Unsupported",
-    # a process's death ("died unexpectedly", "died, exit code"), torch's C++ watchdog, an RPC
-    # or Hub timeout without an exception name, a missing compiler ("nvcc: not found")
-    "died",
+    # a process's death ("died unexpectedly", V0's "died, exit code"), torch's C++ watchdog, a
+    # missing compiler ("nvcc: not found"); no needle starts with a frequent lower-case letter
+    # the trie did not already branch on ("died", "timed out" would cost every line)
+    "unexpectedly",
+    ", exit code",
     "Watchdog caught",
-    "timed out",
     "not found",
     "Could not find",
 )
@@ -509,7 +510,8 @@ class RootCauseTracker:
             if (msg[:1].isspace() or stripped.startswith("Value error,")) and not stripped.startswith(
                 "For further information"
             ):
-                self.cause.detail = _PYDANTIC_TYPE.sub("", stripped)[:_MAX_MESSAGE]
+                cut = stripped.find("[type=")  # pydantic's "[type=value_error, input_value=...]"
+                self.cause.detail = (stripped[:cut].rstrip() if cut != -1 else stripped)[:_MAX_MESSAGE]
                 if self.cause.category == "config_validation":
                     # "1 validation error for SpeculativeConfig" says little; its detail says what
                     self.cause.category = classify(self.cause.detail, self.ready)

@@ -102,7 +102,7 @@ def strip_ansi(text: str) -> str:
     """``text`` without terminal control sequences (see :data:`_ANSI`, :data:`_BARE_SGR`)."""
     if "\x1b" in text or "\ufffd[" in text or "ESC[" in text or "^[[" in text:
         text = _ANSI.sub("", text)
-    if "m" in text and "[" in text and _BARE_SGR.search(text) is not None:
+    if ("[0m" in text or "[3" in text or "[9" in text or "[1;" in text) and _BARE_SGR.search(text) is not None:
         text = _BARE_SGR.sub("", text)
     return text
 
