@@ -650,6 +650,7 @@ class Slot:
         env["PATH"] = f"{self.venv / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
         env["VIRTUAL_ENV"] = str(self.venv)
         env.pop("PYTHONHOME", None)
+        env["AUTOBENCH_HYPOTHESIS"] = "full"  # every property with its own example count (tests/conftest.py)
         return env
 
     def self_check(self) -> None:

@@ -10,6 +10,26 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 
 
+#: Examples per property test in a default run (the unit tier): at most this many, whatever the
+#: test asks.  ``AUTOBENCH_HYPOTHESIS=full`` runs every property with its own count (as
+#: benchmarks/mutation.py does), and so does a fuzz run with ``AUTOBENCH_FUZZ_EXAMPLES`` set
+#: (benchmarks/fuzz.py); a test's own smaller count is kept.
+UNIT_MAX_EXAMPLES = 25
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get("AUTOBENCH_HYPOTHESIS") == "full" or os.environ.get("AUTOBENCH_FUZZ_EXAMPLES"):
+        return
+    from hypothesis import settings
+
+    for item in items:
+        test = getattr(item, "obj", None)
+        # given() reads this attribute each time the test runs (hypothesis/core.py)
+        chosen = getattr(test, "_hypothesis_internal_use_settings", None)
+        if chosen is not None and chosen.max_examples > UNIT_MAX_EXAMPLES:
+            test._hypothesis_internal_use_settings = settings(chosen, max_examples=UNIT_MAX_EXAMPLES)  # type: ignore[union-attr]
+
+
 @pytest.fixture(autouse=True)
 def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """No test may read the user's HF token/cache or the repo's ledger by accident."""
