@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from autobench.cli.options import json_option, print_json
+from autobench.cli.output import say
 
 
 @click.command()
@@ -36,4 +37,4 @@ def variants(recipe: str, as_json: bool) -> None:
         return
     width = max(len(str(row["cell"])) for row in rows)
     for row in rows:
-        click.echo(f"{str(row['cell']).ljust(width)}  {str(row['digest'])[:19]}  {row['model']}  {row['image']}")
+        say(f"{str(row['cell']).ljust(width)}  {str(row['digest'])[:19]}  {row['model']}  {row['image']}")

@@ -86,9 +86,13 @@ def json_option(func: F | str) -> F | Callable[[F], F]:
 
 
 def print_json(doc: Any, *, sort_keys: bool = False) -> None:
-    """``doc`` as indented JSON; every non-ASCII character escaped, so no value can carry a
-    control or bidi character to the terminal."""
-    click.echo(json.dumps(doc, indent=2, sort_keys=sort_keys, ensure_ascii=True, default=str))
+    """``doc`` as indented JSON: every string redacted (token shapes, secret-named variables, the
+    secrets of URLs: secrets by name, never by value, in JSON too) and every non-ASCII character
+    escaped, so no value can carry a control or bidi character to the terminal."""
+    from autobench.redaction import environment_secrets, redact_tree
+
+    doc = redact_tree(json.loads(json.dumps(doc, default=str)), environment_secrets())
+    click.echo(json.dumps(doc, indent=2, sort_keys=sort_keys, ensure_ascii=True))
 
 
 def print_table(

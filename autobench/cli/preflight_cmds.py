@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from autobench.cli.options import json_option, print_json
+from autobench.cli.output import say
 from autobench.cli.params import Finite
 
 
@@ -85,8 +86,8 @@ def preflight(
     if as_json:
         print_json(doc)
     else:
-        click.echo(prediction.render_text())
+        say(prediction.render_text())
         for r in rows or []:
             mark = {True: "ok", False: "DIFFERS", None: ""}[r.agrees]
-            click.echo(f"  vs log: {r.fact:22s} predicted {r.predicted:28s} logged {r.logged:24s} {mark}".rstrip())
+            say(f"  vs log: {r.fact:22s} predicted {r.predicted:28s} logged {r.logged:24s} {mark}".rstrip())
     ctx.exit(6 if prediction.fails else 0)

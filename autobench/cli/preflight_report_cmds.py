@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from autobench.cli.options import json_option, ledger_option, print_json
+from autobench.cli.output import say
 
 
 @click.command("preflight-report")
@@ -44,12 +45,12 @@ def preflight_report(run_ids: tuple[str, ...], ledger_url: str | None, as_json: 
         print_json({"runs": docs, "disagreements": disagree})
     else:
         for doc in docs:
-            click.echo(f"{doc['run']} {doc['recipe']} {doc['status']}")
+            say(f"{doc['run']} {doc['recipe']} {doc['status']}")
             if not doc["rows"]:
                 click.echo("  no preflight prediction stored")
             for r in doc["rows"]:
                 mark = {True: "ok", False: "DIFFERS", None: ""}[r["agrees"]]
-                click.echo(f"  {r['fact']:22s} predicted {r['predicted']:28s} logged {r['logged']:24s} {mark}".rstrip())
+                say(f"  {r['fact']:22s} predicted {r['predicted']:28s} logged {r['logged']:24s} {mark}".rstrip())
         if not docs:
             click.echo("no runs with a preflight prediction", err=True)
     if disagree:
