@@ -29,13 +29,14 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["float", "int", "bool", "floats"]
+Kind = Literal["float", "int", "bool", "floats", "flags"]
 Better = Literal["higher", "lower"]
 #: How the repeats of one grid point merge into one figure (a multi-cell run's row):
 #: ``sum`` (counts, durations), ``samples`` (latency percentiles: from the merged raw samples,
 #: else the median of the repeats' values), ``mean``, ``any`` (a flag), ``first`` (a setting
-#: every repeat shares), ``positions`` (a list: the mean at each position).
-Merge = Literal["sum", "samples", "mean", "any", "first", "positions"]
+#: every repeat shares), ``positions`` (a list: the mean at each position), ``union`` (quality
+#: flags: every flag any repeat raised).
+Merge = Literal["sum", "samples", "mean", "any", "first", "positions", "union"]
 #: Who fills a metric: ``autobench`` (our bench's result JSON), ``vllm`` (``vllm bench serve``'s
 #: ``--save-result`` JSON), ``report`` (computed when shown, never stored).
 Source = Literal["autobench", "vllm", "report"]
@@ -145,6 +146,14 @@ METRICS: tuple[Metric, ...] = (
         in_cells=True,
     ),
     Metric(
+        "flags",
+        "quality flags",
+        kind="flags",
+        result="quality_flags",
+        merge="union",
+        shown=False,
+    ),
+    Metric(
         "per_user_tok_s",
         "per-user",
         "tok/s",
@@ -205,6 +214,61 @@ METRICS: tuple[Metric, ...] = (
 BY_KEY: dict[str, Metric] = {m.key: m for m in METRICS}
 
 
+# ---------------------------------------------------------------- quality flags
+
+
+@dataclass(frozen=True)
+class Flag:
+    """A reason not to take a result's figures at face value.  A result's ``flags`` metric maps
+    each raised flag's name to why it was raised (the figures behind it)."""
+
+    name: str
+    meaning: str  # what it says about the figures
+
+
+#: Tokens per chunk above which a stream is a burst: TPOT and ITL then average over bursts.
+BURST_TOKENS_PER_CHUNK = 1.5
+#: Fewer completed requests than this: a p99 is one of the few largest values.
+FEW_SAMPLES = 100
+
+FLAGS: tuple[Flag, ...] = (
+    Flag(
+        "prompts_estimated",
+        "prompt lengths were estimated (characters / 4), not counted with the model's tokenizer: "
+        "input lengths and prefill tok/s are approximate",
+    ),
+    Flag(
+        "burst_stream",
+        f"the stream carried more than {BURST_TOKENS_PER_CHUNK:g} tokens per chunk: TPOT and ITL are averaged "
+        "over bursts, the gaps inside a chunk are not seen",
+    ),
+    Flag(
+        "no_drafts",
+        "speculative decoding is configured but no draft was counted: no acceptance figure, and the "
+        "throughput is not that of speculative decoding",
+    ),
+    Flag("client_bound", "the bench client was the bottleneck: the figures measure the client as much as the server"),
+    Flag("time_capped", "the bench stopped at its time cap: fewer requests than asked, the late ones cancelled"),
+    Flag("few_samples", f"fewer than {FEW_SAMPLES} requests completed: a p99 is one of the few largest values"),
+)
+FLAG_BY_NAME: dict[str, Flag] = {f.name: f for f in FLAGS}
+
+
+def flags_text(flags: object, *, meaning: bool = False) -> str:
+    """A ``flags`` value as one line: ``burst_stream (3.03 tokens per chunk); few_samples (...)``;
+    "" when there are none.  ``meaning`` adds what each flag says about the figures."""
+    if not isinstance(flags, dict) or not flags:
+        return ""
+    parts = []
+    for name in sorted(flags, key=lambda n: (list(FLAG_BY_NAME).index(n) if n in FLAG_BY_NAME else len(FLAGS), n)):
+        why = flags[name]
+        text = f"{name} ({why})" if why else str(name)
+        if meaning and name in FLAG_BY_NAME:
+            text += f": {FLAG_BY_NAME[name].meaning}"
+        parts.append(text)
+    return "; ".join(parts)
+
+
 def metric(key: str) -> Metric:
     """The catalogue entry of ``key`` (KeyError when it names none)."""
     return BY_KEY[key]
@@ -242,7 +306,22 @@ def format_value(value: object, sig: int = 4) -> str:
         return "0" if text in {"-0", ""} else text
     if isinstance(value, list | tuple):
         return "/".join(format_value(v, sig) for v in value)
+    if isinstance(value, dict):
+        return flags_text(value)
     return str(value)
 
 
-__all__ = ["BY_KEY", "METRICS", "Metric", "format_value", "keys", "metric"]
+__all__ = [
+    "BURST_TOKENS_PER_CHUNK",
+    "BY_KEY",
+    "FEW_SAMPLES",
+    "FLAGS",
+    "FLAG_BY_NAME",
+    "METRICS",
+    "Flag",
+    "Metric",
+    "flags_text",
+    "format_value",
+    "keys",
+    "metric",
+]

@@ -33,6 +33,7 @@ from autobench.errors import LedgerError, UsageError
 from autobench.ledger.models import BOOT_KEYS, METRIC_KEYS, NewCell, NewRun
 from autobench.recipe import LoadedRecipe
 from autobench.recipe.facts import passed_secrets, pinned_sha
+from autobench.recipe.schema import Recipe
 from autobench.redaction import environment_secrets, redact, redact_tree
 from autobench.samples import Samples
 
@@ -129,6 +130,38 @@ def _cells(facts: RunFacts, metrics: Mapping[str, Any], secrets: Mapping[str, st
     return (NewCell(redact_tree(params, secrets), dict(metrics), facts.samples),)
 
 
+def _stream_interval(recipe: Recipe) -> str | None:
+    """The server's stream interval as the recipe sets it (vLLM's ``--stream-interval``: tokens
+    per streamed chunk, default 1, vllm/v1/engine/output_processor.py), or None."""
+    args = list(recipe.engine.extra_args)
+    for i, arg in enumerate(args):
+        if arg.startswith("--stream-interval="):
+            return arg.split("=", 1)[1]
+        if arg == "--stream-interval" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def with_recipe_flags(metrics: Mapping[str, Any], recipe: Recipe) -> dict[str, Any]:
+    """``metrics`` with the quality flags only the recipe can tell: ``no_drafts`` (speculative
+    decoding configured, requests completed, no draft counted) and, on ``burst_stream``, the
+    server's stream interval when the recipe sets it."""
+    out = dict(metrics)
+    flags = dict(out.get("flags") or {})
+    spec = recipe.speculative
+    if spec is not None and out.get("completed") and out.get("spec_acceptance_length") is None:
+        flags["no_drafts"] = (
+            f"speculative.method {spec.method} configured; the server's /metrics counted no draft (or were not read)"
+        )
+    if "burst_stream" in flags and "stream interval" not in flags["burst_stream"]:
+        interval = _stream_interval(recipe)
+        known = f"server stream interval {interval}" if interval else "server stream interval not set (vLLM: 1)"
+        flags["burst_stream"] = f"{flags['burst_stream']}; {known}"
+    if flags:
+        out["flags"] = flags
+    return out
+
+
 def _pick_sha(given: str | None, recipe_sha: str | None, what: str) -> str | None:
     if given is None:
         return recipe_sha
@@ -158,7 +191,11 @@ def new_run(loaded: LoadedRecipe, script: str, facts: RunFacts, *, env: Mapping[
         return redact(text, secrets) if text else text
 
     metrics = redact_tree(metric_columns(facts.metrics), secrets)
-    cells = _cells(facts, metrics, secrets)
+    if metrics:
+        metrics = with_recipe_flags(metrics, recipe)
+    cells = tuple(
+        NewCell(c.params, with_recipe_flags(c.metrics, recipe), c.samples) for c in _cells(facts, metrics, secrets)
+    )
 
     return NewRun(
         recipe_name=recipe.name,
@@ -200,4 +237,5 @@ __all__ = [
     "metric_columns",
     "new_run",
     "root_cause_text",
+    "with_recipe_flags",
 ]

@@ -105,6 +105,8 @@ class BenchConfig:
     tokenizer: str | None = None
     tokenizer_revision: str | None = None
     scrape_metrics: bool = True
+    #: Refuse to estimate prompt lengths: no tokenizer is an error, never "estimated".
+    require_tokenizer: bool = False
     label: str | None = None
     #: The environment variable holding the server's API key (sent as ``Authorization: Bearer``).
     #: The default is used only when set; a name given explicitly must be set.  Never the value.
@@ -200,6 +202,12 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
     config.check()
     if dataset is None:
         tok, why = choose_tokenizer(config)
+        if tok is None and config.require_tokenizer:
+            raise BenchError(
+                "refusing to estimate prompt lengths (--require-tokenizer): "
+                + (why or "--tokenizer estimated was asked for"),
+                hint="pass --tokenizer REPO|PATH (a tokenizer.json or a model directory), or drop --require-tokenizer",
+            )
         dataset = load_dataset(
             kind=config.dataset_kind,
             path=config.dataset,

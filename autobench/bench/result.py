@@ -26,8 +26,8 @@ from autobench.bench import metrics as M
 from autobench.bench.samples_of import samples_of
 from autobench.digits import load_json
 from autobench.errors import BenchError
+from autobench.metric_catalogue import BURST_TOKENS_PER_CHUNK, FEW_SAMPLES, Metric
 from autobench.metric_catalogue import METRICS as CATALOGUE
-from autobench.metric_catalogue import Metric
 from autobench.samples import Samples
 
 RESULT_FORMAT = "autobench.bench/1"
@@ -117,6 +117,7 @@ def build_result(
             or (cpu_frac is not None and cpu_frac > CLIENT_CPU_FRACTION)
         )
     )
+    data["quality_flags"] = quality_flags(data)
     return BenchResult(_finite(data), samples=samples_of(records, t0))
 
 
@@ -261,6 +262,42 @@ CLIENT_LAG_P99_MS = 5.0
 CLIENT_CPU_FRACTION = 0.75
 
 
+def quality_flags(d: dict[str, Any]) -> dict[str, str]:
+    """The quality flags a result's own fields raise (``autobench.metric_catalogue.FLAGS``), each
+    with why: ours states every field used; a ``vllm bench serve`` result only some of them (no
+    tokenizer fallback, no chunk count), so it raises fewer.  ``no_drafts`` needs the recipe:
+    ``autobench.runrow`` adds it."""
+    flags: dict[str, str] = {}
+    if d.get("tokenizer_id") == "estimated":
+        flags["prompts_estimated"] = str(d.get("tokenizer_fallback") or "asked for: --tokenizer estimated")
+    per_chunk = d.get("mean_tokens_per_chunk")
+    if isinstance(per_chunk, int | float) and per_chunk > BURST_TOKENS_PER_CHUNK:
+        flags["burst_stream"] = f"{per_chunk:.2f} tokens per chunk"
+    else:
+        zeros = [name for name in ("tpot", "itl") if d.get(f"median_{name}_ms") == 0]
+        if zeros and d.get("completed"):
+            zero = " and ".join(f"{n.upper()} median 0 ms" for n in zeros)
+            flags["burst_stream"] = f"{zero}: tokens arrived together"
+    if d.get("client_bound_warning") is True:
+        raw = d.get("client")
+        client: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        lag = (client.get("loop_lag_ms") or {}).get("p99")
+        cpu = client.get("cpu_fraction_of_one_core")
+        bits = [f"event-loop lag p99 {lag:.1f} ms" if isinstance(lag, int | float) else None]
+        bits.append(f"{cpu:.0%} of a core" if isinstance(cpu, int | float) else None)
+        flags["client_bound"] = ", ".join(b for b in bits if b) or "the client was busy"
+    if d.get("time_cap_hit") is True:
+        cap = d.get("max_seconds")
+        done, asked = d.get("completed"), d.get("num_prompts")
+        flags["time_capped"] = (f"max_seconds {cap:g}: " if isinstance(cap, int | float) else "") + (
+            f"{done} of {asked} prompts completed"
+        )
+    done = d.get("completed")
+    if isinstance(done, int) and not isinstance(done, bool) and 0 < done < FEW_SAMPLES:
+        flags["few_samples"] = f"{done} requests completed"
+    return flags
+
+
 def _finite(obj: Any) -> Any:
     """Replace NaN/inf floats by None so the JSON is strict."""
     if isinstance(obj, float) and not math.isfinite(obj):
@@ -304,6 +341,13 @@ def _read(d: dict[str, Any], m: Metric, where: str) -> Any:
     if m.kind == "bool":
         value = d.get(m.result)
         return value if isinstance(value, bool) else None
+    if m.kind == "flags":  # stated by ours; else raised from the fields the result has
+        value = d.get(m.result)
+        if value is None:
+            return quality_flags(d) or None
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            raise BenchError(f"field {m.result!r} must map flag names to text", location=where)
+        return dict(value) or None
     values = d.get(m.result)
     if values is None:
         return None

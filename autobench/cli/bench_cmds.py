@@ -110,6 +110,12 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
     "--tokenizer-revision", default=None, metavar="REV", help="Branch, tag or commit sha of --tokenizer (default main)."
 )
 @click.option(
+    "--require-tokenizer",
+    is_flag=True,
+    help="Refuse to estimate prompt lengths: without a tokenizer the bench fails instead of flagging "
+    "the result prompts_estimated.",
+)
+@click.option(
     "--slo",
     default=None,
     metavar="ttft=MS,tpot=MS,e2el=MS",
@@ -149,6 +155,7 @@ def bench(
     api_key_env: str | None,
     tokenizer: str | None,
     tokenizer_revision: str | None,
+    require_tokenizer: bool,
     slo: str | None,
     result_path: str | None,
     as_json: bool,
@@ -185,6 +192,7 @@ def bench(
         label=label,
         tokenizer=tokenizer,
         tokenizer_revision=tokenizer_revision,
+        require_tokenizer=require_tokenizer,
         slo=parse_slo(slo) if slo is not None else None,
     )
     if api_key_env is not None:  # a name given explicitly must be set
@@ -309,6 +317,9 @@ def _summary_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
     c = d["client"]
     rows.append(("client CPU ms / 1k tokens", _fmt(c["cpu_ms_per_1k_tokens"])))
     rows.append(("event-loop lag p99 (ms)", _fmt(c["loop_lag_ms"]["p99"])))
+    rows.append(("tokens per chunk", _fmt(d.get("mean_tokens_per_chunk"))))
+    flags = d.get("quality_flags") or {}
+    rows.append(("quality flags", ", ".join(flags) if flags else "none"))
     return rows
 
 
@@ -326,6 +337,11 @@ def _print_summary(d: dict[str, Any]) -> None:
             "latencies may be inflated (the result and its verdicts are marked client_bound)",
             err=True,
         )
+    from autobench.metric_catalogue import flags_text
+
+    for name, why in (d.get("quality_flags") or {}).items():
+        if name not in ("client_bound", "prompts_estimated"):  # each has its own warning
+            say(f"warning: FLAG {flags_text({name: why}, meaning=True)}", err=True)
 
 
 @click.command("synthetic-server")

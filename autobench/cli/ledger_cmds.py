@@ -250,7 +250,13 @@ def history(draft: str | None, model: str | None, recipe: str | None, ledger_url
     help="Compare even when the runs' pins differ (the differences head the output).",
 )
 @click.option("--threshold", default="5%", show_default=True, metavar="PCT", help="A change smaller is 'no change'.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap noise band.")
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=int,
+    help="Seed of the per-request bootstrap band (used when a side has one repeat).",
+)
 @ledger_option
 @json_option
 def compare(
@@ -259,9 +265,10 @@ def compare(
     """Compare RUN_A and RUN_B side by side: ratios B/A, then a verdict per cell and metric.
 
     The verdict (faster / slower / no change / inconclusive) weighs the ratio against the
-    threshold and a bootstrap noise band from the repeats or the per-request samples
-    (docs/verdicts.md).  Refuses runs whose pins differ (model, draft, image, engine
-    version, engine arguments, bench parameters), naming each difference, unless --anyway."""
+    threshold and a noise band: a t interval over the repeats (two or more a side), else a
+    seeded bootstrap over the per-request samples (docs/verdicts.md).  Refuses runs whose
+    pins differ (model, draft, image, engine version, engine arguments, bench parameters),
+    naming each difference, unless --anyway."""
     from autobench.ledger.regress import parse_threshold
 
     show_comparison(

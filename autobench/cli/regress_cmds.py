@@ -23,7 +23,13 @@ REGRESSION_EXIT = 1
 )
 @click.option("--current", required=True, metavar="RUN", help="The run under test.")
 @click.option("--threshold", default="5%", show_default=True, metavar="PCT", help="Allowed worsening per metric.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the bootstrap noise band.")
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=int,
+    help="Seed of the per-request bootstrap band (used when a side has one repeat).",
+)
 @ledger_option
 @json_option
 @click.pass_context
@@ -39,7 +45,9 @@ def regress(
     """Exit 1 when CURRENT is slower than BASELINE beyond the threshold and the noise band.
 
     Per cell and metric: throughputs regress when they fall, latencies when they rise; the
-    band is a bootstrap over the repeats or the per-request samples (docs/verdicts.md).
+    band is a t interval over the repeats (two or more a side), else a seeded bootstrap over
+    the per-request samples; without either there is no band and the threshold alone decides
+    (docs/verdicts.md).
     'latest' is the newest DONE run of the same recipe with the same pins before CURRENT."""
     from autobench.ledger import open_ledger
     from autobench.ledger.regress import LATEST_WINDOW, judge, latest_baseline, parse_threshold

@@ -115,6 +115,12 @@ def _echo_err(text: str) -> None:
     default=None,
     help="Progress as a live display (default: when stderr is a terminal) or plain lines.",
 )
+@click.option(
+    "--require-tokenizer",
+    is_flag=True,
+    help="Refuse to estimate prompt lengths: a model without a tokenizer fails the bench instead of "
+    "recording figures flagged prompts_estimated.",
+)
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
 @json_option("Print the outcome (or the plan) as JSON on stdout.")
 @click.pass_context
@@ -143,6 +149,7 @@ def run(
     remote: str | None = None,
     profile: str | None = None,
     live: bool | None = None,
+    require_tokenizer: bool = False,
 ) -> None:
     """Run a recipe end to end and record the outcome in the ledger.
 
@@ -176,6 +183,7 @@ def run(
         remote=remote,
         profile=profile,
         live=live,
+        require_tokenizer=require_tokenizer,
     )
     outcome = run_recipe(recipe, options, echo=_echo_err)
     if as_json:
@@ -201,6 +209,8 @@ def _print_outcome(outcome: Any) -> None:
 
 
 def _outcome_lines(outcome: Any, out: Any) -> None:
+    from autobench.metric_catalogue import flags_text
+
     head = f"{outcome.status} {outcome.plan.recipe_name}"
     if outcome.display_id:
         head += f"  ledger {outcome.display_id}"
@@ -225,6 +235,9 @@ def _outcome_lines(outcome: Any, out: Any) -> None:
             if m.get(k) is not None
         ]
         out("  " + " ".join(parts))
+        flags = m.get("flags") or {}
+        for name, why in flags.items():
+            out(f"  FLAG {flags_text({name: why}, meaning=True)}")
     for note in outcome.notes:
         out(f"  note: {note}")
     out(f"  folder: {shlex.quote(str(outcome.plan.run_dir))}")

@@ -180,6 +180,12 @@ def headline_metrics(cells: Sequence[NewCell]) -> dict[str, object]:
             out[key] = sum(values)
         elif how == "first":
             out[key] = values[0]
+        elif how == "union":  # quality flags: every flag a repeat raised, the first why kept
+            flags: dict[str, Any] = {}
+            for v in values:
+                for name, why in v.items():
+                    flags.setdefault(name, why)
+            out[key] = flags or None
         elif how == "positions":
             width = min(len(v) for v in values)
             out[key] = [math.fsum(v[i] for v in values) / len(values) for i in range(width)]

@@ -52,6 +52,11 @@ def coerce_metric(key: str, value: object) -> object:
     if value is None:
         return None
     kind = METRIC_KINDS[key]
+    if kind == "flags":  # quality flags: name -> why
+        texts = isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(w, str) for k, w in value.items())
+        if not texts:
+            raise TypeError(f"expected flag names mapped to text, got {value!r}")
+        return dict(value)
     if kind != "floats":
         return _coerce(kind, value)
     if not isinstance(value, list | tuple):

@@ -14,6 +14,7 @@ from sqlalchemy import Connection, func, select
 from autobench.errors import LedgerError
 from autobench.ledger.models import BOOT_KEYS, METRIC_KEYS, RUNS, STATUSES, RunRecord
 from autobench.ledger.pins import PinCheck, check_pins
+from autobench.metric_catalogue import flags_text
 
 T = TypeVar("T")
 
@@ -275,6 +276,8 @@ def compare(a: RunRecord, b: RunRecord) -> Comparison:
     ):
         rows.append(CompareRow("run", key, getattr(a, key), getattr(b, key), None))
     for key in COMPARE_METRICS:
+        if key == "flags":  # said in the warnings, with why
+            continue
         va, vb = a.metrics.get(key), b.metrics.get(key)
         if va is None and vb is None:
             continue
@@ -286,7 +289,10 @@ def compare(a: RunRecord, b: RunRecord) -> Comparison:
         rows.append(CompareRow("boot", key, va, vb, _ratio(va, vb)))
     pins = check_pins(a, b)  # concurrency and num_prompts are pins: differing or unknown is said there
     warnings: list[str] = list(pins.notes)
-    for run in (a, b):
+    for side, run in (("A", a), ("B", b)):
         if run.status != "DONE":
             warnings.append(f"run {run.display_id} is {run.status}, not DONE")
+        flagged = flags_text(run.metrics.get("flags"))
+        if flagged:
+            warnings.append(f"{side} {run.display_id}'s figures are flagged: {flagged}")
     return Comparison(a, b, rows, warnings, pins)

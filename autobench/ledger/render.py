@@ -5,6 +5,7 @@ from __future__ import annotations
 from autobench.ledger.models import BOOT_KEYS, CORE_KEYS, METRIC_KEYS, CellRecord, RunRecord
 from autobench.ledger.queries import Comparison, History
 from autobench.ledger.verdict import Verdicts, cell_label
+from autobench.metric_catalogue import flags_text
 
 Table = tuple[list[str], list[list[str]]]
 
@@ -69,9 +70,10 @@ def run_lines(r: RunRecord, *, full: bool = False) -> list[str]:
         else:
             lines.append(f"  {key}: {cell(value)}")
     for title, keys, values in (("metrics", METRIC_KEYS, r.metrics), ("boot", BOOT_KEYS, r.boot)):
-        known = [(k, values.get(k)) for k in keys if values.get(k) is not None]
+        known = [(k, values.get(k)) for k in keys if values.get(k) is not None and k != "flags"]
         lines.append(f"  {title}:" + ("" if known else " (none recorded)"))
         lines.extend(f"    {k}: {cell(v)}" for k, v in known)
+    lines.extend(flag_lines(r.metrics.get("flags"), "  "))
     lines.append(f"  prev_hash: {r.prev_hash}")
     lines.append(f"  row_hash: {r.row_hash}")
     return lines
@@ -87,6 +89,16 @@ CELL_FIGURES: tuple[tuple[str, str], ...] = (
 )
 
 
+def flag_lines(flags: object, indent: str = "") -> list[str]:
+    """A result's quality flags, one line each with why and what it means for the figures
+    (``autobench.metric_catalogue.FLAGS``); [] when none was raised."""
+    if not isinstance(flags, dict) or not flags:
+        return []
+    out = [f"{indent}flags: the figures above are not to be taken at face value"]
+    out += [f"{indent}  {flags_text({name: why}, meaning=True)}" for name, why in flags.items()]
+    return out
+
+
 def cell_lines(cells: list[CellRecord]) -> list[str]:
     """The cells of a grid run, one line each in run order: its parameters, then its figures."""
     if not cells:
@@ -97,7 +109,9 @@ def cell_lines(cells: list[CellRecord]) -> list[str]:
         figures = ", ".join(
             f"{label} {cell(c.metrics[k])}" for k, label in CELL_FIGURES if c.metrics.get(k) is not None
         )
-        lines.append(f"    {c.index + 1}. {params}: {figures or '(no metrics recorded)'}")
+        flagged = flags_text(c.metrics.get("flags"))
+        tail = f"; FLAGS: {flagged}" if flagged else ""
+        lines.append(f"    {c.index + 1}. {params}: {figures or '(no metrics recorded)'}{tail}")
     return lines
 
 
@@ -187,10 +201,12 @@ def verdict_table(v: Verdicts, a_name: str, b_name: str, *, regress: bool = Fals
         row = [c.label] if with_cell else []
         row += [m.metric, compare_cell(m.a), compare_cell(m.b)]
         row.append(f"{m.change:+.1%}" if regress else f"{m.ratio:.3f}x")
-        row += [band_text(m.band), m.label()]
+        # regress without a band judges by the threshold alone: the verdict says "no band", never
+        # "inconclusive" beside REGRESSED
+        row += [band_text(m.band), m.label("no band" if regress and m.method == "none" else None)]
         if regress:
             flag = "REGRESSED" if m.regressed(v.threshold) else "ok"
-            row.append(f"{flag} (no band)" if m.method == "none" and flag != "ok" else flag)
+            row.append(f"{flag} (threshold alone)" if m.method == "none" and flag != "ok" else flag)
         rows.append(row)
     return head, rows
 
@@ -226,6 +242,10 @@ def verdict_notes(v: Verdicts, *, regress: bool = False) -> list[str]:
         for params in cells:
             notes.append(f"cell {cell_label(params)} is only in {side}: not compared")
     for c in v.cells:
+        for side, flags in zip("AB", c.flags, strict=True):
+            shown = {k: w for k, w in flags.items() if k != "client_bound"}
+            if shown:
+                notes.append(f"cell {c.label}: {side}'s figures are flagged: {flags_text(shown)}")
         if any(c.client_bound):
             who = " and ".join(s for s, bound in zip("AB", c.client_bound, strict=True) if bound)
             notes.append(

@@ -35,7 +35,9 @@ Per cell (cells matched by their parameters without ``repeat``) and metric:
   of 200 requests) is inconclusive and never a regression.
 
 A cell either side marked ``client_bound`` (the bench client was the bottleneck,
-docs/bench.md) keeps its verdict but carries the mark everywhere it is shown.
+docs/bench.md), or whose figures carry another quality flag (``burst_stream``,
+``prompts_estimated``, ...: ``autobench.metric_catalogue.FLAGS``), keeps its verdict but
+carries the mark everywhere it is shown ("faster (flagged: burst_stream)").
 
 The random stream of every (cell, metric, side) comes from ``random.Random`` seeded with a
 string built from the seed, the cell and the metric, so a verdict does not depend on which
@@ -108,6 +110,17 @@ class CellData:
     def client_bound(self) -> bool:
         return any(bool(m.get("client_bound")) for m in self.repeats)
 
+    @property
+    def flags(self) -> dict[str, str]:
+        """The quality flags any repeat raised (name -> why; ``autobench.metric_catalogue.FLAGS``)."""
+        out: dict[str, str] = {}
+        for m in self.repeats:
+            raised = m.get("flags")
+            if isinstance(raised, Mapping):
+                for name, why in raised.items():
+                    out.setdefault(str(name), str(why))
+        return out
+
     def values(self, metric: str) -> list[float]:
         return [v for v in (number(m.get(metric)) for m in self.repeats) if v is not None]
 
@@ -122,6 +135,8 @@ class MetricVerdict:
     method: str  # repeats | requests | few (samples, too few of them) | none (no samples, one repeat)
     verdict: str
     client_bound: bool = False
+    #: The quality flags either side's figures carry (besides ``client_bound``), by name.
+    flags: tuple[str, ...] = ()
 
     @property
     def higher_is_better(self) -> bool:
@@ -145,9 +160,14 @@ class MetricVerdict:
             return self.worse_by > threshold
         return self.verdict == SLOWER
 
-    def label(self) -> str:
-        """The verdict as shown: a client-bound cell's verdict always carries the mark."""
-        return f"{self.verdict} (client-bound)" if self.client_bound else self.verdict
+    def label(self, verdict: str | None = None) -> str:
+        """The verdict (or ``verdict`` in its place) as shown: a client-bound or flagged cell's
+        verdict always carries the mark."""
+        marks = ["client-bound"] if self.client_bound else []
+        if self.flags:
+            marks.append("flagged: " + ", ".join(self.flags))
+        shown = verdict or self.verdict
+        return f"{shown} ({'; '.join(marks)})" if marks else shown
 
     def to_json_dict(self, threshold: float | None = None) -> dict[str, object]:
         out: dict[str, object] = {
@@ -160,6 +180,7 @@ class MetricVerdict:
             "method": self.method,
             "verdict": self.verdict,
             "client_bound": self.client_bound,
+            "flags": list(self.flags),
             "higher_is_better": self.higher_is_better,
         }
         if threshold is not None:
@@ -173,6 +194,8 @@ class CellVerdict:
     repeats: tuple[int, int]
     client_bound: tuple[bool, bool]
     metrics: list[MetricVerdict] = field(default_factory=list)
+    #: Each side's quality flags (name -> why).
+    flags: tuple[dict[str, str], dict[str, str]] = ({}, {})
 
     @property
     def label(self) -> str:
@@ -183,6 +206,7 @@ class CellVerdict:
             "params": self.params,
             "repeats": {"a": self.repeats[0], "b": self.repeats[1]},
             "client_bound": {"a": self.client_bound[0], "b": self.client_bound[1]},
+            "flags": {"a": dict(self.flags[0]), "b": dict(self.flags[1])},
             "metrics": [m.to_json_dict(threshold) for m in self.metrics],
         }
 
@@ -483,7 +507,8 @@ def judge_metric(
     if band is None and method != "few":
         method = "none"
     verdict = verdict_of(mb / ma, band, HIGHER_IS_BETTER[metric], threshold)
-    return MetricVerdict(metric, ma, mb, mb / ma, band, method, verdict, a.client_bound or b.client_bound)
+    flags = tuple(sorted({*a.flags, *b.flags} - {"client_bound"}))
+    return MetricVerdict(metric, ma, mb, mb / ma, band, method, verdict, a.client_bound or b.client_bound, flags)
 
 
 def judge_cells(
@@ -509,6 +534,7 @@ def judge_cells(
             cell_a.params,
             (len(cell_a.repeats), len(cell_b.repeats)),
             (cell_a.client_bound, cell_b.client_bound),
+            flags=(cell_a.flags, cell_b.flags),
         )
         # Bonferroni: each metric's band at 1 - (1 - level) / m over the m metrics both sides
         # have, so the chance that any of them reads faster or slower by noise alone stays under

@@ -162,6 +162,11 @@ def cell_table(run_id: Any, cells: Sequence[Any]) -> CellTable | None:
         if bound:  # the bench's self-check (docs/bench.md): these figures measured the client too
             mark = f"client-bound in cell {', '.join(map(str, bound))}: the bench client was the bottleneck"
             note = f"{note}; {mark}" if note else mark
+        for c, m in zip(members, metrics, strict=True):  # every other quality flag, with why
+            raised = {k: w for k, w in (m.get("flags") or {}).items() if k != "client_bound"}
+            if raised:
+                mark = f"cell {int(_attr(c, 'index') or 0) + 1} flagged: {catalogue.flags_text(raised)}"
+                note = f"{note}; {mark}" if note else mark
         values.update(latencies)
         for key in OTHER_KEYS:
             known = [v for v in (_float(m.get(key)) for m in metrics) if v is not None]

@@ -179,6 +179,17 @@ def latest(runs: Sequence[Run], status: str | None = None) -> Run | None:
     return chosen[-1] if chosen else None
 
 
+def run_flags(run: Run | None) -> list[tuple[str, str, str]]:
+    """A run's quality flags (``autobench.metric_catalogue.FLAGS``): (name, why, meaning)."""
+    raised = run.metrics.get("flags") if run is not None else None
+    if not isinstance(raised, Mapping):
+        return []
+    known = catalogue.FLAG_BY_NAME
+    order = list(known)
+    names = sorted(raised, key=lambda n: (order.index(n) if n in order else len(order), str(n)))
+    return [(str(n), str(raised[n]), known[n].meaning if n in known else "") for n in names]
+
+
 # ------------------------------------------------------------------------ figures
 @dataclass(frozen=True)
 class Fig:
@@ -303,6 +314,11 @@ class HistoryRow:
     concurrency: Any
     links: str | None  # "corrects run 2", "supersedes run 1"
 
+    @property
+    def flags(self) -> str | None:
+        """The run's quality flags by name ("burst_stream, few_samples"); None without any."""
+        return ", ".join(name for name, _, _ in run_flags(self.run)) or None
+
 
 @dataclass(frozen=True)
 class LevelRow:
@@ -342,6 +358,11 @@ class RecipeView:
     @property
     def has_runs(self) -> bool:
         return bool(self.runs)
+
+    @property
+    def flags(self) -> list[tuple[str, str, str]]:
+        """The quality flags of the latest DONE run's figures: (name, why, what it means)."""
+        return run_flags(self.latest_done)
 
     def figure(self, key: str) -> Fig:
         """Metric ``key`` of the latest DONE run (missing when there is none)."""
@@ -590,6 +611,11 @@ class IndexRow:
     concurrency: Any
     speedup: Speedup
     root_cause: str | None  # short, for a BLOCKED/FAILED latest run
+
+    @property
+    def flags(self) -> str | None:
+        """The quality flags of the latest DONE run's figures, by name; None without any."""
+        return ", ".join(name for name, _, _ in run_flags(self.latest_done)) or None
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,7 @@ class LocalRuntime(RuntimeBase):
             vllm_exec=o.vllm_exec,
             ready_timeout_s=o.ready_timeout_s,
             grace_s=o.grace_s,
+            require_tokenizer=o.require_tokenizer,
         )
         # The stored script is what this run executes: the compiled docker script, or for the
         # process runtime the command itself (the docker script would not be what ran).
@@ -178,6 +179,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
         slo=b.slo.limits() if b.slo is not None else None,
         tokenizer=tokenizer,
         tokenizer_revision=tokenizer_revision,
+        require_tokenizer=plan.require_tokenizer,
     )
     key_env = bench_api_key_env(recipe)
     if key_env is not None:  # the server demands the key it was given: the bench sends it by name

@@ -47,6 +47,7 @@ class RunOptions:
     profile: str | Path | None = None  # a bench profile file merged onto the recipe's bench:
     live: bool | None = None  # progress: a live display (True), plain lines (False), None: on a terminal
     replay_of: int | None = None  # the run this one replays (autobench replay RUN --run)
+    require_tokenizer: bool = False  # the bench refuses to estimate prompt lengths
 
 
 @dataclass

@@ -210,6 +210,10 @@ def _start(
 def _end(ledger: object, run: Run, row: RowFacts) -> None:
     outcome = run.outcome
     outcome.ended_at = now().isoformat()
+    if outcome.metrics:  # the quality flags only the recipe can tell (no_drafts, ...)
+        from autobench.runrow import with_recipe_flags
+
+        outcome.metrics = with_recipe_flags(outcome.metrics, run.loaded.recipe)
     redact_outcome(outcome, run.redact)  # before it is recorded, written or printed
     record_run(ledger, run.loaded, outcome, run.script, run.env, row, replay_of=run.options.replay_of)
     write_text(run.plan.path(P.OUTCOME_JSON), json.dumps(outcome.to_json_dict(), indent=2) + "\n")

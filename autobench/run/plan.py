@@ -55,6 +55,8 @@ class RunPlan:
     unpinned: tuple[str, ...] = field(default=())
     #: A bench grid's cells in run order (their labels); () for a one-cell recipe.
     cells: tuple[str, ...] = field(default=())
+    #: The bench refuses to estimate prompt lengths (``run --require-tokenizer``).
+    require_tokenizer: bool = False
 
     @property
     def health_url(self) -> str:
@@ -184,6 +186,7 @@ def build_plan(
     ready_timeout_s: float | None = None,
     grace_s: float = 10.0,
     now: datetime | None = None,
+    require_tokenizer: bool = False,
 ) -> RunPlan:
     """Build the plan of a run of ``loaded`` (no I/O)."""
     from autobench.compile import docker_argv, serve_argv
@@ -255,6 +258,7 @@ def build_plan(
         run_dir=run_dir_for(Path(runs_dir), recipe.name, now or datetime.now(UTC)),
         unpinned=tuple(unpinned_refs(loaded)),
         cells=_cell_labels(recipe),
+        require_tokenizer=require_tokenizer,
     )
 
 

@@ -164,7 +164,7 @@ def test_index_shows_a_blocked_recipe_with_its_root_cause_in_short():
     row = next(ln for ln in index.splitlines() if ln.startswith(f"| [{DFLASH}]"))
     assert "| BLOCKED: assertion: AssertionError: page_size_bytes == max_page_size" in row
     assert "…" in row  # in short
-    assert row.count("|") - row.count("\\|") == 11  # one row, 10 cells: no stray pipes
+    assert row.count("|") - row.count("\\|") == 12  # one row, 11 cells: no stray pipes
 
 
 def test_rendering_is_deterministic():
