@@ -181,7 +181,7 @@ def headline_metrics(cells: Sequence[NewCell]) -> dict[str, object]:
         elif how == "first":
             out[key] = values[0]
         elif how == "union":  # quality flags: every flag a repeat raised, the first why kept
-            flags: dict[str, Any] = {}
+            flags: dict[str, object] = {}
             for v in values:
                 for name, why in v.items():
                     flags.setdefault(name, why)

@@ -53,10 +53,11 @@ def coerce_metric(key: str, value: object) -> object:
         return None
     kind = METRIC_KINDS[key]
     if kind == "flags":  # quality flags: name -> why
-        texts = isinstance(value, Mapping) and all(isinstance(k, str) and isinstance(w, str) for k, w in value.items())
-        if not texts:
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(w, str) for k, w in value.items()
+        ):
             raise TypeError(f"expected flag names mapped to text, got {value!r}")
-        return dict(value)
+        return {str(k): str(w) for k, w in value.items()}
     if kind != "floats":
         return _coerce(kind, value)
     if not isinstance(value, list | tuple):
