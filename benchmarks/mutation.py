@@ -311,37 +311,45 @@ class _Mutator:
             for sub in ast.walk(node):
                 self.skip.add(id(sub))
 
+    def mark_definition(self, node: ast.AST) -> None:
+        """A definition's docstring, decorators and annotations."""
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body:
+            first = body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                self.mark(first)  # docstring
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            for decorator in node.decorator_list:
+                self.mark(decorator)  # @dataclass(frozen=True), @lru_cache(maxsize=...): hygiene, not behaviour
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            self.mark(node.returns)
+            for arg in [*node.args.args, *node.args.posonlyargs, *node.args.kwonlyargs]:
+                self.mark(arg.annotation)
+            for arg in (node.args.vararg, node.args.kwarg):
+                if arg is not None:
+                    self.mark(arg.annotation)
+        if isinstance(node, ast.AnnAssign):
+            self.mark(node.annotation)
+
+    def mark_plumbing(self, node: ast.AST) -> None:
+        """``__all__``, imports, ``if TYPE_CHECKING`` / ``__main__`` blocks and log calls."""
+        if isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                self.mark(node)
+        if isinstance(node, ast.ImportFrom | ast.Import):
+            self.mark(node)
+        if isinstance(node, ast.If) and self.text(node.test) in ("TYPE_CHECKING", '__name__ == "__main__"'):
+            self.mark(node)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            obj = node.func.value
+            if isinstance(obj, ast.Name) and obj.id in _LOG_OBJECTS:
+                self.mark(node)
+
     def mark_skipped(self) -> None:
         for node in ast.walk(self.tree):
-            body = getattr(node, "body", None)
-            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body:
-                first = body[0]
-                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                    self.mark(first)  # docstring
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                for decorator in node.decorator_list:
-                    self.mark(decorator)  # @dataclass(frozen=True), @lru_cache(maxsize=...): hygiene, not behaviour
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                self.mark(node.returns)
-                for arg in [*node.args.args, *node.args.posonlyargs, *node.args.kwonlyargs]:
-                    self.mark(arg.annotation)
-                for arg in (node.args.vararg, node.args.kwarg):
-                    if arg is not None:
-                        self.mark(arg.annotation)
-            if isinstance(node, ast.AnnAssign):
-                self.mark(node.annotation)
-            if isinstance(node, ast.Assign | ast.AnnAssign):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
-                    self.mark(node)
-            if isinstance(node, ast.ImportFrom | ast.Import):
-                self.mark(node)
-            if isinstance(node, ast.If) and self.text(node.test) in ("TYPE_CHECKING", '__name__ == "__main__"'):
-                self.mark(node)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                obj = node.func.value
-                if isinstance(obj, ast.Name) and obj.id in _LOG_OBJECTS:
-                    self.mark(node)
+            self.mark_definition(node)
+            self.mark_plumbing(node)
             if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None and self.is_table(node):
                 # A data table (names, patterns): its strings are data, not logic; emptying each
                 # entry in turn would only pin the table.

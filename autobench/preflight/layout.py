@@ -183,14 +183,8 @@ def _check_pair(target: Geometry, draft: Geometry | None) -> None:
         )
 
 
-def plan_layout(target: Geometry, draft: Geometry | None, opts: ServeOptions, chosen: Chosen) -> Layout:
-    """Mirror vLLM's KV-cache layout for the target (+ draft) under one version's rules."""
-    rules = chosen.rules
-    notes: list[str] = [chosen.note] if chosen.note else []
-    _check_pair(target, draft)
-    tp = opts.tensor_parallel_size
-    method = opts.spec_method
-    nspec = opts.num_speculative_tokens if method else 0
+def _check_method(method: str | None, draft: Geometry | None) -> None:
+    """A speculative method preflight covers, with the draft's config when it needs one."""
     if method in DRAFT_METHODS and draft is None:
         raise PreflightError(
             f"cannot predict: speculative method {method} needs the draft's config.json",
@@ -201,6 +195,17 @@ def plan_layout(target: Geometry, draft: Geometry | None, opts: ServeOptions, ch
             f"cannot predict: speculative method {method} is not covered by preflight",
             hint="covered: dflash, eagle, eagle3, draft_model, mtp, ngram, suffix",
         )
+
+
+def plan_layout(target: Geometry, draft: Geometry | None, opts: ServeOptions, chosen: Chosen) -> Layout:
+    """Mirror vLLM's KV-cache layout for the target (+ draft) under one version's rules."""
+    rules = chosen.rules
+    notes: list[str] = [chosen.note] if chosen.note else []
+    _check_pair(target, draft)
+    tp = opts.tensor_parallel_size
+    method = opts.spec_method
+    nspec = opts.num_speculative_tokens if method else 0
+    _check_method(method, draft)
     model_dtype = _model_dtype(target, opts, notes)
     model_bytes = dtype_bytes(model_dtype, what="dtype")
     kv_dtype = opts.kv_cache_dtype if opts.kv_cache_dtype and opts.kv_cache_dtype != "auto" else model_dtype
