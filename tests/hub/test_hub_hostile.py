@@ -123,11 +123,10 @@ def test_a_huge_answer_is_refused_while_it_is_read(hub_url, capsys, repo):
 
 
 def test_a_trickling_answer_is_cut_at_the_deadline_and_says_so(hub_url, capsys):
-    start = time.monotonic()
+    # The message is the deadline's: a client that waited for the trickle to end would say nothing
+    # (and a hang is pytest-timeout's to catch -- no wall-clock bound here).
     err = _one_line(capsys, "hub", "info", "evil/slow", "--timeout", "1")
-    elapsed = time.monotonic() - start
     assert "did not finish answering within 4 s (each read waits at most 1 s)" in err
-    assert elapsed < 20
 
 
 def test_a_json_answer_in_no_utf_encoding_is_one_line(monkeypatch, capsys):

@@ -58,6 +58,7 @@ def test_garbage_mid_file_refuses_record_and_leaves_the_file_unchanged(capsys, t
 
 
 # ------------------------------------------------------------------ special files, memory
+@pytest.mark.integration
 @pytest.mark.parametrize("command", [["ledger", "list"], ["record", str(BASE), "--status", "DONE"]])
 def test_a_fifo_as_ledger_is_refused_without_opening_it(tmp_path, command):
     """`--ledger` at a FIFO hung forever (opening it for reading blocks until a writer comes)."""

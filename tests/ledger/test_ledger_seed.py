@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from autobench.ledger import open_ledger
 from autobench.ledger.migrations import LATEST
 from autobench.ledger.models import V3_BOOT_KEYS
@@ -84,6 +86,7 @@ def test_seed_states_what_the_page_states():
                 assert run.boot[key] is None, (run.id, key)
 
 
+@pytest.mark.integration
 def test_seed_script_refuses_to_overwrite(tmp_path):
     target = tmp_path / "x.db"
     target.write_text("keep me")
@@ -92,6 +95,7 @@ def test_seed_script_refuses_to_overwrite(tmp_path):
     assert target.read_text() == "keep me"
 
 
+@pytest.mark.integration
 def test_history_draft_answers_on_a_fresh_clone(tmp_path):
     clone = tmp_path / "clone"
     clone.mkdir()

