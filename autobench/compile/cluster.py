@@ -3,17 +3,24 @@
 ``compile_cluster(loaded, hosts=None, remote=None) -> dict[filename, text]``:
 
 ``node-K.sh``  everything that happens on node K, as subcommands the driver sends it
-               (``start``, ``joinable``, ``cluster``, ``serve``, ``alive``, ``ready``,
-               ``bench``, ``logs``, ``stop``).  Node 0 is the head.
-``driver.sh``  runs on the machine you start it from: starts the head, waits until it
-               can take workers, starts the workers, waits for the cluster to form (Ray)
-               and for the server to be ready, benches from the head, and tears every
-               node down on exit or failure.  It reaches node K by piping ``node-K.sh`` to
-               ``$AUTOBENCH_REMOTE HOST bash -s -- ACTION`` (default ``ssh -o BatchMode=yes``;
-               tests replace it with a local command).  It writes ``$AUTOBENCH_OUT/status``
-               (``status=DONE|BLOCKED|FAILED|ABORTED`` and ``cause=...``) and the bench
-               result JSON ``$AUTOBENCH_OUT/bench.json``; exit 0 DONE, 3 BLOCKED, 4 FAILED,
-               130 ABORTED.
+               (``claim``, ``start``, ``joinable``, ``cluster``, ``serve``, ``alive``,
+               ``ready``, ``bench``, ``serverlog``, ``logs``, ``stop``).  Node 0 is the head.
+               ``claim HOLDER`` is the node guard: a lock folder per engine port on the
+               node names the run holding it; a second run is refused with that name.
+``driver.sh``  runs on the machine you start it from (``all``, the default): claims every
+               node, starts the head, waits until it can take workers, starts the workers,
+               waits for the cluster to form (Ray) and for the server to be ready, benches
+               from the head, and tears every node down on exit, failure or a signal.
+               ``up``, ``watch``, ``down`` and ``serverlog`` are those steps one at a time
+               (``autobench run`` drives them and benches in-process).  It reaches node K by
+               piping the recipe's secrets (export lines) and ``node-K.sh`` to
+               ``$AUTOBENCH_REMOTE HOST bash -s -- ACTION`` (:data:`DEFAULT_REMOTE`; tests
+               replace it with a local command); exit status 255 of that command is an
+               unreachable node, any other failure of ``alive`` a stopped one.  It writes
+               ``$AUTOBENCH_OUT/status`` (``status=DONE|READY|BLOCKED|FAILED|REFUSED|ABORTED``
+               and ``cause=...``), ``$AUTOBENCH_OUT/left`` (what may still run after a failed
+               teardown) and the bench result JSON ``$AUTOBENCH_OUT/bench.json``; exit 0 DONE,
+               3 BLOCKED, 4 FAILED, 5 REFUSED, 130 ABORTED.
 
 Executors: ``native`` is vLLM's own multi-node mode (every node runs ``vllm serve`` with
 ``--nnodes N --node-rank K --master-addr HEAD --master-port P``; workers add ``--headless``);
@@ -47,10 +54,15 @@ from autobench.recipe.schema import HOST_RE
 if TYPE_CHECKING:
     from autobench.recipe.schema import Recipe
 
-DEFAULT_REMOTE = "ssh -o BatchMode=yes"
+#: How the driver reaches a node: no password prompt, a connect timeout and keep-alives, so a
+#: node whose link drops is "unreachable" (ssh exits 255) in ~15 s, not after TCP's minutes.
+DEFAULT_REMOTE = "ssh -o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=3"
 #: Exit codes of the driver.
 EXIT_BLOCKED = 3
 EXIT_FAILED = 4
+EXIT_REFUSED = 5  # the node guard: a node is held by another run
+#: Exit code of ``node-K.sh claim`` when another run holds the node (EX_TEMPFAIL).
+EXIT_HELD = 75
 
 
 def cluster_hosts(loaded: LoadedRecipe, hosts: list[str] | None) -> list[str]:
@@ -186,6 +198,8 @@ def _node_script(loaded: LoadedRecipe, rank: int, hosts: list[str], version: str
             head=rank == 0,
             ray=recipe.topology.executor == "ray",
             container=f"{container_name(recipe)}-node{rank}",
+            port=recipe.engine.port,
+            exit_held=EXIT_HELD,
             secrets=list(recipe.secrets),
             docker=_node_docker(recipe, loaded.mods, rank, hosts[0]),
             serve=_ray_serve(recipe, loaded.mods) if rank == 0 else [],
@@ -233,6 +247,11 @@ def compile_cluster(
             cluster_timeout_s=str(math.ceil(t.cluster_timeout_s)),
             exit_blocked=EXIT_BLOCKED,
             exit_failed=EXIT_FAILED,
+            exit_refused=EXIT_REFUSED,
+            exit_held=EXIT_HELD,
+            port=recipe.engine.port,
+            containers=[f"{container_name(recipe)}-node{k}" for k in range(t.nodes)],
+            secrets=list(recipe.secrets),
         )
     )
     return files
@@ -242,6 +261,8 @@ __all__ = [
     "DEFAULT_REMOTE",
     "EXIT_BLOCKED",
     "EXIT_FAILED",
+    "EXIT_HELD",
+    "EXIT_REFUSED",
     "cluster_hosts",
     "compile_cluster",
     "is_host",

@@ -1,12 +1,20 @@
-"""``autobench run`` of a multi-node recipe: compile the node scripts and the driver into the run
-folder, run the driver, and record its outcome in the ledger.
+"""``autobench run`` of a multi-node recipe: its compiled driver brings the nodes up, autobench
+benches the head in-process (every cell of the grid, raw samples, the tokenizer, as a
+single-node run), the driver watches the nodes during the bench and tears them down.
 
-The driver (autobench/compile/cluster.py) does the orchestration: it reaches every host through
-the remote command (``--remote``, env ``AUTOBENCH_REMOTE``, default ssh), starts the head, waits
-for the cluster, starts the workers, waits for readiness, benches from the head and tears every
-node down on exit or failure.  It leaves ``status`` (DONE / BLOCKED / FAILED / ABORTED and the
-cause) and ``bench.json`` in the run folder; this module turns them into a ledger row whose
-script snapshot is the driver followed by every node script.
+    driver.sh up        claim every node (the node guard), start them, wait for the server
+    driver.sh watch     (during the bench) every node still runs and answers, else FAILED
+    bench cells         autobench.run.local's bench loop against http://HEAD:PORT
+    driver.sh down      the head's log fetched back into server.log, every node torn down
+                        (retried; what may still run where is recorded)
+
+The driver (autobench/compile/cluster.py) reaches every host through the remote command
+(``--remote``, env ``AUTOBENCH_REMOTE``, default ssh with connect and keep-alive timeouts).
+Each driver phase runs in its own process group; every group is killed before anything in the
+run folder is read, so nothing writes there after the row.  A signal (SIGINT, SIGTERM, SIGHUP)
+during ``up`` reaches the driver's trap, which tears the started nodes down; during the bench
+the run tears them down itself.  A node another run holds refuses the run (one line naming the
+holder, nothing recorded).
 """
 
 from __future__ import annotations
@@ -16,21 +24,34 @@ import os
 import platform
 import shlex
 import signal
+import socket
 import subprocess
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from autobench.errors import RunError
 from autobench.recipe import LoadedRecipe
 from autobench.run import plan as P
-from autobench.run.outcome import Echo, RowFacts, RunOptions, now
+from autobench.run.collect import log_cause, log_facts, redact_files
+from autobench.run.outcome import Echo, RowFacts, RunOptions, RunOutcome, now
 from autobench.run.plan import RunPlan, run_dir_for, unpinned_refs
 from autobench.run.protocol import Compiled, Run, RuntimeBase
 from autobench.run.signals import RunInterrupted
 
+if TYPE_CHECKING:
+    from autobench.run.local import BenchThread
+
 DRIVER_LOG = "driver.log"
 STATUS_FILE = "status"
+LEFT_FILE = "left"
+#: Root causes the head's log may state better (a bad flag makes the head "stop").
+VAGUE = ("node_lost", "not_ready", "bench_failed")
+
+
+class NodesLost(Exception):
+    """The node watch ended during the bench: a node stopped or became unreachable."""
 
 
 def read_status(path: Path) -> tuple[str, str]:
@@ -41,7 +62,7 @@ def read_status(path: Path) -> tuple[str, str]:
         return "FAILED", "the driver left no status"
     fields = dict(line.split("=", 1) for line in lines if "=" in line)
     status = fields.get("status", "")
-    if status not in ("DONE", "BLOCKED", "FAILED", "ABORTED"):
+    if status not in ("DONE", "READY", "BLOCKED", "FAILED", "REFUSED", "ABORTED"):
         return "FAILED", "the driver left no status"
     return status, fields.get("cause", "")
 
@@ -51,6 +72,8 @@ def cause_category(status: str, cause: str) -> str | None:
         return None
     if status == "ABORTED":
         return "interrupted"
+    if " unreachable " in f" {cause} ":
+        return "node_unreachable"
     if " stopped " in f" {cause} ":
         return "node_lost"
     if status == "BLOCKED":
@@ -67,7 +90,7 @@ def cluster_plan(loaded: LoadedRecipe, options: RunOptions, hosts: list[str]) ->
         digest=loaded.digest,
         runtime="docker",
         server_argv=("bash", str(run_dir / "driver.sh")),
-        teardown="the driver's trap: node-K.sh stop on every started node, last first",
+        teardown="driver.sh down: node-K.sh stop on every node, last first",
         container_name=None,
         env={},
         secret_names=tuple(recipe.secrets),
@@ -80,6 +103,20 @@ def cluster_plan(loaded: LoadedRecipe, options: RunOptions, hosts: list[str]) ->
         run_dir=run_dir,
         unpinned=tuple(unpinned_refs(loaded)),
     )
+
+
+class _Watched:
+    """The "server" the bench loop asks after each cell: the nodes, through the watch."""
+
+    def __init__(self, watch: subprocess.Popen[bytes]):
+        self.watch = watch
+
+    def exit_code(self) -> int | None:
+        return None  # the head's /health answers for the server; the watch for the nodes
+
+    def check(self) -> None:
+        if self.watch.poll() is not None:
+            raise NodesLost
 
 
 class ClusterRuntime(RuntimeBase):
@@ -107,48 +144,75 @@ class ClusterRuntime(RuntimeBase):
 
     def execute(self, run: Run) -> RowFacts:
         plan, outcome, echo = run.plan, run.outcome, run.echo
-        run_dir = plan.run_dir
-        loaded = run.loaded
-        child_env = {**run.env, "AUTOBENCH_OUT": str(run_dir), "AUTOBENCH_REMOTE": self.remote}
-        t = loaded.recipe.topology
-        budget = t.cluster_timeout_s + plan.ready_timeout_s + (loaded.recipe.bench.max_seconds or 3600) + 600
-        echo(f"run {plan.recipe_name}: {t.nodes} nodes ({t.executor}) {' '.join(self.hosts)}, folder {run_dir}")
-        with (run_dir / DRIVER_LOG).open("wb") as log:
-            with run.guard.deferred():  # the driver is started before a signal can stop it
-                proc = subprocess.Popen(
-                    ["bash", str(run_dir / "driver.sh")],
-                    stdin=subprocess.DEVNULL,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=child_env,
-                    start_new_session=True,
+        t = run.loaded.recipe.topology
+        echo(f"run {plan.recipe_name}: {t.nodes} nodes ({t.executor}) {' '.join(self.hosts)}, folder {plan.run_dir}")
+        driver = _Driver(run, self.remote)
+        try:
+            self._run(run, driver)
+        finally:
+            driver.end()  # every driver process group gone before the folder is read
+        redact_files([plan.path(DRIVER_LOG), plan.path(P.SERVER_LOG)], run.secrets)
+        left = _left(plan.path(LEFT_FILE))
+        if left:
+            outcome.notes.append("may still run: " + "; ".join(left))
+            if outcome.status != "DONE" and outcome.root_cause_message:
+                outcome.root_cause_message += " (may still run: " + "; ".join(left) + ")"
+        log_cause(outcome, log_facts(plan.run_dir, outcome), VAGUE)
+        return self._row(run.loaded)
+
+    def _run(self, run: Run, driver: _Driver) -> None:
+        from autobench.recipe.grid import cells
+        from autobench.run.local import _bench, _on_terminal, bench_config
+
+        plan, outcome, guard = run.plan, run.outcome, run.guard
+        phase = "boot"
+        up = None
+        try:
+            with guard.deferred():  # the driver exists before a signal can stop it
+                up = driver.start("up")
+            up.wait()
+            up = None
+            status, cause = read_status(plan.path(STATUS_FILE))
+            if status == "REFUSED":
+                raise RunError(
+                    f"refused: {cause}",
+                    hint="wait until that run ends, or stop it (driver.sh down in its run folder); nothing recorded",
                 )
-            try:
-                proc.wait(timeout=budget)
-            except subprocess.TimeoutExpired:
-                run.guard.disarm()
-                _stop_driver(proc)
-                outcome.notes.append(f"the driver ran past {budget:g}s and was stopped")
-            except RunInterrupted as exc:
-                run.guard.disarm()
-                echo(f"interrupted by {exc.signame}; the driver tears every node down")
-                outcome.signal = exc.signame
-                _stop_driver(proc)
-            finally:
-                run.guard.disarm()
-        text = (run_dir / DRIVER_LOG).read_text(encoding="utf-8", errors="replace")
-        (run_dir / DRIVER_LOG).write_text(run.redact(text), encoding="utf-8")
-        status, cause = read_status(run_dir / STATUS_FILE)
+            if status != "READY":
+                self._driver_outcome(outcome, status, cause)
+                return
+            phase = "bench"
+            watch = driver.start("watch")
+            configs = [(cell, bench_config(run.loaded, plan, cell)) for cell in cells(run.loaded.recipe)]
+            live = run.options.live if run.options.live is not None else _on_terminal()
+            watched = _Watched(watch)
+            outcome.status, error = _bench(
+                configs, plan, watched, outcome, run.echo, driver.bench_threads, live, watch=watched.check
+            )
+            if error:
+                outcome.root_cause_category, outcome.root_cause_message = "bench_failed", error
+        except NodesLost:
+            guard.disarm()
+            status, cause = read_status(plan.path(STATUS_FILE))
+            self._driver_outcome(outcome, "FAILED", cause if status == "FAILED" else "a node was lost during the bench")
+        except RunInterrupted as exc:
+            guard.disarm()
+            outcome.status, outcome.signal = "ABORTED", exc.signame
+            outcome.root_cause_category = "interrupted"
+            outcome.root_cause_message = f"interrupted by {exc.signame} during {phase}"
+            run.echo(f"interrupted by {exc.signame} during {phase}; tearing every node down")
+            if up is not None:  # its trap tears the started nodes down
+                driver.stop(up)
+        finally:
+            guard.disarm()
+            if phase == "bench":
+                driver.down()
+
+    @staticmethod
+    def _driver_outcome(outcome: RunOutcome, status: str, cause: str) -> None:
         outcome.status = status
         outcome.root_cause_category = cause_category(status, cause)
-        outcome.root_cause_message = cause if status != "DONE" else None
-        if status == "DONE":
-            outcome.metrics = _metrics(run_dir / P.BENCH_JSON, outcome)
-            if not outcome.metrics.get("completed"):
-                outcome.status = "FAILED"
-                outcome.root_cause_category = "bench_failed"
-                outcome.root_cause_message = "no request completed"
-        return self._row(loaded)
+        outcome.root_cause_message = cause or None
 
     def _row(self, loaded: LoadedRecipe) -> RowFacts:
         from autobench.recipe.imageref import parse_image_ref
@@ -172,33 +236,74 @@ class ClusterRuntime(RuntimeBase):
         return RowFacts(host_facts=host_facts, image=image, image_digest=digest)
 
 
-def _stop_driver(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM to the driver's process group (its trap tears the nodes down), SIGKILL after 120 s."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
+class _Driver:
+    """The driver's phases as child processes, each in its own process group, all appending to
+    driver.log; :meth:`end` kills whatever is left of every group."""
+
+    def __init__(self, run: Run, remote: str):
+        self.run = run
+        holder = f"{run.plan.recipe_name}:{run.plan.run_dir.name}@{socket.gethostname()}:pid{os.getpid()}"
+        self.env = {
+            **run.env,
+            "AUTOBENCH_OUT": str(run.plan.run_dir),
+            "AUTOBENCH_REMOTE": remote,
+            "AUTOBENCH_HOLDER": holder,
+        }
+        self.groups: list[subprocess.Popen[bytes]] = []
+        self.bench_threads: list[BenchThread] = []
+
+    def start(self, mode: str) -> subprocess.Popen[bytes]:
+        with self.run.plan.path(DRIVER_LOG).open("ab") as log:
+            proc = subprocess.Popen(
+                ["bash", str(self.run.plan.path("driver.sh")), mode],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                env=self.env,
+                start_new_session=True,
+            )
+        self.groups.append(proc)
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes], grace_s: float = 120) -> None:
+        """SIGTERM to the phase's group (the driver's trap tears down), SIGKILL after ``grace_s``."""
+        _signal_group(proc, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait()
+
+    def down(self) -> None:
+        """End the watch; ``driver.sh down`` fetches the head's log and tears every node down."""
+        for proc in self.groups:
+            if proc.poll() is None:
+                self.stop(proc, grace_s=30)
+        self.start("down").wait()
+        while self.bench_threads:  # an abandoned bench ends once the head is gone
+            self.bench_threads.pop().join(10)
+
+    def end(self) -> None:
+        for proc in self.groups:
+            if proc.poll() is None:
+                self.stop(proc)
+            _signal_group(proc, signal.SIGKILL)  # anything the phase left behind (an ssh child)
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+def _left(path: Path) -> list[str]:
     try:
-        proc.wait(timeout=120)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except OSError:
+        return []
 
 
 def _driver_first(item: tuple[str, str]) -> tuple[int, str]:
     return (0 if item[0] == "driver.sh" else 1, item[0])
-
-
-def _metrics(path: Path, outcome: Any) -> dict[str, Any]:
-    from autobench.bench.result import load_result_json
-    from autobench.errors import AutobenchError
-    from autobench.runrow import metric_columns
-
-    try:
-        norm = load_result_json(path)
-    except (AutobenchError, OSError, ValueError) as exc:
-        outcome.notes.append(f"bench result not read: {exc}")
-        return {}
-    return metric_columns(norm)
 
 
 __all__ = ["DRIVER_LOG", "ClusterRuntime", "cause_category", "read_status"]

@@ -323,6 +323,7 @@ def _bench(
     echo: Echo,
     threads: list[BenchThread],
     live: bool = False,
+    watch: Callable[[], None] | None = None,
 ) -> tuple[str, str | None]:
     """Bench every cell of the grid, in run order, on the one server.  Each finished cell goes
     into ``outcome.cells`` as soon as it ends, so an interrupt keeps it; the first cell that
@@ -343,7 +344,11 @@ def _bench(
                 progress.start_cell(cell.index, cell.label())
             worker = BenchThread(run_bench, cfg, progress=progress.update if many else None)
             threads.append(worker)  # joined by execute_local after teardown
-            worker.wait(progress.tick if many else None)  # a signal interrupts this wait, never the bench's loop
+            # A signal interrupts this wait, never the bench's loop; ``watch`` (a multi-node run's
+            # node watch) raises out of it when a node is lost.
+            worker.wait(_ticks(progress.tick if many else None, watch))
+            if watch is not None:
+                watch()
             if isinstance(worker.error, AutobenchError):
                 return "FAILED", f"bench failed{_in(cell, many)}: {worker.error}"
             if worker.error is not None:  # a bug in the client must not lose the run: record it as FAILED
@@ -373,6 +378,18 @@ def _bench(
         progress.close()
         if outcome.cells:
             outcome.metrics = sweep_metrics(outcome.cells)
+
+
+def _ticks(*ticks: Callable[[], None] | None) -> Callable[[], None] | None:
+    chosen = [t for t in ticks if t is not None]
+    if not chosen:
+        return None
+
+    def tick() -> None:
+        for t in chosen:
+            t()
+
+    return tick
 
 
 def _in(cell: Any, many: bool) -> str:

@@ -16,7 +16,6 @@ exit 4 -> FAILED, CANCELLED -> ABORTED (cause ``slurm_cancelled``), TIMEOUT -> F
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -30,14 +29,14 @@ from autobench.digits import is_digits
 from autobench.errors import RunError
 from autobench.recipe import LoadedRecipe
 from autobench.run import plan as P
+from autobench.run.collect import log_cause, log_facts, redact_files
 from autobench.run.outcome import Echo, RowFacts, RunOptions, RunOutcome
-from autobench.run.outcome import write_text as _write
 from autobench.run.plan import RunPlan
 from autobench.run.protocol import Compiled, Run, RuntimeBase
 from autobench.run.signals import RunInterrupted
 
 if TYPE_CHECKING:
-    from autobench.runrow import RootCause
+    pass
 
 #: Job states after which nothing more happens to the job.
 TERMINAL = frozenset(
@@ -255,40 +254,6 @@ def _metrics(run_dir: Path) -> tuple[dict[str, Any], str | None]:
     return metric_columns(norm), norm.get("tokenizer")
 
 
-def redact_outputs(run_dir: Path, secrets: Mapping[str, str]) -> None:
-    """The job wrote server.log and slurm-*.out itself: redact them in place before anything
-    reads or keeps them (secret values, token shapes)."""
-    from autobench.redaction import redact
-
-    for path in [run_dir / P.SERVER_LOG, *sorted(run_dir.glob("slurm-*.out"))]:
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        clean = redact(text, secrets)
-        if clean != text:
-            _write(path, clean)
-
-
-def _log_facts(run_dir: Path, outcome: RunOutcome) -> RootCause | None:
-    """Boot facts into the outcome; the log's root cause (or None)."""
-    from autobench.errors import AutobenchError
-    from autobench.logs import parse_log
-    from autobench.runrow import boot_columns, log_root_cause
-
-    log = run_dir / P.SERVER_LOG
-    if not log.is_file():
-        return None
-    try:
-        doc = parse_log(log).to_json_dict()
-    except AutobenchError as exc:
-        outcome.notes.append(f"log not parsed: {exc}")
-        return None
-    _write(run_dir / P.LOG_JSON, json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
-    outcome.boot = boot_columns(doc)
-    return log_root_cause(doc)
-
-
 class SlurmRuntime(RuntimeBase):
     """``--runtime slurm``: the compiled sbatch script, submitted and followed (the module doc)."""
 
@@ -341,20 +306,17 @@ class SlurmRuntime(RuntimeBase):
             info = wait_end(job_id, env) or JobInfo(job_id, "CANCELLED", None, None, None, None, None, None)
         finally:
             run.guard.disarm()
-        redact_outputs(run_dir, run.secrets)
+        redact_files([run_dir / P.SERVER_LOG, *sorted(run_dir.glob("slurm-*.out"))], run.secrets)
         phase = _phase(run_dir)
         outcome.metrics, outcome.tokenizer = _metrics(run_dir)
-        rc = _log_facts(run_dir, outcome)
+        rc = log_facts(run_dir, outcome)
         status, category, message = classify(info, phase, outcome)
         if interrupted:
             outcome.signal = interrupted
             message = f"interrupted by {interrupted} during {phase}; {message}"
-        if status in ("BLOCKED", "FAILED") and rc and category in ("not_ready", "bench_failed"):
-            outcome.notes.append(message or "")
-            category, message = rc.category, rc.message
-            outcome.root_cause_detail = rc.detail
         outcome.status = status
         outcome.root_cause_category, outcome.root_cause_message = category, message
+        log_cause(outcome, rc, ("not_ready", "bench_failed"))
         outcome.notes.insert(0, f"slurm job {job_id} on {info.nodes or '?'}: {info.state}")
         container = self.options.container
         return RowFacts(

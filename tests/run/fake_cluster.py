@@ -1,7 +1,10 @@
 """Fakes for the multi-node driver tests: no second machine, Docker engine or GPU exists here.
 
-``remote``  stands in for ssh: ``remote HOST bash -s -- ACTION`` runs the command locally with
-            FAKE_HOST=HOST and a per-host docker state folder, so every "host" is this machine.
+``remote``  stands in for ssh: ``remote HOST bash -s -- ACTION`` runs the command locally in a
+            fresh environment (as an ssh session: secrets arrive only on stdin) with
+            FAKE_HOST=HOST, a per-host docker state folder and a per-host node-guard lock folder,
+            so every "host" is this machine; with a file ``$FAKE_ROOT/HOST.unreachable`` it
+            exits 255 as ssh does when the host cannot be reached.
 ``docker``  (this file, run as a script) emulates what node-K.sh uses: ``run -d --name N ...``
             starts the REAL synthetic server on the head host (FAKE_HEAD_HOST) at the engine's
             --port serving --served-model-name, and a stub process (sleep) on a worker host;
@@ -22,10 +25,16 @@ from pathlib import Path
 REMOTE = """#!/usr/bin/env bash
 host=$1
 shift
-export FAKE_HOST="$host"
-export FAKE_DOCKER_STATE="$FAKE_ROOT/$host"
-mkdir -p "$FAKE_DOCKER_STATE"
-exec "$@"
+if [ -e "$FAKE_ROOT/$host.unreachable" ]; then
+  echo "ssh: connect to host $host port 22: Connection timed out" >&2
+  exit 255
+fi
+mkdir -p "$FAKE_ROOT/$host"
+# A fresh environment, as an ssh session has: the driver's secrets arrive only on stdin.
+exec env -i PATH="$PATH" HOME="$HOME" PYTHONPATH="${PYTHONPATH:-}" FAKE_ROOT="$FAKE_ROOT" \
+  FAKE_HEAD_HOST="${FAKE_HEAD_HOST:-}" FAKE_BOOT_DELAY="${FAKE_BOOT_DELAY:-0}" \
+  FAKE_SERVER_ARGS="${FAKE_SERVER_ARGS:-}" FAKE_HOST="$host" FAKE_DOCKER_STATE="$FAKE_ROOT/$host" \
+  AUTOBENCH_LOCK_DIR="$FAKE_ROOT/$host/locks" "$@"
 """
 
 
@@ -76,9 +85,13 @@ def main() -> int:
                 _opt(argv, "--served-model-name") or "x",
                 "--boot-delay",
                 os.environ.get("FAKE_BOOT_DELAY", "0"),
+                *os.environ.get("FAKE_SERVER_ARGS", "").split(),
             ]
         else:  # a worker: a stub that just runs (killed by rm -f, or by the test)
             cmd = [sys.executable, "-c", "import time; time.sleep(120)"]
+        # which secrets (--env NAME) reached the node, by name: a value is never written
+        names = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--env", "-e") and "=" not in argv[i + 1]]
+        (state / f"{name}.env").write_text(json.dumps({n: bool(os.environ.get(n)) for n in names}))
         log = (state / f"{name}.log").open("wb")
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         (state / f"{name}.pid").write_text(str(proc.pid))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -37,7 +38,9 @@ SHA = "6c7242c934a9870d7c59c05240bdbb2467cc1394"
 
 
 def cluster_recipe(port: int, nodes: int, *, executor: str = "native", hosts: bool = True) -> str:
-    names = ", ".join(f"node-{chr(97 + k)}" for k in range(nodes))
+    # Every "host" is this machine: distinct loopback addresses, so the bench (run from here)
+    # reaches the head at http://HEAD:PORT as it would reach a real head.
+    names = ", ".join(f"127.0.0.{k + 1}" for k in range(nodes))
     return f"""\
 name: cluster-{nodes}
 model:
@@ -70,7 +73,7 @@ def _env(tmp_path: Path, bindir: Path, **extra: str) -> dict[str, str]:
     env.update(
         PATH=f"{bindir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{env['PATH']}",
         FAKE_ROOT=str(tmp_path / "hosts"),
-        FAKE_HEAD_HOST="node-a",
+        FAKE_HEAD_HOST="127.0.0.1",
         AUTOBENCH_POLL_S="0.2",
         **extra,
     )
@@ -102,7 +105,7 @@ def test_compile_writes_a_driver_and_one_script_per_node(tmp_path, nodes):
     head = (out / "node-0.sh").read_text()
     worker = (out / f"node-{nodes - 1}.sh").read_text()
     assert f"--nnodes {nodes}" in head and "--node-rank 0" in head and "--headless" not in head
-    assert f"--node-rank {nodes - 1}" in worker and "--master-addr node-a" in worker and "--headless" in worker
+    assert f"--node-rank {nodes - 1}" in worker and "--master-addr 127.0.0.1" in worker and "--headless" in worker
     assert "--network host" in worker and "autobench bench" not in worker
     driver = (out / "driver.sh").read_text()
     assert "ssh -o BatchMode=yes" in driver and f"NODES={nodes}" in driver
@@ -113,7 +116,7 @@ def test_ray_executor_starts_ray_nodes_and_serves_from_the_head(tmp_path):
     recipe.write_text(cluster_recipe(8000, 2, executor="ray"))
     files = compile_cluster(load_recipe(recipe))
     assert "ray start --head --port=6379 --block" in files["node-0.sh"]
-    assert "ray start --address=node-a:6379 --block" in files["node-1.sh"]
+    assert "ray start --address=127.0.0.1:6379 --block" in files["node-1.sh"]
     assert "--distributed-executor-backend ray" in files["node-0.sh"]
     assert "--nnodes" not in files["node-0.sh"]
     assert 'on_node 0 cluster "$NODES"' in files["driver.sh"]
@@ -149,13 +152,21 @@ def test_four_node_run_reaches_done(tmp_path):
     assert out.startswith("DONE cluster-4")
     (row,) = ledger_rows(tmp_path)
     assert row.status == "DONE" and row.metrics["completed"] == 8
-    assert row.host_facts["hosts"] == ["node-a", "node-b", "node-c", "node-d"]
+    assert row.host_facts["hosts"] == ["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"]
     assert row.script_snapshot.startswith("# ===== driver.sh") and "# ===== node-3.sh" in row.script_snapshot
     run_dir = next((tmp_path / "runs").iterdir())
-    assert (run_dir / "status").read_text().startswith("status=DONE")
+    assert (run_dir / "status").read_text().startswith("status=READY")  # `driver.sh up`; autobench benched
+    # a first-class row: the cell with its raw samples, boot facts from the head's log fetched back
+    from autobench.ledger import open_ledger
+
+    with open_ledger(tmp_path / "ledger.db", create=False) as book:
+        (cell,) = book.cells(row.id)
+    assert cell.samples is not None and cell.samples.count("ok") == 8
+    assert row.boot["architecture"] == "SyntheticForCausalLM" and row.tokenizer
+    assert "synthetic" in (run_dir / "server.log").read_text().lower()
     assert json.loads((run_dir / "bench.json").read_text())["completed"] == 8
     # every node was started, then torn down; nothing is left running
-    for k, host in enumerate(["node-a", "node-b", "node-c", "node-d"]):
+    for k, host in enumerate(["127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"]):
         calls = [json.loads(x) for x in (tmp_path / "hosts" / host / "calls.jsonl").read_text().splitlines()]
         verbs = [c[0] for c in calls]
         assert "run" in verbs and verbs[-1] == "rm", (host, verbs)
@@ -171,8 +182,8 @@ def test_killing_a_worker_tears_every_node_down_and_records_the_cause(tmp_path):
     recipe.write_text(cluster_recipe(port, 2))
     # The head "loads the model" for 20 s; the worker is killed while the driver waits for readiness.
     proc = _run(tmp_path, recipe, _env(tmp_path, bindir, FAKE_BOOT_DELAY="20"))
-    worker_pid = tmp_path / "hosts" / "node-b" / "autobench-cluster-2-node1.pid"
-    head_pid = tmp_path / "hosts" / "node-a" / "autobench-cluster-2-node0.pid"
+    worker_pid = tmp_path / "hosts" / "127.0.0.2" / "autobench-cluster-2-node1.pid"
+    head_pid = tmp_path / "hosts" / "127.0.0.1" / "autobench-cluster-2-node0.pid"
 
     def kill_worker() -> None:
         deadline = time.monotonic() + 60
@@ -195,10 +206,144 @@ def test_killing_a_worker_tears_every_node_down_and_records_the_cause(tmp_path):
     (row,) = ledger_rows(tmp_path)
     assert row.status == "BLOCKED"
     assert row.root_cause_category == "node_lost"
-    assert row.root_cause_message == "node 1 (node-b) stopped before the server was ready"
-    assert "root cause: node_lost: node 1 (node-b) stopped" in out
+    assert row.root_cause_message == "node 1 (127.0.0.2) stopped before the server was ready"
+    assert "root cause: node_lost: node 1 (127.0.0.2) stopped" in out
     # the head was torn down too, long before its 20 s boot ended
     assert head is not None and _live_containers(tmp_path) == []
     assert not pid_alive(head)
     log = next((tmp_path / "runs").iterdir()) / "driver.log"
-    assert "teardown node 0 (node-a)" in log.read_text()
+    assert "teardown node 0 (127.0.0.1)" in log.read_text()
+
+
+def _wait_for(predicate, what: str, limit: float = 90) -> None:
+    """Poll until ``predicate()`` (a generous limit only so a broken run cannot hang the suite)."""
+    deadline = time.monotonic() + limit
+    while not predicate():
+        assert time.monotonic() < deadline, f"never happened: {what}"
+        time.sleep(0.05)
+
+
+def _slow_bench(recipe: Path) -> None:
+    recipe.write_text(recipe.read_text().replace("num_prompts: 8", "num_prompts: 100000"))
+
+
+def _benching(tmp_path: Path) -> bool:
+    logs = list((tmp_path / "runs").glob("*/driver.log"))
+    return bool(logs) and "server ready" in logs[0].read_text()
+
+
+def _driver_processes(run_dir: Path) -> list[int]:
+    """Processes whose command line names the run folder (the driver's phases and their children)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if str(run_dir) in (proc / "cmdline").read_bytes().decode(errors="replace") and pid_alive(
+                    int(proc.name)
+                ):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_signal_during_the_bench_aborts_and_tears_every_node_down(tmp_path, signame):
+    bindir = install(tmp_path)
+    recipe = tmp_path / "c2.yaml"
+    recipe.write_text(cluster_recipe(free_port(), 2))
+    _slow_bench(recipe)
+    proc = _run(tmp_path, recipe, _env(tmp_path, bindir, FAKE_SERVER_ARGS="--ttft-ms 20 --itl-ms 5"))
+    _wait_for(lambda: _benching(tmp_path), "the bench started")
+    proc.send_signal(getattr(signal, signame))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    (row,) = ledger_rows(tmp_path)
+    assert row.status == "ABORTED" and row.root_cause_category == "interrupted"
+    assert row.root_cause_message == f"interrupted by {signame} during bench"
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert _live_containers(tmp_path) == [] and _driver_processes(run_dir) == []
+    # nothing writes into the run folder after the row: every file is as it was when recorded
+    before = {p: p.stat().st_mtime_ns for p in run_dir.iterdir()}
+    time.sleep(1)
+    assert {p: p.stat().st_mtime_ns for p in run_dir.iterdir()} == before
+    assert "\x00" not in (run_dir / "driver.log").read_text()
+
+
+@pytest.mark.integration
+def test_a_second_run_on_held_nodes_is_refused_naming_the_first(tmp_path):
+    bindir = install(tmp_path)
+    recipe = tmp_path / "c2.yaml"
+    recipe.write_text(cluster_recipe(free_port(), 2))
+    env = _env(tmp_path, bindir, FAKE_BOOT_DELAY="60")
+    first = _run(tmp_path, recipe, env)
+    head_pid = tmp_path / "hosts" / "127.0.0.1" / "autobench-cluster-2-node0.pid"
+    _wait_for(head_pid.exists, "the first run's head started")
+    second = subprocess.run(
+        [sys.executable, "-m", "autobench", "run", str(recipe), "--remote", "remote", "--ledger"]
+        + [str(tmp_path / "ledger.db"), "--runs-dir", str(tmp_path / "runs")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    first_dir = min((tmp_path / "runs").iterdir())
+    assert second.returncode == 6, second.stderr
+    line = second.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"error: refused: node 0 (127.0.0.1) port {_port(recipe)} is held by cluster-2:")
+    assert f"cluster-2:{first_dir.name}@" in line and f":pid{first.pid}" in line
+    assert ledger_rows(tmp_path) == []  # refused: nothing ran, nothing recorded
+    assert head_pid.exists()  # the first run's head still runs: the second touched nothing
+    first.send_signal(signal.SIGTERM)
+    first.communicate(timeout=120)
+    (row,) = ledger_rows(tmp_path)
+    assert row.status == "ABORTED" and row.root_cause_message == "interrupted by SIGTERM during boot"
+    assert _live_containers(tmp_path) == []
+    assert not list((tmp_path / "hosts").glob("*/locks/*"))  # every lock released
+
+
+def _port(recipe: Path) -> int:
+    return int(next(line for line in recipe.read_text().splitlines() if "port:" in line).split(":")[1])
+
+
+@pytest.mark.integration
+def test_an_unreachable_node_is_not_a_stopped_one_and_the_row_says_what_may_still_run(tmp_path):
+    bindir = install(tmp_path)
+    recipe = tmp_path / "c2.yaml"
+    recipe.write_text(cluster_recipe(free_port(), 2))
+    _slow_bench(recipe)
+    proc = _run(tmp_path, recipe, _env(tmp_path, bindir, FAKE_SERVER_ARGS="--ttft-ms 20 --itl-ms 5"))
+    _wait_for(lambda: _benching(tmp_path), "the bench started")
+    (tmp_path / "hosts" / "127.0.0.2.unreachable").touch()  # the worker's link goes down
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 6, err
+    (row,) = ledger_rows(tmp_path)
+    left = "node 1 (127.0.0.2): container autobench-cluster-2-node1 may still run (teardown failed: unreachable)"
+    assert row.status == "FAILED" and row.root_cause_category == "node_unreachable"
+    assert row.root_cause_message.startswith("node 1 (127.0.0.2) unreachable during the bench")
+    assert left in row.root_cause_message and f"may still run: {left}" in row.notes
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert "teardown failed (exit 255, try 3 of 3)" in (run_dir / "driver.log").read_text()
+    # the head was torn down; the worker really is still running where it could not be reached
+    assert [p.parent.name for p in _live_containers(tmp_path)] == ["127.0.0.2"]
+    worker = tmp_path / "hosts" / "127.0.0.2" / "autobench-cluster-2-node1.pid"
+    os.killpg(int(worker.read_text()), signal.SIGKILL)
+
+
+@pytest.mark.integration
+def test_secrets_reach_every_node_on_stdin_without_ssh_configuration(tmp_path):
+    bindir = install(tmp_path)
+    recipe = tmp_path / "c2.yaml"
+    recipe.write_text(cluster_recipe(free_port(), 2).replace("container:", "secrets: [HF_TOKEN]\ncontainer:"))
+    token = "hf_" + "Q" * 34
+    proc = _run(tmp_path, recipe, _env(tmp_path, bindir, HF_TOKEN=token))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err + out
+    for host, k in (("127.0.0.1", 0), ("127.0.0.2", 1)):
+        seen = json.loads((tmp_path / "hosts" / host / f"autobench-cluster-2-node{k}.env").read_text())
+        assert seen == {"HF_TOKEN": True}  # set on the node, though the "ssh" session's env is empty
+    run_dir = next((tmp_path / "runs").iterdir())
+    for path in run_dir.iterdir():
+        assert token not in path.read_text(errors="replace"), path
