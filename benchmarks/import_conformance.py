@@ -691,6 +691,28 @@ def import_file(path: Path, fmt: str, opts: dict[str, Any]) -> list[Any]:
     return convert(path, **kwargs)
 
 
+def cli_exit(path: Path, opts: dict[str, Any], folder: Path) -> tuple[int, int]:
+    """(exit code, stderr lines) of ``autobench import PATH -o FOLDER [options]``, in-process."""
+    import contextlib
+    import io
+
+    from autobench.cli import main as cli_main
+
+    argv = ["import", str(path), "-o", str(folder / "cli-out")]
+    for key, flag in (("gpus_per_node", "--gpus-per-node"), ("model", "--model"), ("nodes", "--nodes")):
+        if opts.get(key) is not None:
+            argv += [flag, str(opts[key])]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = cli_main(argv)
+        except SystemExit as exc:  # click's own exit
+            code = int(exc.code or 0)
+        except Exception:  # noqa: BLE001 - what the CLI let through is what this counts
+            code = 70
+    return code, len(err.getvalue().strip().splitlines())
+
+
 def reason_of(message: str) -> str:
     m = re.sub(r"'[^']*'|\"[^\"]*\"|\S*/\S*|\b\d+(\.\d+)?\b", "…", message)
     return " ".join(m.split())[:90]
@@ -701,6 +723,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dirs", nargs="+", type=Path)
     ap.add_argument("--show", type=int, default=3, help="examples printed per class")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--cli", action="store_true", help="also run `autobench import FILE` on each file: exit codes")
     ap.add_argument(
         "--name-models",
         action="store_true",
@@ -713,6 +736,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     reasons: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     examples: dict[str, list[str]] = defaultdict(list)
+    cli_codes: Counter[int] = Counter()
+    cli_done: set[str] = set()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
         for root in args.dirs:
@@ -735,6 +760,14 @@ def main(argv: list[str] | None = None) -> int:
                     if args.name_models and alias and "/" not in alias:
                         opts["model"] = f"srt-slurm-alias/{re.sub(r'[^A-Za-z0-9._-]', '-', alias)}"
                     folder = Path(tempfile.mkdtemp(dir=tmp))
+                    if args.cli and str(path) not in cli_done:
+                        cli_done.add(str(path))
+                        code, lines = cli_exit(path, {k: v for k, v in opts.items() if k != "fmt"}, folder)
+                        cli_codes[code] += 1
+                        if code not in (0, 2) or (code != 0 and lines != 1):
+                            examples["cli not 0 nor one located line"].append(
+                                f"{source}/{rel}: exit {code}, {lines} lines"
+                            )
                     try:
                         imported = import_file(path, str(opts.pop("fmt")), opts)
                         problems, eq, tot = check(imported, expects, folder)
@@ -793,6 +826,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{c['refused']} refused, {c['silently_wrong']} silently wrong, {c['crash']} crash, "
             f"flags equal {c['flags_equal']}/{ft} ({100 * c['flags_equal'] / max(1, ft):.1f}%)"
         )
+    if args.cli:
+        print(f"autobench import per file: exit codes {dict(sorted(cli_codes.items()))}")
     print(f"elapsed {elapsed:.0f}s")
     for cls, items in sorted(examples.items()):
         print(f"\n{cls} ({len(items)}):")

@@ -82,16 +82,36 @@ def convert(
     gpus_per_node: int | None = None,
 ) -> list[Imported]:
     """The autobench recipe(s) one file holds (RecipeError with the line on bad input)."""
+    path = Path(path)
+    results = _convert(path, fmt, Options(image=image, model=model, nodes=nodes, gpus_per_node=gpus_per_node))
+    for imported in results:
+        _no_token(imported)
+    return results
+
+
+def _no_token(imported: Imported) -> None:
+    """A recipe is never written with a token-shaped value in it (secrets travel by name)."""
+    import json
+
+    from autobench.redaction import find_token
+
+    if find_token(json.dumps(imported.data, ensure_ascii=False)):
+        raise RecipeError(
+            f"{imported.name}: a token-shaped value in the file would be written into the recipe",
+            location=f"{imported.source}:1:1",
+            hint="pass secrets by name (env: NAME, secrets: [NAME]), never by value",
+        )
+
+
+def _convert(path: Path, fmt: str, options: Options) -> list[Imported]:
     from autobench.recipe.importer import _deploy as deploy
     from autobench.recipe.importer import _inferencex as inferencex
     from autobench.recipe.importer import _peer as peer
     from autobench.recipe.importer import _recipes as recipes
 
-    path = Path(path)
     if fmt != "auto" and fmt not in FORMATS:
         raise RecipeError(f"unknown format {fmt!r}", hint="use --from auto|" + "|".join(FORMATS))
     docs = Src.read(path)
-    options = Options(image=image, model=model, nodes=nodes, gpus_per_node=gpus_per_node)
     if fmt == "auto":
         fmt = detect(docs)
     if fmt == "kubernetes":

@@ -397,9 +397,15 @@ def apply_flags(
 
     engine = recipe.setdefault("engine", {})
     extra: list[str] = engine.setdefault("extra_args", [])
+    from autobench.redaction import find_token
+
     for flag, value, written in flags:
         if flag and _secret_flag(recipe, flag, value, src, keys, out):
             continue
+        if value is not None and find_token(value):
+            raise src.fail(
+                keys, f"{written}: a token-shaped value in the command", "pass secrets by name, never by value"
+            )
         if flag:
             out.flags.append(flag)
         if flag == "--served-model-name" and value is not None and " " in value.strip():

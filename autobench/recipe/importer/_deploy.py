@@ -26,7 +26,7 @@ from typing import Any
 from autobench.errors import RecipeError
 from autobench.recipe.importer import _common as common
 from autobench.recipe.importer._command import Parsed, apply_flags, parse_command, split_flags
-from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, shown
+from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, dig, shown
 
 #: Dynamo worker flags that are Dynamo's own (components/src/dynamo/vllm/args.py).
 DYNAMO_ONLY = {"--is-prefill-worker", "--is-decode-worker", "--connector", "--endpoint", "--migration-limit"}
@@ -44,8 +44,8 @@ def _words(src: Src, keys: tuple[Any, ...], value: Any, subst: Any) -> list[str]
     if value is None:
         return []
     if isinstance(value, list):
-        return [subst(str(src.typed((*keys, i), v, (str, int, float)))) for i, v in enumerate(value)]
-    text = subst(str(src.typed(keys, value, (str, int, float))))
+        return [subst(str(src.need((*keys, i), v, (str, int, float)))) for i, v in enumerate(value)]
+    text = subst(str(src.need(keys, value, (str, int, float))))
     try:
         return shlex.split(text)
     except ValueError as exc:
@@ -146,20 +146,22 @@ def compose(src: Src, options: Options) -> list[Imported]:
     services = src.get(("services",), dict, {})
     results = []
     skipped = []
+    runs = {}
     for sname, svc in services.items():
-        svc = src.typed(("services", sname), svc, dict)
-        text = json.dumps(svc, default=str).lower()
-        if "vllm" not in text:
+        svc = src.need(("services", sname), svc, dict)
+        if "vllm" in json.dumps(svc, default=str).lower():
+            runs[sname] = svc
+        else:
             skipped.append(f"{src.line('services', sname)}: skipped: service {shown(sname, 40)} does not run vLLM")
-            continue
-        results.append(_service(src, str(sname), svc, options, single=len(services) == 1))
+    for sname, svc in runs.items():
+        results.append(_service(src, str(sname), svc, options, single=len(runs) == 1))
     if not results:
         raise src.fail(("services",), "no service of this compose file runs vLLM", "autobench runs vLLM")
     results[0].notes[:0] = skipped
     return results
 
 
-def _compose_subst(src: Src, out: Imported) -> Any:
+def _compose_subst(src: Src, out: Imported, keys: tuple[Any, ...]) -> Any:
     def sub(text: str) -> str:
         def one(m: re.Match[str]) -> str:
             if m.group(0) == "$$":
@@ -180,11 +182,10 @@ def _compose_subst(src: Src, out: Imported) -> Any:
 
 def _service(src: Src, sname: str, svc: dict[str, Any], options: Options, *, single: bool) -> Imported:
     keys = ("services", sname)
-    name = common.name_of(src.path.parent.name if single and src.path.stem in ("docker-compose", "compose") else sname)
-    if not single:
-        name = common.name_of(f"{src.path.parent.name}-{sname}")
+    stem = src.path.parent.name if src.path.stem in ("docker-compose", "compose") else src.path.stem
+    name = common.name_of(stem if single else f"{stem}-{sname}")
     out = Imported(name, {}, src.path, "compose")
-    subst = _compose_subst(src, out)
+    subst = _compose_subst(src, out, keys)
     image = subst(str(src.typed((*keys, "image"), svc.get("image"), str, "") or ""))
     if not image:
         raise src.fail(
@@ -232,7 +233,7 @@ def _service(src: Src, sname: str, svc: dict[str, Any], options: Options, *, sin
 
 
 def _compose_gpus(src: Src, keys: tuple[Any, ...], svc: dict[str, Any]) -> str | None:
-    devices = (((svc.get("deploy") or {}).get("resources") or {}).get("reservations") or {}).get("devices")
+    devices = dig(svc, "deploy", "resources", "reservations", "devices")
     if not isinstance(devices, list):
         return None
     for dev in devices:
@@ -280,7 +281,7 @@ def kubernetes(docs: list[Src], options: Options) -> list[Imported]:
     results = []
     for src in docs:
         kind = str(src.data.get("kind", ""))
-        lws = (src.data.get("spec") or {}).get("leaderWorkerTemplate") if kind == "LeaderWorkerSet" else None
+        lws = dig(src.data, "spec", "leaderWorkerTemplate") if kind == "LeaderWorkerSet" else None
         for keys, c in _containers(src.data):
             if not _runs_vllm(c):
                 continue
@@ -303,7 +304,7 @@ def _k8s_subst(env: dict[str, str]) -> Any:
 def _container(
     src: Src, keys: tuple[Any, ...], c: dict[str, Any], options: Options, *, lws: dict[str, Any] | None
 ) -> Imported:
-    meta_name = str((src.data.get("metadata") or {}).get("name") or src.path.stem)
+    meta_name = str(dig(src.data, "metadata", "name") or src.path.stem)
     cname = str(c.get("name") or (keys[-3] if len(keys) >= 3 and keys[-2] == "extraPodSpec" else "vllm"))
     service = next((k for k, n in zip(keys, keys[1:], strict=False) if k == "services"), None)
     if service:
@@ -329,7 +330,7 @@ def _container(
     recipe = _finish(
         None, src, (*keys, "command"), "kubernetes", name, image, parsed, env, out, options, explicit=bool(command)
     )
-    limits = ((c.get("resources") or {}).get("limits")) or {}
+    limits = dig(c, "resources", "limits") or {}
     gpus = limits.get("nvidia.com/gpu") if isinstance(limits, dict) else None
     gpn = src.count((*keys, "resources"), gpus, "nvidia.com/gpu", MAX_GPUS_PER_NODE) if gpus is not None else None
     nodes = 1
@@ -413,7 +414,7 @@ def helm_values(src: Src, options: Options) -> list[Imported]:
 
 def _model_spec(src: Src, i: int, spec: Any, options: Options) -> Imported:
     keys = ("servingEngineSpec", "modelSpec", i)
-    spec = src.typed(keys, spec, dict)
+    spec = src.need(keys, spec, dict)
     name = common.name_of(str(spec.get("name") or f"{src.path.stem}-{i}"))
     out = Imported(name, {}, src.path, "helm-values")
     repository = src.typed((*keys, "repository"), spec.get("repository"), str, "")
@@ -437,7 +438,7 @@ def _model_spec(src: Src, i: int, spec: Any, options: Options) -> Imported:
         words.append("--enable-prefix-caching" if cfg.get("enablePrefixCaching") else "--no-enable-prefix-caching")
         for key, flag in VLLM_CONFIG_FLAGS.items():
             if key in cfg:
-                words += [flag, str(src.typed((*keys, "vllmConfig", key), cfg[key], (str, int, float)))]
+                words += [flag, str(src.need((*keys, "vllmConfig", key), cfg[key], (str, int, float)))]
         extra = src.typed((*keys, "vllmConfig", "extraArgs"), cfg.get("extraArgs"), list, [])
         words += [str(a) for a in extra]
         for key in cfg:
@@ -535,7 +536,7 @@ def srt_slurm(src: Src, options: Options) -> Imported:
         for role, flags in roles_in.items():
             scratch: dict[str, Any] = {}
             rkeys = ("backend", "vllm_config", role)
-            apply_flags(scratch, split_flags(_flag_map(src, rkeys, src.typed(rkeys, flags, dict))), src, rkeys, out)
+            apply_flags(scratch, split_flags(_flag_map(src, rkeys, src.need(rkeys, flags, dict))), src, rkeys, out)
             engine = scratch.get("engine", {})
             if "extra_args" in engine:
                 engine["extra_args"] = engine.pop("extra_args")

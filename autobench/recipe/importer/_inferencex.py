@@ -45,7 +45,7 @@ MAX_LEVELS = 64
 
 def _concurrency(src: Src, keys: tuple[Any, ...], row: dict[str, Any]) -> list[int] | None:
     if "conc-list" in row:
-        items = src.typed((*keys, "conc-list"), row["conc-list"], list)
+        items = src.need((*keys, "conc-list"), row["conc-list"], list)
         if not items or len(items) > MAX_LEVELS:
             raise src.fail((*keys, "conc-list"), f"conc-list: 1 to {MAX_LEVELS} levels", "shorten the list")
         return [src.count((*keys, "conc-list", i), c, "conc-list", MAX_CONCURRENCY) for i, c in enumerate(items)]
@@ -127,13 +127,13 @@ def _entry(src: Src, entry_name: str, entry: dict[str, Any], options: Options) -
         items = src.typed((entry_name, "scenarios", s_name), items, list, [])
         for i, scenario in enumerate(items):
             skeys = (entry_name, "scenarios", s_name, i)
-            scenario = src.typed(skeys, scenario, dict)
+            scenario = src.need(skeys, scenario, dict)
             isl = src.count((*skeys, "isl"), scenario.get("isl", 1024), "isl", 10_000_000)
             osl = src.count((*skeys, "osl"), scenario.get("osl", 1024), "osl", 10_000_000)
             rows = src.typed((*skeys, "search-space"), scenario.get("search-space"), list, [])
             for j, row in enumerate(rows):
                 rkeys = (*skeys, "search-space", j)
-                row = src.typed(rkeys, row, dict)
+                row = src.need(rkeys, row, dict)
                 spec = row.get("spec-decoding")
                 if spec not in (None, "none", "", False):
                     out.notes.append(

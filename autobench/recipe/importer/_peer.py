@@ -274,7 +274,7 @@ def _executor_config(recipe: dict[str, Any], src: Src, out: Imported) -> None:
 
 def _eugr_build(recipe: dict[str, Any], args: Any, src: Src, out: Imported) -> None:
     if isinstance(args, list):
-        words = [src.typed(("build_args", i), a, (str, int, float)) for i, a in enumerate(args)]
+        words = [src.need(("build_args", i), a, (str, int, float)) for i, a in enumerate(args)]
         words = [str(w) for w in words]
     elif isinstance(args, str):
         try:

@@ -80,7 +80,7 @@ def _args(src: Src, keys: tuple[Any, ...], value: Any) -> list[str]:
     items = src.typed(keys, value, list, [])
     words: list[str] = []
     for i, item in enumerate(items):
-        item = src.typed((*keys, i), item, (str, int, float, bool))
+        item = src.need((*keys, i), item, (str, int, float, bool))
         text = str(item).lower() if isinstance(item, bool) else str(item)
         if text.startswith("-") and " " in text.strip() and not text.lstrip("-").startswith("{"):
             try:
@@ -122,7 +122,7 @@ def _feature_args(src: Src, fname: str, feature: Any, variant: str, modes: dict[
 
 def vllm_recipes(src: Src, options: Options) -> Imported:
     d = src.data
-    m = src.get(("model",), dict)
+    m = src.need(("model",), src.data.get("model"), dict)
     variants_in = src.get(("variants",), dict, {})
     default = src.typed(("variants", "default"), variants_in.get("default"), dict, {})
     repo = common.model_ref(default.get("model_id") or m.get("model_id"), src, ("model", "model_id"), options)
@@ -148,7 +148,7 @@ def vllm_recipes(src: Src, options: Options) -> Imported:
     for vname, variant in variants_in.items():
         if vname == "default":
             continue
-        variant = src.typed(("variants", vname), variant, dict)
+        variant = src.need(("variants", vname), variant, dict)
         over = _variant(src, vname, variant, features, opt_in, recipe, out, options)
         if over:
             variants[common.variant_name(vname)] = over
@@ -265,7 +265,7 @@ def _variant(
     keys = ("variants", vname)
     over: dict[str, Any] = {}
     if variant.get("model_id") and not options.model:
-        over["model"] = {"repo": src.typed((*keys, "model_id"), variant["model_id"], str)}
+        over["model"] = {"repo": src.need((*keys, "model_id"), variant["model_id"], str)}
     image = None if options.image else _image(src, keys, variant, None)
     if image:
         over["container"] = {"image": image}

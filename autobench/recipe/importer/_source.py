@@ -116,6 +116,15 @@ class Src:
             node = node[key]
         return self.typed(keys, node, kind, default)
 
+    def need(self, keys: tuple[Any, ...], value: Any, kind: type | tuple[type, ...]) -> Any:
+        """``value`` (found at ``keys``) if it has the type ``kind``; null or any other type: located."""
+        if value is None:
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            want = " or ".join(dict.fromkeys(_KIND_NAMES.get(k, k.__name__) for k in kinds))
+            dotted = ".".join(str(k) for k in keys)
+            raise self.fail(keys, f"{dotted}: must be {want}, not null", f"write {dotted} as {want}")
+        return self.typed(keys, value, kind)
+
     def typed(self, keys: tuple[Any, ...], value: Any, kind: type | tuple[type, ...], default: Any = None) -> Any:
         """``value`` (found at ``keys``) if it has the type ``kind``; null: ``default``; else located."""
         if value is None:
@@ -149,6 +158,15 @@ _KIND_NAMES = {
     float: "a number",
     bool: "true/false",
 }
+
+
+def dig(node: Any, *keys: Any) -> Any:
+    """``node[k1][k2]...`` when every level is a mapping holding the key; else None."""
+    for key in keys:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
 
 
 def not_a_mapping(path: Path) -> RecipeError:

@@ -1,0 +1,304 @@
+"""`autobench import`: each source started as its own launcher starts it (issue 28, classes 1-6).
+
+The files are the corpus's (tests/recipe/import_corpus, INDEX.md names the public source each is
+modelled on) or small texts written here in the shape of a real file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autobench.cli import main
+from autobench.cli.import_cmds import check_imported
+from autobench.compile.argv import docker_argv
+from autobench.errors import RecipeError
+from autobench.recipe.importer import convert
+from autobench.recipe.loader import load_recipe
+
+CORPUS = Path(__file__).resolve().parent / "import_corpus"
+
+
+def _one(name: str, **options):
+    (imported,) = convert(CORPUS / name, **options)
+    return imported
+
+
+def _recipe(imported, tmp_path):
+    written, _ = check_imported(imported, tmp_path)
+    return load_recipe(written).recipe
+
+
+def _write(tmp_path, text, name="peer.yaml"):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- class 1: the launch
+
+
+def test_eugr_runs_its_command_with_the_entrypoint_cleared_and_the_hf_cache_mounted(tmp_path):
+    recipe = _recipe(_one("eugr-qwen3-8b-solo.yaml"), tmp_path)
+    argv = docker_argv(recipe, home="/h")
+    after = argv[argv.index(recipe.container.image) + 1 :]
+    assert argv[argv.index("--entrypoint") + 1] == "" and after[:3] == ["vllm", "serve", recipe.model.repo]
+    assert "/h/.cache/huggingface:/root/.cache/huggingface" in argv  # launch-cluster.sh's mount
+
+
+def test_an_env_assignment_before_the_command_is_env_not_a_launch_prefix(tmp_path):
+    imported = _one("eugr-cluster-4x-dotted.yaml")
+    assert imported.data["env"]["VLLM_USE_FLASHINFER_MOE_FP4"] == "1"
+    assert "prefix" not in imported.data["launch"]
+    _recipe(imported, tmp_path)  # validates and compiles every node
+
+
+@pytest.mark.parametrize(
+    ("command", "engine"),
+    [
+        ("sglang serve --model-path a/b --tp 2", "SGLang"),
+        ("python3 -m sglang.launch_server --model-path a/b", "SGLang"),
+        ("uvicorn server:app --port 8000", "uvicorn"),
+        ("llama-server -hf a/b:Q4_K_M", "llama.cpp"),
+        ("atlas serve a/b", "Atlas"),
+    ],
+)
+def test_a_command_that_is_not_vllm_is_refused_with_the_engine_named(tmp_path, command, engine):
+    path = _write(tmp_path, f"recipe_version: '2'\nmodel: a/b\ncontainer: c:1\ncommand: {command}\n")
+    with pytest.raises(RecipeError, match=f"the command runs .*{engine}.*, not vLLM") as info:
+        convert(path)
+    assert str(info.value).startswith(f"{path}:4:")
+
+
+def test_a_sparkrun_runtime_of_another_engine_is_refused_by_name(tmp_path):
+    path = _write(tmp_path, "recipe_version: '2'\nmodel: a/b\nruntime: sglang\ncommand: sglang serve a/b\n")
+    with pytest.raises(RecipeError, match="runtime sglang is not vLLM"):
+        convert(path)
+
+
+def test_shell_steps_before_the_serve_command_become_setup_steps(tmp_path):
+    imported = _one("k8s-deployment-shell.yaml")
+    launch = imported.data["launch"]
+    assert launch["setup"] == [{"run": "pip install --no-cache-dir mistral-common==1.8.5", "name": "command step 1"}]
+    assert imported.data["model"]["repo"] == "mistralai/Mistral-Small-3.2-24B-Instruct-2506"  # $(MODEL_ID)
+    assert imported.data["secrets"] == ["HF_TOKEN"]
+    assert _recipe(imported, tmp_path).topology.gpus_per_node == 1
+
+
+# --------------------------------------------------------------------------- class 2: topology
+
+
+def test_topology_follows_each_sources_rule(tmp_path):
+    eugr = _one("eugr-cluster-4x-dotted.yaml").data["topology"]
+    assert (eugr["nodes"], eugr["gpus_per_node"], eugr["executor"]) == (4, 1, "native")
+    solo = _one("eugr-solo-only.yaml").data
+    assert solo["engine"]["tensor_parallel_size"] == 1 and solo.get("topology", {}).get("nodes", 1) == 1
+    spark = _one("sparkrun-executor-config.yaml").data["topology"]
+    assert (spark["nodes"], spark["gpus_per_node"], spark["executor"]) == (2, 1, "ray")
+    lws = _one("k8s-lws-ray.yaml").data["topology"]
+    assert (lws["nodes"], lws["gpus_per_node"], lws["executor"]) == (2, 8, "ray")
+    moe = _one("vllmr-modes.yaml", gpus_per_node=8).data["engine"]
+    assert moe["tensor_parallel_size"] == 8 and moe["enable_expert_parallel"] is True  # single_node_tep
+
+
+def test_an_unknown_count_is_a_refusal_naming_the_option(tmp_path, capsys):
+    path = _write(
+        tmp_path, "recipe_version: '2'\nmodel: a/b\nruntime: vllm\ncontainer: c:1\ncommand: vllm serve {model}\n"
+    )
+    with pytest.raises(RecipeError, match="node count is not in the file") as info:
+        convert(path)
+    assert "--nodes" in str(info.value)
+    assert convert(path, nodes=1)[0].data["model"]["repo"] == "a/b"
+    with pytest.raises(RecipeError, match="sizes the engine by your hardware") as info:
+        convert(CORPUS / "vllmr-modes.yaml")
+    assert "--gpus-per-node" in str(info.value)
+    out = tmp_path / "o"
+    assert main(["import", str(path), "--nodes", "1", "-o", str(out)]) == 0
+
+
+# --------------------------------------------------------------------------- class 3: dotted flags
+
+
+def test_dotted_flags_are_carried_and_round_trip(tmp_path):
+    imported = _one("eugr-cluster-4x-dotted.yaml")
+    _, texts = check_imported(imported, tmp_path)
+    assert imported.data["engine"]["extra_args"] == [
+        *("-cc.cudagraph_mode", "FULL_DECODE_ONLY", "-cc.mode", "3"),
+        *("--default-chat-template-kwargs.enable_thinking", "false"),
+    ]
+    assert any("-cc.cudagraph_mode FULL_DECODE_ONLY" in t for t in texts)  # the nodes' serve lines
+    assert "--compilation-config.cudagraph_mode" in imported.flags  # the name vLLM reads, for the round trip
+
+
+# --------------------------------------------------------------------------- class 4: structure
+
+
+def test_modes_default_modes_and_strategy_are_read_and_the_rest_noted_with_lines():
+    imported = _one("vllmr-modes.yaml", gpus_per_node=8)
+    data = imported.data
+    assert data["speculative"] == {"method": "mtp", "num_speculative_tokens": 2}  # spec_decoding's default_mode
+    assert data["variants"]["fp8"]["engine"]["quantization"] == "fp8"
+    assert "model" not in data["variants"]["fp8"]  # a variant without model_id keeps the base's
+    notes = "\n".join(imported.notes)
+    for line, key in (
+        (33, "compatible_strategies"),
+        (34, "hardware_overrides"),
+        (37, "guide"),
+        (27, "vram_minimum_gb"),
+    ):
+        assert f"{line}: not carried: {key}" in notes
+
+
+def test_sparkrun_executor_config_becomes_docker_flags(tmp_path):
+    c = _recipe(_one("sparkrun-executor-config.yaml"), tmp_path).container
+    assert c.shm_size == "32gb"
+    assert {"--user=1000:1000", "--cap-add=SYS_NICE", "--ulimit=memlock=-1"} <= set(c.extra_args)
+
+
+# --------------------------------------------------------------------------- class 5: where files live
+
+
+def test_eugr_mods_live_at_the_repository_root_and_are_copied_beside_the_recipe(tmp_path):
+    repo = tmp_path / "spark-vllm-docker"
+    (repo / "mods" / "fix-chat").mkdir(parents=True)
+    (repo / "mods" / "fix-chat" / "run.sh").write_text("echo patched\n")
+    (repo / "run-recipe.py").write_text("# marks eugr's repository root (mods are relative to it)\n")
+    nested = repo / "recipes" / "4x-spark-cluster"
+    nested.mkdir(parents=True)
+    recipe = nested / "r.yaml"
+    recipe.write_text(
+        "recipe_version: '1'\nname: r\ncontainer: vllm-node\nmods: [mods/fix-chat]\ncommand: vllm serve a/b\n"
+    )
+    out = tmp_path / "out"
+    assert main(["import", str(recipe), "-o", str(out)]) == 0
+    assert (out / "mods" / "fix-chat" / "run.sh").read_text() == "echo patched\n"
+    step = load_recipe(out / "r.yaml").recipe.launch.setup[0]
+    assert step.mod == "mods/fix-chat" and step.sha256.startswith("sha256:")
+
+
+# --------------------------------------------------------------------------- class 6: whole files
+
+
+def test_inferencex_is_imported_entry_by_entry():
+    results = convert(CORPUS / "inferencex-mixed-disagg.yaml")
+    assert [r.name for r in results] == ["gptoss-fp4-b200-vllm", "kimi-fp4-b200-dynamo-vllm"]
+    assert "skipped: dsr1-fp8-h200-sglang runs sglang, not vLLM" in "\n".join(results[0].notes)
+    gptoss = results[0].data
+    assert gptoss["bench"]["concurrency"] == [4, 16, 64]  # conc-list: a grid
+    roles = results[1].data["roles"]
+    assert (
+        roles["prefill"]["engine"]["data_parallel_size"] == 1 and roles["decode"]["engine"]["tensor_parallel_size"] == 4
+    )
+    assert '"kv_role":"kv_consumer"' in " ".join(roles["decode"]["engine"]["extra_args+"])
+
+
+def test_a_flat_vllm_config_without_a_model_takes_model(tmp_path):
+    path = _write(tmp_path, "tensor_parallel_size: 2\nmax_model_len: 4096\n")
+    with pytest.raises(RecipeError, match="no model"):
+        convert(path, "vllm-config")
+    (imported,) = convert(path, "vllm-config", model="org/m", image="vllm/vllm-openai:v0.24.0")
+    assert imported.data["model"]["repo"] == "org/m" and imported.data["engine"]["tensor_parallel_size"] == 2
+
+
+# --------------------------------------------------------------------------- deployment sources
+
+
+def test_compose_uses_the_images_entrypoint_and_fills_defaults(tmp_path):
+    (imported,) = convert(CORPUS / "compose-vllm-openai.yaml")
+    data = imported.data
+    assert data["model"]["repo"] == "Qwen/Qwen3-8B" and data["engine"]["max_model_len"] == 32768
+    assert "launch" not in data  # vllm/vllm-openai's own entrypoint is vllm serve
+    assert data["container"]["gpus"] == "2" and data["secrets"] == ["HF_TOKEN"]
+    assert data["env"] == {"VLLM_LOGGING_LEVEL": "INFO"}
+    assert "skipped: service webui does not run vLLM" in "\n".join(imported.notes)
+    _recipe(imported, tmp_path)
+
+
+def test_production_stack_values_go_through_the_charts_flags(tmp_path):
+    recipe = _recipe(_one("helm-production-stack.yaml"), tmp_path)
+    assert recipe.model.repo == "meta-llama/Llama-3.1-8B-Instruct" and recipe.engine.max_model_len == 16384
+    assert recipe.engine.enable_prefix_caching is True and recipe.engine.dtype == "bfloat16"
+    assert "--disable-log-requests" in recipe.engine.extra_args and recipe.secrets == ["HF_TOKEN"]
+
+
+def test_srt_slurm_roles_and_an_alias_that_needs_model(tmp_path):
+    data = _one("srt-slurm-disagg.yaml").data
+    assert data["roles"]["prefill"]["engine"]["tensor_parallel_size"] == 2
+    assert data["roles"]["decode"]["engine"]["tensor_parallel_size"] == 4
+    text = (CORPUS / "srt-slurm-disagg.yaml").read_text().replace("path: Qwen/Qwen3-32B", "path: qwen3-32b-fp8")
+    path = _write(tmp_path, text)
+    with pytest.raises(RecipeError, match="alias of srtslurm.yaml's model_paths") as info:
+        convert(path)
+    assert "--model" in str(info.value)
+    assert convert(path, model="Qwen/Qwen3-32B-FP8")[0].data["model"]["repo"] == "Qwen/Qwen3-32B-FP8"
+
+
+def test_dynamo_worker_is_vllm_serve_with_its_engine_args(tmp_path):
+    recipe = _recipe(_one("k8s-dynamo-worker.yaml"), tmp_path)
+    assert recipe.launch.command == ["vllm", "serve"] and recipe.launch.entrypoint == ""
+    assert recipe.model.repo == "Qwen/Qwen3-4B" and recipe.engine.max_model_len == 8192
+
+
+def test_an_llm_d_scenario_is_refused_by_name(tmp_path):
+    path = _write(tmp_path, "scenario:\n  - name: x\n    model: {name: a/b}\n")
+    with pytest.raises(RecipeError, match="llm-d-benchmark scenario"):
+        convert(path)
+
+
+def test_force_replaces_what_the_output_holds(tmp_path, capsys):
+    out = tmp_path / "o"
+    args = ["import", str(CORPUS / "eugr-qwen3-8b-solo.yaml"), "-o", str(out)]
+    assert main(args) == 0
+    assert main(args) == 2 and "pass --force" in capsys.readouterr().err
+    assert main([*args, "--force"]) == 0
+
+
+# --------------------------------------------------------------------------- every key
+
+
+#: Each format's documented keys, written here from the sources' own docs (not the importer):
+#: eugr run-recipe.py's schema docstring; sparkrun core/recipe.py _KNOWN_KEYS; vllm-project/recipes'
+#: models/*.yaml keys (every key that occurs at commit 8959cf64); InferenceX configs/CONFIGS.md.
+DOCUMENTED = {
+    "eugr": "name recipe_version container command description model mods defaults env build_args cluster_only "
+    "solo_only",
+    "sparkrun": "sparkrun_version recipe_version name description model model_revision runtime runtime_version mode "
+    "min_nodes max_nodes container defaults env command runtime_config cluster_only solo_only benchmark metadata "
+    "pre_exec post_exec post_commands mods stop_after_post builder builder_config executor_config "
+    "distribution_config",
+    "vllm-recipes": "meta model features opt_in_features variants compatible_strategies hardware_overrides "
+    "strategy_overrides guide omni dependencies kv_offload_support default_strategy strategy_min_gpus "
+    "strategy_hardware hardware_opt_in_features hardware_notes",
+    "vllm-recipes.model": "model_id min_vllm_version architecture parameter_count active_parameters context_length "
+    "base_args base_env nightly_required docker_image install docker_source supports_dcp flashinfer_autotune",
+    "vllm-recipes.variant": "precision vram_minimum_gb description model_id min_vllm_version tp extra_args label "
+    "hardware_overrides extra_env supported_hardware default_modes precision_hardware docker_image",
+    "inferencex": "image model model-prefix runner precision framework multinode scenarios disagg router "
+    "kv-p2p-transfer",
+}
+
+
+def test_every_documented_key_of_each_format_is_carried_or_noted():
+    from autobench.recipe.importer import _inferencex, _peer, _recipes
+
+    tables = {
+        "eugr": _peer.EUGR_KEYS,
+        "sparkrun": _peer.SPARKRUN_KEYS,
+        "vllm-recipes": _recipes.TOP_KEYS,
+        "vllm-recipes.model": _recipes.MODEL_KEYS,
+        "vllm-recipes.variant": _recipes.VARIANT_KEYS,
+        "inferencex": _inferencex.ENTRY_KEYS,
+    }
+    for fmt, keys in DOCUMENTED.items():
+        missing = [k for k in keys.split() if k not in tables[fmt]]
+        assert not missing, f"{fmt}: neither carried nor noted: {missing}"
+
+
+def test_a_key_the_format_does_not_know_is_noted_with_its_line(tmp_path):
+    path = _write(
+        tmp_path,
+        "recipe_version: '2'\nmodel: a/b\nruntime: vllm\ncontainer: c:1\ndefaults: {tensor_parallel: 1}\n"
+        "readiness_timeout: 600\ncommand: vllm serve {model}\n",
+    )
+    (imported,) = convert(path)
+    assert "6: not carried: readiness_timeout (not a key of the sparkrun format)" in imported.notes
