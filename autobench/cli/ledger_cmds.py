@@ -290,6 +290,7 @@ def show_comparison(
     """``compare``'s output (also after ``replay --run``): pins, the side-by-side table, the
     verdicts; with ``as_json`` one document (``head``'s keys first)."""
     from autobench.cli.regress_cmds import _cells
+    from autobench.ledger.cells import sweep_summary
     from autobench.ledger.pins import require_same_pins
     from autobench.ledger.regress import run_cells
     from autobench.ledger.render import compare_table, verdict_notes, verdict_table
@@ -301,11 +302,17 @@ def show_comparison(
             require_same_pins(result.a, result.b, result.pins)
         cells_a, cells_b = _cells(book, result.a), _cells(book, result.b)
     verdicts = judge_cells(run_cells(result.a, cells_a), run_cells(result.b, cells_b), threshold=threshold, seed=seed)
+    sweeps = {side: sweep_summary(cells) for side, cells in (("a", cells_a), ("b", cells_b))}
     if as_json:
-        print_json({**(head or {}), **result.to_json_dict(), "verdicts": verdicts.to_json_dict()})
+        doc = {**(head or {}), **result.to_json_dict(), "verdicts": verdicts.to_json_dict()}
+        doc["sweeps"] = {side: s.to_json_dict() if s is not None else None for side, s in sweeps.items()}
+        print_json(doc)
         return
     for warning in result.warnings:
         say(f"warning: {warning}", err=True)
+    for (side, sweep), run in zip(sweeps.items(), (result.a, result.b), strict=True):
+        if sweep is not None:  # a sweep's row is its headline cell: say which, and the totals
+            say(f"{side.upper()} {run.display_id}: figures of its {sweep.headline_text()}; {sweep.totals_text()}")
     if result.pins.differences:
         say("pins differ (A vs B):")
         say("\n".join(f"  {d.text()}" for d in result.pins.differences))

@@ -208,6 +208,17 @@ def _print_outcome(outcome: Any) -> None:
         click.echo(human(line))
 
 
+def _sweep(outcome: Any) -> Any:
+    """The outcome's sweep summary (``autobench.ledger.cells.sweep_summary``), None for one cell."""
+    cells = getattr(outcome, "cells", None) or []
+    if len(cells) < 2:
+        return None
+    from autobench.ledger.cells import sweep_summary
+    from autobench.run.outcome import ledger_cells
+
+    return sweep_summary(ledger_cells(cells))
+
+
 def _outcome_lines(outcome: Any, out: Any) -> None:
     from autobench.metric_catalogue import flags_text
 
@@ -234,7 +245,12 @@ def _outcome_lines(outcome: Any, out: Any) -> None:
             )
             if m.get(k) is not None
         ]
-        out("  " + " ".join(parts))
+        sweep = _sweep(outcome)
+        if sweep is not None:  # a sweep's figures are its headline cell's: say which, and the totals
+            out(f"  {sweep.headline_text()}: " + " ".join(parts))
+            out(f"  {sweep.totals_text()}")
+        else:
+            out("  " + " ".join(parts))
         flags = m.get("flags") or {}
         for name, why in flags.items():
             out(f"  FLAG {flags_text({name: why}, meaning=True)}")

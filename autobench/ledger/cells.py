@@ -28,6 +28,8 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
 from autobench import metric_catalogue as catalogue
 from autobench.errors import LedgerError
@@ -137,13 +139,16 @@ def _point(params: Mapping[str, object]) -> tuple[float, float]:
     return number("concurrency"), number("request_rate")
 
 
-def headline_cells(cells: Sequence[NewCell]) -> list[NewCell]:
+CellT = TypeVar("CellT", NewCell, CellRecord)
+
+
+def headline_cells(cells: Sequence[CellT]) -> list[CellT]:
     """The cells whose metrics become the run row's: the repeats of the point (parameters
     other than ``repeat``) with the highest concurrency, then request rate (unset = unbounded);
     among equals, the point that came last."""
     if not cells:
         return []
-    points: dict[str, list[NewCell]] = {}
+    points: dict[str, list[CellT]] = {}
     for cell in cells:
         key = json.dumps({k: v for k, v in cell.params.items() if k != "repeat"}, sort_keys=True, default=str)
         points.setdefault(key, []).append(cell)
@@ -198,7 +203,65 @@ def headline_metrics(cells: Sequence[NewCell]) -> dict[str, object]:
     return {k: v for k, v in out.items() if v is not None}
 
 
+@dataclass(frozen=True)
+class SweepSummary:
+    """What a multi-cell run's figures are: its row holds the headline cell (:func:`headline_cells`,
+    merged over its repeats); ``totals`` are the counts and durations summed over every cell
+    (the catalogue's ``sum`` metrics).  One definition, used by ``run``, ``ledger show``,
+    ``compare`` and the report (docs/ledger.md, "The run row of a multi-cell run")."""
+
+    count: int
+    headline: dict[str, object]  # the headline point's parameters (without repeat)
+    headline_cells: tuple[int, ...]  # its cells, 1-based in run order
+    totals: dict[str, int | float]
+
+    def headline_text(self) -> str:
+        """``headline cell concurrency=16 (cell 3 of 3)``; repeats: ``(cells 3, 6 of 6, repeats merged)``."""
+        point = " ".join(f"{k}={v}" for k, v in self.headline.items()) or "(no parameters)"
+        which = ", ".join(map(str, self.headline_cells))
+        many = len(self.headline_cells) > 1
+        return f"headline cell {point} (cell{'s' if many else ''} {which} of {self.count}" + (
+            ", repeats merged)" if many else ")"
+        )
+
+    def totals_text(self) -> str:
+        """``all 3 cells: completed 240, errors 0, duration 180 s``."""
+        parts = []
+        for key, value in self.totals.items():
+            m = catalogue.metric(key)
+            parts.append(f"{m.label} {m.format(value)}" + (f" {m.unit}" if m.unit else ""))
+        return f"all {self.count} cells: " + (", ".join(parts) or "no totals recorded")
+
+    def to_json_dict(self) -> dict[str, object]:
+        return {
+            "cells": self.count,
+            "headline": dict(self.headline),
+            "headline_cells": list(self.headline_cells),
+            "totals": dict(self.totals),
+        }
+
+
+def sweep_summary(cells: Sequence[CellT]) -> SweepSummary | None:
+    """The :class:`SweepSummary` of a run's cells (``NewCell`` or ``CellRecord``, in run order);
+    None for a run of fewer than two cells (its row is its one cell)."""
+    if len(cells) < 2:
+        return None
+    group = headline_cells(cells)
+    chosen = {id(c) for c in group}
+    positions = tuple(i + 1 for i, c in enumerate(cells) if id(c) in chosen)
+    totals: dict[str, int | float] = {}
+    for m in catalogue.METRICS:
+        if m.stored and m.merge == "sum":
+            values = [v for v in (c.metrics.get(m.key) for c in cells) if isinstance(v, int | float)]
+            if values:
+                totals[m.key] = sum(values)
+    headline = {k: v for k, v in group[0].params.items() if k != "repeat"}
+    return SweepSummary(len(cells), headline, positions, totals)
+
+
 __all__ = [
+    "SweepSummary",
+    "sweep_summary",
     "PARAM_KEYS",
     "canonical_text",
     "cell_values",

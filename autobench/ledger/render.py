@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autobench.ledger.cells import sweep_summary
 from autobench.ledger.models import BOOT_KEYS, CORE_KEYS, METRIC_KEYS, CellRecord, RunRecord
 from autobench.ledger.queries import Comparison, History
 from autobench.ledger.verdict import Verdicts, cell_label
@@ -103,7 +104,14 @@ def cell_lines(cells: list[CellRecord]) -> list[str]:
     """The cells of a grid run, one line each in run order: its parameters, then its figures."""
     if not cells:
         return []
-    lines = [f"  cells: {len(cells)} (the metrics above are the headline point's: highest concurrency, repeats merged)"]
+    sweep = sweep_summary(cells)
+    if sweep is None:
+        lines = [f"  cells: {len(cells)}"]
+    else:  # the row's figures are the headline cell's (docs/ledger.md); the totals cover every cell
+        lines = [
+            f"  cells: {len(cells)}; the metrics above are the {sweep.headline_text()}",
+            f"  {sweep.totals_text()}",
+        ]
     for c in cells:
         params = " ".join(f"{k}={cell(v)}" for k, v in c.params.items()) or "one cell"
         figures = ", ".join(

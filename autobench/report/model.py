@@ -360,6 +360,22 @@ class RecipeView:
         return bool(self.runs)
 
     @property
+    def sweep(self) -> Any:
+        """The latest DONE run's sweep summary (its headline cell and the totals over every cell;
+        ``autobench.ledger.cells.SweepSummary``); None for a run of one cell."""
+        done = self.latest_done
+        if done is None or len(done.cells) < 2:
+            return None
+        from autobench.ledger.cells import sweep_summary
+        from autobench.ledger.models import NewCell
+
+        def value(cell: Any, name: str) -> Any:  # a ledger CellRecord, or a plain mapping
+            found = cell.get(name) if isinstance(cell, Mapping) else getattr(cell, name, None)
+            return found if isinstance(found, Mapping) else {}
+
+        return sweep_summary([NewCell(dict(value(c, "params")), dict(value(c, "metrics"))) for c in done.cells])
+
+    @property
     def flags(self) -> list[tuple[str, str, str]]:
         """The quality flags of the latest DONE run's figures: (name, why, what it means)."""
         return run_flags(self.latest_done)

@@ -122,8 +122,11 @@ def test_ledger_show_lists_a_grid_runs_cells(tmp_path, capsys):
         plain = book.append(make_run())
     assert main(["ledger", "show", str(rec.id), "--ledger", str(path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    at = out.index("  cells: 4 (the metrics above are the headline point's: highest concurrency, repeats merged)")
-    listed = out[at + 1 :]
+    at = out.index(
+        "  cells: 4; the metrics above are the headline cell concurrency=4 input_len=128 (cells 3, 4 of 4, repeats merged)"
+    )
+    assert out[at + 1].startswith("  all 4 cells: completed ")
+    listed = out[at + 2 :]
     assert [line.split(":")[0] for line in listed] == [
         "    1. concurrency=1 input_len=128 repeat=0",
         "    2. concurrency=1 input_len=128 repeat=1",

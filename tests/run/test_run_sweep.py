@@ -179,7 +179,11 @@ def test_the_report_of_a_grid_run_renders(make_recipe, tmp_path: Path):
     )
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "docs" / "recipes" / "synth-run.md").read_text()
-    assert "**DONE**" in page and "concurrency=\\[1, 2\\]" in page and "concurrency 2 (the grid's headline cell" in page
+    assert (
+        "**DONE**" in page
+        and "concurrency=\\[1, 2\\]" in page
+        and "concurrency 2 (its headline cell concurrency=2" in page
+    )
 
 
 def test_a_dry_run_lists_the_cells_and_their_bench_commands(make_recipe, tmp_path: Path):
