@@ -201,8 +201,13 @@ def _gdn_kinds(cfg: dict[str, Any], source: str, n: int) -> tuple[str, ...]:
     return tuple("full" if (i + 1) % interval == 0 else "gdn" for i in range(n))
 
 
-def geometry(config: dict[str, Any], source: str) -> Geometry:
-    """The cache geometry of the model a config.json describes, or a PreflightError saying why not."""
+def geometry(config: dict[str, Any], source: str, *, inherit_dtype: str | None = None) -> Geometry:
+    """The cache geometry of the model a config.json describes, or a PreflightError saying why not.
+
+    ``inherit_dtype``: a draft's.  vLLM builds a draft's model config with the target's dtype
+    (``SpeculativeConfig.__post_init__``: ``ModelConfig(..., dtype=self.target_model_config.dtype,
+    ...)``, vllm/config/speculative.py at vllm-project/vllm@002e77c1f0ef9b19cff8b9e21cfbd6feb3d6b443),
+    so a draft config.json that states no ``torch_dtype`` is served in the target's."""
     if not isinstance(config, dict):
         raise PreflightError(f"cannot predict: {source} config.json is not a JSON object", hint="fix the file")
     archs = config.get("architectures") or []
@@ -220,7 +225,8 @@ def geometry(config: dict[str, Any], source: str) -> Geometry:
         )
     cfg = _text(config)
     n = _int(cfg, source, "num_hidden_layers")
-    dtype = str(_need(cfg, source, "torch_dtype", "dtype"))
+    stated = cfg.get("torch_dtype") or cfg.get("dtype")
+    dtype = str(stated or inherit_dtype or _need(cfg, source, "torch_dtype", "dtype"))
     heads = _int(cfg, source, "num_attention_heads")
     kv_heads = _int(cfg, source, "num_key_value_heads") if "num_key_value_heads" in cfg else heads
     hidden = cfg.get("hidden_size")

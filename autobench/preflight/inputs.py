@@ -122,6 +122,20 @@ def read_local(path: str | Path) -> Loaded:
     return Loaded(config, str(file.parent), weights)
 
 
+def read_model_dir(path: str, key: str) -> Loaded:
+    """The config.json of a local model directory (``key`` names it in the recipe): read from the
+    directory itself; a missing directory or config is one line naming it as a local directory
+    (never a Hub download hint: there is nothing on the Hub to download)."""
+    folder = Path(path)
+    if not (folder / "config.json").is_file():
+        what = "has no config.json" if folder.is_dir() else "does not exist on this machine"
+        raise PreflightError(
+            f"cannot predict: {key} is the local model directory {path}, which {what}",
+            hint="run preflight where the directory is, or pass --target-config / --draft-config with its config.json",
+        )
+    return read_local(folder)
+
+
 def _index_total(path: Path) -> int | None:
     try:
         total = load_json(path.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")

@@ -14,9 +14,19 @@ from typing import TYPE_CHECKING, Any
 from autobench.errors import PreflightError
 from autobench.preflight.budget import GIB, Budget, estimate
 from autobench.preflight.geometry import Geometry, geometry
-from autobench.preflight.inputs import HubReader, Loaded, VersionPick, read_hub, read_local, serve_options, vllm_version
+from autobench.preflight.inputs import (
+    HubReader,
+    Loaded,
+    VersionPick,
+    read_hub,
+    read_local,
+    read_model_dir,
+    serve_options,
+    vllm_version,
+)
 from autobench.preflight.layout import DRAFT_METHODS, Layout, ServeOptions, plan_layout
 from autobench.preflight.versions import fmt, rules_for
+from autobench.recipe.facts import is_local_model
 
 if TYPE_CHECKING:
     from autobench.recipe.loader import LoadedRecipe
@@ -215,6 +225,14 @@ def _group_summary(lay: Layout) -> list[tuple[str, int, int]]:
     return [(label, n, bpr) for label, (n, bpr) in out.items()]
 
 
+def _states_dtype(config: object) -> bool:
+    if not isinstance(config, dict):
+        return False
+    text = config.get("text_config")
+    inner = text if isinstance(text, dict) else {}
+    return any(c.get(k) for c in (config, inner) for k in ("torch_dtype", "dtype"))
+
+
 def predict(
     name: str,
     target_cfg: Loaded,
@@ -226,9 +244,15 @@ def predict(
     utilization: float | None = None,
 ) -> Prediction:
     target = geometry(target_cfg.config, target_cfg.source)
-    draft = geometry(draft_cfg.config, draft_cfg.source) if draft_cfg is not None else None
+    # A draft is served in the target's dtype, as vLLM builds it (geometry's inherit_dtype).
+    draft = geometry(draft_cfg.config, draft_cfg.source, inherit_dtype=target.dtype) if draft_cfg is not None else None
     layout = plan_layout(target, draft, serve, rules_for(version.version))
     pred = Prediction(name, version, serve, target, draft, layout, kv_blocks=opts.kv_blocks)
+    if draft_cfg is not None and not _states_dtype(draft_cfg.config):
+        pred.notes.append(
+            f"the draft's config.json states no torch_dtype: vLLM builds the draft with the target's dtype "
+            f"({target.dtype}; vllm/config/speculative.py)"
+        )
     if opts.gpu_memory_gib is not None and layout.verdict.boots and layout.blocks_per_request:
         if opts.weights_gib is not None:
             weights = int(opts.weights_gib * GIB)
@@ -282,12 +306,16 @@ def predict_recipe(loaded: LoadedRecipe, opts: Options, resolver: HubReader | No
     want_weights = opts.gpu_memory_gib is not None and opts.weights_gib is None
     if opts.target_config:
         target_cfg = read_local(opts.target_config)
+    elif is_local_model(recipe.model.repo):  # a local model directory: its own config.json, no Hub
+        target_cfg = read_model_dir(recipe.model.repo, "model.repo")
     else:
         target_cfg = read_hub(_resolver(resolver, opts), recipe.model.repo, recipe.model.revision, weights=want_weights)
     draft_cfg = None
     if needs_draft and spec is not None:
         if opts.draft_config:
             draft_cfg = read_local(opts.draft_config)
+        elif spec.model and is_local_model(spec.model):
+            draft_cfg = read_model_dir(spec.model, "speculative.model")
         elif spec.model:
             draft_cfg = read_hub(_resolver(resolver, opts), spec.model, spec.revision, weights=want_weights)
     return predict(
