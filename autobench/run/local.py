@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from autobench.compile.quoting import shell_join
 from autobench.errors import AutobenchError
@@ -43,6 +43,13 @@ from autobench.run.plan import RunPlan, build_plan
 from autobench.run.protocol import Compiled, Run, RuntimeBase
 from autobench.run.readiness import Readiness, http_get, wait_ready
 from autobench.run.signals import RunInterrupted
+
+if TYPE_CHECKING:
+    from autobench.bench.client import BenchConfig
+    from autobench.bench.result import BenchResult
+    from autobench.recipe.grid import Cell
+
+Params = ParamSpec("Params")
 
 _write = write_text
 
@@ -140,7 +147,7 @@ def process_script(loaded: LoadedRecipe, plan: RunPlan) -> str:
 
 
 # ---------------------------------------------------------------- bench
-def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
+def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Cell | None = None) -> BenchConfig:
     """The bench client's configuration for ``cell`` of the grid (default: the first)."""
     from autobench.bench.client import BenchConfig
     from autobench.compile import bench_api_key_env, bench_tokenizer
@@ -190,7 +197,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Any = None) -> Any:
     return cfg
 
 
-def normalized_metrics(result: Any, plan: RunPlan, name: str = P.BENCH_JSON) -> dict[str, Any]:
+def normalized_metrics(result: BenchResult, plan: RunPlan, name: str = P.BENCH_JSON) -> dict[str, object]:
     """The bench result's ledger metric columns, from the result in memory; ``name`` (bench.json,
     or bench.cell-N.json of a grid) is written for the run folder only (JSON at the edge, never
     read back)."""
@@ -290,15 +297,15 @@ class BenchThread:
     server is torn down, the bench's requests fail, and the thread ends by itself.
     """
 
-    def __init__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any):
-        self.result: Any = None
+    def __init__(self, fn: Callable[Params, BenchResult], *args: Params.args, **kwargs: Params.kwargs):
+        self.result: BenchResult | None = None
         self.error: BaseException | None = None
         self._thread = threading.Thread(
             target=self._run, args=(fn, *args), kwargs=kwargs, name="autobench-bench", daemon=True
         )
         self._thread.start()
 
-    def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    def _run(self, fn: Callable[Params, BenchResult], *args: Params.args, **kwargs: Params.kwargs) -> None:
         try:
             self.result = fn(*args, **kwargs)
         except BaseException as exc:  # handed to the main thread
@@ -355,6 +362,7 @@ def _bench(
                 exc = worker.error
                 return "FAILED", f"bench crashed (a bug in autobench){_in(cell, many)}: {type(exc).__name__}: {exc}"
             result = worker.result
+            assert result is not None  # the bench ended without an error: it returned its result
             metrics = normalized_metrics(result, plan, f"bench.cell-{cell.index + 1}.json" if many else P.BENCH_JSON)
             if outcome.tokenizer is None:
                 outcome.tokenizer = result.to_json_dict().get("tokenizer_id")
@@ -483,12 +491,16 @@ def _finish(
         outcome.root_cause_category = "interrupted"
         outcome.root_cause_message = outcome.notes[-1] if outcome.notes else "interrupted"
     errors = (
-        sum(cell_metrics(r).get("errors") or 0 for _, r in outcome.cells)
+        sum(_count(cell_metrics(r).get("errors")) for _, r in outcome.cells)
         if len(outcome.cells) > 1
         else outcome.metrics.get("errors")
     )
     if outcome.status == "DONE" and errors:
         outcome.notes.append(f"{errors} request error(s) during the bench")
+
+
+def _count(value: object) -> int | float:
+    return value if isinstance(value, int | float) else 0
 
 
 __all__ = ["LocalRuntime", "bench_config", "process_script"]

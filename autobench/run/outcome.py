@@ -13,11 +13,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.errors import RunError
 from autobench.recipe import LoadedRecipe
 from autobench.run.plan import RunPlan
+
+if TYPE_CHECKING:
+    from autobench.bench.result import BenchResult
+    from autobench.ledger.models import NewCell
+    from autobench.ledger.store import Ledger
+    from autobench.recipe.grid import Cell
 
 Echo = Callable[[str], None]
 
@@ -69,14 +75,14 @@ class RunOutcome:
     image_digest: str | None = None  # docker runtime: the registry digest of the image that ran
     preflight: dict[str, Any] | None = None  # the preflight prediction (autobench.preflight)
     tokenizer: str | None = None  # the bench result's tokenizer_id (repo@sha, a file, "estimated")
-    #: Every cell benched to its end, in run order: (autobench.recipe.grid.Cell, BenchResult).
-    cells: list[tuple[Any, Any]] = field(default_factory=list)
+    #: Every cell benched to its end, in run order.
+    cells: list[tuple[Cell, BenchResult]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
         return {"DONE": 0, "PLANNED": 0, "ABORTED": 130}.get(self.status, RunError.exit_code)
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return {
             "status": self.status,
             "run_id": self.run_id,
@@ -120,7 +126,7 @@ def write_text(path: Path, text: str) -> None:
 CELL_ONLY = ("goodput", "good_requests", "client_bound")
 
 
-def cell_metrics(result: Any) -> dict[str, Any]:
+def cell_metrics(result: BenchResult) -> dict[str, object]:
     """One bench result's ledger metric columns, and :data:`CELL_ONLY`."""
     from autobench.runrow import metric_columns
 
@@ -129,7 +135,7 @@ def cell_metrics(result: Any) -> dict[str, Any]:
     return {**metric_columns(normalized), **extra}
 
 
-def sweep_metrics(benched: list[tuple[Any, Any]]) -> dict[str, Any]:
+def sweep_metrics(benched: list[tuple[Cell, BenchResult]]) -> dict[str, object]:
     """A run's row metrics from its benched (grid cell, BenchResult) pairs: one cell's own;
     for a grid, the headline cell (highest concurrency, then request rate) merged over its
     repeats from the raw samples (``autobench.ledger.cells.headline_metrics``), so
@@ -141,14 +147,14 @@ def sweep_metrics(benched: list[tuple[Any, Any]]) -> dict[str, Any]:
     return headline_metrics(ledger_cells(benched))
 
 
-def ledger_cells(benched: list[tuple[Any, Any]]) -> list[Any]:
+def ledger_cells(benched: list[tuple[Cell, BenchResult]]) -> list[NewCell]:
     """The run's cells for the ledger: each benched (grid cell, BenchResult) with its
     parameters (``repeat`` 1-based, as the grid numbers it), its metric columns and the raw
     per-request samples of its bench (schema v8: ``autobench.ledger.models.NewCell``)."""
     from autobench.ledger.models import NewCell
 
     return [
-        NewCell({**cell.params, "repeat": cell.repeat}, cell_metrics(result), getattr(result, "samples", None))
+        NewCell({**cell.params, "repeat": cell.repeat}, cell_metrics(result), result.samples)
         for cell, result in benched
     ]
 
@@ -174,7 +180,7 @@ class RowFacts:
 
 
 def record_run(
-    ledger: Any,
+    ledger: Ledger,
     loaded: LoadedRecipe,
     outcome: RunOutcome,
     script: str,

@@ -21,6 +21,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from autobench.errors import RecipeError, RunError
 from autobench.recipe import LoadedRecipe, load_recipe
@@ -34,6 +35,9 @@ from autobench.run.plan import RunPlan, unpinned_refs
 from autobench.run.protocol import Compiled, Run, Runtime
 from autobench.run.signals import RunInterrupted, SignalGuard
 from autobench.run.slurm import SlurmRuntime
+
+if TYPE_CHECKING:
+    from autobench.ledger.store import Ledger
 
 PIN_CODES = frozenset({"AB010", "AB011", "AB012"})
 
@@ -189,7 +193,7 @@ def _start(
     prediction: dict[str, object] | None,
     notes: list[str],
 ) -> RunOutcome:
-    outcome = RunOutcome(status="FAILED", plan=plan, script=script, preflight=prediction)  # type: ignore[arg-type]
+    outcome = RunOutcome(status="FAILED", plan=plan, script=script, preflight=prediction)
     outcome.started_at = now().isoformat()
     outcome.notes.extend(notes)
     if plan.unpinned:
@@ -207,7 +211,7 @@ def _start(
     return outcome
 
 
-def _end(ledger: object, run: Run, row: RowFacts) -> None:
+def _end(ledger: Ledger, run: Run, row: RowFacts) -> None:
     outcome = run.outcome
     outcome.ended_at = now().isoformat()
     if outcome.metrics:  # the quality flags only the recipe can tell (no_drafts, ...)
