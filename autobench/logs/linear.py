@@ -58,6 +58,32 @@ def unbounded(pattern: re.Pattern[Any]) -> list[str]:
     return out
 
 
+# Patterns the parser only runs with ``match`` at one position (a line's or a segment's start,
+# or a candidate "(" in lines._cuts): one attempt, a bounded number of steps.
+ANCHORED = frozenset(
+    {
+        "lines._PROC",
+        "lines._HEADER",
+        "lines._UVICORN",
+        "lines._GLOG",
+        "parse._DEBUG_B",
+        "rootcause._EXC",
+        "rootcause._FRAME",
+        "rootcause._CARETS",
+        "unwrap._DOCKER_TS",
+        "unwrap._CI_TS",
+        "unwrap._KUBECTL",
+        "unwrap._COMPOSE_BRACKET",
+        "unwrap._JOURNALD",
+        "unwrap._COMPOSE",
+        "unwrap._COLUMN",
+        "unwrap._SLURM",
+        "unwrap._PROC_HEAD",
+        "unwrap._QUOTE",
+    }
+)
+
+
 def patterns() -> dict[str, re.Pattern[Any]]:
     """Every pattern the parser runs on log text, by ``module.name``."""
     from autobench.logs import facts, lines, parse, rootcause, unwrap

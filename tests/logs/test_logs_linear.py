@@ -67,3 +67,19 @@ def test_unterminated_and_endless_control_sequences_are_cut_not_chased() -> None
     assert len(strip_controls(osc)) < len(osc)
     assert strip_controls("\x1b[" + "1;" * 50_000 + "m" + "text").endswith("text")
     assert unwrap_line("**" + "*" * 50_000) is not None
+
+
+def test_anchored_patterns_are_only_ever_matched_at_one_position() -> None:
+    """The benchmark times ANCHORED patterns with one match, as the parser runs them: no
+    module may search, split or substitute with them."""
+    import inspect
+
+    from autobench.logs.linear import ANCHORED
+
+    assert ANCHORED <= set(PATTERNS)
+    sources = {m.__name__.rsplit(".", 1)[-1]: inspect.getsource(m) for m in (facts, lines, parse, rootcause, unwrap)}
+    for name in ANCHORED:
+        module, var = name.split(".")
+        for use in ("search", "sub", "split", "findall", "finditer", "fullmatch"):
+            assert re.search(rf"(?<!\w){var}\.{use}\(", sources[module]) is None, (name, use)
+        assert re.search(rf"(?<!\w){var}\.match", sources[module]), name
