@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +32,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         chosen = getattr(test, "_hypothesis_internal_use_settings", None)
         if chosen is not None and chosen.max_examples > UNIT_MAX_EXAMPLES:
             test._hypothesis_internal_use_settings = settings(chosen, max_examples=UNIT_MAX_EXAMPLES)  # type: ignore[union-attr]
+
+
+@pytest.fixture(autouse=True)
+def _unit_tests_start_no_python(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """The unit tier's rule, enforced: a test not marked ``integration`` starts no Python child
+    (no ``python -m autobench``, no server, no fresh interpreter).  Short-lived tools on files
+    (bash, shellcheck, sqlite3) are fine.  The CLI runs in-process through tests/inprocess.py."""
+    if request.node.get_closest_marker("integration") is not None:
+        yield
+        return
+    real_init = subprocess.Popen.__init__
+    python = os.path.realpath(sys.executable)
+
+    def init(self: subprocess.Popen[Any], args: Any, *rest: Any, **kw: Any) -> None:
+        argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+        first = str(argv[0]).split()[0] if argv and not kw.get("shell") else ""
+        if first and os.path.realpath(shutil.which(first) or first) == python:
+            raise pytest.fail.Exception(
+                f"a unit test started a Python child ({' '.join(map(str, argv[:4]))} ...): run the CLI in-process"
+                " (tests/inprocess.py) or mark the test @pytest.mark.integration (docs/testing.md, Tiers)",
+                pytrace=False,
+            )
+        real_init(self, args, *rest, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", init)
+    yield
 
 
 @pytest.fixture(autouse=True)

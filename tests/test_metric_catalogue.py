@@ -134,6 +134,7 @@ CHILD = textwrap.dedent(
 )
 
 
+@pytest.mark.integration
 def test_a_metric_defined_only_in_the_catalogue_reaches_result_ledger_cell_verdict_and_page(tmp_path: Path) -> None:
     recipe = REPO / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround.yaml"
     proc = subprocess.run(

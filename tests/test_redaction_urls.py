@@ -77,6 +77,7 @@ def test_a_generated_user_info_password_never_survives(user, pw):
     assert pw not in scrub_url(url).removeprefix(f"postgresql://{user}:")
 
 
+@pytest.mark.integration
 def test_a_ledger_url_error_line_shows_no_password(tmp_path):
     """Before: ``?password=`` and ``sslpassword=`` were printed in clear (only ``user:pw@`` was masked)."""
     url = f"postgresql://me:{PW}@127.0.0.1:1/x?password={PW}&sslpassword={PW}&connect_timeout=2"

@@ -5,10 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 TOKEN = "hf_abcdefghijklmnopqrstuvwxyz0123456789"
 API_KEY = "s3cr3t-value-not-hf-shaped"
 
 
+@pytest.mark.integration
 def test_logs_parse_redacts_secret_values_in_text_and_json(tmp_path) -> None:
     log = tmp_path / "server.log"
     log.write_text(

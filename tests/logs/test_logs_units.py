@@ -227,6 +227,7 @@ def test_unreadable_file_is_a_log_error(tmp_path) -> None:
         parse_log(p)
 
 
+@pytest.mark.integration
 def test_cli_json_and_one_line_errors(tmp_path, repo_root) -> None:
     log = repo_root / "tests/logs/corpus/901_seed-blocked-page-size-assert.log"
     run = subprocess.run(

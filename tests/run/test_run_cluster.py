@@ -30,9 +30,8 @@ from autobench.compile.cluster import compile_cluster
 from autobench.errors import RecipeError
 from autobench.recipe import load_recipe
 
-pytestmark = (
-    pytest.mark.integration
-)  # every test starts real processes: autobench run, a server, the fake docker or ssh
+# Every test starts real processes: autobench run, a server, the fake docker or ssh.
+pytestmark = pytest.mark.integration
 
 SHA = "6c7242c934a9870d7c59c05240bdbb2467cc1394"
 

@@ -17,9 +17,8 @@ from run_helpers import HERE, ledger_rows, only_run_dir, pid_alive, run_env
 from autobench.compile import docker_argv
 from autobench.recipe import load_recipe
 
-pytestmark = (
-    pytest.mark.integration
-)  # every test starts real processes: autobench run, a server, the fake docker or ssh
+# Every test starts real processes: autobench run, a server, the fake docker or ssh.
+pytestmark = pytest.mark.integration
 
 
 def _docker_env(tmp_path: Path, **extra: str) -> dict[str, str]:

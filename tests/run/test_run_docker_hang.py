@@ -18,9 +18,8 @@ import pytest
 from run_helpers import ledger_rows, pid_alive
 from test_run_docker import _calls, _docker_env
 
-pytestmark = (
-    pytest.mark.integration
-)  # every test starts real processes: autobench run, a server, the fake docker or ssh
+# Every test starts real processes: autobench run, a server, the fake docker or ssh.
+pytestmark = pytest.mark.integration
 
 
 def _start(recipe: Path, tmp_path: Path, env: dict[str, str]) -> subprocess.Popen[str]:

@@ -14,9 +14,8 @@ import sys
 import pytest
 from run_helpers import HERE, ledger_rows, only_run_dir, run_cli
 
-pytestmark = (
-    pytest.mark.integration
-)  # every test starts real processes: autobench run, a server, the fake docker or ssh
+# Every test starts real processes: autobench run, a server, the fake docker or ssh.
+pytestmark = pytest.mark.integration
 
 KEY = "k3y-VALUE-that-is-no-known-token-shape-42"
 

@@ -13,9 +13,8 @@ import pytest
 from run_helpers import ledger_rows
 from test_run_docker import _calls, _docker_env, _run
 
-pytestmark = (
-    pytest.mark.integration
-)  # every test starts real processes: autobench run, a server, the fake docker or ssh
+# Every test starts real processes: autobench run, a server, the fake docker or ssh.
+pytestmark = pytest.mark.integration
 
 NAME = "registry.example:5000/vllm/vllm-openai"
 PINNED = "sha256:" + "a1" * 32

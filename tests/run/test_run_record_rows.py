@@ -16,9 +16,8 @@ from run_helpers import ledger_rows, only_run_dir, run_cli, run_env
 
 from autobench.ledger import BOOT_KEYS, METRIC_KEYS
 
-pytestmark = (
-    pytest.mark.integration
-)  # every test starts real processes: autobench run, a server, the fake docker or ssh
+# Every test starts real processes: autobench run, a server, the fake docker or ssh.
+pytestmark = pytest.mark.integration
 
 FAST = "--ttft-ms 5 --itl-ms 2 --log-stats-interval 0.2"
 

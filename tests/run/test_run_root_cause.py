@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from run_helpers import ledger_rows, only_run_dir, run_cli
 
-pytestmark = (
-    pytest.mark.integration
-)  # every test starts real processes: autobench run, a server, the fake docker or ssh
+# Every test starts real processes: autobench run, a server, the fake docker or ssh.
+pytestmark = pytest.mark.integration
 
 FAST = "--ttft-ms 5 --itl-ms 2 --log-stats-interval 0.2"
 

@@ -58,6 +58,7 @@ def _wait_for(pred, timeout=10.0):
     return False
 
 
+@pytest.mark.integration
 def test_process_group_is_killed_after_the_grace_period_and_log_is_redacted(tmp_path: Path):
     secret = "s3cr3t-value-0042"
     log = LogFile(tmp_path / "server.log", {"MY_SECRET": secret})
@@ -81,6 +82,7 @@ def test_process_group_is_killed_after_the_grace_period_and_log_is_redacted(tmp_
     server.stop()  # idempotent
 
 
+@pytest.mark.integration
 def test_a_well_behaved_server_stops_on_sigterm_quickly(tmp_path: Path):
     log = LogFile(tmp_path / "server.log", {})
     server = started(
@@ -96,6 +98,7 @@ def test_a_well_behaved_server_stops_on_sigterm_quickly(tmp_path: Path):
     assert server.exit_code() == -15  # ended by the SIGTERM, not by a SIGKILL after the 10 s grace
 
 
+@pytest.mark.integration
 def test_exit_code_reports_an_early_exit(tmp_path: Path):
     log = LogFile(tmp_path / "server.log", {})
     server = started(

@@ -15,9 +15,8 @@ from run_helpers import ledger_rows, run_cli, run_env
 from autobench.ledger import open_ledger
 from autobench.samples import merge, percentile, summary
 
-pytestmark = (
-    pytest.mark.integration
-)  # every test starts real processes: autobench run, a server, the fake docker or ssh
+# Every test starts real processes: autobench run, a server, the fake docker or ssh.
+pytestmark = pytest.mark.integration
 
 FAST = "--ttft-ms 2 --itl-ms 1 --log-stats-interval 0.2"
 
