@@ -161,7 +161,29 @@ _REQUEST_NEEDLES = ("Received request", "Added request")
 # api_server.py; "Available routes are:" / "Route: %s, Methods: %s", launcher.py) and not a
 # plug-in's (LMCache's "Starting LMCache HTTP server on http://...").
 _STARTUP = "Application startup complete"
-_READY_NEEDLES = (_STARTUP, "erver on http", "Available routes", "Route: /")
+# uvicorn names the port it serves right after its startup line ("Uvicorn running on
+# http://0.0.0.0:8000 (Press CTRL+C to quit)", or "... on socket ('0.0.0.0', 8000) ..." for
+# the socket vLLM binds itself): a port other than vLLM's announced one (or the plug-in's
+# own) shows whose startup line it was.
+_UVICORN_RUNNING = "Uvicorn running on"
+# (the trigger is decided once per block: uvicorn's port line must pass with the startup line)
+_READY_NEEDLES = (_STARTUP, "erver on http", "Available routes", "Route: /", _UVICORN_RUNNING)
+
+
+def _port_in(msg: str) -> str | None:
+    """The port a server announcement names ("http://host:8000", "socket ('h', 8000)")."""
+    at = msg.find("://")
+    if at != -1:
+        end = at + 3
+        while end < len(msg) and msg[end] not in " )/(":
+            end += 1
+        port = msg[at + 3 : end].rpartition(":")[2]
+        return port if port.isdigit() else None
+    at = msg.find("socket (")
+    if at != -1:
+        port = msg[at + 8 : msg.find(")", at)].rpartition(",")[2].strip()
+        return port if port.isdigit() else None
+    return None
 
 
 class _Parser:
@@ -174,6 +196,9 @@ class _Parser:
         self.ready_line: int | None = None
         self.served_line: int | None = None  # the first request served after ready
         self._foreign_server = False  # the last server announced is not vLLM's
+        self._vllm_port: str | None = None  # the port vLLM's API server announced
+        self._foreign_port: str | None = None  # ... and the last plug-in server's
+        self._unconfirmed: int | None = None  # a startup line without a process name, port unknown yet
         self._pending_age = 0
         self._oom_unserved = False
         self._refresh()
@@ -223,6 +248,8 @@ class _Parser:
         needles.update(p.needle for p in BOOT_PATTERNS if not all(k in known for k in p.keys))
         if not self.report.ready:
             needles.update(_READY_NEEDLES)
+        if self._unconfirmed is not None:
+            needles.add(_UVICORN_RUNNING)
         if not self._cause_done:
             needles.update(CAUSE_NEEDLES)
             needles.add("assert")
@@ -294,7 +321,7 @@ class _Parser:
                         if key not in report.lines:
                             setattr(report, key, value)
                             report.lines[key] = lineno
-            if not report.ready:
+            if not report.ready or self._unconfirmed is not None:
                 self._readiness(rec, msg, lineno)
             if self._want_post and any(n in msg for n in _REQUEST_NEEDLES):
                 self._served(lineno)
@@ -314,16 +341,44 @@ class _Parser:
 
     def _readiness(self, rec: Record, msg: str, lineno: int) -> None:
         """Readiness from one record (see :data:`_READY_NEEDLES`)."""
+        if self._unconfirmed is not None:
+            if _UVICORN_RUNNING in msg:
+                self._confirm(_port_in(msg))
+            return
         if _STARTUP in msg:
             proc = rec.proc or ""
             if proc.startswith("APIServer") or (not proc and not self._foreign_server):
                 self._ready(lineno)
+                if not proc:
+                    self._unconfirmed = lineno
+                    self._refresh()
         elif "erver on http" in msg:
             self._foreign_server = "vLLM" not in msg
+            if self._foreign_server:
+                self._foreign_port = _port_in(msg)
+            else:
+                self._vllm_port = _port_in(msg)
         elif "Available routes" in msg or msg.startswith("Route: /"):
             self._foreign_server = False
         elif rec.src is not None and rec.src.startswith("serving") and rec.level in ("INFO", "ERROR"):
             self._served(lineno)  # vLLM's request handlers (entrypoints/openai/serving*.py) logged
+
+    def _confirm(self, port: str | None) -> None:
+        """uvicorn named the port of the server whose startup line made the log ready: when
+        it is not vLLM's, that line was a plug-in's, and nothing served since, it is no
+        readiness."""
+        line, self._unconfirmed = self._unconfirmed, None
+        foreign = port is not None and (
+            (self._vllm_port is not None and port != self._vllm_port)
+            or (self._vllm_port is None and port == self._foreign_port)
+        )
+        report = self.report
+        if foreign and self.served_line is None and report.lines.get("ready") == line:
+            report.ready = False
+            del report.lines["ready"]
+            self.ready_line = None
+            self.cause.ready = False
+        self._refresh()
 
     def feed_lines(self, lines: list[bytes], base: int) -> None:
         """``feed(lines[k], base + k + 1)`` for every k, in bulk: the same decisions,

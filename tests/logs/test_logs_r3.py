@@ -120,6 +120,22 @@ def test_a_plug_in_server_startup_is_not_vllm_ready() -> None:
     assert parse_log([*_LMCACHE[:3], "(APIServer pid=1) INFO:     Application startup complete."]).ready
 
 
+def test_the_port_uvicorn_names_binds_an_unprefixed_startup_line() -> None:
+    # vLLM announced port 8000 (api_server.py); later a plug-in's own uvicorn starts without
+    # announcing itself and names port 8080 right after its startup line: not vLLM's
+    vllm = "INFO 04-17 17:28:57 [api_server.py:1081] Starting vLLM API server on http://0.0.0.0:8000"
+    plugin = [*_LMCACHE[1:], "INFO:     Uvicorn running on http://0.0.0.0:8080 (Press CTRL+C to quit)"]
+    assert not parse_log([vllm, *plugin]).ready
+    own = [*_LMCACHE[1:], "INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)"]
+    r = parse_log([vllm, *own])
+    assert r.ready and r.lines["ready"] == 4
+    # vLLM binds its socket itself: uvicorn then names "socket ('0.0.0.0', 8000)"
+    sock = [*_LMCACHE[1:], "INFO:     Uvicorn running on socket ('0.0.0.0', 8000) (Press CTRL+C to quit)"]
+    assert parse_log([vllm, *sock]).ready
+    # no port announced by vLLM: the plug-in's announced port is recognised
+    assert not parse_log([_LMCACHE[0], "INFO 01-01 00:00:00 [launcher.py:26] Available routes are:", *plugin]).ready
+
+
 def test_serving_evidence_makes_a_log_without_the_startup_line_ready() -> None:
     r = parse_log(R3 / "r3-22_v0-lmcache-serving-without-startup-line.log")
     assert r.ready and r.lines["ready"] == 5  # engine stats with a running request, before the POST 200
