@@ -10,8 +10,8 @@ always holds the same files and two runs started at once never share one.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from autobench.run import plan as P
 from autobench.run.plan import RunPlan
@@ -32,7 +32,7 @@ def claim_run_dir(plan: RunPlan) -> RunPlan:
         return plan if run_dir == wanted else replace(plan, run_dir=run_dir)
 
 
-def write_run_files(plan: RunPlan, script: str, recipe_data: Any) -> None:
+def write_run_files(plan: RunPlan, script: str, recipe_data: Mapping[str, object]) -> None:
     """What the run will do, written before it starts: the plan, the script and the resolved recipe."""
     plan.path(P.PLAN_JSON).write_text(json.dumps(plan.to_json_dict(), indent=2) + "\n", encoding="utf-8")
     plan.path(P.SCRIPT).write_text(script, encoding="utf-8")

@@ -12,13 +12,16 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from autobench.compile.quoting import shell_join, shell_word
 from autobench.errors import RunError, UsageError
 from autobench.escape import terminal
 from autobench.recipe import LoadedRecipe
 from autobench.recipe.facts import output_tokens, passed_secrets, server_endpoint, unpinned
+
+if TYPE_CHECKING:
+    from autobench.recipe.schema import Recipe
 
 Runtime = Literal["docker", "process"]
 RUNTIMES: tuple[str, ...] = ("docker", "process")
@@ -73,7 +76,7 @@ class RunPlan:
     def path(self, name: str) -> Path:
         return self.run_dir / name
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return {
             "recipe": self.recipe_name,
             "recipe_path": self.recipe_path,
@@ -262,7 +265,7 @@ def build_plan(
     )
 
 
-def _cell_labels(recipe: Any) -> tuple[str, ...]:
+def _cell_labels(recipe: Recipe) -> tuple[str, ...]:
     from autobench.recipe.grid import cells
 
     all_cells = cells(recipe)

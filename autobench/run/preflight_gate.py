@@ -10,7 +10,6 @@ travels with the run (``RunOutcome.preflight``) so the ledger keeps it next to t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from autobench.errors import AutobenchError, RunError
 from autobench.recipe import LoadedRecipe
@@ -18,7 +17,7 @@ from autobench.recipe import LoadedRecipe
 
 def gate(
     loaded: LoadedRecipe, *, force: bool, vllm_version: str | None, echo: Callable[[str], None]
-) -> tuple[dict[str, Any] | None, str | None]:
+) -> tuple[dict[str, object] | None, str | None]:
     """(the prediction as JSON, a note) -- or RunError when a failure is predicted and not forced."""
     from autobench.preflight.predict import Options, predict_recipe
 

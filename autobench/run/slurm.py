@@ -74,7 +74,7 @@ class JobInfo:
     def done(self) -> bool:
         return self.state in TERMINAL
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return {
             "job_id": self.job_id,
             "state": self.state,
