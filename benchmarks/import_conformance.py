@@ -806,7 +806,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     print(
-        f"{'source':44} {'format':13} {'files':>5} {'whole':>5} {'refused':>7} {'wrong':>5} {'crash':>5} {'flags =':>9}"
+        f"{'source':44} {'format':13} {'files':>5} {'whole':>5} {'noted':>5} {'refused':>7} {'wrong':>5} {'crash':>5} "
+        f"{'flags =':>9}"
     )
     totals: dict[str, Counter[str]] = defaultdict(Counter)
     for (source, fmt), c in sorted(rows.items()):

@@ -45,6 +45,13 @@ def _yaml_text(imported: Any) -> str:
     return head + buf.getvalue()
 
 
+def _from_source(imported: Any, exc: RecipeError) -> RecipeError:
+    """A loader error on the staged recipe, said at the source file (the staged file is gone)."""
+    return RecipeError(
+        f"the imported recipe does not validate: {exc.message}", location=str(imported.source), hint=exc.hint
+    )
+
+
 def check_imported(imported: Any, folder: Path) -> tuple[Path, list[str]]:
     """Write into ``folder`` (with its mods), then validate and compile every cell; (path, compiled texts)."""
     from autobench.compile import compile_recipe
@@ -59,8 +66,15 @@ def check_imported(imported: Any, folder: Path) -> tuple[Path, list[str]]:
     path = folder / f"{imported.name}.yaml"
     path.write_text(_yaml_text(imported), encoding="utf-8")
     texts: list[str] = []
-    for cell in recipe_cells(path):
-        loaded = load_recipe(path, cell)
+    try:
+        cells = recipe_cells(path)
+    except RecipeError as exc:
+        raise _from_source(imported, exc) from exc
+    for cell in cells:
+        try:
+            loaded = load_recipe(path, cell)
+        except RecipeError as exc:
+            raise _from_source(imported, exc) from exc
         errors = [f for f in check(loaded) if f.severity == "error"]
         if errors:
             f = errors[0]

@@ -56,8 +56,8 @@ def _parse_argv(src: Src, keys: tuple[Any, ...], argv: list[str], out: Imported)
     """An exec-form argv (no shell) or ``sh -c SCRIPT``: the serve command in it."""
     import shlex
 
-    if len(argv) >= 3 and Path(argv[0]).name in ("sh", "bash") and argv[1] in ("-c", "-lc", "-ec", "-xc"):
-        return parse_command(src, keys, argv[2])
+    if len(argv) >= 3 and Path(argv[0]).name in ("sh", "bash") and re.fullmatch(r"-[a-z]*c[a-z]*", argv[1]):
+        return parse_command(src, keys, argv[2])  # bash -c, -ec, -exc, ...: the script
     if len(argv) >= 3 and argv[1] == "-m" and argv[2] == "dynamo.vllm":
         rest = [w for w in argv[3:] if w not in DYNAMO_ONLY]
         out.notes.append(
