@@ -140,10 +140,16 @@ def run(
         return done[0].display_id if done else None
 
     outcomes = run_experiment(plan, run_one, done_run, rerun=rerun, force=force, echo=echo)
+    from autobench.ledger.experiments import new_experiment_values
+
+    treatments = [{**o.planned.to_json_dict(), **o.to_json_dict()} for o in outcomes]
+    with open_ledger(ledger_url) as book:
+        record = book.record_experiment(new_experiment_values(exp.name, plan.digest, exp.doc.data, treatments))
     if as_json:
         print_json(
             {
                 "experiment": exp.name,
+                "record": record,
                 "plan": plan.digest,
                 "treatments": [o.to_json_dict() for o in outcomes],
             }
@@ -152,6 +158,7 @@ def run(
         for o in outcomes:
             t = o.planned.treatment
             say(f"{t.id:<5} {t.label():<48} {o.action:<8} {o.status or '-':<8} {o.display_id or ''}".rstrip())
+        say(f"experiment {exp.name}: record #{record} in the ledger (plan {plan.digest[:19]})")
     ctx.exit(exit_code(outcomes))
 
 
@@ -199,12 +206,21 @@ def report(
             done = book.runs(status="DONE", digest=planned.digest, limit=1, newest_first=True)
             record = done[0] if done else None
             runs.append(TreatmentRun(planned, record, book.cells(record.id) if record else ()))
+        records = book.experiments(plan_digest=plan.digest)
     analysis = analyse(plan, runs, metric=metric, latency=latency, slos=parsed, threshold=threshold)
+    pruned = [t for t in records[-1].treatments if t.get("status") == "pruned"] if records else []
     if as_json:
-        print_json(to_json_dict(analysis))
+        doc = to_json_dict(analysis)
+        doc["records"] = [r.id for r in records]
+        doc["pruned"] = [{"id": t.get("id"), "label": t.get("label"), "cause": t.get("cause")} for t in pruned]
+        print_json(doc)
         return
     for line in report_lines(analysis):
         say(line)
+    if records:
+        say(f"\nrecorded: experiment run(s) #{', #'.join(str(r.id) for r in records)} of this plan")
+    for t in pruned:
+        say(f"pruned {t.get('id')} {t.get('label')}: {t.get('cause')}")
 
 
 def report_lines(analysis: Analysis) -> list[str]:

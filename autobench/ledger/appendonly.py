@@ -1,5 +1,5 @@
 """The database's own refusal of changes: append-only triggers, per backend, on ``runs``,
-``schema_version`` and (schema v8) ``cells``.
+``schema_version``, (schema v8) ``cells`` and (schema v10) ``experiments``.
 
 SQLite: ``BEFORE UPDATE`` / ``BEFORE DELETE`` triggers that ``RAISE(ABORT, ...)`` (SQLite
 has no TRUNCATE; its ``DELETE FROM t`` fires the delete trigger).  PostgreSQL: one
@@ -17,7 +17,7 @@ APPEND_ONLY_MESSAGE = (
     "ledger rows are append-only: record a correction as a new run (autobench record --corrects ID / --supersedes ID)"
 )
 PG_FUNCTION = "autobench_refuse_change"
-TABLES = ("runs", "schema_version", "cells")
+TABLES = ("runs", "schema_version", "cells", "experiments")
 
 
 def _ops(dialect: str) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from sqlalchemy.types import TypeEngine
 from autobench.errors import LedgerError
 from autobench.ledger import appendonly
 from autobench.ledger.appendonly import APPEND_ONLY_MESSAGE
-from autobench.ledger.models import ADDED_IN, CELLS, RUNS, SchemaVersion
+from autobench.ledger.models import ADDED_IN, CELLS, EXPERIMENTS, RUNS, SchemaVersion
 
 VERSIONS = SchemaVersion.__table__  # type: ignore[attr-defined]
 
@@ -128,6 +128,14 @@ def _v9_more_metrics(conn: Connection) -> None:
     conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN more_metrics TEXT")
 
 
+def _v10_experiments(conn: Connection) -> None:
+    # A new table, append-only like runs; runs are untouched (every hash unchanged).
+    conn.execute(CreateTable(EXPERIMENTS))
+    for index in EXPERIMENTS.indexes:
+        index.create(conn)
+    _append_only_triggers(conn, "experiments")
+
+
 # (version, description, apply).  Append new migrations; never edit an applied one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "runs table with metrics and boot facts, indexes, append-only triggers", _v1_runs_table),
@@ -144,6 +152,11 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (7, "tokenizer: what measured the bench's prompt lengths (repo@sha, a file, or estimated)", _v7_tokenizer),
     (8, "cells: a run's cells with their raw per-request samples; runs.cells_digest and runs.replay_of", _v8_cells),
     (9, "more_metrics: a run's metrics without a column of their own (autobench.metric_catalogue)", _v9_more_metrics),
+    (
+        10,
+        "experiments: each experiment run's definition, plan digest and treatments (autobench.experiment)",
+        _v10_experiments,
+    ),
 ]
 LATEST = MIGRATIONS[-1][0]
 

@@ -253,8 +253,29 @@ class CellRow(SQLModel, table=True):
     samples: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
 
 
+class ExperimentRow(SQLModel, table=True):
+    """An experiment's record (schema v10): one row per ``autobench experiment run``, with the
+    definition, the plan's digest and every treatment (its recipe digest, its plan status --
+    pruned with the predicted cause -- and what the run did with it: ran, skipped, left).  Its
+    runs are the runs of those digests.  Appended, never updated or deleted (triggers refuse
+    it); ``content_hash`` covers the other columns, so ``verify`` finds an edited row."""
+
+    __tablename__ = "experiments"
+
+    # given at append (the next after the largest, under the append lock): no sequence to grant
+    id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    name: str = Field(sa_column=Column(Text, nullable=False))
+    plan_digest: str = Field(sa_column=Column(Text, nullable=False, index=True))
+    recorded_at: str = Field(sa_column=Column(Text, nullable=False))
+    definition: str = Field(sa_column=Column(Text, nullable=False))  # canonical JSON of the file's data
+    treatments: str = Field(sa_column=Column(Text, nullable=False))  # canonical JSON list
+    content_hash: str = Field(sa_column=Column(Text, nullable=False))
+
+
 RUNS = RunRow.__table__  # type: ignore[attr-defined]
 CELLS = CellRow.__table__  # type: ignore[attr-defined]
+EXPERIMENTS = ExperimentRow.__table__  # type: ignore[attr-defined]
+EXPERIMENT_CONTENT = ("name", "plan_digest", "recorded_at", "definition", "treatments")
 #: Every content column, in table order (what the row hash covers, with prev_hash).
 CONTENT_KEYS: tuple[str, ...] = tuple(c.name for c in RUNS.columns if c.name != "row_hash")
 

@@ -31,6 +31,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, Operationa
 from autobench.digits import is_digits
 from autobench.errors import LedgerError
 from autobench.ledger import appendonly, cells, chain, export, postgres, queries
+from autobench.ledger.experiments import ExperimentRecord
 from autobench.ledger.migrations import LATEST, check_not_newer, current_version, migrate
 from autobench.ledger.models import CELLS, GENESIS_HASH, RUNS, STATUSES, CellRecord, NewRun, RunRecord, legacy_uid
 from autobench.ledger.rows import new_run_rows, record_from_row
@@ -385,6 +386,35 @@ class Ledger:
                     conn.execute(insert(CELLS), [{**cell, "run_id": row["id"]} for cell in cell_rows])
         return record_from_row(row)
 
+    def record_experiment(self, values: dict[str, object]) -> int:
+        """Append one experiment record (``experiments.new_experiment_values``); return its id."""
+        from sqlalchemy import func
+
+        from autobench.ledger.models import EXPERIMENTS
+
+        self._check_before_writing()
+        with self._errors(), self._writer_turn(), self.engine.connect() as conn:
+            conn = conn.execution_options(ledger_begin="IMMEDIATE")
+            with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    postgres.lock_chain(conn)  # the one append lock: ids stay dense under concurrent writers
+                new_id = int(conn.execute(select(func.max(EXPERIMENTS.c.id))).scalar() or 0) + 1
+                conn.execute(insert(EXPERIMENTS), {**values, "id": new_id})
+        return new_id
+
+    def experiments(self, *, name: str | None = None, plan_digest: str | None = None) -> list[ExperimentRecord]:
+        """Experiment records in the order they were recorded, optionally of one name or plan."""
+        from autobench.ledger.experiments import record_from_row as experiment_from_row
+        from autobench.ledger.models import EXPERIMENTS
+
+        query = select(EXPERIMENTS).order_by(EXPERIMENTS.c.id)
+        if name is not None:
+            query = query.where(EXPERIMENTS.c.name == name)
+        if plan_digest is not None:
+            query = query.where(EXPERIMENTS.c.plan_digest == plan_digest)
+        with self._read() as conn:
+            return [experiment_from_row(dict(r)) for r in conn.execute(query).mappings()]
+
     # -- reading
     def get(self, run_id: int) -> RunRecord:
         with self._read() as conn:
@@ -633,6 +663,8 @@ class Ledger:
             digests = self._cells_digests(conn)
             result = chain.verify_rows(self._raw_rows(conn), known_head=known_head, cells_digests=digests)
             lacking = appendonly.missing(conn)
+            if result.ok:
+                result = self._verify_experiments(conn, result)
         if result.ok and lacking:
             return chain.VerifyResult(
                 False,
@@ -645,6 +677,18 @@ class Ledger:
                 missing_triggers=tuple(lacking),
                 known_head_at=result.known_head_at,
             )
+        return result
+
+    @staticmethod
+    def _verify_experiments(conn: Connection, result: chain.VerifyResult) -> chain.VerifyResult:
+        """The runs verify: now every experiment record's content hash (schema v10)."""
+        from autobench.ledger.experiments import problem
+        from autobench.ledger.models import EXPERIMENTS
+
+        for row in conn.execute(select(EXPERIMENTS).order_by(EXPERIMENTS.c.id)).mappings():
+            found = problem(dict(row))
+            if found is not None:
+                return chain.VerifyResult(False, result.runs, result.head_hash, problem=found)
         return result
 
     def export(self, out: TextIO, fmt: str = "jsonl") -> int:

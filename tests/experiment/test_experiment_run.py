@@ -116,12 +116,18 @@ def test_an_experiment_runs_each_treatment_once_and_the_report_names_the_known_b
     assert [t["action"] for t in json.loads(out)["treatments"]] == ["skipped"] * 3
     with open_ledger(ledger) as book:
         assert book.count() == 3
+        first, second = book.experiments(name="exp")
+        assert [t["action"] for t in first.treatments] == ["ran"] * 3
+        assert [t["action"] for t in second.treatments] == ["skipped"] * 3
+        assert [t["run"] for t in first.treatments] == [t["run"] for t in second.treatments]
+        assert first.plan_digest == second.plan_digest == doc["plan"] and book.verify().ok
     # the report: the fastest k of the stand-in's world comes first (k=6, 13 % over k=3)
     speeds = {k: draft_speed(DRAFT, REV_A, k) for k in (1, 3, 6)}
     best_k = max(speeds, key=lambda k: speeds[k])
     code, out, err = _run(capsys, "experiment", "report", str(exp), "--ledger", ledger, "--json")
     assert code == 0, err
     report = json.loads(out)
+    assert report["records"] == [1, 2] and report["pruned"] == []
     (cell,) = report["cells"]
     assert cell["best"]["label"] == f"num_speculative_tokens={best_k}"
     assert [p["label"] for p in cell["treatments"]] == [

@@ -194,7 +194,8 @@ def test_documented_append_only_role_appends_but_cannot_change_or_unprotect(pg_r
             admin.append(make_run(notes="by the owner"))
         with pg_connect() as con:  # the grants, as documented
             con.execute(f"GRANT USAGE ON SCHEMA {schema} TO {pg_role}")
-            con.execute(f"GRANT SELECT, INSERT ON {schema}.runs, {schema}.schema_version, {schema}.cells TO {pg_role}")
+            tables = ", ".join(f"{schema}.{t}" for t in ("runs", "schema_version", "cells", "experiments"))
+            con.execute(f"GRANT SELECT, INSERT ON {tables} TO {pg_role}")
         with open_ledger(pg_url(schema, pg_role), create=False) as book:
             book.append(make_run(notes="by the appender"))
             assert book.verify().ok and book.count() == 2

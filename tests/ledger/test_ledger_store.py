@@ -332,7 +332,7 @@ def test_v1_ledger_is_migrated_and_indexes_match_the_model(tmp_path):
     from sqlalchemy.schema import CreateTable
 
     from autobench.ledger import migrations
-    from autobench.ledger.models import RUNS
+    from autobench.ledger.models import EXPERIMENTS, RUNS
 
     path = tmp_path / "v1.db"
     engine = create_engine(f"sqlite:///{path}")
@@ -356,7 +356,7 @@ def test_v1_ledger_is_migrated_and_indexes_match_the_model(tmp_path):
         )
     )
     con.close()
-    assert indexes == {index.name for index in RUNS.indexes}
+    assert indexes == {index.name for index in (*RUNS.indexes, *EXPERIMENTS.indexes)}
     assert "COVERING INDEX ix_runs_hist_draft" in plan and "TEMP B-TREE FOR GROUP BY" not in plan
 
 
