@@ -68,7 +68,9 @@ def _short(sha: str | None) -> str:
     callback=lambda ctx, param, value: _platforms(value),
     help="A platform the image's index must offer (repeatable; default: whichever of linux/arm64, linux/amd64 it has).",
 )
+@click.pass_context
 def lock(
+    ctx: click.Context,
     recipes: tuple[Path, ...],
     offline: bool,
     timeout: float | None,
@@ -77,6 +79,11 @@ def lock(
     platforms: tuple[str, ...],
 ) -> None:
     """Pin the model, tokenizer and draft revisions of RECIPES to commit shas, the image to a digest.
+
+    What cannot be pinned (the image, when no registry answers) is reported on stderr and the
+    exit status is non-zero, but the pins that resolved are written (`--no-images`: the Hub
+    revisions only).  A revision written in a file the recipe extends is edited there, and the
+    output says so.
 
     Edits each revision in place (`revision: <sha>  # frozen: <label>`) and the image
     (`image: <name>@sha256:…  # frozen: <tag>`), and writes <recipe>.lock.json beside the
@@ -93,8 +100,11 @@ def lock(
     finally:
         if client is not None:
             client.close()
+    failed = [e for r in results for e in r.failed]
     if as_json:
         print_json([r.to_json() for r in results], sort_keys=True)
+        if failed:
+            ctx.exit(failed[0].exit_code)
         return
     for result in results:
         say(f"{result.recipe}")
@@ -119,7 +129,16 @@ def lock(
                 say(f"      platforms: {shown} (from {image.source})")
             if image.note:
                 say(f"      note: {image.note}")
+        for parent in result.parents_edited:  # never silently: a parent is shared by every child
+            say(
+                f"  note: edited {parent}, a file {result.recipe} extends (the revision is written there); "
+                "every recipe extending it gets this pin"
+            )
         say(f"  lock file: {result.lock_file}")
+        for exc in result.failed:  # what could not be pinned; the pins above are written
+            say(f"error: not pinned: {exc}", err=True)
+    if failed:
+        ctx.exit(failed[0].exit_code)
 
 
 @click.command()
@@ -142,7 +161,7 @@ def outdated(
     """Show pins whose branch or image tag has moved upstream, with the config changes.
 
     RECIPES default to recipes/*.yaml."""
-    from autobench.errors import UsageError
+    from autobench.errors import AutobenchError, UsageError
     from autobench.hub.outdated import check_recipe
 
     paths = list(recipes) or sorted(Path("recipes").glob("*.yaml"))
@@ -155,20 +174,32 @@ def outdated(
         from autobench.image.registry import RegistryClient, RegistrySettings
 
         client = RegistryClient(RegistrySettings.from_env(timeout=timeout))
+    failed: list[tuple[Path, AutobenchError]] = []
     try:
-        for path in paths:
-            items.extend(check_recipe(path, resolver))
-            if images:
-                from autobench.image.pins import check_image
+        for path in paths:  # every recipe is checked and reported, whichever failed before it
+            try:
+                found: list[Any] = list(check_recipe(path, resolver))
+                if images:
+                    from autobench.image.pins import check_image
 
-                items.append(check_image(path, client))
+                    found.append(check_image(path, client))
+            except AutobenchError as exc:
+                failed.append((path, exc))
+                continue
+            items.extend(found)
     finally:
         if client is not None:
             client.close()
     if as_json:
-        print_json([i.to_json() for i in items], sort_keys=True)
+        doc = [i.to_json() for i in items]
+        doc += [{"recipe": str(p), "status": "error", "error": e.message, "hint": e.hint} for p, e in failed]
+        print_json(doc, sort_keys=True)
     else:
         _print_outdated(items)
+        for path, error in failed:
+            say(f"{path}: not checked: {error}", err=True)
+    if failed:  # a recipe that could not be checked is a failure, reported after all the others
+        ctx.exit(failed[0][1].exit_code)
     if exit_code and any(i.status in ("moved", "deleted") for i in items):
         ctx.exit(1)
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from ruamel.yaml.comments import CommentedMap
 
 from autobench.digits import load_json
-from autobench.errors import HubError, RecipeError
+from autobench.errors import AutobenchError, HubError, RecipeError
 from autobench.hub.fingerprint import fingerprint
 from autobench.hub.resolve import Resolver, is_sha
 from autobench.hub.trust import trust_facts
@@ -345,12 +345,23 @@ class LockResult:
     pins: list[Pin] = field(default_factory=list)
     edited: list[Path] = field(default_factory=list)
     extra: list[Any] = field(default_factory=list)  # ExtraPin (image pins)
+    #: Pins that could not be resolved (the image when no registry answers), each one line with
+    #: its hint; the pins above were still written.
+    failed: list[AutobenchError] = field(default_factory=list)
+
+    @property
+    def parents_edited(self) -> list[Path]:
+        """Files this lock edited other than the recipe itself: files it extends."""
+        own = self.recipe.resolve()
+        return [p for p in self.edited if Path(p).resolve() != own]
 
     def to_json(self) -> dict[str, Any]:
         return {
             "recipe": str(self.recipe),
             "lock_file": str(self.lock_file),
             "edited": [str(p) for p in self.edited],
+            "parents_edited": [str(p) for p in self.parents_edited],
+            "failed": [{"error": e.message, "location": e.location, "hint": e.hint} for e in self.failed],
             "pins": [
                 {
                     "kind": p.spec.kind,
@@ -443,7 +454,14 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
             "trust": trust,
         }
 
-    extra_pins = extras(loaded, recipe_path, previous_lock) if extras is not None else []
+    extra_pins = []
+    if extras is not None:
+        try:
+            extra_pins = extras(loaded, recipe_path, previous_lock)
+        except AutobenchError as exc:  # no registry, no docker: the Hub pins are still written
+            if not exc.hint or "--no-images" not in exc.hint:
+                exc.hint = (exc.hint + "; " if exc.hint else "") + "or pin only the Hub revisions: `lock --no-images`"
+            result.failed.append(exc)
 
     for pin, target in plan:
         pin.changed = set_revision(target, pin.spec.rev_key, pin.spec.repo_key[-1], pin.sha, pin.label)

@@ -225,7 +225,8 @@ class RegistryClient:
         t = self.settings.timeout
         net_hint = (
             f"check the network and that {registry} is the right registry; raise --timeout / "
-            "AUTOBENCH_REGISTRY_TIMEOUT, or lock from the images docker already has with --offline"
+            "AUTOBENCH_REGISTRY_TIMEOUT; `lock --no-images` pins only the Hub revisions (`--offline`: from "
+            "the images docker already has)"
         )
         self.requests += 1
         self.sent.append((method, url.split("/v2/", 1)[-1]))

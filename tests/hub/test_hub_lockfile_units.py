@@ -373,6 +373,8 @@ def test_lock_with_a_stand_in_resolver_writes_exactly_this(tmp_path: Path):
         "recipe": str(recipe),
         "lock_file": str(tmp_path / "r.yaml.lock.json"),
         "edited": [str(recipe.resolve())],
+        "parents_edited": [],
+        "failed": [],
         "pins": [
             {
                 "kind": "model",

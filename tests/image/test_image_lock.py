@@ -114,8 +114,11 @@ def test_a_single_platform_docker_image_and_platform_choice(image_env, registry,
     code, out, err = run(capsys, "lock", "--platform", "linux/amd64", str(child))
     err = one_error_line(code, out, err)
     assert "a single-platform image for linux/arm64, not linux/amd64" in err
-    assert "v1   # the engine" in base.read_text() and not (tmp_path / "r" / "child.yaml.lock.json").exists()
-    assert "revision: main" in base.read_text()  # the Hub pin was not written either
+    # the image is not pinned (the Hub revisions are: issue #31)
+    assert "v1   # the engine" in base.read_text() and "images" not in json.loads(
+        (tmp_path / "r" / "child.yaml.lock.json").read_text()
+    )
+    assert "# frozen: main" in base.read_text()  # the Hub pin is written
     err = one_error_line(*run(capsys, "lock", "--platform", "arm64", str(child)), exit_code=2)
     assert "--platform: expected OS/ARCH[/VARIANT], e.g. linux/arm64" in err
     assert run(capsys, "lock", "--platform", "linux/arm64/v8", str(child))[0] == 0  # v8 is arm64's default
@@ -180,18 +183,25 @@ def test_compile_frozen_refuses_an_image_pinned_by_tag(image_env, tmp_path, caps
 
 
 @pytest.mark.integration
-def test_registry_faults_write_nothing(image_env, registry, tmp_path, capsys):
+def test_registry_faults_pin_the_hub_revisions_and_name_the_image(image_env, registry, tmp_path, capsys):
+    """Issue #31: a registry fault no longer throws away the Hub pins that resolved; the image is
+    named as not pinned (with `--no-images` in the hint) and the exit status is non-zero."""
     base, child = write_recipes(tmp_path / "r", f"{registry.host}/acme/none:v9")
     before = base.read_text()
     err = one_error_line(*run(capsys, "lock", str(child)))
-    assert err.startswith(f"error: {base}:7:10: {registry.host}/acme/none:v9: not found on {registry.host} (404")
-    assert base.read_text() == before and not (tmp_path / "r" / "child.yaml.lock.json").exists()
+    assert err.startswith(
+        f"error: not pinned: {base}:7:10: {registry.host}/acme/none:v9: not found on {registry.host} (404"
+    )
+    assert "`lock --no-images`" in err
+    assert f"revision: {BASE_NEW}  # frozen: main" in base.read_text()  # the Hub pin is kept ...
+    assert f"{registry.host}/acme/none:v9" in base.read_text()  # ... the image left as written
+    lock = json.loads((tmp_path / "r" / "child.yaml.lock.json").read_text())
+    assert lock["references"]["model"]["sha"] == BASE_NEW and "images" not in lock
 
     registry.index("acme/armonly", "v1", archs=("arm64",))
     base.write_text(before.replace("acme/none:v9", "acme/armonly:v1"))
     err = one_error_line(*run(capsys, "lock", "--platform", "linux/arm64", "--platform", "linux/amd64", str(child)))
     assert "platform linux/amd64 missing from the multi-arch index (it has: linux/arm64)" in err
-    assert not (tmp_path / "r" / "child.yaml.lock.json").exists()
 
     # a registry that accepts the connection and never answers: bounded by --timeout
     sock = socket.socket()
@@ -202,9 +212,10 @@ def test_registry_faults_write_nothing(image_env, registry, tmp_path, capsys):
         base.write_text(before.replace(f"{registry.host}/acme/none:v9", f"{silent}/acme/x:v1"))
         err = one_error_line(*run(capsys, "lock", "--timeout", "1", str(child)))
         assert f"{silent}/acme/x:v1: no answer from {silent} within 1 s" in err
+        assert "`lock --no-images` pins only the Hub revisions" in err
     finally:
         sock.close()
-    assert not (tmp_path / "r" / "child.yaml.lock.json").exists()
+    assert f"{silent}/acme/x:v1" in base.read_text()  # the image: not pinned, as written
 
 
 def test_an_unparseable_image_reference_is_one_line_without_the_value(image_env, tmp_path, capsys):
@@ -270,7 +281,9 @@ def test_lock_offline_takes_the_digest_docker_has_and_names_what_it_cannot(image
     assert entry["platforms"] == {"linux/arm64": {"digest": None, "config": None, "created": "2026-11-19T00:00:00Z"}}
 
     base.write_text(base.read_text().replace(f"{name}@{digest}", f"{name}:v2"))
-    err = one_error_line(*run(capsys, "lock", "--offline", str(child)))
+    code, out, err = run(capsys, "lock", "--offline", str(child))
+    err = one_error_line(code, "", err)
+    assert f"model     {BASE_REPO}  {BASE_NEW}" in out  # the Hub pin (from the cache) is still made
     assert f"{name}:v2: not among the local docker images, so --offline cannot resolve it" in err
     assert f"`docker pull {name}:v2` first, or lock online" in err
 
