@@ -7,8 +7,10 @@ record the outcome with the Slurm job id, its state and the node names.
     SIGINT / SIGTERM -> scancel the job, wait for it to end -> ABORTED
     parse RUN_DIR/server.log and bench.json -> append DONE | BLOCKED | FAILED | ABORTED
 
-The job itself writes ``phase`` (boot, bench, done, blocked, failed) and exits
-3 when the server never became ready and 4 when the bench failed (templates/slurm.sh.j2).
+The job itself writes ``phase`` (boot, bench, done, blocked, failed) and exits 2 when it
+cannot run (``autobench`` not on its PATH, a secret not set: found before the boot), 3 when
+the server never became ready and 4 when the bench failed or a node's step ended during it;
+``cause`` says why for 2 and 4 (templates/slurm.sh.j2).
 Job states map to outcomes: COMPLETED -> DONE (a request completed), exit 3 -> BLOCKED,
 exit 4 -> FAILED, CANCELLED -> ABORTED (cause ``slurm_cancelled``), TIMEOUT -> FAILED
 (``slurm_timeout``), any other end state -> FAILED (``slurm_<state>``).
@@ -211,6 +213,13 @@ def wait_end(job_id: str, env: Mapping[str, str], timeout_s: float = 120) -> Job
     return info
 
 
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()[:1000] or None
+    except OSError:
+        return None
+
+
 def _phase(run_dir: Path) -> str:
     try:
         return (run_dir / "phase").read_text(encoding="utf-8").strip() or "queued"
@@ -218,10 +227,17 @@ def _phase(run_dir: Path) -> str:
         return "queued"
 
 
-def classify(info: JobInfo, phase: str, outcome: RunOutcome) -> tuple[str, str | None, str | None]:
-    """(status, root cause category, message) from the job's end state; the log's root cause
-    replaces the category/message of BLOCKED and FAILED runs when it states one."""
+def classify(
+    info: JobInfo, phase: str, outcome: RunOutcome, cause: str | None = None
+) -> tuple[str, str | None, str | None]:
+    """(status, root cause category, message) from the job's end state and the ``cause`` file
+    the job writes when it gives up (exit 2 or 4); the log's root cause replaces the
+    category/message of BLOCKED and FAILED runs when it states one."""
     job = f"Slurm job {info.job_id}"
+    if info.state == "FAILED" and info.exit_code == 2 and cause:
+        return "FAILED", "job_setup", cause
+    if info.state == "FAILED" and info.exit_code == 4 and cause:
+        return "FAILED", "node_lost" if " stopped " in f" {cause} " else "bench_failed", cause
     if info.state == "COMPLETED":
         if outcome.metrics.get("completed"):
             return "DONE", None, None
@@ -310,7 +326,7 @@ class SlurmRuntime(RuntimeBase):
         phase = _phase(run_dir)
         outcome.metrics, outcome.tokenizer = _metrics(run_dir)
         rc = log_facts(run_dir, outcome)
-        status, category, message = classify(info, phase, outcome)
+        status, category, message = classify(info, phase, outcome, _read(run_dir / "cause"))
         if interrupted:
             outcome.signal = interrupted
             message = f"interrupted by {interrupted} during {phase}; {message}"

@@ -425,3 +425,50 @@ def test_sbatch_test_only_grants_the_gpus_the_cluster_has_and_refuses_more(clust
             assert test.returncode == 0 and "to start at" in test.stderr, test.stderr
         else:
             assert test.returncode != 0 and "Requested node configuration is not available" in test.stderr, test.stderr
+
+
+def _bench_phase_job(tmp_path: Path, proc: subprocess.Popen[str]) -> str:
+    deadline = time.monotonic() + 90  # only so a broken job cannot hang the suite
+    while time.monotonic() < deadline:
+        for phase in (tmp_path / "runs").glob("*/phase"):
+            if phase.read_text().strip() == "bench":
+                return next(phase.parent.glob("slurm-*.out")).stem.split("-")[1]
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    raise AssertionError("the job never reached its bench")
+
+
+def test_a_two_node_job_whose_worker_dies_during_the_bench_is_failed(cluster, tmp_path):
+    """The worker's srun step (the one on the job's second node) is killed while the head
+    benches: the job's watch notices, stops the bench and fails the job naming the node."""
+    recipe = tmp_path / "synth-2node.yaml"
+    text = TWO_NODE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE_VLLM)), port=free_port())
+    recipe.write_text(text.replace("num_prompts: 8", "num_prompts: 100000"), encoding="utf-8")
+    env = _env(cluster, tmp_path, FAKE_VLLM_ARGS="--ttft-ms 50 --itl-ms 20")
+    proc = subprocess.Popen(_args(recipe, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    job = _bench_phase_job(tmp_path, proc)
+    steps = subprocess.run(
+        ["squeue", "-h", "-s", "-j", job, "-o", "%i %N"], env=env, capture_output=True, text=True, check=True
+    ).stdout.split("\n")
+    (worker,) = [line.split()[0] for line in steps if line.strip().endswith(NODES[1]) and ".batch" not in line]
+    subprocess.run(["scancel", "--signal=KILL", worker], env=env, check=True, timeout=30)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 6, err
+    [row] = _rows(tmp_path)
+    assert row.status == "FAILED" and row.root_cause_category == "node_lost"
+    assert row.root_cause_message == "node 1 (abnode2) stopped during the bench"
+    assert row.host_facts["slurm"]["exit_code"] == 4 and row.host_facts["phase"] == "failed"
+
+
+def test_autobench_missing_on_the_nodes_fails_the_job_before_the_boot(cluster, tmp_path):
+    recipe = _recipe(tmp_path, name="synth-noab")
+    env = _env(cluster, tmp_path)
+    venv_bin = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if p != venv_bin)
+    res = subprocess.run(_args(recipe, tmp_path), capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path)
+    assert res.returncode == 6, res.stderr
+    [row] = _rows(tmp_path)
+    assert row.status == "FAILED" and row.root_cause_category == "job_setup"
+    assert row.root_cause_message.startswith("autobench is not on the job's PATH on abnode")
+    run_dir = Path(json.loads(res.stdout)["run_dir"])
+    assert row.host_facts["phase"] == "queued" and not (run_dir / "server.log").exists()  # refused before the boot
