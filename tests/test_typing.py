@@ -20,21 +20,6 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "autobench"
 TYPED_PACKAGES = ("recipe", "bench", "run", "ledger")
 
-#: Public signatures still taking or returning Any, each waiting for the refactor that owns
-#: the module (issue #26: the run pipeline, the bench result around the metric catalogue, the
-#: importer): emptied as they land.  An entry typed since fails too (of a module that is gone,
-#: not: the refactor removed it).
-PENDING: frozenset[str] = frozenset(
-    {
-        "autobench.bench.result:BenchResult.normalized",
-        "autobench.bench.result:BenchResult.to_json_dict",
-        "autobench.bench.result:build_result",
-        "autobench.bench.result:load_result_json",
-        "autobench.bench.result:normalize",
-        "autobench.bench.result:quality_flags",
-    }
-)
-
 
 def _mentions_any(node: ast.AST | None, aliases: frozenset[str]) -> bool:
     if node is None:
@@ -97,11 +82,6 @@ def _signature_mentions_any(fn: ast.FunctionDef | ast.AsyncFunctionDef, aliases:
     return any(_mentions_any(p.annotation, aliases) for p in params) or _mentions_any(fn.returns, aliases)
 
 
-def _module_path(module: str) -> Path:
-    path = ROOT.joinpath(*module.split("."))
-    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-
-
 def _public_modules(package: str) -> list[Path]:
     folder = PACKAGE / package
     files = sorted(folder.rglob("*.py")) if folder.is_dir() else [PACKAGE / f"{package}.py"]
@@ -123,14 +103,11 @@ def any_in_public_signatures(packages: tuple[str, ...] = TYPED_PACKAGES) -> set[
 
 
 def test_no_any_in_public_signatures() -> None:
-    found = any_in_public_signatures()
-    new = sorted(found - PENDING)
+    new = sorted(any_in_public_signatures())
     assert not new, (
         "Any in a public signature (type it: a dataclass, TypedDict, Protocol, or object + narrowing):\n"
         + "\n".join(new)
     )
-    stale = sorted(p for p in PENDING - found if _module_path(p.split(":")[0]).is_file())
-    assert not stale, "typed now, remove from PENDING:\n" + "\n".join(stale)
 
 
 @pytest.mark.parametrize(

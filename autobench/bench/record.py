@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     import asyncio
@@ -73,3 +73,47 @@ class RequestRecord:
         self.status = ERROR
         self.error_kind = kind
         self.error_message = " ".join(message.split())[:300]
+
+
+class Completed(NamedTuple):
+    """A request that completed (status ``ok``), with what its statistics read known: a stream
+    is ``ok`` only after a token and a usage report (or the chunk count, with
+    ``--allow-missing-usage``) arrived (``autobench.bench.stream.StreamSink.on_end``)."""
+
+    start: float
+    first: float
+    last: float
+    gaps: list[float]
+    n_chunks: int
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+    usage_fallback: bool
+    first_srv: float | None
+    arr_srv: float | None
+
+
+def completed(records: list[RequestRecord]) -> list[Completed]:
+    """The completed requests of ``records``, in order."""
+    out: list[Completed] = []
+    for r in records:
+        if r.status != OK:
+            continue
+        if r.first is None or r.last is None or r.prompt_tokens is None or r.completion_tokens is None:
+            raise ValueError(f"request {r.index} is ok without a token or its counts (a bug in the stream reader)")
+        out.append(
+            Completed(
+                r.start,
+                r.first,
+                r.last,
+                r.gaps,
+                r.n_chunks,
+                r.prompt_tokens,
+                r.completion_tokens,
+                r.finish_reason,
+                r.usage_fallback,
+                r.first_srv,
+                r.arr_srv,
+            )
+        )
+    return out

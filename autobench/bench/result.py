@@ -17,18 +17,24 @@ import datetime as _dt
 import json
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench import __version__
 from autobench.bench import metrics as M
+from autobench.bench.record import Completed, RequestRecord, completed
 from autobench.bench.samples_of import samples_of
 from autobench.digits import load_json
 from autobench.errors import BenchError
 from autobench.metric_catalogue import BURST_TOKENS_PER_CHUNK, FEW_SAMPLES, Metric
 from autobench.metric_catalogue import METRICS as CATALOGUE
 from autobench.samples import Samples
+
+if TYPE_CHECKING:
+    from autobench.bench.client import BenchConfig
+    from autobench.bench.datasets import Dataset
 
 RESULT_FORMAT = "autobench.bench/1"
 
@@ -52,10 +58,16 @@ class BenchResult:
     data: dict[str, Any]
     samples: Samples | None = None
 
-    def to_json_dict(self) -> dict[str, Any]:
+    def to_json_dict(self) -> dict[str, object]:
         return self.data
 
-    def normalized(self) -> dict[str, Any]:
+    @property
+    def tokenizer_id(self) -> str | None:
+        """What measured the prompt lengths: ``repo@sha``, ``path@sha256:...`` or ``estimated``."""
+        value = self.data.get("tokenizer_id")
+        return value if isinstance(value, str) else None
+
+    def normalized(self) -> dict[str, object]:
         return normalize(self.data, source="result")
 
     def write(self, path: str | Path) -> None:
@@ -75,9 +87,9 @@ def _ms_stats(name: str, values: list[float]) -> dict[str, float | None]:
 
 
 def build_result(
-    cfg: Any,
-    ds: Any,
-    records: list[Any],
+    cfg: BenchConfig,
+    ds: Dataset,
+    records: list[RequestRecord],
     *,
     t0: float,
     t_end: float,
@@ -89,7 +101,7 @@ def build_result(
     """Aggregate request records into the result dict (statistics over successful requests
     only), section by section: the run's settings, totals, latencies, speculative decoding,
     the dataset and the client's own costs."""
-    ok = [r for r in records if r.status == "ok"]
+    ok = completed(records)
     duration = t_end - t0
     data: dict[str, Any] = {
         **_settings(cfg, ds, base_url),
@@ -121,7 +133,7 @@ def build_result(
     return BenchResult(_finite(data), samples=samples_of(records, t0))
 
 
-def _settings(cfg: Any, ds: Any, base_url: str) -> dict[str, Any]:
+def _settings(cfg: BenchConfig, ds: Dataset, base_url: str) -> dict[str, Any]:
     """What was asked for: the server, the model, the sampling, the limits (vLLM's names)."""
     rate = cfg.request_rate
     return {
@@ -151,7 +163,9 @@ def _settings(cfg: Any, ds: Any, base_url: str) -> dict[str, Any]:
     }
 
 
-def _totals(cfg: Any, records: list[Any], ok: list[Any], duration: float, time_cap_hit: bool) -> dict[str, Any]:
+def _totals(
+    cfg: BenchConfig, records: list[RequestRecord], ok: list[Completed], duration: float, time_cap_hit: bool
+) -> dict[str, Any]:
     """Counts, errors, tokens and throughputs (vLLM's names)."""
     errs = [r for r in records if r.status == "error"]
     incomplete = [r for r in records if r.status == "incomplete"]
@@ -161,7 +175,8 @@ def _totals(cfg: Any, records: list[Any], ok: list[Any], duration: float, time_c
     by_kind = Counter(r.error_kind for r in errs)
     samples: dict[str, str] = {}
     for r in errs:
-        samples.setdefault(r.error_kind, r.error_message or "")
+        if r.error_kind is not None:  # (every failed request has one: RequestRecord.fail)
+            samples.setdefault(r.error_kind, r.error_message or "")
     return {
         "duration": duration,
         "completed": len(ok),
@@ -188,7 +203,7 @@ def _totals(cfg: Any, records: list[Any], ok: list[Any], duration: float, time_c
     }
 
 
-def _goodput(slo: dict[str, float] | None, ok: list[Any], duration: float) -> dict[str, Any]:
+def _goodput(slo: dict[str, float] | None, ok: list[Completed], duration: float) -> dict[str, Any]:
     """The SLOs, the requests meeting all of them and their rate (vLLM's ``request_goodput``)."""
     if not slo:
         return {"slo": None, "good_requests": None, "request_goodput": None}
@@ -202,7 +217,7 @@ def _goodput(slo: dict[str, float] | None, ok: list[Any], duration: float) -> di
     return {"slo": dict(slo), "good_requests": good, "request_goodput": M.throughput(good, duration)}
 
 
-def _latencies(records: list[Any], ok: list[Any]) -> dict[str, Any]:
+def _latencies(records: list[RequestRecord], ok: list[Completed]) -> dict[str, Any]:
     """TTFT, TPOT, ITL and end-to-end latency statistics (ms), and the client queue time."""
     timings = [M.RequestTiming(r.start, r.first, r.last, r.completion_tokens) for r in ok]
     out: dict[str, Any] = {}
@@ -216,7 +231,7 @@ def _latencies(records: list[Any], ok: list[Any]) -> dict[str, Any]:
     return out
 
 
-def _dataset(ds: Any) -> dict[str, Any]:
+def _dataset(ds: Dataset) -> dict[str, Any]:
     return {
         "kind": ds.kind,
         "path": ds.path,
@@ -227,15 +242,21 @@ def _dataset(ds: Any) -> dict[str, Any]:
     }
 
 
-def _client(client: ClientStats, records: list[Any], ok: list[Any], duration: float, total_out: int) -> dict[str, Any]:
+def _client(
+    client: ClientStats, records: list[RequestRecord], ok: list[Completed], duration: float, total_out: int
+) -> dict[str, Any]:
     """What the client itself cost and how far its timing can be trusted."""
     srv_lag = [r.first - r.first_srv for r in ok if isinstance(r.first_srv, float)]
     send_path = [r.arr_srv - r.start for r in ok if isinstance(r.arr_srv, float)]
     # Against the synthetic server: the TTFT it observed itself (arrival -> first chunk sent), and
     # the client's own share of the measured TTFT (send path + receive path), free of server timing.
-    timed = [r for r in ok if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)]
-    srv_ttft = [r.first_srv - r.arr_srv for r in timed]
-    ttft_client = [(r.first - r.start) - (r.first_srv - r.arr_srv) for r in timed]
+    timed = [
+        (r.start, r.first, r.first_srv, r.arr_srv)
+        for r in ok
+        if isinstance(r.first_srv, float) and isinstance(r.arr_srv, float)
+    ]
+    srv_ttft = [first_srv - arr_srv for _, _, first_srv, arr_srv in timed]
+    ttft_client = [(first - start) - (first_srv - arr_srv) for start, first, first_srv, arr_srv in timed]
     pre_write = [r.start - r.dispatch for r in records if r.dispatch and r.start >= r.dispatch]
     lags = client.loop_lag_s
     return {
@@ -262,7 +283,7 @@ CLIENT_LAG_P99_MS = 5.0
 CLIENT_CPU_FRACTION = 0.75
 
 
-def quality_flags(d: dict[str, Any]) -> dict[str, str]:
+def quality_flags(d: Mapping[str, object]) -> dict[str, str]:
     """The quality flags a result's own fields raise (``autobench.metric_catalogue.FLAGS``), each
     with why: ours states every field used; a ``vllm bench serve`` result only some of them (no
     tokenizer fallback, no chunk count), so it raises fewer.  ``no_drafts`` needs the recipe:
@@ -356,7 +377,7 @@ def _read(d: dict[str, Any], m: Metric, where: str) -> Any:
     return [float(x) if m.divide_by == 1.0 else float(x) / m.divide_by for x in values]
 
 
-def normalize(d: Any, source: str = "result") -> dict[str, Any]:
+def normalize(d: object, source: str = "result") -> dict[str, object]:
     """Normalized metrics (see NORMALIZED_KEYS) from an autobench or ``vllm bench serve`` result
     dict: each catalogue metric read from its field (``Metric.result``), None when the field is
     missing or the metric is one only our result states."""
@@ -387,7 +408,7 @@ def normalize(d: Any, source: str = "result") -> dict[str, Any]:
     return out
 
 
-def load_result_json(path: str | Path) -> dict[str, Any]:
+def load_result_json(path: str | Path) -> dict[str, object]:
     """Read an autobench or ``vllm bench serve`` result file; return normalized metrics.
 
     Missing metrics are None (never 0).  A file that is not JSON or has the wrong

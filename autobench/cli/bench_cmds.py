@@ -221,7 +221,8 @@ def bench(
         )
         ctx.exit(130)
     if d["completed"] == 0:  # nothing measured: failed, cancelled at the time cap, or never sent
-        kinds = ", ".join(f"{k}: {n}" for k, n in sorted(d["errors_by_kind"].items()))
+        by_kind = d["errors_by_kind"]
+        kinds = ", ".join(f"{k}: {n}" for k, n in sorted(by_kind.items())) if isinstance(by_kind, dict) else ""
         parts = [f"{d['failed']} failed" + (f" ({kinds})" if kinds else "")]
         if d["incomplete"]:
             parts.append(f"{d['incomplete']} cancelled in flight at the time cap")

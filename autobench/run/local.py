@@ -365,7 +365,7 @@ def _bench(
             assert result is not None  # the bench ended without an error: it returned its result
             metrics = normalized_metrics(result, plan, f"bench.cell-{cell.index + 1}.json" if many else P.BENCH_JSON)
             if outcome.tokenizer is None:
-                outcome.tokenizer = result.to_json_dict().get("tokenizer_id")
+                outcome.tokenizer = result.tokenizer_id
             if not many:
                 outcome.metrics = metrics  # a one-cell run's row holds its bench, finished or not
             died = _server_gone(server, plan)

@@ -267,7 +267,8 @@ def _metrics(run_dir: Path) -> tuple[dict[str, Any], str | None]:
         norm = load_result_json(path)
     except AutobenchError:
         return {}, None
-    return metric_columns(norm), norm.get("tokenizer")
+    tokenizer = norm.get("tokenizer")
+    return metric_columns(norm), tokenizer if isinstance(tokenizer, str) else None
 
 
 class SlurmRuntime(RuntimeBase):
