@@ -206,17 +206,13 @@ def _segments(src: Src, keys: tuple[Any, ...], text: str) -> list[list[str]]:
             raise src.fail(keys, f"command does not parse as shell words: {exc}", "check the quotes") from exc
         if current:
             segments.append(current)
-    # a line ending in an unclosed quote is joined by shlex across lines in one pass instead
     return segments
 
 
 def parse_command(src: Src, keys: tuple[Any, ...], text: str) -> Parsed:
     """``[VAR=v] [wrapper] vllm serve MODEL flags`` (or the ``python -m`` entrypoint, or a
     wrapper script), possibly after shell steps; any other command: another engine, refused."""
-    try:
-        segments = _segments(src, keys, text)
-    except Exception:
-        raise
+    segments = _segments(src, keys, text)
     if not segments:
         raise src.fail(keys, "command is empty", "write the vllm serve command")
     for n, words in enumerate(segments):

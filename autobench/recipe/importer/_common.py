@@ -227,7 +227,6 @@ def topology(
         out.flags.remove("--distributed-executor-backend")
     t.update({"nodes": nodes, "gpus_per_node": gpus_per_node, "executor": executor})
     t["hosts"] = [f"node{k}" for k in range(nodes)]
-    del engine
 
 
 def world(recipe: dict[str, Any]) -> int:

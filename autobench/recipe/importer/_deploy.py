@@ -88,7 +88,6 @@ def _finish(
     src: Src,
     keys: tuple[Any, ...],
     fmt: str,
-    name: str,
     image: str,
     parsed: Parsed,
     env: dict[str, str],
@@ -112,7 +111,6 @@ def _finish(
         common.put_launch(recipe, parsed, src, keys, out)
     apply_flags(recipe, split_flags(parsed.args), src, keys, out)
     common.put_env(recipe, env, src, keys, out)
-    del name
     return recipe
 
 
@@ -199,9 +197,7 @@ def _service(src: Src, sname: str, svc: dict[str, Any], options: Options, *, sin
     parsed = _parse_argv(src, (*keys, "command") if "command" in svc else keys, argv, out)
     env = common.env_of(src, (*keys, "environment"), svc.get("environment"))
     env = {k: subst(v) for k, v in env.items()}
-    recipe = _finish(
-        None, src, (*keys, "command"), "compose", name, image, parsed, env, out, options, explicit=bool(entry)
-    )
+    recipe = _finish(None, src, (*keys, "command"), "compose", image, parsed, env, out, options, explicit=bool(entry))
     container = recipe["container"]
     if "ports" in svc:
         ports = src.typed((*keys, "ports"), svc["ports"], list, [])
@@ -328,7 +324,7 @@ def _container(
             out.notes.append(f"{src.line(*keys, 'command')}: not carried: {shown(step)} (autobench starts Ray itself)")
         parsed.setup = []
     recipe = _finish(
-        None, src, (*keys, "command"), "kubernetes", name, image, parsed, env, out, options, explicit=bool(command)
+        None, src, (*keys, "command"), "kubernetes", image, parsed, env, out, options, explicit=bool(command)
     )
     limits = dig(c, "resources", "limits") or {}
     gpus = limits.get("nvidia.com/gpu") if isinstance(limits, dict) else None
@@ -450,9 +446,7 @@ def _model_spec(src: Src, i: int, spec: Any, options: Options) -> Imported:
 
     parsed = parse_command(src, (*keys, "modelURL"), shlex.join(words))
     env = common.env_of(src, (*keys, "env"), spec.get("env"))
-    recipe = _finish(
-        model, src, (*keys, "modelURL"), "helm-values", name, image, parsed, env, out, options, explicit=True
-    )
+    recipe = _finish(model, src, (*keys, "modelURL"), "helm-values", image, parsed, env, out, options, explicit=True)
     if spec.get("hf_token") is not None:
         recipe.setdefault("secrets", []).append("HF_TOKEN")
         out.notes.append(f"{src.line(*keys, 'hf_token')}: hf_token passed by name as HF_TOKEN (never by value)")
@@ -524,7 +518,7 @@ def srt_slurm(src: Src, options: Options) -> Imported:
     recipe = common.base(options.model or str(path), image, src, "srt-slurm")
     apply_flags(
         recipe,
-        split_flags(_flag_map(src, ("backend", "vllm_config", main_key), main)),
+        split_flags(_flag_map(main)),
         src,
         ("backend", "vllm_config", main_key),
         out,
@@ -536,7 +530,7 @@ def srt_slurm(src: Src, options: Options) -> Imported:
         for role, flags in roles_in.items():
             scratch: dict[str, Any] = {}
             rkeys = ("backend", "vllm_config", role)
-            apply_flags(scratch, split_flags(_flag_map(src, rkeys, src.need(rkeys, flags, dict))), src, rkeys, out)
+            apply_flags(scratch, split_flags(_flag_map(src.need(rkeys, flags, dict))), src, rkeys, out)
             engine = scratch.get("engine", {})
             if "extra_args" in engine:
                 engine["extra_args"] = engine.pop("extra_args")
@@ -562,7 +556,8 @@ def srt_slurm(src: Src, options: Options) -> Imported:
     return out
 
 
-def _flag_map(src: Src, keys: tuple[Any, ...], flags: dict[str, Any]) -> list[str]:
+def _flag_map(flags: dict[str, Any]) -> list[str]:
+    """srt-slurm's flag map as vLLM argv: ``key: true`` the flag alone, false/null omitted."""
     words: list[str] = []
     for key, value in flags.items():
         flag = "--" + str(key)
@@ -574,7 +569,6 @@ def _flag_map(src: Src, keys: tuple[Any, ...], flags: dict[str, Any]) -> list[st
             words += [flag, json.dumps(value, separators=(",", ":"))]
         else:
             words += [flag, str(value)]
-    del src, keys
     return words
 
 
