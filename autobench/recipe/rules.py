@@ -559,14 +559,21 @@ def _engine_vs_bench(c: _Ctx) -> None:
 
 
 #: Runtimes whose compiled job benches exactly one cell (the bench runs inside their script).
-ONE_CELL_RUNTIMES = frozenset({"slurm", "cluster", "k8s"})
+ONE_CELL_RUNTIMES = frozenset({"slurm", "k8s"})
+#: ``autobench run`` of a multi-node recipe (autobench.run.cluster): the driver brings the nodes
+#: up once and autobench benches every cell of the grid on that boot.  (A compiled driver.sh run
+#: by hand, checked as "docker", benches one cell.)
+MULTI_NODE_GRID_RUNTIMES = frozenset({"cluster"})
+#: Runtimes that run the image under docker: the container rules (DOCKER_ONLY) apply.
+DOCKER_RUNTIMES = frozenset({"docker", "cluster"})
 
 
 def _grid(c: _Ctx) -> None:
     for i, entry_axis, what, fix in schedule_problems(c.r):
         keys: tuple[Any, ...] = ("bench", "schedule", i) + ((entry_axis,) if entry_axis else ())
         c.add("AB080", keys, f"schedule entry {i + 1} {what}", hint=fix)
-    if (c.runtime in ONE_CELL_RUNTIMES or c.r.topology.nodes > 1) and len(cells(c.r)) > 1:
+    multi_node_one_cell = c.r.topology.nodes > 1 and c.runtime not in MULTI_NODE_GRID_RUNTIMES
+    if (c.runtime in ONE_CELL_RUNTIMES or multi_node_one_cell) and len(cells(c.r)) > 1:
         where = next(
             (path for name, path in AXES if isinstance(axis(c.r, name), list)),
             ("bench", "repeat") if c.r.bench.repeat > 1 else ("bench", "schedule"),
@@ -898,7 +905,7 @@ def check(
     ctx = _Ctx(loaded, env, runtime)
     for rule in CHECKS:
         rule(ctx)
-    findings = [f for f in ctx.out if runtime == "docker" or f.code not in DOCKER_ONLY]
+    findings = [f for f in ctx.out if runtime in DOCKER_RUNTIMES or f.code not in DOCKER_ONLY]
     if strict:
         findings = [
             Finding(f.code, "error", f.message, f.hint, f.location, f.key) if f.severity == "warning" else f

@@ -122,7 +122,8 @@ class _Watched:
 class ClusterRuntime(RuntimeBase):
     """A multi-node recipe (topology.nodes > 1): its compiled driver, run from this machine."""
 
-    preflight = False  # (every node runs the image under docker: the docker rules apply)
+    rules = "cluster"  # the docker rules apply (every node runs the image); a grid runs on one boot
+    preflight = False
 
     def __init__(self, name: str, options: RunOptions, echo: Echo, env: Mapping[str, str]):
         from autobench.compile.cluster import DEFAULT_REMOTE
@@ -135,7 +136,7 @@ class ClusterRuntime(RuntimeBase):
         from autobench.compile.cluster import cluster_hosts, compile_cluster
 
         self.hosts = cluster_hosts(loaded, list(self.options.hosts) or None)
-        files = compile_cluster(loaded, self.hosts, self.remote)
+        files = compile_cluster(loaded, self.hosts, self.remote, runtime="cluster")
         script = "\n".join(f"# ===== {name}\n{text}" for name, text in sorted(files.items(), key=_driver_first))
         return Compiled(cluster_plan(loaded, self.options, self.hosts), script, files)
 

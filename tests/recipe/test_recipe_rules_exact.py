@@ -965,8 +965,10 @@ RUNTIME_CASES = [
             rt,
             _cells("4:3", "bench.concurrency", 2, f"the {rt} runtime"),
         )
-        for rt in ("slurm", "cluster", "k8s")
+        for rt in ("slurm", "k8s")
     ),
+    # autobench run of a multi-node recipe benches every cell on one boot (autobench.run.cluster)
+    ("grid-on-cluster", f"{BENCH}  concurrency: [1, 4]\n", "cluster", []),
     (
         "rate-grid-on-slurm",
         f"{BENCH}  concurrency: 4\n  request_rate: [1, 2, 4]\n",

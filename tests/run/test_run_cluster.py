@@ -346,3 +346,28 @@ def test_secrets_reach_every_node_on_stdin_without_ssh_configuration(tmp_path):
     run_dir = next((tmp_path / "runs").iterdir())
     for path in run_dir.iterdir():
         assert token not in path.read_text(errors="replace"), path
+
+
+@pytest.mark.integration
+def test_a_grid_runs_on_one_boot_across_nodes(tmp_path):
+    """concurrency [1, 2] x repeat 2: four cells benched in-process against the one head, each
+    with its raw samples; every node started once.  `compile` (driver.sh run by hand benches one
+    cell) still refuses the grid."""
+    bindir = install(tmp_path)
+    recipe = tmp_path / "grid.yaml"
+    text = cluster_recipe(free_port(), 2).replace("  concurrency: 2\n", "  concurrency: [1, 2]\n  repeat: 2\n")
+    recipe.write_text(text)
+    proc = _run(tmp_path, recipe, _env(tmp_path, bindir))
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err + out
+    (row,) = ledger_rows(tmp_path)
+    from autobench.ledger import open_ledger
+
+    with open_ledger(tmp_path / "ledger.db", create=False) as book:
+        cells = book.cells(row.id)
+    assert sorted((c.params["concurrency"], c.params["repeat"]) for c in cells) == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert all(c.samples is not None and c.samples.count("ok") == 8 for c in cells)
+    for host in ("127.0.0.1", "127.0.0.2"):
+        calls = [json.loads(x) for x in (tmp_path / "hosts" / host / "calls.jsonl").read_text().splitlines()]
+        assert [c[0] for c in calls].count("run") == 1  # one boot
+    assert main(["compile", str(recipe), "-o", str(tmp_path / "o")]) == 2
