@@ -101,6 +101,17 @@ def test_topology_follows_each_sources_rule(tmp_path):
     assert moe["tensor_parallel_size"] == 8 and moe["enable_expert_parallel"] is True  # single_node_tep
 
 
+def test_eugr_without_cluster_only_runs_on_tp_sparks_or_solo_with_tp_1_when_told(tmp_path):
+    path = _write(
+        tmp_path,
+        "recipe_version: '1'\nname: x\ncontainer: c\ndefaults: {tensor_parallel: 2}\ncommand: vllm serve a/b -tp {tensor_parallel}\n",
+    )
+    (cluster,) = convert(path)
+    assert cluster.data["topology"]["nodes"] == 2 and "eugr runs it solo" in "\n".join(cluster.notes)
+    (solo,) = convert(path, nodes=1)  # run-recipe.py --solo: tensor_parallel 1
+    assert solo.data["engine"]["tensor_parallel_size"] == 1 and "nodes" not in solo.data["topology"]
+
+
 def test_an_unknown_count_is_a_refusal_naming_the_option(tmp_path, capsys):
     path = _write(
         tmp_path, "recipe_version: '2'\nmodel: a/b\nruntime: vllm\ncontainer: c:1\ncommand: vllm serve {model}\n"

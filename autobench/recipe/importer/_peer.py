@@ -104,9 +104,10 @@ def convert(src: Src, fmt: str, options: Options) -> Imported:
     command = src.get(("command",), str)
     if command is None:
         raise src.fail(("command",), "command: the serve command is required", "write command: vllm serve {model} ...")
-    if eugr and src.get(("solo_only",), bool, False) and values.get("tensor_parallel") not in (None, 1):
+    solo = eugr and (src.get(("solo_only",), bool, False) or options.nodes == 1)
+    if solo and values.get("tensor_parallel") not in (None, 1):
         # run-recipe.py: "In solo mode, default tensor_parallel to 1 (unless user explicitly set --tp)"
-        out.notes.append(f"{src.line('solo_only')}: solo_only: eugr runs it with tensor_parallel 1, not the default")
+        out.notes.append(f"{src.line('defaults')}: solo: eugr runs it with tensor_parallel 1, not the default")
         values["tensor_parallel"] = 1
     text = fill(src, ("command",), command, values, style="eugr" if eugr else "sparkrun")
     parsed = parse_command(src, ("command",), text)
@@ -184,6 +185,11 @@ def _topology(
                 "pass --nodes N (eugr's cluster is DGX Sparks: one GPU per node)",
             )
         nodes = 1 if solo or size == 1 else size
+        if not cluster and not solo and size > 1 and options.nodes is None:
+            out.notes.append(
+                f"{src.line('defaults')}: {size} Sparks for TP x PP {size}; eugr runs it solo with tensor_parallel 1 "
+                "when no cluster is configured (pass --nodes 1 for that)"
+            )
         gpus = 1  # DGX Spark: one GPU per node
         rule = "eugr: one DGX Spark GPU per node, TP x PP nodes"
         executor = "native"
