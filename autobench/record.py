@@ -105,9 +105,9 @@ def build_new_run(spec: RecordInput) -> NewRun:
         category, message = split_root_cause(spec.root_cause)
     image = loaded.recipe.container.image
     try:
-        digest = parse_image_ref(image).digest
+        digest = parse_image_ref(image).digest if image is not None else None
     except ValueError:  # an unparsable image is refused by validate; record what is written
-        digest = image.split("@", 1)[1] if "@sha256:" in image else None
+        digest = image.split("@", 1)[1] if image is not None and "@sha256:" in image else None
     started_at, ended_at = spec.started_at, spec.ended_at
     if spec.metrics_file and not (started_at and ended_at):  # the result says when its bench ran
         from_result = result_times(spec.metrics_file)

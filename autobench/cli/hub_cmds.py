@@ -182,7 +182,9 @@ def outdated(
                 if images:
                     from autobench.image.pins import check_image
 
-                    found.append(check_image(path, client))
+                    image = check_image(path, client)
+                    if image is not None:  # None: a process-only recipe has no image
+                        found.append(image)
             except AutobenchError as exc:
                 failed.append((path, exc))
                 continue

@@ -42,9 +42,23 @@ def recipe_files(paths: tuple[str, ...]) -> list[Path]:
     metavar="FILE",
     help="A bench profile merged onto each recipe's bench first (as `run --profile`; docs/recipes.md).",
 )
+@click.option(
+    "--runtime",
+    type=click.Choice(["docker", "process"]),
+    default="docker",
+    show_default=True,
+    help="Validate for this runtime: process (`run --runtime process`) skips the container rules "
+    "(AB022 published port, AB050-AB053, AB075 local model directory not mounted).",
+)
 @json_option("Same as --format json.")
 def validate(
-    paths: tuple[str, ...], strict: bool, fmt: str, no_preflight: bool, profile: str | None, as_json: bool
+    paths: tuple[str, ...],
+    strict: bool,
+    fmt: str,
+    no_preflight: bool,
+    profile: str | None,
+    runtime: str,
+    as_json: bool,
 ) -> None:
     """Check recipes (files or folders) against the schema and the AB rules.
 
@@ -62,7 +76,12 @@ def validate(
     fmt = "json" if as_json else fmt
     # the environment's secret values must not be written in a recipe (AB030)
     results = validate_paths(
-        recipe_files(paths), strict=strict, env=os.environ, extra=extra, profile=Path(profile) if profile else None
+        recipe_files(paths),
+        strict=strict,
+        env=os.environ,
+        extra=extra,
+        profile=Path(profile) if profile else None,
+        runtime=runtime,
     )
     # A finding in a parent recipe shows up again through every recipe that extends it:
     # print and count it once.

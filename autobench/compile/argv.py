@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from autobench.compile.quoting import Word, path_word
 from autobench.errors import RecipeError
-from autobench.recipe.facts import is_local_model, output_tokens, server_endpoint
+from autobench.recipe.facts import container_image, is_local_model, output_tokens, server_endpoint
 from autobench.recipe.grid import only
 from autobench.recipe.rules import flag_name
 
@@ -273,12 +273,12 @@ def docker_lines(
         lines.append(_opt("--env", f"{key}={value}"))
     lines.extend(group_args(c.extra_args))
     if launch.is_default:
-        lines.append([_positional(c.image, "container.image")])
+        lines.append([_positional(container_image(recipe), "container.image")])
         lines.append(model_word_list(recipe))  # "vllm serve" is the image's entrypoint
     else:
         entrypoint = "bash" if launch.setup else (launch.entrypoint or "")
         lines.append(_opt("--entrypoint", entrypoint))
-        lines.append([_positional(c.image, "container.image")])
+        lines.append([_positional(container_image(recipe), "container.image")])
         if launch.setup:
             lines.append(_w("-c", setup_script(recipe, mods, in_container=True), "autobench-setup"))
         lines.append([*_w(*launch.prefix, *launch.command), *model_word_list(recipe)])

@@ -47,7 +47,7 @@ from autobench.compile.argv import (
 )
 from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
-from autobench.recipe.facts import uses_host_network
+from autobench.recipe.facts import container_image, uses_host_network
 from autobench.recipe.loader import LoadedRecipe
 from autobench.recipe.schema import HOST_RE
 
@@ -143,7 +143,7 @@ def _node_docker(recipe: Recipe, mods: dict[int, Path], rank: int, head: str) ->
             if rank == 0
             else f"ray start --address={_address(head)}:{port} --block"
         )
-        lines += [_w("--entrypoint", "bash"), _w(recipe.container.image), _w("-c", ray)]
+        lines += [_w("--entrypoint", "bash"), _w(container_image(recipe)), _w("-c", ray)]
     if not uses_host_network(recipe.container.extra_args):
         # Nodes reach each other (NCCL, Ray, the master port) on the hosts' network; published
         # ports mean nothing there, so they are left out.

@@ -122,7 +122,9 @@ def build_lines(loaded: LoadedRecipe) -> tuple[Any, str | None]:
     b = loaded.recipe.build
     if b is None:
         return None, None
-    lines = [_w("docker", "build"), _w("-t", loaded.recipe.container.image)]
+    from autobench.recipe.facts import container_image
+
+    lines = [_w("docker", "build"), _w("-t", container_image(loaded.recipe))]
     args = {"BASE_IMAGE": b.base_image, "VLLM_REPO": b.vllm_repo, "VLLM_REF": b.vllm_ref}
     if b.prs:
         args["VLLM_PRS"] = " ".join(str(n) for n in b.prs)

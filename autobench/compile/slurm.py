@@ -31,7 +31,7 @@ from autobench.compile.argv import (
 )
 from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
-from autobench.recipe.facts import node_gpus, server_endpoint
+from autobench.recipe.facts import container_image, node_gpus, server_endpoint
 from autobench.recipe.loader import LoadedRecipe
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def _serve(loaded: LoadedRecipe, mode: str) -> tuple[Lines, str]:
     if recipe.topology.nodes > 1:  # each node's srun step runs this (the template adds srun)
         return [*_node_prefix(recipe, mode), *lines], url
     if mode == "pyxis":
-        return [[*_w("srun", "--ntasks=1"), *_opt("--container-image", recipe.container.image)], *lines], url
+        return [[*_w("srun", "--ntasks=1"), *_opt("--container-image", container_image(recipe))], *lines], url
     if mode == "apptainer":
         return [*_node_prefix(recipe, mode), *lines], url
     return lines, url
@@ -79,7 +79,9 @@ def _serve(loaded: LoadedRecipe, mode: str) -> tuple[Lines, str]:
 def _node_prefix(recipe: Recipe, mode: str) -> Lines:
     """What runs the serve command inside a node's srun step: pyxis's ``--container-image``
     (an srun option), ``apptainer exec``, or nothing."""
-    image = recipe.container.image
+    if mode not in ("pyxis", "apptainer"):
+        return []
+    image = container_image(recipe)
     if mode == "pyxis":
         return [_opt("--container-image", image)]
     if mode == "apptainer":

@@ -28,6 +28,7 @@ from autobench.errors import RegistryError
 from autobench.hub.lockfile import defining_file, frozen_label_at, set_revision
 from autobench.image.registry import ManifestNotFound, RegistryClient, short
 from autobench.image.resolve import PlatformImage, ResolvedImage, resolve
+from autobench.recipe.facts import container_image
 from autobench.recipe.imageref import ImageRef, parse_image_ref
 
 SECTION = "images"
@@ -256,15 +257,18 @@ def _created_of(client: RegistryClient, ref: ImageRef, digest: str) -> str | Non
         return None
 
 
-def check_image(recipe_path: str | Path, client: RegistryClient | None) -> ImageOutdated:
-    """Where the pinned image's tag points now (``client`` None: offline, not checked)."""
+def check_image(recipe_path: str | Path, client: RegistryClient | None) -> ImageOutdated | None:
+    """Where the pinned image's tag points now (``client`` None: offline, not checked); None for
+    a recipe without an image (run only as a process)."""
     from autobench.hub.lockfile import read_lock
     from autobench.recipe.loader import load_recipe
 
     recipe_path = Path(recipe_path)
     loaded = load_recipe(recipe_path)
+    if loaded.recipe.container.image is None:
+        return None
     lock = read_lock(recipe_path)
-    ref = parse_image_ref(loaded.recipe.container.image)
+    ref = parse_image_ref(container_image(loaded.recipe))
     tag = image_tag(loaded, ref, lock)
     entry = lock_entry(lock, ref)
     pinned, note = ref.digest, None
@@ -322,6 +326,8 @@ def image_extras(*, offline: bool, timeout: float | None, platforms: Sequence[st
     client = None if offline else RegistryClient(RegistrySettings.from_env(timeout=timeout))
 
     def extras(loaded: Any, recipe_path: Path, previous_lock: dict[str, Any] | None) -> list[Any]:
+        if loaded.recipe.container.image is None:  # a process-only recipe: no image to pin
+            return []
         return [plan_image_pin(loaded, recipe_path, previous_lock, client=client, platforms=platforms)]
 
     return extras, client
@@ -333,6 +339,8 @@ def tagged_image(loaded: Any) -> str:
     For readers of the tag (preflight reads the vLLM version from ``:v0.23.1``)."""
     from autobench.hub.lockfile import read_lock
 
+    if loaded.recipe.container.image is None:  # a process-only recipe: no tag to read
+        return ""
     image = str(loaded.recipe.container.image)
     try:
         ref = parse_image_ref(image)

@@ -42,6 +42,11 @@ class VersionPick:
 def vllm_version(image: str, flag: str | None) -> VersionPick:
     if flag:
         return VersionPick(parse_version(flag), "--vllm-version")
+    if not image:  # a process-only recipe
+        raise PreflightError(
+            "cannot predict: the recipe has no container image, so no tag says its vLLM version",
+            hint="pass --vllm-version X.Y.Z (the version `vllm serve` runs), or set container.vllm_version",
+        )
     base = image.split("@", 1)[0]
     m = _TAG_VERSION.search(base)
     if m:

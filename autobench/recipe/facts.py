@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeGuard
 
 from autobench.digits import is_digits
+from autobench.errors import RecipeError
 
 if TYPE_CHECKING:
     from autobench.recipe.schema import Engine, Recipe
@@ -234,6 +235,7 @@ __all__ = [
     "PortSpec",
     "client_host",
     "is_full_sha",
+    "container_image",
     "is_local_model",
     "node_gpus",
     "parse_port_spec",
@@ -253,4 +255,17 @@ def image_digest(recipe: Recipe) -> str | None:
     compile ``--frozen``, run's local-image check and the ledger's ``image_digest`` ask this."""
     from autobench.recipe.imageref import parse_image_ref
 
-    return parse_image_ref(recipe.container.image).digest
+    image = recipe.container.image
+    return parse_image_ref(image).digest if image is not None else None
+
+
+def container_image(recipe: Recipe) -> str:
+    """``container.image``, for what runs a container (docker, Slurm's pyxis/apptainer, a
+    cluster node); a recipe without one (process-only) is one RecipeError (AB076's words)."""
+    image = recipe.container.image
+    if image is None:
+        raise RecipeError(
+            f"recipe {recipe.name}: container.image is not set; the docker runtime needs an image",
+            hint="set container.image, or run it as a process: `autobench run --runtime process`",
+        )
+    return image

@@ -269,6 +269,13 @@ RULES: dict[str, Rule] = {
             'mount it (container.volumes: ["/models/x:/models/x:ro"]) or run with --runtime process',
         ),
         Rule(
+            "AB076",
+            "error",
+            "no container.image: the docker runtime has nothing to run",
+            "set container.image (e.g. vllm/vllm-openai:v0.11.0@sha256:...), or run it as a process "
+            "(`autobench run --runtime process`; `validate --runtime process`)",
+        ),
+        Rule(
             "AB080",
             "error",
             "a bench.schedule entry names no cell of the grid",
@@ -706,6 +713,9 @@ def _stray_words(c: _Ctx) -> None:
 
 def _container(c: _Ctx) -> None:
     ctr = c.r.container
+    if ctr.image is None:  # a process-only recipe (the docker runtime refuses it: AB076)
+        c.add("AB076", ("container",), "container.image is not set; the docker runtime needs an image")
+        return
     ref = parse_image_ref(ctr.image)  # the schema accepted it, so it parses
     build = c.r.build
     if build is not None:  # built here: the image is as fixed as the vLLM ref it is built from
@@ -891,7 +901,7 @@ CHECKS = (
 
 
 #: Rules about the container; the process runtime (``vllm serve`` as a child process) skips them.
-DOCKER_ONLY = frozenset({"AB022", "AB050", "AB051", "AB052", "AB053", "AB075"})
+DOCKER_ONLY = frozenset({"AB022", "AB050", "AB051", "AB052", "AB053", "AB075", "AB076"})
 
 
 def check(

@@ -148,7 +148,12 @@ class Speculative(StrictModel):
 class Container(StrictModel):
     """The docker container the engine runs in."""
 
-    image: str = Field(..., min_length=1, description="Image reference; pin with @sha256:… for reproducibility.")
+    image: str | None = Field(
+        None,
+        min_length=1,
+        description="Image reference; pin with @sha256:… for reproducibility.  Needed by the docker "
+        "runtime (AB076); a recipe run only as a process (`run --runtime process`) may leave it out.",
+    )
     name: str | None = Field(None, description="Container name (docker --name).")
     gpus: str | None = "all"
     ipc: str | None = None
@@ -163,11 +168,12 @@ class Container(StrictModel):
 
     @field_validator("image")
     @classmethod
-    def _image_is_a_reference(cls, image: str) -> str:
+    def _image_is_a_reference(cls, image: str | None) -> str | None:
         # docker reads a value that is not an image reference as an option (`--volume=/:/host`).
         from autobench.recipe.imageref import parse_image_ref
 
-        parse_image_ref(image)  # ImageRefError is a ValueError: pydantic reports it at the key
+        if image is not None:
+            parse_image_ref(image)  # ImageRefError is a ValueError: pydantic reports it at the key
         return image
 
 
@@ -513,7 +519,10 @@ class Recipe(StrictModel):
     extends: str | None = Field(None, description="Path of a recipe this one deep-merges onto.")
     model: Model
     speculative: Speculative | None = None
-    container: Container
+    container: Container = Field(
+        default_factory=lambda: Container.model_validate({}),
+        description="The docker container; optional for a recipe run only as a process (`--runtime process`).",
+    )
     launch: Launch = Field(default_factory=lambda: Launch.model_validate({}))
     topology: Topology = Field(default_factory=lambda: Topology.model_validate({}))
     build: Build | None = None

@@ -22,8 +22,10 @@ def validate_file(
     env: Mapping[str, str] | None = None,
     extra: ExtraCheck | None = None,
     profile: Path | None = None,
+    runtime: str = "docker",
 ) -> list[Finding]:
-    """Findings for one file; a file that cannot be loaded yields AB000 findings.  ``env``: see
+    """Findings for one file (for ``runtime``: ``process`` drops the container rules, as ``run
+    --runtime process`` does); a file that cannot be loaded yields AB000 findings.  ``env``: see
     :func:`autobench.recipe.rules.check` (secret values that must not be in the recipe).  ``extra``:
     a further check over the loaded recipe (the preflight).  A recipe with variants or roles is
     checked cell by cell; a finding that several cells share is reported once.  ``profile``: a bench
@@ -31,7 +33,9 @@ def validate_file(
     first = _validate_cell(path, None, profile)
     if isinstance(first, list):
         return first
-    findings = check(first, strict=strict, env=env) + (extra(first, strict) if extra is not None else [])
+    findings = check(first, strict=strict, env=env, runtime=runtime) + (
+        extra(first, strict) if extra is not None else []
+    )
     for cell in first.cells[1:] if first.recipe.cell in (None, "base") else first.cells:
         if cell == first.recipe.cell:
             continue
@@ -39,7 +43,9 @@ def validate_file(
         if isinstance(loaded, list):
             findings += [replace(f, message=f"cell {cell}: {f.message}") for f in loaded]
             continue
-        for f in check(loaded, strict=strict, env=env) + (extra(loaded, strict) if extra is not None else []):
+        for f in check(loaded, strict=strict, env=env, runtime=runtime) + (
+            extra(loaded, strict) if extra is not None else []
+        ):
             findings.append(replace(f, message=f"cell {cell}: {f.message}"))
     seen: set[tuple[str, str]] = set()
     out = []
@@ -76,5 +82,9 @@ def validate_paths(
     env: Mapping[str, str] | None = None,
     extra: ExtraCheck | None = None,
     profile: Path | None = None,
+    runtime: str = "docker",
 ) -> list[tuple[Path, list[Finding]]]:
-    return [(path, validate_file(path, strict=strict, env=env, extra=extra, profile=profile)) for path in paths]
+    return [
+        (path, validate_file(path, strict=strict, env=env, extra=extra, profile=profile, runtime=runtime))
+        for path in paths
+    ]

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from autobench.errors import RunError
 from autobench.recipe import LoadedRecipe
+from autobench.recipe.facts import container_image
 from autobench.run import plan as P
 from autobench.run.collect import log_cause, log_facts, redact_files
 from autobench.run.outcome import Echo, RowFacts, RunOptions, RunOutcome, now
@@ -219,7 +220,7 @@ class ClusterRuntime(RuntimeBase):
         from autobench.recipe.imageref import parse_image_ref
 
         r = loaded.recipe
-        image = r.container.image
+        image = container_image(r)
         try:
             digest = parse_image_ref(image).digest
         except ValueError:

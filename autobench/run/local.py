@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec
 from autobench.compile.quoting import shell_join
 from autobench.errors import AutobenchError
 from autobench.recipe import LoadedRecipe
-from autobench.recipe.facts import output_tokens
+from autobench.recipe.facts import container_image, output_tokens
 from autobench.run import plan as P
 from autobench.run.outcome import (
     Echo,
@@ -88,7 +88,7 @@ class LocalRuntime(RuntimeBase):
         # the local image must be the pinned one (refused before anything runs)
         plan = compiled.plan
         self.image = check_local_image(
-            loaded.recipe.container.image,
+            container_image(loaded.recipe),
             docker=plan.server_argv[0],
             env={**self.env, **plan.env},
             pull=self.options.pull,
@@ -279,7 +279,7 @@ def execute_local(run: Run, docker_checked: bool) -> None:
     if docker_checked and outcome.image_digest is None:  # `docker run` may have pulled it
         from autobench.run.image_check import local_digest
 
-        outcome.image_digest = local_digest(loaded.recipe.container.image, docker=plan.server_argv[0], env=child_env)
+        outcome.image_digest = local_digest(container_image(loaded.recipe), docker=plan.server_argv[0], env=child_env)
 
 
 def _on_terminal() -> bool:

@@ -106,10 +106,10 @@ BAD = [
     ),
     (
         "missing-required",
-        {"r.yaml": "model:\n  repo: a/b\n"},
+        {"r.yaml": "container: {image: i}\n"},
         "r.yaml",
         "r.yaml:1:1",
-        ["container: missing required key 'container'", "at the top level"],
+        ["model: missing required key 'model'", "at the top level"],
     ),
     (
         "missing-nested",

@@ -55,3 +55,40 @@ def test_process_run_of_a_local_model_without_ports_is_done_and_stores_what_ran(
     assert digest and f"local model {model}: content {digest}" in row.notes
     (model / "config.json").write_text('{"architectures": ["OtherForCausalLM"]}')
     assert local_model_digest(model) != digest
+
+
+def _no_container(tmp_path: Path, port: int) -> Path:
+    """The local-model recipe with no container section at all (issue #31: it was required)."""
+    path = _local_recipe(tmp_path, port)
+    text = path.read_text()
+    start = text.index("container:\n")
+    end = text.index("secrets:")
+    path.write_text(text[:start] + text[end:])
+    return path
+
+
+def test_a_process_only_recipe_needs_no_container_and_validates_for_the_process_runtime(tmp_path, capsys):
+    from autobench.cli import main
+
+    path = _no_container(tmp_path, 8000)
+    loaded = load_recipe(path)
+    assert loaded.recipe.container.image is None
+    assert {f.code for f in check(loaded) if f.severity == "error"} == {"AB022", "AB075", "AB076"}
+    assert main(["validate", "--no-preflight", "--runtime", "process", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert out == "" and "1 file(s): 0 errors" in err
+    assert main(["validate", "--no-preflight", str(path)]) == 2  # docker: no image to run
+    out, err = capsys.readouterr()
+    assert "AB076 error:" in out and "container.image is not set; the docker runtime needs an image" in out
+    assert main(["compile", str(path)]) == 2  # the docker script cannot be written: one line
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and err.startswith("error: ") and "--runtime process" in err
+
+
+@pytest.mark.integration
+def test_a_process_only_recipe_runs_as_a_process(tmp_path):
+    path = _no_container(tmp_path, free_port())
+    res = run_cli(path, tmp_path)
+    assert res.returncode == 0, res.stderr + res.stdout
+    (row,) = ledger_rows(tmp_path)
+    assert row.status == "DONE" and row.image is None
