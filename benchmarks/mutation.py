@@ -183,6 +183,13 @@ TESTS: dict[str, list[str]] = {
         "tests/report/test_report_pages.py",
         "tests/report/test_report_hostile_ledger.py",
     ],
+    "autobench/experiment/design.py": ["tests/experiment/test_experiment_design.py"],
+    "autobench/experiment/definition.py": ["tests/experiment/test_experiment_design.py"],
+    "autobench/experiment/execute.py": [
+        "tests/experiment/test_experiment_execute.py",
+        "tests/experiment/test_experiment_run.py",
+    ],
+    "autobench/ledger/sync.py": ["tests/ledger/test_ledger_sync.py"],
 }
 
 #: What ``fork`` mode imports once, so each mutant's pytest starts warm (never autobench itself).

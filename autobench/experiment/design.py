@@ -48,7 +48,7 @@ class Treatment:
         for (key, level, _), name in zip(self.levels, names, strict=True):
             shown = name if names.count(name) == 1 else key
             parts.append(f"{shown}={short(level)}")
-        return " ".join(parts) or "the recipe as written"
+        return " ".join(parts)  # a treatment sets one key at least (definition checks it)
 
 
 def short(level: Level) -> str:

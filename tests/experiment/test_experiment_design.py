@@ -194,3 +194,44 @@ def test_plan_json_lists_levels_and_digests(tmp_path, capsys) -> None:
     assert code == 0
     assert [t["levels"] for t in doc["treatments"]] == [{"engine.max_num_seqs": 8}, {"engine.max_num_seqs": 16}]
     assert all(t["digest"].startswith("sha256:") for t in doc["treatments"])
+
+
+@pytest.mark.parametrize(
+    ("level", "shown"),
+    [
+        ("6c7242c934a9870d7c59c05240bdbb2467cc1394", "6c7242c"),  # a full sha: its short form
+        ("6c7242c934a9870d7c59c05240bdbb2467cc139", "6c7242c934a9870d7c59c05240bdbb2467cc139"),  # 39: not a sha
+        ("6c7242c934a9870d7c59c05240bdbb2467cc13944", "6c7242c934a9870d7c59c05240bdbb2467cc13944"),  # 41
+        ("main-branch-name-that-is-forty-chars-xx", "main-branch-name-that-is-forty-chars-xx"),
+        ("6C7242C934A9870D7C59C05240BDBB2467CC1394", "6C7242C934A9870D7C59C05240BDBB2467CC1394"),  # not lower hex
+        (None, "null"),
+        (True, "true"),
+        (False, "false"),
+        (8, "8"),
+        (0.9, "0.9"),
+        (2.0, "2"),
+        ({"b": 1, "a": [1, 2]}, '{"a":[1,2],"b":1}'),
+    ],
+)
+def test_a_level_is_labelled_short_and_exact(level, shown) -> None:
+    from autobench.experiment.design import short
+
+    assert short(level) == shown
+
+
+def test_a_label_names_a_factor_by_its_last_key_unless_two_share_it(tmp_path) -> None:
+    path = write(tmp_path, "factors:\n  engine.max_num_seqs: [8]\n  env.max_num_seqs: ['1']\n  engine.dtype: [half]\n")
+    assert labels(path) == ["engine.max_num_seqs=8 env.max_num_seqs=1 dtype=half"]
+    empty = write(tmp_path, "design: list\ntreatments:\n  - {engine.max_num_seqs: 8}\n")
+    (t,) = treatments(load_experiment(empty))
+    assert t.id == "t1" and t.assignment() == {"engine.max_num_seqs": 8}
+
+
+def test_an_exclusion_keeps_a_listed_treatment_that_does_not_set_its_factor(tmp_path) -> None:
+    path = write(
+        tmp_path,
+        "design: list\nfactors:\n  engine.max_num_seqs: [8, 16]\n"
+        "treatments:\n  - {engine.max_num_seqs: 8}\n  - {engine.dtype: half}\n  - {engine.max_num_seqs: 16}\n"
+        "exclude:\n  - {engine.max_num_seqs: 8}\n",
+    )
+    assert labels(path) == ["dtype=half", "max_num_seqs=16"]
