@@ -116,13 +116,13 @@ def compile_slurm(
 ) -> str:
     """The sbatch script of ``loaded`` (see the module doc)."""
     from autobench import __version__
-    from autobench.compile.render import UNSAFE_CODES, _pins, _refuse, environment, refuse_grid
+    from autobench.compile.render import UNSAFE_CODES, _pins, _refuse, environment
+    from autobench.recipe.grid import cell_recipe, cells
 
     recipe = loaded.recipe
     if container not in CONTAINER_MODES:
         raise RecipeError(f"unknown --container {container!r}", hint="use one of " + ", ".join(CONTAINER_MODES))
     _refuse(loaded, None if check else UNSAFE_CODES)
-    refuse_grid(loaded, "slurm")
     nodes = recipe.topology.nodes
     if nodes > 1 and container == "docker":
         raise RecipeError(
@@ -148,6 +148,7 @@ def compile_slurm(
     if not _TIME.fullmatch(limit):
         raise RecipeError(f"--time {limit[:40]!r} is not a Slurm time", hint="minutes, MM:SS, HH:MM:SS or D-HH:MM:SS")
     serve, url = _serve(loaded, container)
+    grid = cells(recipe)
     try:
         return (
             environment()
@@ -178,7 +179,15 @@ def compile_slurm(
                 secrets=list(recipe.secrets),
                 api_key_env=bench_api_key_env(recipe),
                 serve=serve,
-                bench=_bench(recipe, url),
+                # every cell of a grid in turn on the one allocation, each with its own result
+                benches=[
+                    {
+                        "label": cell.label(),
+                        "argv": _bench(cell_recipe(recipe, cell), url),
+                        "result": f"bench.cell-{cell.index + 1}.json" if len(grid) > 1 else "bench.json",
+                    }
+                    for cell in grid
+                ],
             )
         )
     except ValueError as exc:  # a NUL byte reached the quoting path

@@ -285,7 +285,8 @@ RULES: dict[str, Rule] = {
             "AB081",
             "error",
             "a bench grid (several cells) on a runtime that benches one cell",
-            "run it with --runtime docker or process (one server boot, every cell), or bench one cell here",
+            "run it with autobench run (docker, process, slurm, or a multi-node recipe's nodes: one boot, every cell), "
+            "or bench one cell here",
         ),
     ]
 }
@@ -566,11 +567,11 @@ def _engine_vs_bench(c: _Ctx) -> None:
 
 
 #: Runtimes whose compiled job benches exactly one cell (the bench runs inside their script).
-ONE_CELL_RUNTIMES = frozenset({"slurm", "k8s"})
+ONE_CELL_RUNTIMES = frozenset({"k8s"})
 #: ``autobench run`` of a multi-node recipe (autobench.run.cluster): the driver brings the nodes
-#: up once and autobench benches every cell of the grid on that boot.  (A compiled driver.sh run
-#: by hand, checked as "docker", benches one cell.)
-MULTI_NODE_GRID_RUNTIMES = frozenset({"cluster"})
+#: up once and autobench benches every cell of the grid on that boot (a compiled driver.sh run
+#: by hand, checked as "docker", benches one cell); a Slurm job benches every cell in turn.
+MULTI_NODE_GRID_RUNTIMES = frozenset({"cluster", "slurm"})
 #: Runtimes that run the image under docker: the container rules (DOCKER_ONLY) apply.
 DOCKER_RUNTIMES = frozenset({"docker", "cluster"})
 

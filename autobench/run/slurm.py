@@ -32,7 +32,7 @@ from autobench.errors import RunError
 from autobench.recipe import LoadedRecipe
 from autobench.run import plan as P
 from autobench.run.collect import log_cause, log_facts, redact_files
-from autobench.run.outcome import Echo, RowFacts, RunOptions, RunOutcome
+from autobench.run.outcome import Echo, RowFacts, RunOptions, RunOutcome, sweep_metrics
 from autobench.run.plan import RunPlan
 from autobench.run.protocol import Compiled, Run, RuntimeBase
 from autobench.run.signals import RunInterrupted
@@ -254,6 +254,28 @@ def classify(
     return "FAILED", f"slurm_{info.state.lower()}", f"{job} ended {info.state}{code} during {phase}"
 
 
+def _grid(run_dir: Path, loaded: LoadedRecipe, outcome: RunOutcome) -> None:
+    """A grid's cells from the job's bench.cell-N.json files, in run order, up to the first
+    missing one (the job stops at the first cell that fails); the row's metrics from them."""
+    from autobench.bench.result import BenchResult
+    from autobench.digits import load_json
+    from autobench.recipe.grid import cells
+
+    for cell in cells(loaded.recipe):
+        path = run_dir / f"bench.cell-{cell.index + 1}.json"  # written by the job: read at this edge
+        try:
+            data = load_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            break
+        if not isinstance(data, dict):
+            break
+        outcome.cells.append((cell, BenchResult(data)))
+    if outcome.cells:
+        outcome.metrics = sweep_metrics(outcome.cells)
+        tokenizer = outcome.cells[0][1].data.get("tokenizer_id")
+        outcome.tokenizer = tokenizer if isinstance(tokenizer, str) else None
+
+
 def _metrics(run_dir: Path) -> tuple[dict[str, Any], str | None]:
     """(ledger metrics, the tokenizer that measured the prompts) of the job's bench.json."""
     from autobench.bench.result import load_result_json
@@ -325,7 +347,12 @@ class SlurmRuntime(RuntimeBase):
             run.guard.disarm()
         redact_files([run_dir / P.SERVER_LOG, *sorted(run_dir.glob("slurm-*.out"))], run.secrets)
         phase = _phase(run_dir)
-        outcome.metrics, outcome.tokenizer = _metrics(run_dir)
+        from autobench.recipe.grid import cells
+
+        if len(cells(run.loaded.recipe)) > 1:
+            _grid(run_dir, run.loaded, outcome)
+        else:
+            outcome.metrics, outcome.tokenizer = _metrics(run_dir)
         rc = log_facts(run_dir, outcome)
         status, category, message = classify(info, phase, outcome, _read(run_dir / "cause"))
         if interrupted:

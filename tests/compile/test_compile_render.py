@@ -159,11 +159,11 @@ def test_a_grid_is_refused_on_a_one_cell_runtime_with_its_rule_code(tmp_path):
     loaded = recipe(tmp_path, BASE + "bench:\n  concurrency: [1, 4]\n  dataset:\n    kind: random\n")
     refuse_grid(loaded, "docker")  # the docker script benches every cell on one server
     with pytest.raises(RecipeError) as info:
-        refuse_grid(loaded, "slurm")
+        refuse_grid(loaded, "k8s")
     assert str(info.value) == (
-        f"{tmp_path / 'r.yaml'}:9:3: AB081: bench.concurrency: 2 bench cells, but the slurm runtime benches one "
-        "cell per job (hint: run it with --runtime docker or process (one server boot, every cell), or bench one "
-        "cell here)"
+        f"{tmp_path / 'r.yaml'}:9:3: AB081: bench.concurrency: 2 bench cells, but the k8s runtime benches one "
+        "cell per job (hint: run it with autobench run (docker, process, slurm, or a multi-node recipe's nodes: "
+        "one boot, every cell), or bench one cell here)"
     )
 
 

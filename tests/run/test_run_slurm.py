@@ -472,3 +472,33 @@ def test_autobench_missing_on_the_nodes_fails_the_job_before_the_boot(cluster, t
     assert row.root_cause_message.startswith("autobench is not on the job's PATH on abnode")
     run_dir = Path(json.loads(res.stdout)["run_dir"])
     assert row.host_facts["phase"] == "queued" and not (run_dir / "server.log").exists()  # refused before the boot
+
+
+def test_a_grid_runs_on_one_allocation(cluster, tmp_path):
+    """concurrency [1, 2] x repeat 2: one job, one server boot, four cells in turn, each its own
+    result file; the row has the four cells and the headline cell's metrics."""
+    recipe = _recipe(tmp_path, name="synth-grid", concurrency="[1, 2]\n  repeat: 2")  # bench keys
+    res = subprocess.run(
+        _args(recipe, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_env(cluster, tmp_path, FAKE_VLLM_ARGS=FAST),
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr + cluster.logs()
+    [row] = _rows(tmp_path)
+    assert row.status == "DONE" and row.host_facts["slurm"]["state"] == "COMPLETED"
+    from autobench.ledger import open_ledger
+
+    with open_ledger(tmp_path / "ledger.db", create=False) as book:
+        cells = book.cells(row.id)
+    assert sorted((c.params["concurrency"], c.params["repeat"]) for c in cells) == [(1, 1), (1, 2), (2, 1), (2, 2)]
+    assert all(c.metrics["completed"] == 8 for c in cells)
+    assert row.metrics["completed"] == 16  # the headline cell (concurrency 2) over its two repeats
+    run_dir = Path(json.loads(res.stdout)["run_dir"])
+    assert sorted(p.name for p in run_dir.glob("bench.cell-*.json")) == [f"bench.cell-{k}.json" for k in (1, 2, 3, 4)]
+    assert (run_dir / "server.log").read_text().count("[autobench] readiness: ready") == 1  # one boot
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    lint = subprocess.run([str(shellcheck), "-s", "bash", str(run_dir / "script.sh")], capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout
