@@ -1,9 +1,9 @@
 """The typed spine (issue #26): no ``Any`` in a public signature of the packages data crosses
 layers through, and mypy's strictness is not switched off anywhere.
 
-A public signature is a function's or method's parameters and return annotation, where the
-function, its class and its module have no leading underscore (dunder methods such as
-``__init__`` count).  ``Any`` counts when written (``Any``, ``typing.Any``, inside a string
+A public signature is a function's or method's parameters and return annotation, or a public
+class's annotated field, where the function (field), its class and its module have no leading
+underscore (dunder methods such as ``__init__`` count).  ``Any`` counts when written (``Any``, ``typing.Any``, inside a string
 annotation) or through a module-level alias of the package that contains it.  Private helpers
 may still take ``Any`` at a third-party boundary (a SQLAlchemy row, a YAML node).
 """
@@ -60,15 +60,21 @@ def _any_aliases(trees: dict[Path, ast.Module]) -> frozenset[str]:
         names = found
 
 
-def _public_functions(
-    body: list[ast.stmt], prefix: str = ""
-) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
-    out: list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]] = []
+Member = ast.FunctionDef | ast.AsyncFunctionDef | ast.AnnAssign
+
+
+def _public_functions(body: list[ast.stmt], prefix: str = "") -> list[tuple[str, Member]]:
+    """Public functions and methods, and the annotated fields of public classes (a dataclass's
+    fields are its constructor's parameters)."""
+    out: list[tuple[str, Member]] = []
     for st in body:
         if isinstance(st, ast.FunctionDef | ast.AsyncFunctionDef):
             dunder = st.name.startswith("__") and st.name.endswith("__")
             if dunder or not st.name.startswith("_"):
                 out.append((prefix + st.name, st))
+        elif isinstance(st, ast.AnnAssign) and prefix and isinstance(st.target, ast.Name):
+            if not st.target.id.startswith("_"):
+                out.append((prefix + st.target.id, st))
         elif isinstance(st, ast.ClassDef) and not st.name.startswith("_"):
             out.extend(_public_functions(st.body, f"{prefix}{st.name}."))
         elif isinstance(st, ast.If):  # `if TYPE_CHECKING:` / version branches at module level
@@ -76,7 +82,9 @@ def _public_functions(
     return out
 
 
-def _signature_mentions_any(fn: ast.FunctionDef | ast.AsyncFunctionDef, aliases: frozenset[str]) -> bool:
+def _signature_mentions_any(fn: Member, aliases: frozenset[str]) -> bool:
+    if isinstance(fn, ast.AnnAssign):
+        return _mentions_any(fn.annotation, aliases)
     a = fn.args
     params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *(p for p in (a.vararg, a.kwarg) if p is not None)]
     return any(_mentions_any(p.annotation, aliases) for p in params) or _mentions_any(fn.returns, aliases)
@@ -126,6 +134,8 @@ def test_no_any_in_public_signatures() -> None:
         ("def _private(x: Any) -> Any: ...\nclass _Hidden:\n    def m(self, x: Any) -> None: ...", set()),
         ("def f(x: object) -> dict[str, object]:\n    y: Any = x\n    return {}", set()),
         ("def f(x: int) -> int:\n    def inner(y: Any) -> Any: ...\n    return x", set()),
+        ("@dataclass\nclass D:\n    data: dict[str, Any]\n    _cache: Any = None\n    n: int = 0", {"m:D.data"}),
+        ("X: dict[str, Any] = {}\nclass _P:\n    data: Any", set()),
     ],
 )
 def test_the_scan_finds_any(tmp_path: Path, source: str, expected: set[str]) -> None:

@@ -112,7 +112,7 @@ class BenchConfig:
     #: The default is used only when set; a name given explicitly must be set.  Never the value.
     api_key_env: str = "OPENAI_API_KEY"
     api_key_required: bool = False
-    extra_body: dict[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, object] = field(default_factory=dict)
     #: Service-level objectives in ms (``ttft``, ``tpot``, ``e2el``): the result counts the
     #: requests meeting all of them and their goodput (autobench.bench.slo).
     slo: dict[str, float] | None = None

@@ -55,7 +55,7 @@ class BenchResult:
     """The result dict (what ``--result`` writes) and, for a run of our own client, the raw
     per-request samples it was computed from (``None`` for a result read back from a file)."""
 
-    data: dict[str, Any]
+    data: dict[str, object]
     samples: Samples | None = None
 
     def to_json_dict(self) -> dict[str, object]:

@@ -174,7 +174,9 @@ def headline_metrics(cells: Sequence[NewCell]) -> dict[str, object]:
         merged = summary(merge([s for s in kept if s is not None]))
     for key in METRIC_KEYS:
         how = catalogue.metric(key).merge
-        values = [c.metrics[key] for c in group if c.metrics.get(key) is not None]
+        values = [v for c in group if (v := c.metrics.get(key)) is not None]
+        # each metric's values are of its catalogue kind (coerced when the cells were made)
+        numbers: list[float] = [v for v in values if isinstance(v, int | float)]
         if how == "samples" and merged is not None:
             out[key] = merged.get(key)
         elif not values:
@@ -182,24 +184,25 @@ def headline_metrics(cells: Sequence[NewCell]) -> dict[str, object]:
         elif how == "any":
             out[key] = any(bool(v) for v in values)
         elif how == "sum":
-            out[key] = sum(values)
+            out[key] = sum(numbers)
         elif how == "first":
             out[key] = values[0]
         elif how == "union":  # quality flags: every flag a repeat raised, the first why kept
             flags: dict[str, object] = {}
             for v in values:
-                for name, why in v.items():
+                for name, why in v.items() if isinstance(v, dict) else ():
                     flags.setdefault(name, why)
             out[key] = flags or None
         elif how == "positions":
-            width = min(len(v) for v in values)
-            out[key] = [math.fsum(v[i] for v in values) / len(values) for i in range(width)]
+            lists = [v for v in values if isinstance(v, list)]
+            width = min(len(v) for v in lists)
+            out[key] = [math.fsum(v[i] for v in lists) / len(lists) for i in range(width)]
         elif how == "samples":
-            ordered = sorted(values)
+            ordered = sorted(numbers)
             mid = len(ordered) // 2
             out[key] = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
         else:
-            out[key] = math.fsum(values) / len(values)
+            out[key] = math.fsum(numbers) / len(numbers)
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -15,6 +15,7 @@ and ``boot`` dicts keyed by the column names; ``Ledger.cells(id)`` gives its cel
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from functools import cached_property
 from typing import Any, Protocol, TypeVar
 
@@ -305,7 +306,7 @@ class NewRun:
     model_repo: str
     status: str
     recipe_digest: str | None = None
-    recipe_snapshot: dict[str, Any] | str | None = None
+    recipe_snapshot: dict[str, object] | str | None = None
     script_snapshot: str | None = None
     model_sha: str | None = None
     draft_repo: str | None = None
@@ -313,22 +314,22 @@ class NewRun:
     image: str | None = None
     image_digest: str | None = None
     engine_version: str | None = None
-    host_facts: dict[str, Any] | str | None = None
+    host_facts: dict[str, object] | str | None = None
     root_cause_category: str | None = None
     root_cause_message: str | None = None
     root_cause_detail: str | None = None
-    started_at: Any = None
-    ended_at: Any = None
+    started_at: datetime | date | str | None = None
+    ended_at: datetime | date | str | None = None
     notes: str | None = None
     corrects: int | None = None
     supersedes: int | None = None
     source: str = "manual"
-    metrics: dict[str, Any] = field(default_factory=dict)
-    boot: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, object] = field(default_factory=dict)
+    boot: dict[str, object] = field(default_factory=dict)
     #: The run's stable id (32 lowercase hex); None -> a new random one at append.
     run_uid: str | None = None
     #: The preflight prediction (``autobench.preflight.predict.Prediction.to_dict()``), if one was made.
-    preflight: dict[str, Any] | str | None = None
+    preflight: dict[str, object] | str | None = None
     #: The bench result's ``tokenizer_id``: ``repo@sha``, ``path@sha256:...`` or "estimated".
     tokenizer: str | None = None
     #: The run's cells, appended with it in one transaction (index = position).
@@ -345,8 +346,8 @@ class NewCell:
     ``client_bound``) and its raw samples, if kept.  Stored as canonical JSON; values must
     be JSON (finite numbers, text, booleans, null, lists, objects)."""
 
-    params: dict[str, Any]
-    metrics: dict[str, Any]
+    params: dict[str, object]
+    metrics: dict[str, object]
     samples: Samples | None = None
 
 
@@ -422,8 +423,8 @@ class CellRecord:
 
     run_id: int
     index: int
-    params: dict[str, Any]
-    metrics: dict[str, Any]
+    params: dict[str, object]
+    metrics: dict[str, object]
     samples_blob: bytes | None = field(default=None, repr=False)
 
     @cached_property
@@ -444,7 +445,7 @@ class RunRecord:
     id: int
     recipe_name: str
     recipe_digest: str | None
-    recipe_snapshot: dict[str, Any] | None
+    recipe_snapshot: dict[str, object] | None
     script_snapshot: str | None
     model_repo: str
     model_sha: str | None
@@ -453,7 +454,7 @@ class RunRecord:
     image: str | None
     image_digest: str | None
     engine_version: str | None
-    host_facts: dict[str, Any] | None
+    host_facts: dict[str, object] | None
     status: str
     root_cause_category: str | None
     root_cause_message: str | None
@@ -463,13 +464,13 @@ class RunRecord:
     corrects: int | None
     supersedes: int | None
     source: str
-    metrics: dict[str, Any]
-    boot: dict[str, Any]
+    metrics: dict[str, object]
+    boot: dict[str, object]
     prev_hash: str
     row_hash: str
     run_uid: str | None = None
     root_cause_detail: str | None = None
-    preflight: dict[str, Any] | None = None
+    preflight: dict[str, object] | None = None
     tokenizer: str | None = None
     replay_of: int | None = None
     cells_digest: str | None = None

@@ -75,7 +75,7 @@ class Position:
 class LoadedRecipe:
     path: Path
     recipe: Recipe
-    data: dict[str, Any]
+    data: dict[str, object]
     digest: str
     positions: dict[KeyPath, Position] = field(default_factory=dict)
     value_positions: dict[KeyPath, Position] = field(default_factory=dict)
@@ -431,7 +431,7 @@ class Document:
     depth bounds): its plain data and where each key and value was written."""
 
     path: Path
-    data: dict[str, Any]
+    data: dict[str, object]
     positions: dict[KeyPath, Position]
     value_positions: dict[KeyPath, Position]
 
@@ -456,7 +456,7 @@ class Override:
     the value (``None`` deletes the key, as in ``extends``) and where it was written."""
 
     path: KeyPath
-    value: Any
+    value: object
     where: Position
 
 

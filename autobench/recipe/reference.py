@@ -37,7 +37,7 @@ def _type_name(annotation: Any) -> str:
         return f"map of {_type_name(args[1])}"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return "mapping"
-    if annotation is typing.Any:
+    if annotation is typing.Any or annotation is object:  # a JSON value of any kind
         return "any"
     return getattr(annotation, "__name__", str(annotation))
 

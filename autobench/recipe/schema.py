@@ -139,7 +139,7 @@ class Speculative(StrictModel):
     )
     revision: str | None = Field(None, description="Draft revision; pin to a full sha.")
     num_speculative_tokens: Annotated[int, Field(ge=1, le=64)] | None = None
-    options: dict[str, Any] = Field(
+    options: dict[str, object] = Field(
         default_factory=dict,
         description="Extra keys merged into --speculative-config (e.g. draft_tensor_parallel_size).",
     )
@@ -529,11 +529,11 @@ class Recipe(StrictModel):
     cell: str | None = Field(
         None, description="Which cell of the file's variants/roles this is (set by the loader; `compile --variant`)."
     )
-    variants: dict[str, dict[str, Any]] = Field(
+    variants: dict[str, dict[str, object]] = Field(
         default_factory=dict,
         description="Named overrides deep-merged onto the recipe, one cell each (`key+: [..]` appends to a list).",
     )
-    roles: dict[str, dict[str, Any]] = Field(
+    roles: dict[str, dict[str, object]] = Field(
         default_factory=dict,
         description="Server roles (e.g. prefill, decode) with their own flags and env; crossed with variants.",
     )

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from autobench.errors import RunError
 from autobench.recipe import LoadedRecipe
@@ -65,15 +65,15 @@ class RunOutcome:
     root_cause_category: str | None = None
     root_cause_message: str | None = None
     root_cause_detail: str | None = None  # the line that says what is wrong (a ValidationError's detail)
-    metrics: dict[str, Any] = field(default_factory=dict)
-    boot: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, object] = field(default_factory=dict)
+    boot: dict[str, object] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     started_at: str | None = None
     ended_at: str | None = None
     script: str | None = None
     signal: str | None = None
     image_digest: str | None = None  # docker runtime: the registry digest of the image that ran
-    preflight: dict[str, Any] | None = None  # the preflight prediction (autobench.preflight)
+    preflight: dict[str, object] | None = None  # the preflight prediction (autobench.preflight)
     tokenizer: str | None = None  # the bench result's tokenizer_id (repo@sha, a file, "estimated")
     #: Every cell benched to its end, in run order.
     cells: list[tuple[Cell, BenchResult]] = field(default_factory=list)
@@ -174,7 +174,7 @@ def redact_outcome(outcome: RunOutcome, redact: Callable[[str], str]) -> None:
 class RowFacts:
     """What a runtime adds to the row beyond the outcome: where it ran and which image."""
 
-    host_facts: dict[str, Any]
+    host_facts: Mapping[str, object]
     image: str | None = None
     image_digest: str | None = None
 
@@ -202,7 +202,7 @@ def record_run(
         ended_at=outcome.ended_at,
         image=row.image,
         image_digest=row.image_digest,
-        engine_version=outcome.boot.get("vllm_version"),
+        engine_version=version if isinstance(version := outcome.boot.get("vllm_version"), str) else None,
         host_facts=row.host_facts,
         log={**outcome.boot},
         preflight=outcome.preflight,

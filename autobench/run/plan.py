@@ -12,7 +12,7 @@ import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from autobench.compile.quoting import shell_join, shell_word
 from autobench.errors import RunError, UsageError
@@ -53,7 +53,7 @@ class RunPlan:
     bench_model: str  # the model name the bench client sends
     ready_timeout_s: float
     grace_s: float
-    bench: dict[str, Any]
+    bench: dict[str, object]
     run_dir: Path
     unpinned: tuple[str, ...] = field(default=())
     #: A bench grid's cells in run order (their labels); () for a one-cell recipe.
