@@ -477,6 +477,36 @@ class RootCauseTracker:
             return
         if not self.ready and rec.src is not None and rec.src.startswith("serving"):
             self.ready = True  # the API server's request handlers log it: the server was serving
+        if self._after_exception(proc, msg, stripped, line):
+            return
+        if self._detail_for == proc and self.cause is not None:  # False is never a proc
+            # indented by pydantic; a paste may have lost the indentation of "Value error, ..."
+            if (msg[:1].isspace() or stripped.startswith("Value error,")) and not stripped.startswith(
+                "For further information"
+            ):
+                cut = stripped.find("[type=")  # pydantic's "[type=value_error, input_value=...]"
+                self.cause.detail = (stripped[:cut].rstrip() if cut != -1 else stripped)[:_MAX_MESSAGE]
+                if self.cause.category == "config_validation":
+                    # "1 validation error for SpeculativeConfig" says little; its detail says what
+                    self.cause.category = classify(self.cause.detail, self.ready)
+                    if self.cause.category in ("other", "launcher_usage"):
+                        self.cause.category = "config_validation"
+            self._detail_for = False
+        if self._frame_line(proc, msg, stripped):
+            return
+        if stripped.startswith(("raise ", "assert ", "return ", "--> ")):
+            return
+        em = _EXC.match(stripped)
+        if em:
+            text = em.group("text") if em.group("text") is not None else (em.group("repr") or "").removesuffix(")")
+            self._exception(rec, line, em.group("exc"), (text or "").strip(), stripped)
+            return
+        if self.cause is None:
+            self._statement(rec, line, stripped)
+
+    def _after_exception(self, proc: str | None, msg: str, stripped: str, line: int) -> bool:
+        """The line after an exception: the inner exception torch's wrapper carries, or the frame
+        after an assertion's message.  True when the line was one of them."""
         if self._inner_for == proc and self.cause is not None:
             self._inner_for = False
             inner = _EXC.match(stripped)
@@ -488,7 +518,7 @@ class RootCauseTracker:
                 if category not in _VAGUE:
                     self.cause.category = category
                 self._detail_for = False
-                return
+                return True
             self._detail_for = False
         if self._frame_after and self._detail_for == proc and self.cause is not None:
             self._frame_after = False
@@ -504,29 +534,20 @@ class RootCauseTracker:
                     category = classify(f"{self.cause.message} {func}", self.ready)
                     if category not in ("other", "config_validation", "launcher_usage"):
                         self.cause.category = category
-            return
-        if self._detail_for == proc and self.cause is not None:  # False is never a proc
-            # indented by pydantic; a paste may have lost the indentation of "Value error, ..."
-            if (msg[:1].isspace() or stripped.startswith("Value error,")) and not stripped.startswith(
-                "For further information"
-            ):
-                cut = stripped.find("[type=")  # pydantic's "[type=value_error, input_value=...]"
-                self.cause.detail = (stripped[:cut].rstrip() if cut != -1 else stripped)[:_MAX_MESSAGE]
-                if self.cause.category == "config_validation":
-                    # "1 validation error for SpeculativeConfig" says little; its detail says what
-                    self.cause.category = classify(self.cause.detail, self.ready)
-                    if self.cause.category in ("other", "launcher_usage"):
-                        self.cause.category = "config_validation"
-            self._detail_for = False
+            return True
+        return False
+
+    def _frame_line(self, proc: str | None, msg: str, stripped: str) -> bool:
+        """A traceback's head, a frame, or the source line shown under a frame (per process)."""
         if stripped.startswith("Traceback (most recent call last)"):
             self._frame.pop(proc, None)
             self._code.pop(proc, None)
             self._draft.pop(proc, None)
-            return
+            return True
         fm = _FRAME.match(msg)
         if self._expect_code.pop(proc, False) and fm is None and msg[:1].isspace():
             self._code[proc] = stripped  # the source line shown under a frame
-            return
+            return True
         if fm:
             path = fm.group("path") or fm.group("jpath")
             lineno = int(fm.group("line") or fm.group("jline"))
@@ -535,32 +556,28 @@ class RootCauseTracker:
                 self._draft[proc] = True
             if fm.group("path") is not None:  # jupyter-style frames show no source line
                 self._expect_code[proc] = True
+            return True
+        return False
+
+    def _statement(self, rec: Record, line: int, stripped: str) -> None:
+        """A line that is neither a traceback nor an exception, while no cause is known."""
+        category = classify(stripped, self.ready)
+        head = stripped[:CLASSIFY_SCAN]
+        if _DEATH.search(head) and category in _VAGUE:
+            if self.death is None:
+                self.death = RootCause("engine_died", stripped[:_MAX_MESSAGE], line)
             return
-        if stripped.startswith(("raise ", "assert ", "return ", "--> ")):
+        if _WRAPPER.search(head) and category in ("other", "config_validation", "launcher_usage"):
+            # "Exception in worker ... while processing method init_device: NCCL error: ..."
+            # states its cause; "EngineCore failed to start." does not
+            self._wrapper(stripped, line, None)
             return
-        em = _EXC.match(stripped)
-        if em:
-            text = em.group("text") if em.group("text") is not None else (em.group("repr") or "").removesuffix(")")
-            self._exception(rec, line, em.group("exc"), (text or "").strip(), stripped)
-            return
-        if self.cause is None:
-            category = classify(stripped, self.ready)
-            head = stripped[:CLASSIFY_SCAN]
-            if _DEATH.search(head) and category in _VAGUE:
-                if self.death is None:
-                    self.death = RootCause("engine_died", stripped[:_MAX_MESSAGE], line)
-                return
-            if _WRAPPER.search(head) and category in ("other", "config_validation", "launcher_usage"):
-                # "Exception in worker ... while processing method init_device: NCCL error: ..."
-                # states its cause; "EngineCore failed to start." does not
-                self._wrapper(stripped, line, None)
-                return
-            if category != "other" and not self._request_level(category, rec):
-                self._set(RootCause(category, stripped[:_MAX_MESSAGE], line))
-            elif self.failure is None and rec.level in (None, "ERROR", "CRITICAL"):
-                failed = _FAILED_TO.search(head)
-                if failed and not self._request_level("other", rec):
-                    self.failure = RootCause("other", stripped[:_MAX_MESSAGE], line)
+        if category != "other" and not self._request_level(category, rec):
+            self._set(RootCause(category, stripped[:_MAX_MESSAGE], line))
+        elif self.failure is None and rec.level in (None, "ERROR", "CRITICAL"):
+            failed = _FAILED_TO.search(head)
+            if failed and not self._request_level("other", rec):
+                self.failure = RootCause("other", stripped[:_MAX_MESSAGE], line)
 
     def _request_level(self, category: str, rec: Record) -> bool:
         """An error a serving API server logs for one bad request, not a failure of the server."""
