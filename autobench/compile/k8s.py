@@ -37,6 +37,9 @@ from autobench.recipe.loader import LoadedRecipe
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 GPU_RESOURCE = "nvidia.com/gpu"
 HF_CACHE = "/root/.cache/huggingface"
+#: The lines around the result JSON at the end of the bench Job's log (docs/k8s.md).
+RESULT_BEGIN = "-----autobench-result-begin-----"
+RESULT_END = "-----autobench-result-end-----"
 _DNS = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$")
 
@@ -234,7 +237,13 @@ def _multinode(spec: _Spec) -> tuple[dict[str, Any], dict[str, str]]:
         head = shlex.join([*serve, "--distributed-executor-backend", "ray"])
         leader = spec.server_container(
             ["bash", "-c"],
-            [f"ray start --head --port={topo.ray_port} && exec {head}"],
+            # vLLM places its workers when it starts: it waits until Ray sees every node first
+            # (no $(...) here: the kubelet would read it as a variable reference)
+            [
+                f"ray start --head --port={topo.ray_port} && "
+                f"until ray status 2>/dev/null | grep -c ' node_' | awk '$1 < {topo.nodes} {{exit 1}}'; "
+                f"do sleep 5; done && exec {head}"
+            ],
             serving=True,
         )
         worker = spec.server_container(
@@ -294,7 +303,8 @@ def _bench_job(spec: _Spec, bench_image: str) -> dict[str, Any]:
     for line in lines:
         if line and line[0].value == "--base-url":
             line[1:] = [Word(url)]
-    bench = shlex.join([*_argv(lines), "--result", "/results/bench.json"])
+    result = f"/results/{spec.labels['autobench.dev/run-id']}.json"
+    bench = shlex.join([*_argv(lines), "--result", result])
     wait = (
         "python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "
         f"{shlex.quote(url + '/health')}"
@@ -305,19 +315,29 @@ def _bench_job(spec: _Spec, bench_image: str) -> dict[str, Any]:
             f"until {wait} 2>/dev/null; do sleep 5; done",
             f"{bench}",
             "code=$?",
-            "cat /results/bench.json 2>/dev/null || true",
+            # The result JSON, whole, between two marker lines at the end of the Job's log: `autobench
+            # k8s collect` (or a copy of the file: `record --metrics FILE`) takes it into the ledger.
+            f"echo {RESULT_BEGIN}",
+            f"cat {shlex.quote(result)} 2>/dev/null || true",
+            f"echo {RESULT_END}",
             'exit "$code"',
         ]
     )
     key_env = bench_api_key_env(recipe)
+    # The bench counts prompt tokens with the served model's tokenizer: a gated one needs the
+    # token, and the shared Hugging Face cache saves the download -- both by name, as the server's.
+    names = [n for n in recipe.secrets if n == "HF_TOKEN"] + ([key_env] if key_env else [])
     container: dict[str, Any] = {
         "name": "bench",
         "image": bench_image,
         "command": ["bash", "-c", script],
-        "volumeMounts": [{"name": "results", "mountPath": "/results"}],
+        "volumeMounts": [
+            {"name": "results", "mountPath": "/results"},
+            {"name": "hf-cache", "mountPath": HF_CACHE},
+        ],
     }
-    if key_env:
-        container["env"] = spec.env([key_env])[:1]
+    if names:
+        container["env"] = spec.env(names)[: len(names)]
     deadline = int(recipe.bench.ready_timeout_s + (recipe.bench.max_seconds or 3600) + 300)
     return {
         "apiVersion": "batch/v1",
@@ -337,7 +357,7 @@ def _bench_job(spec: _Spec, bench_image: str) -> dict[str, Any]:
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [container],
-                    "volumes": [{"name": "results", "emptyDir": {}}],
+                    "volumes": [{"name": "results", "emptyDir": {}}, spec.volumes()[0]],
                 },
             },
         },

@@ -146,7 +146,11 @@ def test_ray_executor_validates_too(capsys, tmp_path):
         validate(doc)
     leader = docs[0]["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     worker = docs[0]["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
-    assert leader["args"][0].startswith("ray start --head --port=6379 && exec vllm serve Qwen/Qwen3.5-397B-A17B-FP8")
+    # the leader waits until Ray sees both nodes before vLLM places its workers
+    assert leader["args"][0].startswith(
+        "ray start --head --port=6379 && until ray status 2>/dev/null | grep -c ' node_' | awk '$1 < 2 {exit 1}'; "
+        "do sleep 5; done && exec vllm serve Qwen/Qwen3.5-397B-A17B-FP8"
+    )
     assert leader["args"][0].endswith("--distributed-executor-backend ray")
     assert worker["args"] == ['exec ray start --address="$LWS_LEADER_ADDRESS:6379" --block']
 
