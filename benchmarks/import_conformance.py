@@ -591,80 +591,101 @@ def launch_problem(words: list[str], recipe: Any, e: Expect) -> str | None:
     return None
 
 
+def _is_vllm(e: Expect) -> bool:
+    return e.engine.startswith("vllm") or e.engine == "dynamo.vllm"
+
+
+def _pairs_of(imported_list: list[Any], expects: list[Expect]) -> list[tuple[Any, Expect]]:
+    """Each imported recipe with the reference entry it came from."""
+    vllm = [e for e in expects if _is_vllm(e)]
+    if len(imported_list) == 1 and len(vllm) == 1:
+        return [(imported_list[0], vllm[0])]
+    by_entry = {e.label.split("#", 1)[-1]: e for e in expects}
+    out = []
+    for imp in imported_list:
+        e = by_entry.get(imp.name) or next(
+            (x for x in vllm if x.label.split("#")[-1].replace("_", "-").lower() in imp.name), None
+        )
+        if e is not None:
+            out.append((imp, e))
+    return out
+
+
+def _in_json(value: str | None, flag: str, have: dict[str, list[str | None]]) -> bool:
+    """A dotted flag (``--compilation-config.cudagraph_mode X``) carried inside its JSON config."""
+    head, _, key = flag.partition(".")
+    for g in have.get(head, []):
+        try:
+            obj = json.loads(g or "")
+            for part in key.split("."):
+                obj = obj[part.replace("-", "_")] if part.replace("-", "_") in obj else obj[part]
+        except (ValueError, KeyError, TypeError):
+            continue
+        if same_value(value, obj if isinstance(obj, str) else json.dumps(obj)) or same_value(value, str(obj)):
+            return True
+    return False
+
+
+def _flag_problems(imp: Any, e: Expect, words: list[str], image: str) -> tuple[list[str], int, int]:
+    """(problems, flags equal, flags) of the reference's flags against the compiled argv."""
+    compiled = pairs(words[words.index(image) + 1 :]) if image in words else []
+    have: dict[str, list[str | None]] = defaultdict(list)
+    for f, v in compiled:
+        have[f].append(v)
+        if f.startswith("--no-"):
+            have["--" + f[5:]].append("false")
+    problems: list[str] = []
+    equal = total = 0
+    for f, v in e.flags:
+        if not f:
+            continue
+        total += 1
+        got = have.get(f)
+        ok = got is not None and any(same_value(v, g) or (v is None and g in (None, "true")) for g in got)
+        if ok or ("." in f and _in_json(v, f, have)):
+            equal += 1
+        elif any(f in note and "not carried" in note for note in imp.notes):
+            problems.append(f"noted: {f}")
+        else:
+            problems.append(f"flag {f} {v!r} -> {got!r}")
+    return problems, equal, total
+
+
+def _launch_problems(base: Any, e: Expect, words: list[str]) -> list[str]:
+    """Engine, model, image, launch, topology and env of the compiled recipe against the reference."""
+    problems = []
+    if e.model and base.model.repo != e.model:
+        problems.append(f"model {base.model.repo} != {e.model}")
+    if e.image and base.container.image != e.image:
+        problems.append(f"image {base.container.image} != {e.image}")
+    lp = launch_problem(words, base, e)
+    if lp:
+        problems.append("launch: " + lp)
+    if e.nodes is not None and base.topology.nodes != e.nodes:
+        problems.append(f"nodes {base.topology.nodes} != {e.nodes}")
+    env_words = {w.split("=", 1)[0]: w.split("=", 1)[1] for w in words if "=" in w}
+    for k, v in e.env.items():
+        if k not in base.secrets and str(base.env.get(k)) != v and env_words.get(k) != v:
+            problems.append(f"env {k}")
+    return problems
+
+
 def check(imported_list: list[Any], expects: list[Expect], folder: Path) -> tuple[list[str], int, int]:
     """(problems, flags equal, flags in source) of one file's import against its references."""
     problems: list[str] = []
     equal = total = 0
-    by_entry = {e.label.split("#", 1)[-1]: e for e in expects}
-    vllm = [e for e in expects if e.engine.startswith("vllm") or e.engine == "dynamo.vllm"]
+    names = {getattr(i, "name", "") for i in imported_list}
     for e in expects:
-        if not (e.engine.startswith("vllm") or e.engine == "dynamo.vllm") and any(
-            e.label.endswith("#" + i.name) or e.label.split("#")[-1] == getattr(i, "name", "") for i in imported_list
-        ):
+        if not _is_vllm(e) and e.label.split("#")[-1] in names:
             problems.append(f"{e.label}: engine {e.engine} imported as vLLM")
-    if len(imported_list) == 1 and len(vllm) == 1:
-        pairs_ = [(imported_list[0], vllm[0])]
-    else:
-        pairs_ = []
-        for imp in imported_list:
-            e = by_entry.get(imp.name) or next(
-                (x for x in vllm if x.label.split("#")[-1].replace("_", "-").lower() in imp.name), None
-            )
-            if e is not None:
-                pairs_.append((imp, e))
-    for imp, e in pairs_:
-        recipes = compiled_cells(imp, folder)
-        base = recipes[0]
+    for imp, e in _pairs_of(imported_list, expects):
+        base = compiled_cells(imp, folder)[0]
         words = compiled_words(base)
-        if e.model and base.model.repo != e.model:
-            problems.append(f"model {base.model.repo} != {e.model}")
-        if e.image and base.container.image != e.image:
-            problems.append(f"image {base.container.image} != {e.image}")
-        lp = launch_problem(words, base, e)
-        if lp:
-            problems.append("launch: " + lp)
-        if e.nodes is not None and base.topology.nodes != e.nodes:
-            problems.append(f"nodes {base.topology.nodes} != {e.nodes}")
-        if e.nodes is not None and e.nodes > 1 and base.topology.gpus_per_node is not None:
-            pass
-        env_words = {
-            w.split("=", 1)[0]: w.split("=", 1)[1] if "=" in w else None for w in words if "=" in w or w.isupper()
-        }
-        for k, v in e.env.items():
-            if k in base.secrets:
-                continue
-            if str(base.env.get(k)) != v and env_words.get(k) != v:
-                problems.append(f"env {k}")
-        compiled = pairs(words[words.index(base.container.image) + 1 :]) if base.container.image in words else []
-        have: dict[str, list[str | None]] = defaultdict(list)
-        for f, v in compiled:
-            have[f].append(v)
-            if f.startswith("--no-"):
-                have["--" + f[5:]].append("false")
-        for f, v in e.flags:
-            if not f:
-                continue
-            total += 1
-            got = have.get(f)
-            ok = got is not None and any(same_value(v, g) or (v is None and g in (None, "true")) for g in got)
-            if not ok and "." in f:  # a dotted flag carried inside its JSON config
-                head, _, key = f.partition(".")
-                for g in have.get(head, []):
-                    try:
-                        obj = json.loads(g or "")
-                        for part in key.split("."):
-                            obj = obj[part.replace("-", "_")] if part.replace("-", "_") in obj else obj[part]
-                        ok = same_value(v, json.dumps(obj) if not isinstance(obj, str) else obj) or same_value(
-                            v, str(obj)
-                        )
-                    except (ValueError, KeyError, TypeError):
-                        pass
-            if ok:
-                equal += 1
-            elif any(f in note and "not carried" in note for note in imp.notes):
-                problems.append(f"noted: {f}")
-            else:
-                problems.append(f"flag {f} {v!r} -> {got!r}")
+        problems += _launch_problems(base, e, words)
+        found, eq, tot = _flag_problems(imp, e, words, base.container.image)
+        problems += found
+        equal += eq
+        total += tot
     return problems, equal, total
 
 
@@ -718,6 +739,55 @@ def reason_of(message: str) -> str:
     return " ".join(m.split())[:90]
 
 
+@dataclass
+class Tally:
+    """Counts per (source, format), refusal reasons, and examples per class."""
+
+    rows: dict[tuple[str, str], Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    reasons: dict[tuple[str, str], Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+    examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+
+def outcome(
+    tally: Tally,
+    key: tuple[str, str],
+    where: str,
+    fmt: str,
+    path: Path,
+    opts: dict[str, Any],
+    expects: list[Expect],
+    folder: Path,
+) -> None:
+    """Import one file, check it against its references, count what happened."""
+    from autobench.errors import AutobenchError
+
+    row = tally.rows[key]
+    try:
+        imported = import_file(path, str(opts.pop("fmt")), opts)
+        problems, eq, tot = check(imported, expects, folder)
+    except AutobenchError as exc:
+        row["refused"] += 1
+        tally.reasons[key][reason_of(str(exc).split(": ", 1)[-1])] += 1
+        if any(_is_vllm(e) for e in expects) and not any(e.source_error or e.nodes is None for e in expects):
+            tally.examples[f"refused {fmt}"].append(f"{where}: {exc}")
+        return
+    except Exception as exc:  # noqa: BLE001 - a crash is what this counts
+        row["crash"] += 1
+        tally.examples[f"crash {fmt}"].append(f"{where}: {type(exc).__name__}: {exc}"[:300])
+        return
+    row["flags_total"] += tot
+    row["flags_equal"] += eq
+    silent = [p for p in problems if not p.startswith("noted: ")]
+    if silent:
+        row["silently_wrong"] += 1
+        tally.examples[f"wrong {fmt}"].append(f"{where}: " + "; ".join(silent[:4]))
+    elif problems:
+        row["noted"] += 1
+        tally.examples[f"noted {fmt}"].append(f"{where}: " + "; ".join(problems[:4]))
+    else:
+        row["whole"] += 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("dirs", nargs="+", type=Path)
@@ -731,11 +801,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
 
-    from autobench.errors import AutobenchError
-
-    rows: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    reasons: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
-    examples: dict[str, list[str]] = defaultdict(list)
+    tally = Tally()
+    rows, reasons, examples = tally.rows, tally.reasons, tally.examples
     cli_codes: Counter[int] = Counter()
     cli_done: set[str] = set()
     started = time.monotonic()
@@ -768,31 +835,7 @@ def main(argv: list[str] | None = None) -> int:
                             examples["cli not 0 nor one located line"].append(
                                 f"{source}/{rel}: exit {code}, {lines} lines"
                             )
-                    try:
-                        imported = import_file(path, str(opts.pop("fmt")), opts)
-                        problems, eq, tot = check(imported, expects, folder)
-                    except AutobenchError as exc:
-                        rows[key]["refused"] += 1
-                        reasons[key][reason_of(str(exc).split(": ", 1)[-1])] += 1
-                        n = sum(1 for e in expects if e.engine.startswith("vllm") or e.engine == "dynamo.vllm")
-                        if n and not any(e.source_error or e.nodes is None for e in expects):
-                            examples[f"refused {fmt}"].append(f"{source}/{rel}: {exc}")
-                        continue
-                    except Exception as exc:  # noqa: BLE001 - a crash is what this counts
-                        rows[key]["crash"] += 1
-                        examples[f"crash {fmt}"].append(f"{source}/{rel}: {type(exc).__name__}: {exc}"[:300])
-                        continue
-                    rows[key]["flags_total"] += tot
-                    rows[key]["flags_equal"] += eq
-                    silent = [p for p in problems if not p.startswith("noted: ")]
-                    if silent:
-                        rows[key]["silently_wrong"] += 1
-                        examples[f"wrong {fmt}"].append(f"{source}/{rel}: " + "; ".join(silent[:4]))
-                    elif problems:
-                        rows[key]["noted"] += 1
-                        examples[f"noted {fmt}"].append(f"{source}/{rel}: " + "; ".join(problems[:4]))
-                    else:
-                        rows[key]["whole"] += 1
+                    outcome(tally, key, f"{source}/{rel}", fmt, path, opts, expects, folder)
     elapsed = time.monotonic() - started
     if args.json:
         print(
