@@ -200,3 +200,15 @@ def test_a_one_megabyte_hostile_file_stays_within_bounded_memory(tmp_path):
     finally:
         tracemalloc.stop()
     assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB"  # main: 90 MB of command, then its shell words
+
+
+def test_a_mod_holding_a_symbolic_link_is_not_copied(tmp_path, capsys):
+    (tmp_path / "run-recipe.py").write_text("# eugr's repository root\n")
+    mod = tmp_path / "mods" / "fix"
+    mod.mkdir(parents=True)
+    (mod / "run.sh").write_text("cat ./passwd\n")
+    (mod / "passwd").symlink_to("/etc/passwd")
+    code, err, _ = _run(tmp_path, capsys, EUGR + "mods: [mods/fix]\ncommand: vllm serve a/b\n")
+    assert code == 2 and len(err) == 1, err
+    assert err[0].startswith(f"error: {mod / 'passwd'}: mod fix: passwd is a symbolic link"), err
+    assert not (tmp_path / "out").exists()
