@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol
 
 from autobench.compile.quoting import shell_join
 from autobench.errors import AutobenchError
@@ -48,8 +48,17 @@ if TYPE_CHECKING:
     from autobench.bench.client import BenchConfig
     from autobench.bench.result import BenchResult
     from autobench.recipe.grid import Cell
+    from autobench.run.image_check import ImageCheck
 
 Params = ParamSpec("Params")
+
+
+class Exits(Protocol):
+    """What the bench loop asks of the server after each cell: a started server
+    (``autobench.run.runtimes``), or a multi-node run's watch of its nodes."""
+
+    def exit_code(self) -> int | None: ...
+
 
 _write = write_text
 
@@ -60,7 +69,7 @@ class LocalRuntime(RuntimeBase):
     def __init__(self, name: str, options: RunOptions, echo: Echo, env: Mapping[str, str]):
         super().__init__(name, options, echo, env)
         self.rules = name
-        self.image: Any = None  # the local image check's result (docker)
+        self.image: ImageCheck | None = None  # the local image check's result (docker)
 
     def compile(self, loaded: LoadedRecipe) -> Compiled:
         from autobench.compile import compile_recipe
@@ -323,9 +332,9 @@ class BenchThread:
 
 
 def _bench(
-    configs: list[tuple[Any, Any]],
+    configs: list[tuple[Cell, BenchConfig]],
     plan: RunPlan,
-    server: Any,
+    server: Exits,
     outcome: RunOutcome,
     echo: Echo,
     threads: list[BenchThread],
@@ -400,11 +409,11 @@ def _ticks(*ticks: Callable[[], None] | None) -> Callable[[], None] | None:
     return tick
 
 
-def _in(cell: Any, many: bool) -> str:
+def _in(cell: Cell, many: bool) -> str:
     return f" in cell {cell.index + 1} ({cell.label()})" if many else ""
 
 
-def _summary(m: dict[str, Any]) -> str:
+def _summary(m: Mapping[str, object]) -> str:
     parts = [f"{m.get('completed', 0)} completed", f"{m.get('errors', 0)} errors"]
     if m.get("total_tok_s") is not None:
         parts.append(f"{m['total_tok_s']:.1f} tok/s")
@@ -413,7 +422,7 @@ def _summary(m: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
-def _server_gone(server: Any, plan: RunPlan, settle_s: float = 3.0) -> str | None:
+def _server_gone(server: Exits, plan: RunPlan, settle_s: float = 3.0) -> str | None:
     """Why the server is gone after the bench, or None if it still runs and answers.
 
     A process that died closes its sockets a moment before it can be reaped, so a

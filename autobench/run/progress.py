@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.live import Live
+    from rich.table import Table
 
 Echo = Callable[[str], None]
 
@@ -54,7 +58,7 @@ class SweepProgress:
         self.errors_before = 0
         self._ended = False  # the current cell has ended (its numbers are in the *_before sums)
         self._last_line = self.t0
-        self._live: Any = None
+        self._live: Live | None = None
         if live:
             self._start_live()
 
@@ -122,7 +126,7 @@ class SweepProgress:
             f"ETA {_clock(eta) if eta is not None else '?'}"
         )
 
-    def _render(self) -> Any:
+    def _render(self) -> Table:
         from rich.table import Table
 
         grid = Table.grid(padding=(0, 2))
