@@ -17,6 +17,7 @@ from autobench.compile.quoting import Word, path_word
 from autobench.errors import RecipeError
 from autobench.recipe.facts import container_image, is_local_model, output_tokens, server_endpoint
 from autobench.recipe.grid import only
+from autobench.recipe.loader import LoadedRecipe
 from autobench.recipe.rules import flag_name
 
 if TYPE_CHECKING:
@@ -381,17 +382,33 @@ def _flatten(lines: Lines, home: str | None) -> list[str]:
     return [w.argv(home) for line in lines for w in line]
 
 
-def serve_argv(recipe: Recipe, *, home: str | None = None, mods: dict[int, Path] | None = None) -> list[str]:
+def _recipe_and_mods(
+    recipe: Recipe | LoadedRecipe, mods: dict[int, Path] | None
+) -> tuple[Recipe, dict[int, Path] | None]:
+    """The argv builders take what ``compile_recipe`` takes (a ``LoadedRecipe``, with its mods)
+    or its ``Recipe``."""
+    if isinstance(recipe, LoadedRecipe):
+        return recipe.recipe, mods if mods is not None else recipe.mods
+    return recipe, mods
+
+
+def serve_argv(
+    recipe: Recipe | LoadedRecipe, *, home: str | None = None, mods: dict[int, Path] | None = None
+) -> list[str]:
     """``["vllm", "serve", MODEL, "--revision", REV, ...]`` for the process runtime."""
-    return _flatten(serve_lines(recipe, mods), home)
+    r, m = _recipe_and_mods(recipe, mods)
+    return _flatten(serve_lines(r, m), home)
 
 
-def docker_argv(recipe: Recipe, *, home: str | None = None, mods: dict[int, Path] | None = None) -> list[str]:
+def docker_argv(
+    recipe: Recipe | LoadedRecipe, *, home: str | None = None, mods: dict[int, Path] | None = None
+) -> list[str]:
     """``["docker", "run", "-d", "--name", NAME, ...]``; ``~/`` volume sources joined onto ``home``
     (default: the current user's home directory)."""
-    return _flatten(docker_lines(recipe, mods), home)
+    r, m = _recipe_and_mods(recipe, mods)
+    return _flatten(docker_lines(r, m), home)
 
 
-def bench_argv(recipe: Recipe, *, home: str | None = None) -> list[str]:
+def bench_argv(recipe: Recipe | LoadedRecipe, *, home: str | None = None) -> list[str]:
     """``["autobench", "bench", "--base-url", ...]`` (or the ``docker exec ... vllm bench serve`` form)."""
-    return _flatten(bench_lines(recipe), home)
+    return _flatten(bench_lines(_recipe_and_mods(recipe, None)[0]), home)

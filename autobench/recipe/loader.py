@@ -71,7 +71,7 @@ class Position:
         return f"{self.file}:{self.line}:{self.col}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoadedRecipe:
     path: Path
     recipe: Recipe
@@ -94,6 +94,26 @@ class LoadedRecipe:
 
     def value_position(self, *keys: str | int) -> Position | None:
         return self.value_positions.get(tuple(keys)) or self.position(*keys)
+
+    def with_changes(self, changes: typing.Mapping[str, object]) -> LoadedRecipe:
+        """A new recipe: this one with ``changes`` merged in, validated and digested again; this
+        one is not changed (it is immutable: edit a recipe through here, never in place).
+
+        ``changes`` maps a dotted key to its new value (``{"engine.max_num_seqs": 4}``); a mapping
+        value deep-merges (``{"bench": {"concurrency": [1, 4]}}``), ``None`` deletes the key, as in
+        ``extends``.  A bad change is one RecipeError located at ``with_changes``, naming the key."""
+        where = Position(Path("with_changes"), 1, 1)
+        overrides = []
+        for key, value in changes.items():
+            if not isinstance(key, str) or not key or any(not part for part in key.split(".")):
+                raise RecipeError(
+                    f"with_changes: {key!r} is not a dotted recipe key", hint='e.g. "engine.max_num_seqs"'
+                )
+            overrides.append(Override(tuple(key.split(".")), value, where))
+        data = json.loads(json.dumps(self.data))  # a deep copy; this recipe stays as it is
+        doc = _Doc(self.path, data, dict(self.positions), dict(self.value_positions))
+        _apply_overrides(doc, overrides)
+        return _finish(doc, self.path, self.files, self.cells)
 
 
 class RecipeSchemaError(RecipeError):
@@ -862,9 +882,11 @@ def local_model_digest(path: str | Path) -> str | None:
     return "sha256:" + digest.hexdigest()
 
 
-def _hash_mods(recipe: Any, doc: _Doc) -> dict[int, Path]:
-    """Resolve and hash every mod step in place; refuse a missing mod or a changed one."""
+def _hash_mods(recipe: Any, doc: _Doc) -> tuple[Any, dict[int, Path]]:
+    """Resolve and hash every mod step; refuse a missing mod or a changed one.  Returns the
+    recipe with each mod's sha256 filled in (a new one: recipes are immutable) and the mods."""
     found: dict[int, Path] = {}
+    shas: dict[int, str] = {}
     for i, step in enumerate(recipe.launch.setup):
         if step.mod is None:
             continue
@@ -902,9 +924,15 @@ def _hash_mods(recipe: Any, doc: _Doc) -> dict[int, Path]:
                 location=str(pos),
                 hint="review the mod's change, then update or delete the written sha256",
             )
-        step.sha256 = sha
+        shas[i] = sha
         found[i] = path.resolve()
-    return found
+    if shas:
+        setup = [
+            step.model_copy(update={"sha256": shas[i]}) if i in shas else step
+            for i, step in enumerate(recipe.launch.setup)
+        ]
+        recipe = recipe.model_copy(update={"launch": recipe.launch.model_copy(update={"setup": setup})})
+    return recipe, found
 
 
 # --------------------------------------------------------------------------- entry point
@@ -1095,10 +1123,6 @@ class RecipeBase:
 
     def load(self, overrides: typing.Sequence[Override] = ()) -> LoadedRecipe:
         """The recipe with ``overrides`` merged, validated and digested (the base is not changed)."""
-        from pydantic import ValidationError
-
-        from autobench.recipe.schema import Recipe, trim_later_defaults
-
         path = self.path
         base = self.doc
         data = json.loads(json.dumps(base.data))  # a deep copy: the base serves the next treatment
@@ -1106,24 +1130,33 @@ class RecipeBase:
             data = {"name": path.stem, **data}
         doc = _Doc(base.path, data, dict(base.positions), dict(base.value_positions))
         _apply_overrides(doc, overrides)
-        try:
-            recipe = Recipe.model_validate(doc.data)
-        except ValidationError as exc:
-            raise _validation_error(exc, doc) from exc
-        mods = _hash_mods(recipe, doc)
-        resolved = trim_later_defaults(recipe.model_dump(mode="json"))
-        digest_data = {k: v for k, v in resolved.items() if k != "extends"}
-        return LoadedRecipe(
-            path=path,
-            recipe=recipe,
-            data=resolved,
-            digest=canonical_digest(digest_data),
-            positions=doc.positions,
-            value_positions=doc.value_positions,
-            files=list(self.files),
-            mods=mods,
-            cells=list(self.cells),
-        )
+        return _finish(doc, path, self.files, self.cells)
+
+
+def _finish(doc: _Doc, path: Path, files: typing.Sequence[Path], cells: typing.Sequence[str]) -> LoadedRecipe:
+    """Validate a merged recipe document and digest it (``load_recipe``, ``with_changes``)."""
+    from pydantic import ValidationError
+
+    from autobench.recipe.schema import Recipe, trim_later_defaults
+
+    try:
+        recipe = Recipe.model_validate(doc.data)
+    except ValidationError as exc:
+        raise _validation_error(exc, doc) from exc
+    recipe, mods = _hash_mods(recipe, doc)
+    resolved = trim_later_defaults(recipe.model_dump(mode="json"))
+    digest_data = {k: v for k, v in resolved.items() if k != "extends"}
+    return LoadedRecipe(
+        path=path,
+        recipe=recipe,
+        data=resolved,
+        digest=canonical_digest(digest_data),
+        positions=doc.positions,
+        value_positions=doc.value_positions,
+        files=list(files),
+        mods=mods,
+        cells=list(cells),
+    )
 
 
 def recipe_base(path: str | Path, cell: str | None = None, profile: str | Path | None = None) -> RecipeBase:

@@ -35,7 +35,7 @@ Scalar = str | int | float | bool
 
 
 class StrictModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_default=True, strict=True)
+    model_config = ConfigDict(extra="forbid", validate_default=True, strict=True, frozen=True)
 
 
 #: Quantization methods autobench knows; any other name is a warning (AB060), not an error.
