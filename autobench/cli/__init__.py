@@ -79,6 +79,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Plan experiments across boots: factors over recipe keys, one boot per treatment.",
     ),
     "logs": ("autobench.cli.logs_cmds:logs", "Read vLLM server logs: boot facts, runtime stats, root causes."),
+    "nodes": (
+        "autobench.cli.nodes_cmds:nodes",
+        "Show or stop what a multi-node recipe runs on its nodes, and which run holds them.",
+    ),
     "record": ("autobench.cli.ledger_cmds:record", "Append a run of RECIPE (a recipe file) to the ledger by hand."),
     "ledger": ("autobench.cli.ledger_cmds:ledger", "List, show, export, verify, push and pull the run ledger."),
     "history": (

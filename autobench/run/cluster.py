@@ -178,7 +178,7 @@ class ClusterRuntime(RuntimeBase):
             if status == "REFUSED":
                 raise RunError(
                     f"refused: {cause}",
-                    hint="wait until that run ends, or stop it (driver.sh down in its run folder); nothing recorded",
+                    hint="wait until that run ends, or stop it: autobench nodes stop RECIPE; nothing was recorded",
                 )
             if status != "READY":
                 self._driver_outcome(outcome, status, cause)

@@ -371,3 +371,38 @@ def test_a_grid_runs_on_one_boot_across_nodes(tmp_path):
         calls = [json.loads(x) for x in (tmp_path / "hosts" / host / "calls.jsonl").read_text().splitlines()]
         assert [c[0] for c in calls].count("run") == 1  # one boot
     assert main(["compile", str(recipe), "-o", str(tmp_path / "o")]) == 2
+
+
+@pytest.mark.integration
+def test_nodes_status_and_stop_show_and_clear_what_a_dead_run_left(tmp_path, capsys):
+    """autobench killed with SIGKILL mid-bench (no teardown): the nodes keep running and stay
+    claimed; `nodes status` names the holder, `nodes stop` clears them, and the next run is DONE."""
+    bindir = install(tmp_path)
+    recipe = tmp_path / "c2.yaml"
+    recipe.write_text(cluster_recipe(free_port(), 2))
+    _slow_bench(recipe)
+    env = _env(tmp_path, bindir, FAKE_SERVER_ARGS="--ttft-ms 20 --itl-ms 5")
+    proc = _run(tmp_path, recipe, env)
+    _wait_for(lambda: _benching(tmp_path), "the bench started")
+    proc.kill()
+    proc.communicate(timeout=60)
+    run_dir = next((tmp_path / "runs").iterdir())
+    _wait_for(lambda: _driver_processes(run_dir) == [], "the watch ended with its run")
+    nodes_cli = [sys.executable, "-m", "autobench", "nodes"]
+    status = subprocess.run(
+        [*nodes_cli, "status", str(recipe), "--remote", "remote", "--json"], env=env, capture_output=True, text=True
+    )
+    assert status.returncode == 0, status.stderr
+    states = json.loads(status.stdout)
+    assert [s["running"] for s in states] == [True, True]
+    assert all(s["holder"].startswith(f"cluster-2:{run_dir.name}@") for s in states)
+    stop = subprocess.run(
+        [*nodes_cli, "stop", str(recipe), "--remote", "remote", "--json"], env=env, capture_output=True, text=True
+    )
+    assert stop.returncode == 0, stop.stderr
+    assert [(s["running"], s["holder"]) for s in json.loads(stop.stdout)] == [(False, None), (False, None)]
+    assert _live_containers(tmp_path) == []
+    recipe.write_text(recipe.read_text().replace("num_prompts: 100000", "num_prompts: 8"))
+    again = _run(tmp_path, recipe, env)
+    out, err = again.communicate(timeout=120)
+    assert again.returncode == 0, err + out
