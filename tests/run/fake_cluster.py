@@ -6,7 +6,8 @@
             so every "host" is this machine; with a file ``$FAKE_ROOT/HOST.unreachable`` it
             exits 255 as ssh does when the host cannot be reached.
 ``docker``  (this file, run as a script) emulates what node-K.sh uses: ``run -d --name N ...``
-            starts the REAL synthetic server on the head host (FAKE_HEAD_HOST) at the engine's
+            starts the REAL synthetic server on the head host (FAKE_HEAD_HOST; with FAKE_HEAD_LOG
+            set, a process that prints that file, as a failing vLLM, and exits 1) at the engine's
             --port serving --served-model-name, and a stub process (sleep) on a worker host;
             ``inspect -f '{{.State.Running}}' N`` prints true/false; ``logs``; ``rm -f N`` kills
             the container's process group.  Every call is logged to <state>/calls.jsonl.
@@ -33,7 +34,7 @@ mkdir -p "$FAKE_ROOT/$host"
 # A fresh environment, as an ssh session has: the driver's secrets arrive only on stdin.
 exec env -i PATH="$PATH" HOME="$HOME" PYTHONPATH="${PYTHONPATH:-}" FAKE_ROOT="$FAKE_ROOT" \
   FAKE_HEAD_HOST="${FAKE_HEAD_HOST:-}" FAKE_BOOT_DELAY="${FAKE_BOOT_DELAY:-0}" \
-  FAKE_SERVER_ARGS="${FAKE_SERVER_ARGS:-}" FAKE_HOST="$host" FAKE_DOCKER_STATE="$FAKE_ROOT/$host" \
+  FAKE_SERVER_ARGS="${FAKE_SERVER_ARGS:-}" FAKE_HEAD_LOG="${FAKE_HEAD_LOG:-}" FAKE_HOST="$host" FAKE_DOCKER_STATE="$FAKE_ROOT/$host" \
   AUTOBENCH_LOCK_DIR="$FAKE_ROOT/$host/locks" "$@"
 """
 
@@ -73,7 +74,15 @@ def main() -> int:
     name = argv[-1] if argv else ""
     if verb == "run":
         name = _opt(argv, "--name") or "anon"
-        if os.environ.get("FAKE_HOST") == os.environ.get("FAKE_HEAD_HOST"):
+        if os.environ.get("FAKE_HOST") == os.environ.get("FAKE_HEAD_HOST") and os.environ.get("FAKE_HEAD_LOG"):
+            # a head whose vLLM fails: it prints these lines and exits 1
+            lines = Path(os.environ["FAKE_HEAD_LOG"]).read_text()
+            cmd = [
+                sys.executable,
+                "-c",
+                f"import sys, time; sys.stdout.write({lines!r}); sys.stdout.flush(); time.sleep(1); sys.exit(1)",
+            ]
+        elif os.environ.get("FAKE_HOST") == os.environ.get("FAKE_HEAD_HOST"):
             cmd = [
                 sys.executable,
                 "-m",

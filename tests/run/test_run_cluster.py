@@ -406,3 +406,24 @@ def test_nodes_status_and_stop_show_and_clear_what_a_dead_run_left(tmp_path, cap
     again = _run(tmp_path, recipe, env)
     out, err = again.communicate(timeout=120)
     assert again.returncode == 0, err + out
+
+
+@pytest.mark.integration
+def test_a_bad_flag_on_the_head_is_vllms_refusal_from_the_heads_log_not_a_lost_node(tmp_path):
+    bindir = install(tmp_path)
+    recipe = tmp_path / "c2.yaml"
+    recipe.write_text(cluster_recipe(free_port(), 2))
+    log = tmp_path / "vllm.log"
+    log.write_text(
+        "usage: vllm serve [model_tag] [options]\nvllm: error: unrecognized arguments: --max-model-length 4096\n"
+    )
+    proc = _run(tmp_path, recipe, _env(tmp_path, bindir, FAKE_HEAD_LOG=str(log)))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 6, err
+    (row,) = ledger_rows(tmp_path)
+    assert row.status == "BLOCKED" and row.root_cause_category == "launcher_usage"
+    assert "--max-model-length" in row.root_cause_message
+    assert "node 0 (127.0.0.1) stopped before the server was ready" in row.notes  # the driver's view, kept
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert "unrecognized arguments" in (run_dir / "server.log").read_text()  # fetched back from the head
+    assert _live_containers(tmp_path) == []
