@@ -156,6 +156,20 @@ def validate(
 @click.option("--hf-cache-pvc", default=None, help="k8s: a PVC for the Hugging Face cache (default: an emptyDir).")
 @click.option("--bench-image", default=None, help="k8s: the bench Job's image (default: autobench:VERSION).")
 @click.option("--max-nodes", type=click.IntRange(min=1), default=None, help="k8s: refuse recipes needing more nodes.")
+@click.option("--cpu", default=None, metavar="QUANTITY", help="k8s: the server pods' CPU request (e.g. 16).")
+@click.option("--memory", default=None, metavar="QUANTITY", help="k8s: the server pods' memory request (e.g. 64Gi).")
+@click.option(
+    "--node-selector",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="k8s: schedule the server pods on nodes with this label (repeatable).",
+)
+@click.option(
+    "--toleration",
+    multiple=True,
+    metavar="KEY[=VALUE][:EFFECT]",
+    help="k8s: let the server pods run on nodes with this taint (repeatable), e.g. nvidia.com/gpu:NoSchedule.",
+)
 @click.option(
     "--variant",
     "cell",
@@ -198,6 +212,10 @@ def compile_(
     hf_cache_pvc: str | None,
     bench_image: str | None,
     max_nodes: int | None,
+    cpu: str | None,
+    memory: str | None,
+    node_selector: tuple[str, ...],
+    toleration: tuple[str, ...],
     cell: str | None,
     hosts: str | None,
     remote: str | None,
@@ -230,7 +248,7 @@ def compile_(
     elif target == "k8s":
         import uuid
 
-        from autobench.compile.k8s import compile_k8s
+        from autobench.compile.k8s import compile_k8s, placement
 
         if frozen:
             check_frozen(loaded)
@@ -242,6 +260,7 @@ def compile_(
             hf_cache_pvc=hf_cache_pvc,
             bench_image=bench_image,
             max_nodes=max_nodes,
+            where=placement(cpu=cpu, memory=memory, node_selector=node_selector, tolerations=toleration),
         )
     elif loaded.recipe.topology.nodes > 1 or hosts:
         _compile_cluster(loaded, output, frozen, hosts, remote)

@@ -364,6 +364,74 @@ def _bench_job(spec: _Spec, bench_image: str) -> dict[str, Any]:
     }
 
 
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$")
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def placement(
+    cpu: str | None = None,
+    memory: str | None = None,
+    node_selector: tuple[str, ...] = (),
+    tolerations: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The server pods' CPU/memory requests, nodeSelector and tolerations from the command line
+    (``--cpu 16 --memory 64Gi --node-selector KEY=VALUE --toleration KEY[=VALUE][:EFFECT]``)."""
+    requests: dict[str, str] = {}
+    for what, value in (("cpu", cpu), ("memory", memory)):
+        if value is not None:
+            if not _QUANTITY.fullmatch(value):
+                raise RecipeError(
+                    f"--{what} {value[:40]!r} is not a Kubernetes quantity", hint="e.g. --cpu 16 --memory 64Gi"
+                )
+            requests[what] = value
+    selector: dict[str, str] = {}
+    for item in node_selector:
+        key, eq, value = item.partition("=")
+        if not eq or not _LABEL_KEY.fullmatch(key) or (value and not _LABEL_VALUE.fullmatch(value)):
+            raise RecipeError(f"--node-selector {item[:70]!r} is not KEY=VALUE", hint="e.g. --node-selector gpu=h200")
+        selector[key] = value
+    tolerate: list[dict[str, str]] = []
+    for item in tolerations:
+        head, colon, effect = item.partition(":")
+        key, eq, value = head.partition("=")
+        if (
+            not _LABEL_KEY.fullmatch(key)
+            or (colon and effect not in _EFFECTS)
+            or (value and not _LABEL_VALUE.fullmatch(value))
+        ):
+            raise RecipeError(
+                f"--toleration {item[:70]!r} is not KEY[=VALUE][:EFFECT]",
+                hint="e.g. --toleration nvidia.com/gpu:NoSchedule (EFFECT: " + ", ".join(_EFFECTS) + ")",
+            )
+        t = {"key": key, "operator": "Equal" if eq else "Exists"}
+        if eq:
+            t["value"] = value
+        if colon:
+            t["effect"] = effect
+        tolerate.append(t)
+    return {"requests": requests, "nodeSelector": selector, "tolerations": tolerate}
+
+
+def _place(server: dict[str, Any], where: dict[str, Any]) -> None:
+    """Put the placement into every pod template of the server object."""
+    spec = server["spec"]
+    templates = (
+        [spec["template"]]
+        if "template" in spec
+        else [spec["leaderWorkerTemplate"]["leaderTemplate"], spec["leaderWorkerTemplate"]["workerTemplate"]]
+    )
+    for template in templates:
+        pod = template["spec"]
+        if where["nodeSelector"]:
+            pod["nodeSelector"] = dict(where["nodeSelector"])
+        if where["tolerations"]:
+            pod["tolerations"] = [dict(t) for t in where["tolerations"]]
+        if where["requests"]:
+            for container in pod["containers"]:
+                container.setdefault("resources", {})["requests"] = dict(where["requests"])
+
+
 def manifests(
     loaded: LoadedRecipe,
     *,
@@ -373,6 +441,7 @@ def manifests(
     hf_cache_pvc: str | None = None,
     bench_image: str | None = None,
     max_nodes: int | None = None,
+    where: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The manifests of ``loaded`` as dicts: server (Deployment or LeaderWorkerSet), Service, bench Job."""
     from autobench import __version__
@@ -394,6 +463,8 @@ def manifests(
         )
     spec = _Spec(loaded, run_id, namespace, secret, hf_cache_pvc)
     server, selector = _deployment(spec) if nodes == 1 else _multinode(spec)
+    if where is not None:
+        _place(server, where)
     return [server, _service(spec, selector), _bench_job(spec, bench_image or f"autobench:{__version__}")]
 
 
