@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.errors import AutobenchError
+
+if TYPE_CHECKING:
+    from autobench.ledger.store import Ledger
 
 
 @dataclass
@@ -82,7 +85,7 @@ def entry(path: Path) -> Entry:
     )
 
 
-def catalogue(paths: list[Path], ledger: Any | None) -> list[Entry]:
+def catalogue(paths: list[Path], ledger: Ledger | None) -> list[Entry]:
     """Entries for ``paths`` (recipe files), with each one's last run from ``ledger`` (or none)."""
     out = [entry(p) for p in paths]
     if ledger is not None:

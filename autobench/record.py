@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.digits import load_json
 from autobench.errors import LedgerError, UsageError
 from autobench.ledger.models import STATUSES, NewRun
+
+if TYPE_CHECKING:
+    from autobench.recipe.loader import LoadedRecipe
 
 
 @dataclass
@@ -83,7 +86,7 @@ def read_log(path: str) -> dict[str, Any]:
     return parse_log(Path(path)).to_json_dict()
 
 
-def compiled_script(loaded: Any) -> str:
+def compiled_script(loaded: LoadedRecipe) -> str:
     from autobench.compile import compile_recipe
 
     # check=False: record what was run even if a style rule fails; unsafe findings still refuse.

@@ -7,12 +7,16 @@ the threshold and the noise band, 1 when one is (for CI); errors exit with their
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from autobench.cli.options import json_option, ledger_option, print_json, print_table
 from autobench.cli.output import say
+
+if TYPE_CHECKING:
+    from autobench.ledger.models import CellRecord, RunRecord
+    from autobench.ledger.store import Ledger
 
 REGRESSION_EXIT = 1
 
@@ -83,6 +87,6 @@ def regress(
         ctx.exit(REGRESSION_EXIT)
 
 
-def _cells(book: Any, rec: Any) -> list[Any]:
+def _cells(book: Ledger, rec: RunRecord) -> list[CellRecord]:
     """The run's recorded cells with their samples (none for a run recorded without them)."""
     return list(book.cells(rec.id))

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ruamel.yaml.comments import CommentedMap
 
@@ -34,6 +34,10 @@ from autobench.errors import AutobenchError, HubError, RecipeError
 from autobench.hub.fingerprint import fingerprint
 from autobench.hub.resolve import Resolver, is_sha
 from autobench.hub.trust import trust_facts
+
+if TYPE_CHECKING:
+    from autobench.recipe.loader import LoadedRecipe
+    from autobench.recipe.schema import Recipe
 
 LOCK_FORMAT = 1
 FROZEN_RE = re.compile(r"#\s*frozen:\s*([^\s;#]+)")
@@ -56,7 +60,7 @@ class RefSpec:
         return ".".join(self.rev_key)
 
 
-def references(recipe: Any) -> list[RefSpec]:
+def references(recipe: Recipe) -> list[RefSpec]:
     """The Hub references of a recipe (``autobench.recipe.facts.pins``; a local model or draft
     directory is not one)."""
     from autobench.recipe.facts import pins
@@ -102,7 +106,7 @@ def _parent_path(path: Path, doc: Any) -> Path | None:
     return (path.parent / Path(str(extends)).expanduser()).resolve()  # as the loader reads it
 
 
-def defining_file(loaded: Any, keys: tuple[str, ...]) -> Path | None:
+def defining_file(loaded: LoadedRecipe, keys: tuple[str, ...]) -> Path | None:
     """The file where the effective value of ``keys`` is written, a null that deletes an inherited
     value included (None: not written anywhere)."""
     pos = getattr(loaded, "positions", {}).get(tuple(keys))
@@ -380,7 +384,7 @@ class LockResult:
         }
 
 
-def pin_label(loaded: Any, spec: RefSpec, lock: dict[str, Any] | None) -> tuple[str, bool]:
+def pin_label(loaded: LoadedRecipe, spec: RefSpec, lock: dict[str, Any] | None) -> tuple[str, bool]:
     """The human label of a reference: its branch/tag, or for a sha the recorded label (else main)."""
     if spec.revision and not is_sha(spec.revision):
         return spec.revision, False

@@ -22,7 +22,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autobench.errors import RegistryError
 from autobench.hub.lockfile import defining_file, frozen_label_at, set_revision
@@ -30,6 +30,9 @@ from autobench.image.registry import ManifestNotFound, RegistryClient, short
 from autobench.image.resolve import PlatformImage, ResolvedImage, resolve
 from autobench.recipe.facts import container_image
 from autobench.recipe.imageref import ImageRef, parse_image_ref
+
+if TYPE_CHECKING:
+    from autobench.recipe.loader import LoadedRecipe
 
 SECTION = "images"
 KEYS = ("container", "image")
@@ -46,7 +49,7 @@ def lock_entry(lock: dict[str, Any] | None, ref: ImageRef) -> dict[str, Any] | N
     return entry
 
 
-def image_tag(loaded: Any, ref: ImageRef, lock: dict[str, Any] | None) -> str | None:
+def image_tag(loaded: LoadedRecipe, ref: ImageRef, lock: dict[str, Any] | None) -> str | None:
     """The tag a pin was taken from: written, ``# frozen:``, or the lock file's (None: unknown)."""
     if ref.tag:
         return ref.tag
@@ -122,14 +125,14 @@ class ImagePin:
         }
 
 
-def _with_location(exc: RegistryError, loaded: Any) -> RegistryError:
+def _with_location(exc: RegistryError, loaded: LoadedRecipe) -> RegistryError:
     where = loaded.value_position(*KEYS) if hasattr(loaded, "value_position") else loaded.position(*KEYS)
     exc.location = exc.location or (str(where) if where else str(loaded.path))
     return exc
 
 
 def plan_image_pin(
-    loaded: Any,
+    loaded: LoadedRecipe,
     recipe_path: Path,
     previous_lock: dict[str, Any] | None,
     *,
@@ -140,7 +143,7 @@ def plan_image_pin(
     """Resolve the recipe's image (online with ``client``, else from local docker); writes nothing."""
     from autobench.image.local import resolve_local
 
-    written = loaded.recipe.container.image
+    written = container_image(loaded.recipe)  # (image_extras skips a recipe without one)
     ref = parse_image_ref(written)  # the schema accepted it: it parses
     tag = image_tag(loaded, ref, previous_lock)
     file = defining_file(loaded, KEYS) or recipe_path.resolve()
@@ -325,7 +328,7 @@ def image_extras(*, offline: bool, timeout: float | None, platforms: Sequence[st
 
     client = None if offline else RegistryClient(RegistrySettings.from_env(timeout=timeout))
 
-    def extras(loaded: Any, recipe_path: Path, previous_lock: dict[str, Any] | None) -> list[Any]:
+    def extras(loaded: LoadedRecipe, recipe_path: Path, previous_lock: dict[str, Any] | None) -> list[Any]:
         if loaded.recipe.container.image is None:  # a process-only recipe: no image to pin
             return []
         return [plan_image_pin(loaded, recipe_path, previous_lock, client=client, platforms=platforms)]
@@ -333,7 +336,7 @@ def image_extras(*, offline: bool, timeout: float | None, platforms: Sequence[st
     return extras, client
 
 
-def tagged_image(loaded: Any) -> str:
+def tagged_image(loaded: LoadedRecipe) -> str:
     """The recipe's image with its tag: ``name:TAG@sha256:…`` when the value is ``name@sha256:…``
     and the tag is known (``# frozen: TAG``, else the lock file), else the value as written.
     For readers of the tag (preflight reads the vLLM version from ``:v0.23.1``)."""
