@@ -66,7 +66,7 @@ class Experiment:
     factors: tuple[Factor, ...]
     design: str
     exclude: tuple[dict[str, Level], ...]
-    sample_size: int | None
+    sample_size: int  # design: random (0 for the other designs)
     sample_seed: int
     listed: tuple[dict[str, Level], ...]  # design: list
     listed_where: tuple[dict[str, Position], ...]
@@ -269,7 +269,7 @@ def load_experiment(path: str | Path) -> Experiment:
         )
     if design != "list" and not factors:
         raise _fail(doc, ("factors",), "factors: the design is empty (no factor has levels)", HINT)
-    size, seed = None, 0
+    size, seed = 0, 0
     sample = data.get("sample")
     if design == "random":
         if not isinstance(sample, dict) or "size" not in sample:

@@ -96,7 +96,7 @@ def _full(exp: Experiment) -> Iterator[dict[str, int]]:
 def _random_indices(exp: Experiment) -> list[int]:
     radices = [len(f.levels) for f in exp.factors]
     total = math.prod(radices)
-    size = exp.sample_size or 0
+    size = exp.sample_size
     rng = random.Random(exp.sample_seed)
     kept: set[int] = set()
     tried: set[int] = set()

@@ -138,10 +138,10 @@ BAD = [
         "4:1",
         "the design has 3 treatments, more than max_treatments 2",
     ),
-    ("factors:\n  name: [a, b]\n", "3:3", "factors.name: name cannot be a factor"),
+    ("factors:\n  name: [a, b]\n", "3:3", "factors.name: name cannot be a factor (a treatment is one recipe cell)"),
     ("factors:\n  engine.max_num_seqs: [8, 8]\n", "3:28", "factors.engine.max_num_seqs[1]: level 8 is listed twice"),
     ("factor:\n  engine.max_num_seqs: [8]\n", "2:1", "factor: not an experiment key (did you mean 'factors'?)"),
-    ("design: list\n", "2:1", "design: list needs `treatments:`"),
+    ("design: list\n", "2:1", "design: list needs `treatments:`, a list of them"),
     (
         "factors:\n  engine.max_num_seqs: [8]\ndesign: random\n",
         "4:1",
@@ -151,6 +151,17 @@ BAD = [
         "factors:\n  engine.max_num_seqs: [8, 16]\ndesign: random\nsample: {size: 3}\n",
         "5:16",
         "sample.size 3: the design has only 2 treatments left to sample",
+    ),
+    (
+        "factors:\n  engine.max_num_seqs: [8, 16]\ndesign: random\nsample: {size: 2}\nexclude: [{engine.max_num_seqs: 8}]\n",
+        "5:16",
+        "sample.size 2: the design has only 1 treatments left to sample after its exclusions",
+    ),
+    (
+        "design: list\ntreatments: [{engine.max_num_seqs: 8}, {engine.max_num_seqs: 9}, {engine.max_num_seqs: 10}]\n"
+        "max_treatments: 2\n",
+        "4:1",
+        "the design has 3 treatments, more than max_treatments 2",
     ),
     ("factors:\n  env.A.B: [x]\n", "3:3", "factors.env.A.B: env.A has no keys below it"),
     (
@@ -168,7 +179,8 @@ def test_a_bad_experiment_is_one_located_line_before_anything_boots(tmp_path, ca
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert err.startswith(f"error: {path}:{where}: {message}"), err
-    assert "(hint: " in err
+    if not message.startswith(("treatment", "factors.engine.max_num_seq:")):  # those go on: the loader's own text
+        assert err.startswith(f"error: {path}:{where}: {message} (hint: "), err
 
 
 def test_a_treatment_that_breaks_a_rule_is_refused_naming_the_treatment(tmp_path, capsys) -> None:
@@ -235,3 +247,8 @@ def test_an_exclusion_keeps_a_listed_treatment_that_does_not_set_its_factor(tmp_
         "exclude:\n  - {engine.max_num_seqs: 8}\n",
     )
     assert labels(path) == ["dtype=half", "max_num_seqs=16"]
+    assert [t.id for t in treatments(load_experiment(path))] == ["t1", "t2"]
+    at_most = write(
+        tmp_path, "design: list\ntreatments: [{engine.max_num_seqs: 8}, {engine.max_num_seqs: 9}]\nmax_treatments: 2\n"
+    )
+    assert labels(at_most) == ["max_num_seqs=8", "max_num_seqs=9"]
