@@ -83,6 +83,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "autobench.cli.nodes_cmds:nodes",
         "Show or stop what a multi-node recipe runs on its nodes, and which run holds them.",
     ),
+    "k8s": (
+        "autobench.cli.k8s_cmds:k8s",
+        "Bring a Kubernetes bench Job's result (compile --target k8s) into the ledger.",
+    ),
     "record": ("autobench.cli.ledger_cmds:record", "Append a run of RECIPE (a recipe file) to the ledger by hand."),
     "ledger": ("autobench.cli.ledger_cmds:ledger", "List, show, export, verify, push and pull the run ledger."),
     "history": (

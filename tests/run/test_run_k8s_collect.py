@@ -102,3 +102,39 @@ def test_a_bench_jobs_result_goes_into_the_ledger(tmp_path):
     (row,) = ledger_rows(tmp_path)
     assert row.status == "DONE" and row.metrics["completed"] == 6 and row.metrics["decode_tok_s"] > 0
     assert re.search(r"run id r-1", " ".join(row.notes) if isinstance(row.notes, list) else str(row.notes))
+
+    # autobench k8s collect: the same log, read through kubectl (a stand-in that checks it was
+    # asked for the Job's pods by label and prints the log), straight into the ledger
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(
+        "#!/usr/bin/env bash\n"
+        'printf "%s\\n" "$*" >> "$(dirname "$0")/kubectl.args"\n'
+        f'[ "$1" = logs ] && [ "$3" = "autobench.dev/run-id=r-1,app.kubernetes.io/component=bench" ] || exit 1\n'
+        f"cat {tmp_path / 'job.log'}\n"
+    )
+    kubectl.chmod(0o755)
+    collect = subprocess.run(
+        [sys.executable, "-m", "autobench", "k8s", "collect", str(recipe), "r-1", "-n", "bench"]
+        + ["--kubectl", str(kubectl), "--ledger", str(tmp_path / "collected.db"), "--json"],
+        capture_output=True,
+        text=True,
+        env=run_env(tmp_path),
+    )
+    assert collect.returncode == 0, collect.stderr
+    assert (tmp_path / "kubectl.args").read_text().split("\n")[0].endswith("--tail=-1 -n bench")
+    collected = json.loads(collect.stdout)
+    assert collected["status"] == "DONE" and collected["metrics"]["completed"] == 6
+    assert collected["metrics"]["decode_tok_s"] == row.metrics["decode_tok_s"]
+    assert "k8s run id r-1 in namespace bench" in collected["notes"]
+
+    # a Job that printed no result: one line, nothing recorded
+    (tmp_path / "job.log").write_text("waiting for the server\n")
+    empty = subprocess.run(
+        [sys.executable, "-m", "autobench", "k8s", "collect", str(recipe), "r-1", "--kubectl", str(kubectl)]
+        + ["--ledger", str(tmp_path / "empty.db")],
+        capture_output=True,
+        text=True,
+        env=run_env(tmp_path),
+    )
+    assert empty.returncode == 6 and empty.stderr.count("\n") == 1
+    assert "the bench Job of run id r-1 printed no result" in empty.stderr
