@@ -482,6 +482,10 @@ def compile_k8s(loaded: LoadedRecipe, **options: Any) -> str:
     return head + dump_documents(docs)
 
 
+#: What a literal block (``|``) can hold as written: printable ASCII and line breaks.
+_LITERAL_SAFE = re.compile(r"[\x20-\x7e\n]*")
+
+
 def dump_documents(docs: list[dict[str, Any]]) -> str:
     """YAML documents separated by ``---``: block style, keys in the order built, no anchors,
     multi-line strings (the bench script) as literal blocks."""
@@ -493,11 +497,15 @@ def dump_documents(docs: list[dict[str, Any]]) -> str:
             return {k: prepare(v) for k, v in node.items()}
         if isinstance(node, list):
             return [prepare(v) for v in node]
-        if isinstance(node, str) and "\n" in node:
+        if isinstance(node, str) and "\n" in node and _LITERAL_SAFE.fullmatch(node):
             return LiteralScalarString(node)
-        return node
+        return node  # ruamel picks a quoted style, with escapes for anything unprintable
 
     yaml = YAML()
+    # ASCII out: a control, bidi or line-separator character in a value (a served name in the
+    # bench script) is written as a double-quoted escape, never raw: a raw ESC or U+2028 made
+    # the manifests unreadable YAML (and drove the terminal compile printed them on).
+    yaml.allow_unicode = False
     yaml.default_flow_style = False
     yaml.width = 4096
     yaml.indent(mapping=2, sequence=2, offset=0)

@@ -85,8 +85,17 @@ def axis_values(recipe: Recipe) -> dict[str, list[AxisValue]]:
 
 
 def is_grid(recipe: Recipe) -> bool:
-    """More than one cell to bench (a list with several values, a schedule or repeats)."""
-    return len(cells(recipe)) > 1
+    """More than one cell to bench (a list with several values, a schedule or repeats): counted,
+    not built (cell_recipe asks this once per cell; building every cell each time was quadratic,
+    minutes for a 10,000-bench grid)."""
+    return _count(recipe) > 1
+
+
+def _count(recipe: Recipe) -> int:
+    schedule = recipe.bench.schedule
+    return grid_size(
+        [len(v) for v in axis_values(recipe).values()], len(schedule) if schedule else None, recipe.bench.repeat
+    )
 
 
 def grid_points(recipe: Recipe) -> list[Params]:
@@ -94,6 +103,10 @@ def grid_points(recipe: Recipe) -> list[Params]:
     axes = axis_values(recipe)
     schedule = recipe.bench.schedule
     if schedule:
+        problems = schedule_problems(recipe)
+        if problems:  # rule AB081 at validation; a recipe compiled without its checks stops here
+            index, _, what, fix = problems[0]
+            raise RecipeError(f"bench.schedule[{index}]: {what}", hint=fix)
         return [schedule_point(axes, entry) for entry in schedule]
     names = list(axes)
     return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*(axes[n] for n in names))]
@@ -112,9 +125,7 @@ def schedule_point(axes: dict[str, list[AxisValue]], entry: Params) -> Params:
 
 def cells(recipe: Recipe) -> list[Cell]:
     """Every bench of the run, in run order: each point ``bench.repeat`` times, round by round."""
-    axes = axis_values(recipe)
-    schedule = recipe.bench.schedule
-    total = grid_size([len(v) for v in axes.values()], len(schedule) if schedule else None, recipe.bench.repeat)
+    total = _count(recipe)
     if total > MAX_CELLS:  # validation refuses it; a recipe built in code must not build it either
         raise RecipeError(
             f"the grid is {total:,} benches (cells x repeat); a run benches at most {MAX_CELLS:,}",

@@ -271,6 +271,8 @@ def _parse(path: Path, text: str) -> Any:
             first = exc.context_mark
             key = re.search(r'duplicate key "([^"]*)"', problem)
             name = key.group(1) if key else "?"
+            if not _PROFILE_KEY.fullmatch(name):  # a line of some other file, maybe a secret one
+                name = "a key"
             also = f" (first written at line {first.line + 1})" if first is not None else ""
             raise RecipeError(
                 f"{name}: duplicate key{also}",

@@ -577,9 +577,12 @@ DOCKER_RUNTIMES = frozenset({"docker", "cluster"})
 
 
 def _grid(c: _Ctx) -> None:
-    for i, entry_axis, what, fix in schedule_problems(c.r):
+    problems = schedule_problems(c.r)
+    for i, entry_axis, what, fix in problems:
         keys: tuple[Any, ...] = ("bench", "schedule", i) + ((entry_axis,) if entry_axis else ())
         c.add("AB080", keys, f"schedule entry {i + 1} {what}", hint=fix)
+    if problems:
+        return  # no cells to count (grid.cells refuses such a schedule)
     multi_node_one_cell = c.r.topology.nodes > 1 and c.runtime not in MULTI_NODE_GRID_RUNTIMES
     if (c.runtime in ONE_CELL_RUNTIMES or multi_node_one_cell) and len(cells(c.r)) > 1:
         where = next(

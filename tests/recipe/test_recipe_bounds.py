@@ -100,3 +100,24 @@ def test_a_recipe_built_in_code_cannot_build_a_huge_grid_either(tmp_path: Path):
 )
 def test_grid_size_counts_without_building(axes, schedule, repeat, total):
     assert bounds.grid_size(axes, schedule, repeat) == total
+
+
+def test_compiling_a_grid_builds_its_cells_a_bounded_number_of_times(tmp_path: Path, monkeypatch):
+    """Before: cell_recipe asked is_grid, which built every cell, once per cell (quadratic: a
+    10,000-bench grid took minutes to compile)."""
+    from autobench.compile import compile_recipe
+    from autobench.recipe import grid
+
+    built = 0
+
+    class Counted(grid.Cell):
+        def __init__(self, *args: object, **kw: object) -> None:
+            nonlocal built
+            built += 1
+            super().__init__(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(grid, "Cell", Counted)
+    path = tmp_path / "r.yaml"
+    path.write_text(HEAD + f"bench:\n  concurrency: {values(40)}\n  repeat: 5\n" + DATASET)
+    compile_recipe(load_recipe(path), "full", check=False)
+    assert 0 < built <= 10 * 200, built  # 200 benches

@@ -97,3 +97,13 @@ def test_a_proc_file_is_read_with_the_bound():
     """Size 0 in stat, and it never ends: the bound holds on the read itself."""
     with pytest.raises(AutobenchError, match="over the 1000 bytes limit"):
         files.read_regular("/proc/self/pagemap", what="f", limit=1000)
+
+
+def test_a_duplicate_line_of_another_file_is_not_echoed(tmp_path, capsys):
+    """Found by tests/fuzz/test_fuzz_profiles.py: the duplicate-key error quoted the line."""
+    (tmp_path / "p.yaml").write_text("sysadm:$6$saltsalt$hh:1::\nsysadm:$6$saltsalt$hh:1::\n")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(BASE)
+    assert main(["validate", str(recipe), "--profile", str(tmp_path / "p.yaml")]) == 2
+    out = capsys.readouterr().out
+    assert "duplicate key" in out and "saltsalt" not in out and "sysadm" not in out
