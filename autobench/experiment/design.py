@@ -130,6 +130,12 @@ def treatments(exp: Experiment) -> list[Treatment]:
             out.append(Treatment(len(out) + 1, tuple((k, v, wheres[k]) for k, v in item.items())))
         if len(out) > exp.max_treatments:
             raise _too_many(exp, f"{len(out):,}")
+        if not out:
+            raise RecipeError(
+                "the design is empty: its exclusions leave no treatment",
+                location=str(exp.doc.where("exclude")),
+                hint="exclude fewer combinations",
+            )
         return out
     if exp.design == "random":
         picked = _random_indices(exp)
@@ -145,7 +151,14 @@ def treatments(exp: Experiment) -> list[Treatment]:
             assignment = {f.key: f.levels[d] for f, d in zip(exp.factors, digits, strict=True)}
             if _excluded(assignment, exp.exclude):
                 if scanned > limit:
-                    raise _too_many(exp, f"more than {exp.max_treatments:,} (looked at {scanned:,})")
+                    total = math.prod(len(f.levels) for f in exp.factors)
+                    raise RecipeError(
+                        f"the design has {total:,} candidate treatments and its exclusions leave "
+                        f"{len(digit_rows):,} of the first {limit:,}: too sparse to plan "
+                        f"(at most {MAX_SCAN_FACTOR} x max_treatments are looked at)",
+                        location=str(exp.doc.where("exclude")),
+                        hint="write the treatments you want as `design: list`, or fewer levels",
+                    )
                 continue
             digit_rows.append(digits)
             if len(digit_rows) > exp.max_treatments:
@@ -154,4 +167,10 @@ def treatments(exp: Experiment) -> list[Treatment]:
     for digits in digit_rows:
         levels = tuple((f.key, f.levels[d], f.level_where[d]) for f, d in zip(exp.factors, digits, strict=True))
         out.append(Treatment(len(out) + 1, levels))
+    if not out:
+        raise RecipeError(
+            "the design is empty: its exclusions leave no treatment",
+            location=str(exp.doc.where("exclude")),
+            hint="exclude fewer combinations",
+        )
     return out

@@ -165,6 +165,27 @@ BAD = [
     ),
     ("factors:\n  env.A.B: [x]\n", "3:3", "factors.env.A.B: env.A has no keys below it"),
     (
+        "factors:\n  engine.max_num_seqs: [8, 16]\nexclude: [{engine.max_num_seqs: 8}, {engine.max_num_seqs: 16}]\n",
+        "4:1",
+        "the design is empty: its exclusions leave no treatment",
+    ),
+    (
+        "design: list\ntreatments: [{engine.max_num_seqs: 8}]\nfactors: {engine.max_num_seqs: [8]}\n"
+        "exclude: [{engine.max_num_seqs: 8}]\n",
+        "5:1",
+        "the design is empty: its exclusions leave no treatment",
+    ),
+    (
+        "factors:\n"
+        f"  engine.max_num_seqs: [{', '.join(str(i) for i in range(1, 31))}]\n"
+        f"  engine.max_num_batched_tokens: [{', '.join(str(i) for i in range(1, 31))}]\n"
+        "max_treatments: 1\n"
+        f"exclude: [{', '.join(f'{{engine.max_num_batched_tokens: {i}}}' for i in range(1, 30))}]\n",
+        "6:1",
+        "the design has 900 candidate treatments and its exclusions leave 1 of the first 40: too sparse to plan "
+        "(at most 20 x max_treatments are looked at)",
+    ),
+    (
         "factors:\n  engine.port: [8000, 70000]\n",
         "3:23",
         "treatment t2 (port=70000): engine.port: 70000 is above the maximum 65535",
