@@ -14,12 +14,17 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from autobench.errors import AutobenchError, RecipeError
 from autobench.experiment.definition import Experiment
 from autobench.experiment.design import Treatment, treatments
 from autobench.recipe.loader import LoadedRecipe, Override, RecipeBase, recipe_base
+
+if TYPE_CHECKING:
+    from autobench.hub.client import Hub, HubSettings
+    from autobench.preflight.inputs import HubReader
 
 READY, PRUNED, UNPREDICTED = "ready", "pruned", "unpredicted"
 
@@ -103,37 +108,56 @@ def _build(base: RecipeBase, exp: Experiment, treatment: Treatment, runtime: str
 
 
 class _Memo:
-    """A resolver that reads each (repo, revision)'s sha, config and files once."""
+    """A Hub reader (``preflight.inputs.HubReader``) that asks ``inner`` for each (repo,
+    revision)'s sha, config and file once, and gives the same answer (or error) after."""
 
-    def __init__(self, inner: Any):
+    def __init__(self, inner: HubReader):
         self._inner = inner
-        self._seen: dict[tuple[Any, ...], Any] = {}
+        self._seen: dict[tuple[object, ...], object] = {}
 
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._inner, name)
-        if name not in ("sha", "config", "file"):
-            return attr
+    @property
+    def settings(self) -> HubSettings:
+        return self._inner.settings
 
-        def call(*args: Any, **kwargs: Any) -> Any:
-            key = (name, args, tuple(sorted(kwargs.items())))
-            if key not in self._seen:
-                try:
-                    self._seen[key] = ("ok", attr(*args, **kwargs))
-                except AutobenchError as exc:
-                    self._seen[key] = ("error", exc)
-            kind, value = self._seen[key]
-            if kind == "error":
-                raise value
-            return value
+    @property
+    def hub(self) -> Hub:
+        return self._inner.hub
 
-        return call
+    def _once(self, key: tuple[object, ...], read: Callable[[], object]) -> object:
+        if key not in self._seen:
+            try:
+                self._seen[key] = read()
+            except AutobenchError as exc:
+                self._seen[key] = exc
+        found = self._seen[key]
+        if isinstance(found, AutobenchError):
+            raise found
+        return found
+
+    def sha(self, repo: str, label: str) -> str:
+        return str(self._once(("sha", repo, label), lambda: self._inner.sha(repo, label)))
+
+    def config(self, repo: str, sha: str, *, label: str | None = None) -> dict[str, Any]:
+        found = self._once(("config", repo, sha, label), lambda: self._inner.config(repo, sha, label=label))
+        assert isinstance(found, dict)
+        return found
+
+    def file(
+        self, repo: str, sha: str, filename: str, *, label: str | None = None, required: bool = True
+    ) -> Path | None:
+        found = self._once(
+            ("file", repo, sha, filename, label, required),
+            lambda: self._inner.file(repo, sha, filename, label=label, required=required),
+        )
+        assert found is None or isinstance(found, Path)
+        return found
 
 
 Predictor = Callable[[LoadedRecipe], tuple[str, str | None, str | None]]
 
 
 def preflight_predictor(
-    vllm_version: str | None = None, *, offline: bool | None = None, resolver: Any = None
+    vllm_version: str | None = None, *, offline: bool | None = None, resolver: HubReader | None = None
 ) -> Predictor:
     """(status, cause, fix) of a treatment's predicted boot, as ``autobench preflight`` predicts
     it (configs from the Hub, or the local HF cache with ``offline``), each config read once."""
