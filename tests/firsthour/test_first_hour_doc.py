@@ -47,22 +47,43 @@ def test_the_page_has_its_commands_and_is_linked_from_the_readme():
     assert "docs/first-hour.md" in (REPO / "README.md").read_text()
 
 
+def _tree(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".venv" not in p.parts
+    }
+
+
 @pytest.mark.integration
 def test_every_command_of_the_first_hour_runs(tmp_path: Path):
     root = _layout(tmp_path)
+    before = _tree(root)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     script = "set -euo pipefail\n" + "\n".join(sh_blocks(PAGE.read_text()))
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     env["PATH"] = "/usr/bin:/bin"  # autobench comes from the activate line, as for a new user
     env["PYTHONPATH"] = str(REPO)
+    env["TMPDIR"] = str(scratch)  # where the page's `mktemp -d` makes its scratch folder
     done = subprocess.run(
-        ["bash", "-c", script], cwd=root, env=env, capture_output=True, text=True, timeout=240, check=False
+        ["bash", "-c", script], cwd=root, env=env, capture_output=True, text=True, timeout=480, check=False
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (work,) = [d for d in scratch.iterdir() if (d / "ledger.db").is_file() and (d / "tour").is_dir()]
     assert "DONE tour" in done.stdout
-    assert (root / "tour" / "docs" / "recipes" / "tour.md").is_file()
-    assert (root / "recipes" / "qwen3-8b-eagle3.yaml").is_file()
+    assert (work / "tour" / "docs" / "recipes" / "tour.md").is_file()
+    assert (work / "recipes" / "qwen3-8b-eagle3.yaml").is_file()
     assert "qwen3-8b-eagle3" in done.stdout  # listed by the last `autobench recipes`
-    assert (root / "ledger.db").read_bytes() == (REPO / "ledger.db").read_bytes()
+    # the second hour: a sweep that names its headline cell, a comparison, a report by cell, and
+    # a process-only recipe of a local model directory, run
+    both = done.stdout + done.stderr  # run prints its summary on stderr
+    assert "headline cell concurrency=4 input_len=128 output_len=64 (cell 2 of 2)" in both, both[-4000:]
+    assert "all 2 cells: completed 64" in both
+    assert "| concurrency |" in (work / "tour" / "docs" / "recipes" / "tour.md").read_text()
+    assert "DONE local-tiny" in both
+    # following the page changed nothing in the checkout (the scratch folder holds it all)
+    assert _tree(root) == before
 
 
 @pytest.mark.integration
