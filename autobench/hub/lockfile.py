@@ -179,6 +179,36 @@ def _comment_for(label: str, rest: str) -> str:
     return f"# frozen: {label}" + (f"; {rest}" if rest else "")
 
 
+def _refuse_anchor(path: Path, text: str, parent: Any, keys: tuple[str, ...]) -> None:
+    """`revision: &r main` shared through *r: pinning it would change every alias too (and the
+    rewrite moved the anchor onto another key); the author decides which values follow the pin.
+    (An alias, `revision: *r`, is the value written in place: it is pinned like any other.)"""
+    name = keys[-1]
+    if name not in parent:
+        return
+    line, col = parent.lc.value(name)
+    if (line, col) < tuple(parent.lc.key(name)):
+        return  # an alias: ruamel marks the anchored node, written before this key
+    lines = yaml_lines(text)
+    written = lines[line][col:] if line < len(lines) else ""
+    if written.startswith("&"):
+        anchor = re.match(r"&(\S+)", written)
+        label = anchor.group(1) if anchor else "?"
+        raise RecipeError(
+            f"cannot pin {'.'.join(keys)}: its value carries the YAML anchor &{label}",
+            location=f"{path}:{line + 1}:{col + 1}",
+            hint=f"write the revision without &{label} (spell out the values that use *{label}), then lock again",
+        )
+
+
+def check_pinnable(path: Path, keys: tuple[str, ...]) -> None:
+    """Refuse, before anything is written, a revision ``set_revision`` could not pin alone."""
+    text, doc = _load_rt(path)
+    parent = _node(doc, keys[:-1])
+    if isinstance(parent, CommentedMap):
+        _refuse_anchor(path, text, parent, keys)
+
+
 def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, label: str) -> bool:
     """Write ``<keys[-1]>: <sha>  # frozen: <label>`` into ``path``; True if the file changed.
 
@@ -192,11 +222,12 @@ def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, lab
     name = keys[-1]
     if name not in parent and repo_key not in parent:
         raise RecipeError(f"cannot pin {'.'.join(keys)}: no {repo_key} key beside it", location=str(path))
+    _refuse_anchor(path, text, parent, keys)
     expected = load_json(_data(doc))
     _node(expected, keys[:-1])[name] = sha
     new_text = _splice(text, parent, name, repo_key, sha, label)
     if new_text is None or _reads_back(new_text) != _data(expected):
-        new_text = _redump(doc, parent, name, repo_key, sha, label, _newline_of(text))
+        new_text = _redump(doc, parent, name, repo_key, sha, label, _newline_of(text), text)
         if _reads_back(new_text) != _data(expected):
             raise RecipeError(f"internal: pinning {'.'.join(keys)} did not read back as {sha}", location=str(path))
     if new_text == text:
@@ -244,7 +275,7 @@ def _reads_back(text: str) -> str | None:
         return None
 
 
-def _redump(doc: Any, parent: Any, name: str, repo_key: str, sha: str, label: str, newline: str) -> str:
+def _redump(doc: Any, parent: Any, name: str, repo_key: str, sha: str, label: str, newline: str, original: str) -> str:
     """The fallback: a ruamel round-trip dump (comments kept), written with the file's own line
     break (ruamel dumps LF)."""
     import io
@@ -263,7 +294,10 @@ def _redump(doc: Any, parent: Any, name: str, repo_key: str, sha: str, label: st
     yaml.width = 4096
     out = io.StringIO()
     yaml.dump(doc, out)
-    return out.getvalue().replace("\n", newline)
+    text = out.getvalue()
+    if original.endswith(("\n", "\r")) and not text.endswith("\n"):  # never drop the last line break
+        text += "\n"
+    return text.replace("\n", newline)
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -466,6 +500,8 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
             if not exc.hint or "--no-images" not in exc.hint:
                 exc.hint = (exc.hint + "; " if exc.hint else "") + "or pin only the Hub revisions: `lock --no-images`"
             result.failed.append(exc)
+    for pin, target in plan:  # every edit checked before the first is written
+        check_pinnable(target, pin.spec.rev_key)
 
     for pin, target in plan:
         pin.changed = set_revision(target, pin.spec.rev_key, pin.spec.repo_key[-1], pin.sha, pin.label)
