@@ -12,8 +12,6 @@ from pathlib import Path
 import pytest
 from fakehub import BASE_NEW, DRAFT_NEW, DRAFT_OLD, VALID_TOKEN
 
-pytestmark = pytest.mark.integration  # every test starts fresh processes: what they import, read and cache
-
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -24,6 +22,7 @@ def autobench(*argv: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.integration  # fresh processes: what they import, read and cache
 def test_lock_then_offline_outdated_in_fresh_processes(hub_env, recipes):
     home = os.environ["HF_HOME"]
     done = autobench("lock", str(recipes / "dflash.yaml"), HF_TOKEN=VALID_TOKEN, HF_HOME=home)
@@ -50,6 +49,7 @@ def test_lock_then_offline_outdated_in_fresh_processes(hub_env, recipes):
             assert VALID_TOKEN.encode() not in path.read_bytes(), path
 
 
+@pytest.mark.integration
 def test_compile_and_cli_startup_never_import_the_hub_client():
     code = (
         "import sys, importlib.util\n"
@@ -67,7 +67,6 @@ def test_compile_and_cli_startup_never_import_the_hub_client():
 
 
 def test_with_deadline_gives_up_on_a_stuck_call():
-    import pytest
 
     from autobench.hub.client import with_deadline
 
