@@ -6,7 +6,7 @@ ARG VLLM_REPO
 ARG VLLM_REF
 ARG VLLM_PRS=""
 RUN set -eux; \
-    git clone "${VLLM_REPO}" /opt/vllm-src; \
+    git clone -- "${VLLM_REPO}" /opt/vllm-src; \
     cd /opt/vllm-src; \
     git checkout "${VLLM_REF}"; \
     for pr in ${VLLM_PRS}; do \

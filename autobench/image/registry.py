@@ -265,6 +265,19 @@ class RegistryClient:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise self._fail(where, f"cannot reach {registry} ({reason})", net_hint) from exc
 
+    def _may_send_credentials(self, realm: str, registry: str) -> bool:
+        """Credentials go to an https realm, or over plain http only to the registry's own host,
+        the same machine (loopback) or a host the user lists in AUTOBENCH_INSECURE_REGISTRIES: a
+        registry naming ``http://`` on another host would get them sent there in clear."""
+        import httpx2
+
+        if realm.startswith("https://"):
+            return True
+        url = httpx2.URL(realm)
+        host = url.host or ""
+        hostport = f"{host}:{url.port}" if url.port else host
+        return hostport == registry or host == registry or hostport in self.settings.insecure or is_loopback(host)
+
     def _token(self, challenge: dict[str, str], registry: str, repository: str, where: str, deadline: float) -> str:
         """One request to the bearer realm; returns the token."""
         import httpx2
@@ -273,6 +286,14 @@ class RegistryClient:
         if not realm.startswith(("https://", "http://")):
             raise self._fail(where, f"{registry} asked for a token from an unusable realm", "check the registry")
         creds = self.credentials(registry)
+        if creds is not None and not self._may_send_credentials(realm, registry):
+            raise self._fail(
+                where,
+                f"{registry} asked for a token from {httpx2.URL(realm).host} over plain http; "
+                "the registry credentials are not sent there",
+                f"the token service must use https, or list its host in AUTOBENCH_INSECURE_REGISTRIES "
+                f"if it is yours (plain http sends the password in clear to {httpx2.URL(realm).host})",
+            )
         params = {"scope": challenge.get("scope") or f"repository:{repository}:pull"}
         if challenge.get("service"):
             params["service"] = challenge["service"]

@@ -31,6 +31,12 @@ HOST_RE = (
     r"(?:[A-Za-z0-9_][A-Za-z0-9_.:-]{0,252}|\[[0-9A-Fa-f:.]+(?:%[A-Za-z0-9_.-]+)?\])$"
 )
 
+# What git reads as a repository and a revision, never as an option (a value starting with '-',
+# `--upload-pack=CMD`, ran a command in the build): a URL (https, http, ssh, git, file) or
+# scp-like user@host:path; a ref of git's own ref characters, not starting with '-'.
+GIT_URL_RE = r"^(?:(?:https?|ssh|git|file)://[^\s]+|[A-Za-z0-9_][A-Za-z0-9_.-]*@[A-Za-z0-9_.-]+:[^\s-][^\s]*)$"
+GIT_REF_RE = r"^[A-Za-z0-9_][A-Za-z0-9_./+-]*$"
+
 Scalar = str | int | float | bool
 
 
@@ -287,8 +293,12 @@ class Build(StrictModel):
     """Build the engine image from source before the run; container.image names the local tag."""
 
     base_image: Annotated[str, Field(min_length=1, description="The image the build starts from.")]
-    vllm_repo: str = Field("https://github.com/vllm-project/vllm.git", description="Git URL of vLLM.")
-    vllm_ref: Annotated[str, Field(min_length=1, description="Tag, branch or commit of vLLM to build.")]
+    vllm_repo: Annotated[str, Field(pattern=GIT_URL_RE)] = Field(
+        "https://github.com/vllm-project/vllm.git", description="Git URL of vLLM."
+    )
+    vllm_ref: Annotated[
+        str, Field(min_length=1, pattern=GIT_REF_RE, description="Tag, branch or commit of vLLM to build.")
+    ]
     prs: list[Annotated[int, Field(ge=1)]] = Field(
         default_factory=list, description="Upstream pull requests applied on top of vllm_ref, in order."
     )
