@@ -213,28 +213,41 @@ def verify(known_head: str | None, ledger_url: str | None, as_json: bool) -> Non
 @ledger_option
 @json_option
 def history(draft: str | None, model: str | None, recipe: str | None, ledger_url: str | None, as_json: bool) -> None:
-    """Run history grouped per draft revision, model revision or recipe digest."""
-    from autobench.ledger.render import history_causes, history_table
+    """Run history grouped per draft revision, model revision or recipe digest.
 
-    if sum(x is not None for x in (draft, model, recipe)) != 1:
-        raise UsageError("give exactly one of --draft, --model or --recipe")
+    Without --draft, --model or --recipe: every recipe of the ledger, each per digest."""
+    given = sum(x is not None for x in (draft, model, recipe))
+    if given > 1:
+        raise UsageError("give at most one of --draft, --model or --recipe")
     with _open(ledger_url) as book:
-        result = book.history(draft=draft, model=model, recipe=recipe)
-        known = book.known(result.kind) if not result.groups else []
+        if given:
+            results = [book.history(draft=draft, model=model, recipe=recipe)]
+        else:
+            results = [book.history(recipe=name) for name in sorted(book.known("recipe"))]
+        known = book.known(results[0].kind) if given and not results[0].groups else []
     if as_json:
-        print_json(result.to_json_dict())
+        print_json(results[0].to_json_dict() if given else [r.to_json_dict() for r in results])
         return
-    if not result.groups:
+    if given and not results[0].groups:
         import difflib
 
+        result = results[0]
         close = difflib.get_close_matches(result.subject, known, 1, 0.5)
         hint = f"; did you mean {close[0]}?" if close else ""
         say(f"no runs with {result.kind} {result.subject}{hint}", err=True)
         return
-    print_table(
-        *history_table(result, short_keys=sys.stdout.isatty()),
-        title=f"{result.kind} {result.subject}: {result.runs} runs",
-    )
+    if not results:
+        say("no runs in the ledger", err=True)
+        return
+    for result in results:
+        _print_history(result)
+
+
+def _print_history(result: Any) -> None:
+    from autobench.ledger.render import history_causes, history_table
+
+    runs = f"{result.runs} run" + ("" if result.runs == 1 else "s")
+    print_table(*history_table(result, short_keys=sys.stdout.isatty()), title=f"{result.kind} {result.subject}: {runs}")
     causes = history_causes(result)
     if causes:
         say("root causes:")

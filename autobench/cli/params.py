@@ -19,6 +19,12 @@ class Finite(click.FloatRange):
 
     name = "finite float"
 
+    def _describe_range(self) -> str:
+        """No range in the help when there is none (click printed ``[x<=None]``)."""
+        if self.min is None and self.max is None:
+            return ""
+        return super()._describe_range()
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, (str, float)):
             try:

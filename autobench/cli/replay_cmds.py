@@ -59,6 +59,9 @@ def replay(
 ) -> None:
     """Print the exact script RUN ran (an id, #id or a row-hash prefix), from the ledger's snapshot.
 
+    A run recorded by hand (`autobench record`) stored its recipe compiled at that moment:
+    the output says so, as no script of it is known to have run.
+
     With --run: run RUN's recipe snapshot again the way `autobench run` does, record the new
     run with replay_of = RUN, then print the comparison of RUN and the new run."""
     from autobench.ledger import open_ledger
@@ -70,7 +73,14 @@ def replay(
         # A compiled script never holds a raw control character (compile writes them as $'\x1b'),
         # so this is the stored script byte for byte; one that does came from a forged row, and its
         # ESC/OSC sequences are shown as escapes rather than sent to the terminal.
-        click.echo(terminal(stored_script(rec), newlines=True), nl=False)
+        script = stored_script(rec)
+        if rec.source != "run":  # recorded by hand (or seeded): autobench never saw this script run
+            click.echo(
+                f"note: run {rec.display_id} was recorded by hand ({rec.source}), not run by autobench: "
+                "this is its recipe compiled when it was recorded, not a script that is known to have run",
+                err=True,
+            )
+        click.echo(terminal(script, newlines=True), nl=False)
         return
     from autobench.cli.ledger_cmds import show_comparison
     from autobench.cli.run_cmds import _echo_err, _print_outcome

@@ -308,10 +308,15 @@ def _vllm_bench_lines(recipe: Recipe) -> Lines:
     exec_env = ["-e", "OPENAI_API_KEY"] if key_env is not None else []  # set from key_env by the script
     name = _positional(container_name(recipe), "container.name")
     lines: Lines = [[*_w("docker", "exec", *exec_env), name, *_w("vllm", "bench", "serve")]]
-    chat = b.endpoint == "chat"
-    lines.append(_w("--backend", "openai-chat" if chat else "openai"))
+    # vLLM's bench backends and their endpoints (vllm/benchmarks/lib/endpoint_request_func.py,
+    # ASYNC_REQUEST_FUNCS): a pooling model is benched on /v1/embeddings, never on completions
+    backend, endpoint = {
+        "chat": ("openai-chat", "/v1/chat/completions"),
+        "embeddings": ("openai-embeddings", "/v1/embeddings"),
+    }.get(b.endpoint, ("openai", "/v1/completions"))
+    lines.append(_w("--backend", backend))
     lines.append(_opt("--base-url", f"http://localhost:{recipe.engine.port}"))
-    lines.append(_w("--endpoint", "/v1/chat/completions" if chat else "/v1/completions"))
+    lines.append(_w("--endpoint", endpoint))
     lines.append(_opt("--model", recipe.model.repo))
     lines.append(_opt("--served-model-name", recipe.bench_model))
     dataset_name = {"jsonl": "custom"}.get(d.kind, d.kind)

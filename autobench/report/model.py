@@ -448,10 +448,22 @@ def _stack(run: Run | None, recipe: Mapping[str, Any]) -> list[StackItem]:
     items.append(StackItem("engine options", ", ".join(options) or None))
     bench = get("bench") or {}
     dataset = bench.get("dataset") or {}
+
+    def ran(key: str, metric: str) -> str | None:
+        """The run's own value of a bench setting (the row's metric), else the recipe's; when
+        they differ the recipe's is named beside it (a profile or a sweep changed it)."""
+        declared = bench.get(key)
+        measured = run.metric(metric) if run is not None else None
+        if measured is None:
+            return f"{key}={declared}" if declared else None
+        if declared is None or declared == measured:
+            return f"{key}={measured}"
+        return f"{key}={measured} (the recipe says {declared})"
+
     bench_bits = [
         f"dataset={dataset.get('kind')}" if dataset.get("kind") else None,
-        f"num_prompts={bench['num_prompts']}" if bench.get("num_prompts") else None,
-        f"concurrency={bench['concurrency']}" if bench.get("concurrency") else None,
+        ran("num_prompts", "num_prompts"),
+        ran("concurrency", "concurrency"),
         f"max_tokens={bench['max_tokens']}" if bench.get("max_tokens") else None,
         f"max_seconds={bench['max_seconds']:g}" if bench.get("max_seconds") else None,
     ]

@@ -469,3 +469,16 @@ def test_tilde_paths_expand_against_the_users_home_by_default(monkeypatch):
     monkeypatch.setenv("HOME", "/home/someone")
     argv = docker_argv(_minimal(container={"image": "img:1", "volumes": ["~/.cache/hf:/root/.cache/huggingface"]}))
     assert argv[argv.index("-v") + 1] == "/home/someone/.cache/hf:/root/.cache/huggingface"
+
+
+def test_an_embedding_bench_with_the_vllm_client_is_benched_on_embeddings() -> None:
+    """Issue #31: a pooling model was benched on /v1/completions (the backend was always openai)."""
+    data = full(bench={"client": "vllm", "endpoint": "embeddings", "dataset": {"kind": "random"}})
+    argv = bench_argv(recipe(data))
+    assert argv[argv.index("--backend") + 1] == "openai-embeddings"
+    assert argv[argv.index("--endpoint") + 1] == "/v1/embeddings"
+    chat = bench_argv(recipe(full(bench={"client": "vllm", "endpoint": "chat", "dataset": {"kind": "random"}})))
+    assert (chat[chat.index("--backend") + 1], chat[chat.index("--endpoint") + 1]) == (
+        "openai-chat",
+        "/v1/chat/completions",
+    )

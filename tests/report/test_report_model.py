@@ -649,3 +649,16 @@ def test_the_index_skips_a_recipe_without_runs_and_reports_the_latest_done_figur
     only_failed = build_index_view({"a": [failed]}).rows[0]
     assert (only_failed.decode, only_failed.concurrency, only_failed.latest_done) == (Fig(None, None), None, None)
     assert build_index_view({"a": [done]}).rows[0].root_cause is None
+
+
+def test_the_stack_shows_the_run_s_own_bench_settings_not_the_recipe_s():
+    """Issue #31: the Stack row showed the recipe's concurrency 16 when the run used 4."""
+    run = Run(
+        1,
+        "r",
+        DONE,
+        metrics={"concurrency": 4, "num_prompts": 64, "decode_tok_s": 1.0},
+        snapshot={"model": {"repo": "org/m"}, "bench": {"concurrency": 16, "num_prompts": 64, "max_tokens": 8}},
+    )
+    (bench,) = [item for item in _view([run]).stack if item.label == "bench"]
+    assert bench.value == "num_prompts=64, concurrency=4 (the recipe says 16), max_tokens=8"
