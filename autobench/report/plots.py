@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from autobench import metric_catalogue as catalogue
 from autobench.errors import ReportError
 from autobench.report.model import DONE, RecipeView, Run
 
@@ -34,18 +35,36 @@ class PlotSpec:
     metric: str  # metrics key, or "" for the two-panel concurrency plot
     title: str
     file: str  # file name, beside the page
+    #: A "runs" chart holds one comparable set: the runs at this concurrency (None: unknown).
+    concurrency: int | None = None
+
+
+def _comparable_sets(view: RecipeView) -> list[int | None]:
+    """The concurrencies of the recipe's runs, the latest DONE run's first: one "runs" chart
+    each, so a chart never puts concurrency 8 beside 4 (issue #31)."""
+    head = view.latest_done.concurrency if view.latest_done is not None else None
+    others = sorted({r.concurrency for r in view.runs if r.concurrency is not None} - {head})
+    unknown = [None] if head is not None and any(r.concurrency is None for r in view.runs) else []
+    return [head, *others, *unknown]
 
 
 def plot_specs(view: RecipeView) -> list[PlotSpec]:
     """The plots this recipe's data supports (any DONE run with the value; 2+ concurrency levels)."""
     specs = []
     done = [r for r in view.runs if r.status == DONE]
+    sets = _comparable_sets(view)
     for key, title, stem in (
         ("decode_tok_s", "decode tok/s across runs", "decode"),
         ("ttft_median_ms", "TTFT median (ms) across runs", "ttft"),
     ):
-        if any(r.metric(key) is not None for r in done):
-            specs.append(PlotSpec("runs", key, title, f"{view.name}.{stem}.svg"))
+        for i, conc in enumerate(sets):
+            if not any(r.metric(key) is not None and r.concurrency == conc for r in done):
+                continue
+            at = f" at concurrency {conc}" if conc is not None else " at an unknown concurrency"
+            file = (
+                f"{view.name}.{stem}.svg" if i == 0 else f"{view.name}.{stem}.c{conc if conc is not None else 'x'}.svg"
+            )
+            specs.append(PlotSpec("runs", key, title + at, file, conc))
     levels = [lv for lv in view.levels if lv.concurrency is not None]
     if len(levels) > 1 and any(not lv.decode.missing or not lv.ttft.missing for lv in levels):
         specs.append(
@@ -91,7 +110,7 @@ def _label(run: Run) -> str:
 
 def _draw_runs(fig: Figure, view: RecipeView, spec: PlotSpec) -> None:
     ax = fig.add_subplot()
-    runs = view.runs
+    runs = [r for r in view.runs if r.concurrency == spec.concurrency]  # one comparable set
     xs = list(range(len(runs)))
     heights = [r.metric(spec.metric) if r.status == DONE else None for r in runs]
     top = max((h for h in heights if h is not None), default=1.0) or 1.0
@@ -101,19 +120,24 @@ def _draw_runs(fig: Figure, view: RecipeView, spec: PlotSpec) -> None:
             ax.text(x, top * 0.02, why, ha="center", va="bottom", rotation=90, fontsize=8, color="#a33")
         else:
             ax.bar(x, h, color="#4477aa", width=0.6)
-            ax.text(x, h, f"{h:g}", ha="center", va="bottom", fontsize=8)
-    if spec.metric == "decode_tok_s" and view.speedup.ok and view.speedup.base is not None:
+            ax.text(x, h, _fmt(spec.metric, h), ha="center", va="bottom", fontsize=8)
+    if (
+        spec.metric == "decode_tok_s"
+        and view.speedup.ok
+        and view.speedup.base is not None
+        and view.speedup.concurrency == spec.concurrency
+    ):
         base = view.speedup.base
         ax.axhline(
             float(base.value),
             color="#888",
             linestyle="--",
             linewidth=1,
-            label=f"baseline {view.speedup.baseline} run {base.run_id}: {base.value:g}",
+            label=f"baseline {view.speedup.baseline} run {base.run_id}: {_fmt('decode_tok_s', base.value)}",
         )
         ax.legend(fontsize=7, loc="upper left")
     ax.set_xticks(xs, [_label(r) for r in runs], fontsize=8)
-    ax.set_ylabel(spec.title.split(" across")[0])
+    ax.set_ylabel(spec.title.split(" across")[0])  # bars from zero: a 1 % difference looks like one
     ax.set_xlim(-0.6, len(runs) - 0.4)
     ax.set_ylim(0, top * 1.3)
     ax.set_title(f"{view.name}\n{spec.title}", fontsize=9)
@@ -125,14 +149,16 @@ def _draw_concurrency(fig: Figure, view: RecipeView) -> None:
         ax = fig.add_subplot(1, 2, i + 1)
         points = [(c, getattr(lv, attr)) for c, lv in levels]
         points = [(c, f) for c, f in points if not f.missing]
-        ax.plot([c for c, _ in points], [f.value for _, f in points], marker="o", color="#4477aa")
+        # points, not a line: each is the latest DONE run at its level, unrelated runs
+        ax.plot([c for c, _ in points], [f.value for _, f in points], marker="o", linestyle="none", color="#4477aa")
         for c, f in points:
             ax.annotate(
                 f"run {f.run_id}", (c, f.value), fontsize=7, textcoords="offset points", xytext=(0, 5), ha="center"
             )
         ax.set_xlabel("concurrency")
         ax.set_ylabel(ylabel)
-        ax.set_xticks([c for c, _ in levels])
+        ax.set_xticks([c for c, _ in levels], [str(c) for c, _ in levels])
+        ax.set_ylim(bottom=0)
     fig.suptitle(f"{view.name}: latest DONE run per concurrency", fontsize=9)
 
 
@@ -143,7 +169,23 @@ def _lines(view: RecipeView) -> list[tuple[str, list[Any]]]:
 
 
 def _cell_tag(row: Any) -> str:
-    return "c" + ",".join(str(i) for i in row.cells)
+    """A point's label: the run and its cells (``run 7 cells 1, 4``)."""
+    which = ", ".join(str(i) for i in row.cells)
+    return f"run {row.run_id} cell{'s' if len(row.cells) > 1 else ''} {which}"
+
+
+def _fmt(key: str, value: Any) -> str:
+    """The one number format of the metric catalogue (significant figures by metric)."""
+    m = catalogue.BY_KEY.get(key)
+    return catalogue.format_value(value, m.sig if m is not None else 4)
+
+
+def _concurrency_axis(ax: Any, lines: list[tuple[str, list[Any]]]) -> None:
+    """A linear concurrency axis labelled with the levels benched (not 2^1 2^2 ...)."""
+    levels = sorted({r.concurrency for _, rows in lines for r in rows if r.concurrency is not None})
+    ax.set_xticks(levels, [str(c) for c in levels])
+    ax.set_xlabel("concurrency")
+    ax.set_ylim(bottom=0)
 
 
 def _draw_cells(fig: Figure, view: RecipeView, spec: PlotSpec) -> None:
@@ -158,8 +200,7 @@ def _draw_cells(fig: Figure, view: RecipeView, spec: PlotSpec) -> None:
                     ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"{name} {label}".strip())
                     for c, y, r in pts:
                         ax.annotate(_cell_tag(r), (c, y), fontsize=6, textcoords="offset points", xytext=(0, 4))
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("concurrency")
+        _concurrency_axis(ax, lines)
         ax.set_ylabel("tok/s")
         ax.legend(fontsize=7)
     elif spec.kind == "cells-latency":
@@ -173,8 +214,7 @@ def _draw_cells(fig: Figure, view: RecipeView, spec: PlotSpec) -> None:
                         ax.plot([p[0] for p in pts], [p[1] for p in pts], style, label=f"{stat} {label}".strip())
                         for c, y, r in pts:
                             ax.annotate(_cell_tag(r), (c, y), fontsize=6, textcoords="offset points", xytext=(0, 4))
-            ax.set_xscale("log", base=2)
-            ax.set_xlabel("concurrency")
+            _concurrency_axis(ax, lines)
             ax.set_ylabel(name)
             ax.legend(fontsize=7)
     else:
@@ -190,7 +230,7 @@ def _draw_cells(fig: Figure, view: RecipeView, spec: PlotSpec) -> None:
                 )
                 for r in shown:
                     ax.annotate(
-                        f"conc {r.concurrency} {_cell_tag(r)}",
+                        f"concurrency {r.concurrency}, {_cell_tag(r)}",
                         (r.value("total_tok_s"), r.value("per_user_tok_s")),
                         fontsize=6,
                         textcoords="offset points",
@@ -198,6 +238,8 @@ def _draw_cells(fig: Figure, view: RecipeView, spec: PlotSpec) -> None:
                     )
         ax.set_xlabel("total tok/s")
         ax.set_ylabel("per-user tok/s (1000 / TPOT median)")
+        ax.set_xlim(left=0)
+        ax.set_ylim(bottom=0)
         if any(label for label, _ in lines):
             ax.legend(fontsize=7)
     fig.suptitle(f"{view.name}, {spec.title} (points: cells of run {table.run_id})", fontsize=9)

@@ -131,7 +131,8 @@ def test_cell_plots_are_drawn_and_linked_only_when_drawn(tmp_path: Path):
     result = write_outputs([out])
     assert sorted(p.name for p in result.plots) == sorted(files)
     svg = (tmp_path / "recipes" / files[0]).read_text()
-    assert "cells of run 7" in svg and "c2" in svg  # every point names its run and cell
+    assert "cells of run 7" in svg and "run 7 cell 2" in svg  # every point names its run and cell
+    assert "2^" not in svg and "mathdefault" not in svg  # a linear concurrency axis labelled 1, 4, 16
     # without the plot files and without drawing, nothing is linked
     [bare] = plan_outputs(
         group_by_recipe(runs), [Target(NAME)], tmp_path / "x", plots=True, recipes={}, plot_ok=Path.is_file

@@ -27,7 +27,17 @@ def _levels():
 
 def test_specs_come_from_the_data():
     assert [s.file for s in plots.plot_specs(_view(seed_records()))] == [f"{DFLASH}.decode.svg", f"{DFLASH}.ttft.svg"]
-    assert [s.kind for s in plots.plot_specs(_view(_levels()))] == ["runs", "runs", "concurrency"]
+    # one "runs" chart per comparable set (concurrency), the latest DONE run's (16) first: never
+    # concurrency 8 beside 1 in one chart (issue #31); TTFT has no figure at 16
+    assert [s.file for s in plots.plot_specs(_view(_levels()))] == [
+        f"{DFLASH}.decode.svg",
+        f"{DFLASH}.decode.c1.svg",
+        f"{DFLASH}.decode.c8.svg",
+        f"{DFLASH}.ttft.c1.svg",
+        f"{DFLASH}.ttft.c8.svg",
+        f"{DFLASH}.concurrency.svg",
+    ]
+    assert plots.plot_specs(_view(_levels()))[0].title == "decode tok/s across runs at concurrency 16"
     assert plots.plot_specs(_view(seed_records()[1:2])) == []  # only a BLOCKED run: nothing to plot
     assert plots.plot_specs(_view([], "none")) == []
 
@@ -49,7 +59,7 @@ def test_the_page_is_the_same_with_or_without_matplotlib(monkeypatch):
     page = render_recipe(with_links)
     monkeypatch.setattr(plots, "matplotlib_available", lambda: False)
     assert render_recipe(with_links) == page  # the Markdown never depends on the extra
-    assert f"![decode tok/s across runs]({DFLASH}.decode.svg)" in page
+    assert f"![decode tok/s across runs at concurrency 8]({DFLASH}.decode.svg)" in page
 
 
 def test_svgs_are_written_reproducibly_and_carry_run_ids(tmp_path):
