@@ -52,8 +52,8 @@ class RefSpec:
     kind: str  # "model" | "tokenizer" | "draft"
     repo: str
     revision: str | None  # as written / defaulted in the effective recipe
-    repo_key: tuple[str, str]
-    rev_key: tuple[str, str]
+    repo_key: tuple[str, ...]
+    rev_key: tuple[str, ...]
 
     @property
     def key(self) -> str:
@@ -209,7 +209,7 @@ def check_pinnable(path: Path, keys: tuple[str, ...]) -> None:
         _refuse_anchor(path, text, parent, keys)
 
 
-def set_revision(path: Path, keys: tuple[str, str], repo_key: str, sha: str, label: str) -> bool:
+def set_revision(path: Path, keys: tuple[str, ...], repo_key: str, sha: str, label: str) -> bool:
     """Write ``<keys[-1]>: <sha>  # frozen: <label>`` into ``path``; True if the file changed.
 
     The value is spliced into its line, or a line inserted after the repo key's.  A splice whose
@@ -433,6 +433,51 @@ def pin_label(loaded: LoadedRecipe, spec: RefSpec, lock: dict[str, Any] | None) 
     return "main", True
 
 
+def _matrix_references(recipe_path: Path) -> list[tuple[RefSpec, str, str]]:
+    """(reference, cell, location) for each Hub revision a ``variants:`` or ``roles:`` entry of
+    the recipe file writes, or must get because it changes the repo (it would inherit the base's
+    revision of another repo), and that is not pinned to a full sha yet.  ``lock`` used to pin
+    only the base cell, leaving a variant's ``revision: main`` unpinned."""
+    from autobench.recipe.loader import MATRIX_KEYS, load_recipe, recipe_cells
+
+    _, doc = _load_rt(recipe_path)
+    cells = recipe_cells(recipe_path)
+    out: list[tuple[RefSpec, str, str]] = []
+    for section in MATRIX_KEYS:
+        entries = _node(doc, (section,))
+        if not isinstance(entries, dict):
+            continue
+        for name, override in entries.items():
+            cell = next((c for c in cells if name in c.split("/")), None)
+            if cell is None or not isinstance(override, dict):
+                continue
+            loaded = load_recipe(recipe_path, cell)
+            for spec in references(loaded.recipe):
+                parent = _node(override, spec.rev_key[:-1])
+                if not isinstance(parent, CommentedMap):
+                    continue
+                writes_rev = spec.rev_key[-1] in parent
+                writes_repo = spec.repo_key[:-1] == spec.rev_key[:-1] and spec.repo_key[-1] in parent
+                if not (writes_rev or writes_repo) or (writes_rev and is_sha(spec.revision)):
+                    continue
+                prefix = (section, str(name))
+                line, col = parent.lc.value(spec.rev_key[-1]) if writes_rev else parent.lc.value(spec.repo_key[-1])
+                out.append(
+                    (
+                        RefSpec(
+                            spec.kind,
+                            spec.repo,
+                            spec.revision if writes_rev else None,
+                            prefix + tuple(spec.repo_key),
+                            prefix + tuple(spec.rev_key),
+                        ),
+                        cell,
+                        f"{recipe_path}:{line + 1}:{col + 1}",
+                    )
+                )
+    return out
+
+
 def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPins | None = None) -> LockResult:
     """Resolve, then edit the recipe(s) and write the sidecar lock.  Nothing is written on error.
 
@@ -490,6 +535,33 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
             "file": os.path.relpath(target, recipe_path.resolve().parent),
             "fingerprint": fingerprint(resolved.config),
             "trust": trust,
+        }
+
+    for spec, cell, where in _matrix_references(recipe_path):
+        # a revision a variant or role writes (or a repo it changes) is pinned where it is written
+        label = spec.revision or "main"
+        try:
+            resolved = resolver.resolve(spec.repo, spec.revision, label=label)
+        except HubError as exc:
+            exc.location = where
+            raise
+        plan.append(
+            (
+                Pin(spec, label, spec.revision is None, resolved.sha, spec.revision, recipe_path.resolve()),
+                recipe_path.resolve(),
+            )
+        )
+        entries[f"{spec.rev_key[0]}.{spec.rev_key[1]}.{spec.kind}"] = {
+            "repo": spec.repo,
+            "label": label,
+            "label_assumed": spec.revision is None,
+            "sha": resolved.sha,
+            "resolved_at": resolved.resolved_at,
+            "resolved_from": resolved.source,
+            "key": spec.key,
+            "file": recipe_path.name,
+            "cell": cell,
+            "fingerprint": fingerprint(resolved.config),
         }
 
     extra_pins = []

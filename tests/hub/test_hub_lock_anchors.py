@@ -49,3 +49,25 @@ def test_a_rewrite_never_drops_the_final_line_break(hub_env, tmp_path, capsys):
         assert main(["lock", str(recipe)]) == 0, capsys.readouterr()
         assert recipe.read_text().endswith("\n")
         assert load_recipe(recipe).recipe.model.revision == BASE_NEW
+
+
+def test_revisions_a_variant_writes_are_pinned_where_they_are_written(hub_env, tmp_path, capsys):
+    """Before: lock pinned the base cell only; a variant's `revision: main` stayed unpinned."""
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        f"model:\n  repo: {BASE_REPO}\n  revision: main\ncontainer:\n  image: {IMAGE}\n"
+        f"variants:\n  other:\n    model:\n      repo: {DRAFT_REPO}\n      revision: main\n"
+        f"  same:\n    engine:\n      max_num_seqs: 4\n"
+        f"  repo-only:\n    model:\n      repo: {DRAFT_REPO}\n"
+    )
+    assert main(["lock", str(recipe)]) == 0, capsys.readouterr()
+    text = recipe.read_text()
+    assert text.count("# frozen: main") == 3, text  # base, other, and repo-only (inserted)
+    for cell in ("base", "other", "same", "repo-only"):
+        revision = load_recipe(recipe, cell).recipe.model.revision
+        assert revision is not None and len(revision) == 40, (cell, revision)
+    assert load_recipe(recipe, "other").recipe.model.revision != BASE_NEW
+    import json
+
+    refs = json.loads((tmp_path / "r.yaml.lock.json").read_text())["references"]
+    assert refs["variants.other.model"]["cell"] == "other" and refs["variants.other.model"]["repo"] == DRAFT_REPO
