@@ -158,6 +158,11 @@ BAD = [
         "sample.size 2: the design has only 1 treatments left to sample after its exclusions",
     ),
     (
+        "factors:\n  engine.max_num_seqs: [1, 2, 3, 4]\nmax_treatments: 2\nexclude: [{engine.max_num_seqs: 1}]\n",
+        "4:1",
+        "the design has up to 4 treatments, more than max_treatments 2",
+    ),
+    (
         "design: list\ntreatments: [{engine.max_num_seqs: 8}, {engine.max_num_seqs: 9}, {engine.max_num_seqs: 10}]\n"
         "max_treatments: 2\n",
         "4:1",
@@ -269,6 +274,8 @@ def test_an_exclusion_keeps_a_listed_treatment_that_does_not_set_its_factor(tmp_
     )
     assert labels(path) == ["dtype=half", "max_num_seqs=16"]
     assert [t.id for t in treatments(load_experiment(path))] == ["t1", "t2"]
+    exactly = write(tmp_path, "factors:\n  engine.max_num_seqs: [8, 9]\nmax_treatments: 2\n")
+    assert labels(exactly) == ["max_num_seqs=8", "max_num_seqs=9"]
     at_most = write(
         tmp_path, "design: list\ntreatments: [{engine.max_num_seqs: 8}, {engine.max_num_seqs: 9}]\nmax_treatments: 2\n"
     )
