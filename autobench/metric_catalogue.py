@@ -58,7 +58,7 @@ class Metric:
     #: Judged by ``compare``/``regress`` verdicts (needs ``better``).
     verdict: bool = False
     #: Significant figures when shown (integers are shown whole).
-    sig: int = 4
+    sig: int = 5
     #: The field of a bench result JSON (vLLM's name where vLLM has one) and the factor from it
     #: over this metric's unit (100: the field is a percentage of the metric's fraction); None:
     #: not read from a result (computed elsewhere).
@@ -283,7 +283,7 @@ def keys(*, stored: bool | None = None, column: bool | None = None) -> tuple[str
     )
 
 
-def format_value(value: object, sig: int = 4) -> str:
+def format_value(value: object, sig: int = 5) -> str:
     """One number format for every figure: integers whole with thousands separators; other
     numbers to ``sig`` significant figures (never fewer than the integer digits: 17,209 not
     17,210), thousands separators, no trailing zeros; booleans yes/no; None "—"."""

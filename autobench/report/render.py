@@ -29,6 +29,7 @@ from markupsafe import Markup
 
 from autobench.errors import ReportError
 from autobench.escape import markdown, markdown_block, terminal
+from autobench.metric_catalogue import format_value
 from autobench.report.model import Fig, IndexView, RecipeView
 from autobench.templates_dir import templates_dir as _templates_dir
 
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     import jinja2
 
 MISSING = "—"
+#: Significant figures of a float figure (the metric catalogue's default, ``Metric.sig``).
+SIG = 5
 RECIPE_TEMPLATE = "report_recipe.md.j2"
 INDEX_TEMPLATE = "report_index.md.j2"
 
@@ -64,18 +67,34 @@ def _num(x: Any, digits: int = 2) -> str:
     if isinstance(x, float):
         if x and abs(x) < 10**-digits:  # tiny but not zero: never print it as 0
             return f"{x:.2g}"
-        text = f"{x:,.{digits}f}"
-        if "." in text:
-            text = text.rstrip("0").rstrip(".")
-        return "0" if text in {"-0", ""} else text
+        # one number format for every figure: the metric catalogue's significant figures
+        return format_value(x, SIG)
     return str(x)
+
+
+def _fixed(x: float, digits: int) -> str:
+    """``x`` to at most ``digits`` decimals, no trailing zeros (percentages)."""
+    text = f"{x:,.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in {"-0", ""} else text
+
+
+def plain(x: Any) -> str:
+    """A parameter as written (``input_len=1024``, never ``1,024``)."""
+    x = _value(x)
+    if x is None:
+        return Markup(MISSING)
+    if isinstance(x, float) and x.is_integer():
+        x = int(x)
+    return Markup(markdown(str(x)))
 
 
 def pct(x: Any, digits: int = 1) -> str:
     x = _value(x)
     if x is None:
         return Markup(MISSING)
-    return Markup(_num(float(x) * 100.0, digits) + "%")
+    return Markup(_fixed(float(x) * 100.0, digits) + "%")
 
 
 def ratio(x: Any) -> str:
@@ -189,6 +208,7 @@ def environment(directory: str | None = None) -> jinja2.Environment:
     )
     env.filters.update(
         num=num,
+        plain=plain,
         unit=unit,
         pct=pct,
         ratio=ratio,

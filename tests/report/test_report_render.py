@@ -176,3 +176,18 @@ def test_an_undefined_template_value_is_a_report_error(tmp_path, monkeypatch):
     monkeypatch.setattr(render, "templates_dir", lambda: tmp_path)
     with pytest.raises(ReportError, match="undefined"):
         _page(seed_records())
+
+
+def test_one_number_format_for_every_figure_and_parameters_as_written():
+    """Issue #31: the page mixed 17,209.4 / 4,779.52 / 822.904 and wrote input_len=1,024."""
+    from autobench.report.render import num, plain
+
+    assert [str(num(v)) for v in (17209.4, 4779.52, 822.904, 115.66, 0.5)] == [
+        "17,209",
+        "4,779.5",
+        "822.9",
+        "115.66",
+        "0.5",
+    ]
+    assert str(num(17209.4, 1)) == str(num(17209.4))  # the by-cell table's figures: the same format
+    assert str(plain(1024)) == "1024" and str(plain(1024.0)) == "1024" and str(plain(None)) == "—"
