@@ -456,6 +456,8 @@ def _stack(run: Run | None, recipe: Mapping[str, Any]) -> list[StackItem]:
         measured = run.metric(metric) if run is not None else None
         if measured is None:
             return f"{key}={declared}" if declared else None
+        if isinstance(declared, list):  # a grid: every cell ran (the by-cell table shows each)
+            return f"{key}={declared}"
         if declared is None or declared == measured:
             return f"{key}={measured}"
         return f"{key}={measured} (the recipe says {declared})"
