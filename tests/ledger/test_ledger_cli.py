@@ -313,8 +313,10 @@ def test_history_other_kinds_and_errors(capsys, seeded):
     assert json.loads(out)["runs"] == 1
     code, out, err = run(capsys, "history", "--draft", "z-lab/Qwen3.5-122B-A10B-DFlas", "--ledger", str(seeded))
     assert code == 0 and out == "" and f"did you mean {DRAFT}" in err
-    code, _, err = run(capsys, "history", "--ledger", str(seeded))
-    assert code == 2 and "exactly one of" in err
+    code, out, _ = run(capsys, "history", "--ledger", str(seeded))  # no filter: every recipe (issue #31)
+    assert code == 0 and "recipe qwen3-5-122b-a10b-vllm-int4-autoround: 1 run\n" in out
+    code, _, err = run(capsys, "history", "--draft", DRAFT, "--recipe", "x", "--ledger", str(seeded))
+    assert code == 2 and "at most one of" in err
 
 
 def test_compare_seed_speedup(capsys, seeded):
