@@ -132,7 +132,7 @@ def run(
             live=False,
         )
         outcome = run_recipe(materialize(plan, planned, folder), options, echo=echo)
-        return Booted(outcome.status, outcome.display_id, outcome.exit_code)
+        return Booted(outcome.status, outcome.display_id)
 
     def done_run(loaded: LoadedRecipe) -> str | None:
         with open_ledger(ledger_url) as book:

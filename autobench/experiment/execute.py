@@ -29,7 +29,6 @@ class Booted:
 
     status: str  # DONE | BLOCKED | FAILED | ABORTED
     display_id: str | None = None
-    exit_code: int = 0
 
 
 @dataclass(frozen=True)
@@ -91,7 +90,7 @@ def run_experiment(
 
 def exit_code(outcomes: list[TreatmentOutcome]) -> int:
     """0 when every treatment that was to run is DONE; 130 after an abort; 6 otherwise."""
-    if any(o.action == LEFT or o.status == "ABORTED" for o in outcomes):
+    if any(o.status == "ABORTED" for o in outcomes):  # the treatments after it were left
         return 130
     if any(o.action == RAN and o.status != "DONE" for o in outcomes):
         return 6

@@ -79,3 +79,101 @@ def test_a_failed_treatment_does_not_stop_the_others_but_the_exit_says_so(tmp_pa
     out = run_experiment(plan, lambda p: Booted(next(statuses)), lambda loaded: None, echo=lambda _: None)
     assert [o.status for o in out] == ["DONE", "BLOCKED", "DONE", "FAILED"]
     assert exit_code(out) == 6
+
+
+def test_what_each_treatment_did_is_said_and_reported(tmp_path) -> None:
+    plan = _plan(tmp_path, prune={4})
+    lines: list[str] = []
+    done = {plan.treatments[0].digest: "#7-1a2b3c4d"}
+    statuses = iter([Booted("DONE", "#8-2b3c4d5e"), Booted("FAILED")])
+    out = run_experiment(plan, lambda p: next(statuses), lambda loaded: done.get(loaded.digest), echo=lines.append)
+    assert lines == [
+        "[1/4] t1 max_num_seqs=1: DONE already (#7-1a2b3c4d), skipped",
+        "[2/4] t2 max_num_seqs=2: booting",
+        "[2/4] t2 max_num_seqs=2: DONE (#8-2b3c4d5e)",
+        "[3/4] t3 max_num_seqs=3: booting",
+        "[3/4] t3 max_num_seqs=3: FAILED",
+        "[4/4] t4 max_num_seqs=4: pruned, not booted: predicted failure at 4",
+    ]
+    assert [o.to_json_dict() for o in out] == [
+        {
+            "id": "t1",
+            "label": "max_num_seqs=1",
+            "digest": plan.treatments[0].digest,
+            "action": SKIPPED,
+            "status": "DONE",
+            "run": "#7-1a2b3c4d",
+            "cause": None,
+        },
+        {
+            "id": "t2",
+            "label": "max_num_seqs=2",
+            "digest": plan.treatments[1].digest,
+            "action": RAN,
+            "status": "DONE",
+            "run": "#8-2b3c4d5e",
+            "cause": None,
+        },
+        {
+            "id": "t3",
+            "label": "max_num_seqs=3",
+            "digest": plan.treatments[2].digest,
+            "action": RAN,
+            "status": "FAILED",
+            "run": None,
+            "cause": None,
+        },
+        {
+            "id": "t4",
+            "label": "max_num_seqs=4",
+            "digest": plan.treatments[3].digest,
+            "action": NOT_BOOTED,
+            "status": None,
+            "run": None,
+            "cause": "predicted failure at 4",
+        },
+    ]
+    assert exit_code(out) == 6
+
+
+def test_an_abort_of_the_last_treatment_exits_130(tmp_path) -> None:
+    plan = _plan(tmp_path)
+    statuses = iter(["DONE", "DONE", "DONE", "ABORTED"])
+    out = run_experiment(plan, lambda p: Booted(next(statuses)), lambda loaded: None, echo=lambda _: None)
+    assert LEFT not in [o.action for o in out] and exit_code(out) == 130
+
+
+def test_a_treatment_is_written_as_a_recipe_with_the_planned_digest(tmp_path) -> None:
+    import json
+
+    import pytest
+
+    from autobench.errors import RunError
+    from autobench.experiment.execute import materialize
+    from autobench.recipe import load_recipe
+
+    path = write(
+        tmp_path,
+        "name: sweep-\u00e9t\u00e9\nbench: {concurrency: [1, 8]}\n"
+        "factors:\n  engine.max_num_seqs: [4]\n  env.NOTE: ['caf\u00e9']\n",
+    )
+    plan = plan_experiment(load_experiment(path), predictor=lambda loaded: (READY, None, None))
+    (planned,) = plan.treatments
+    written = materialize(plan, planned, tmp_path / "runs")
+    assert written == tmp_path / "runs" / f"t1-{planned.digest.removeprefix('sha256:')[:12]}.yaml"
+    text = written.read_text(encoding="utf-8")
+    assert text.startswith("# sweep-\u00e9t\u00e9 t1: max_num_seqs=4 NOTE=caf\u00e9 (autobench experiment run)\n{\n  ")
+    assert text.endswith("}\n") and "caf\u00e9" in text  # UTF-8 as written, not \\u escapes
+    doc = json.loads(text.split("\n", 1)[1])
+    assert doc["bench"] == {"concurrency": [1, 8]} and doc["engine"] == {"max_num_seqs": 4}
+    assert doc["extends"] == str((tmp_path / "r.yaml").resolve()) and doc["name"] == "small"
+    loaded = load_recipe(written)
+    assert loaded.digest == planned.digest and loaded.recipe.bench.concurrency == [1, 8]
+    # a plan whose digest the written file does not have is refused, not run
+    from dataclasses import replace
+
+    wrong = replace(planned, loaded=load_recipe(tmp_path / "r.yaml"))
+    with pytest.raises(RunError) as info:
+        materialize(plan, wrong, tmp_path / "runs")
+    assert "the treatment file loads with digest sha256:" in str(info.value)
+    assert "not the planned sha256:" in str(info.value) and "a bug: report it" in str(info.value)
