@@ -45,11 +45,6 @@ def parse_int(text: str, *, max_digits: int = MAX_INT_DIGITS) -> int:
     return int(body)
 
 
-def too_many_digits(text: str, max_digits: int = MAX_INT_DIGITS) -> bool:
-    """Whether an integer written as ``text`` has more than ``max_digits`` digits."""
-    return sum(1 for c in text if "0" <= c <= "9") > max_digits
-
-
 class JSONLimitError(json.JSONDecodeError):
     """JSON refused by :func:`load_json`: nested too deeply (``too_deep``), or a value Python
     cannot convert.  A ``JSONDecodeError`` (so a ``ValueError``): callers that handle bad JSON

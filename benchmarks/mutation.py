@@ -112,8 +112,12 @@ TESTS: dict[str, list[str]] = {
         "tests/test_recipe_facts.py",
         "tests/hub/test_hub_hostile.py",
     ],
+    "autobench/escape.py": ["tests/test_escape_formats.py", "tests/security/test_echoed_values.py"],
+    "autobench/digits.py": ["tests/test_digits_limits.py"],
+    "autobench/recipe/bounds.py": ["tests/recipe/test_recipe_bounds.py"],
     "autobench/redaction.py": [
         "tests/test_redaction.py",
+        "tests/test_redaction_urls.py",
         "tests/test_redaction_writers.py",
         "tests/logs/test_logs_cli_secrets.py",
     ],

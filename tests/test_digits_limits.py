@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 
 from autobench.cli import main
-from autobench.digits import MAX_INT_DIGITS, MAX_JSON_DEPTH, JSONLimitError, json_depth, load_json, parse_int
+from autobench.digits import (
+    MAX_INT_DIGITS,
+    MAX_JSON_DEPTH,
+    JSONLimitError,
+    is_digits,
+    json_depth,
+    load_json,
+    parse_int,
+)
 from autobench.run.readiness import model_ids
 
 BASE = (
@@ -27,10 +35,36 @@ def test_parse_int_reads_ascii_whole_numbers(text, value):
     assert parse_int(text) == value
 
 
-@pytest.mark.parametrize("text", ["", "²", "８０", "1.5", "1e3", "0x10", "--1", "9" * (MAX_INT_DIGITS + 1), "9" * 5000])
-def test_parse_int_refuses_anything_else_before_converting(text):
-    with pytest.raises(ValueError):
+def test_the_limits():
+    assert (MAX_INT_DIGITS, MAX_JSON_DEPTH) == (100, 100)
+    assert parse_int("-" + "9" * MAX_INT_DIGITS) == -int("9" * MAX_INT_DIGITS)  # the sign is no digit
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("", "not a whole number: ''"),
+        ("²", "not a whole number: '²'"),
+        ("８０", "not a whole number"),
+        ("1.5", "not a whole number: '1.5'"),
+        ("1e3", "not a whole number"),
+        ("0x10", "not a whole number"),
+        ("--1", "not a whole number"),
+        ("9" * (MAX_INT_DIGITS + 1), "a number of 101 digits (at most 100)"),
+        ("-" + "9" * 5000, "a number of 5000 digits (at most 100)"),
+    ],
+)
+def test_parse_int_refuses_anything_else_before_converting(text, said):
+    with pytest.raises(ValueError) as info:
         parse_int(text)
+    assert said in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "ok"), [("0", True), ("8000", True), ("", False), ("²", False), ("８", False), ("1 ", False)]
+)
+def test_is_digits_is_ascii_digits_only(text, ok):
+    assert is_digits(text) is ok
 
 
 @pytest.mark.parametrize(
@@ -62,6 +96,20 @@ def test_json_depth_counts_brackets_outside_strings(text, depth):
 def test_load_json_refuses_as_a_json_decode_error(text):
     with pytest.raises(json.JSONDecodeError):
         load_json(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "too_deep", "said"),
+    [
+        ("[" * (MAX_JSON_DEPTH + 1) + "]" * (MAX_JSON_DEPTH + 1), True, "nested 101 levels deep (at most 100)"),
+        ('{"n": ' + "9" * 5000 + "}", False, "a value that cannot be read (Exceeds the limit (4300 digits)"),
+    ],
+)
+def test_load_json_says_which_limit(text, too_deep, said):
+    with pytest.raises(JSONLimitError) as info:
+        load_json(text)
+    assert info.value.too_deep is too_deep and said in str(info.value)
+    assert info.value.doc == text[:64] and info.value.pos == 0
 
 
 def test_load_json_reads_what_json_loads_reads():

@@ -39,6 +39,11 @@ CASES = [
     (f"bench:\n  concurrency: {values(1001)}\n" + DATASET, False),
     (f"bench:\n  concurrency: {values(100)}\n  repeat: 100\n" + DATASET, True),  # 10,000 benches
     (f"bench:\n  concurrency: {values(101)}\n  repeat: 100\n" + DATASET, False),
+    (  # 73 x 137 = 10,001 benches: one past the bound
+        f"bench:\n  concurrency: {values(73)}\n"
+        f"  dataset:\n    kind: random\n    input_len: {values(137)}\n    output_len: 8\n",
+        False,
+    ),
     (
         f"bench:\n  concurrency: {values(1000)}\n  request_rate: {values(1000)}\n"
         f"  dataset:\n    kind: random\n    input_len: {values(1000)}\n    output_len: 8\n",
@@ -96,6 +101,7 @@ def test_a_recipe_built_in_code_cannot_build_a_huge_grid_either(tmp_path: Path):
         ([0, 1], None, 1, 1),
         ([1000] * 3, None, 1, 10**9),
         ([5, 5], 3, 4, 12),
+        ([2], None, 0, 2),
     ],
 )
 def test_grid_size_counts_without_building(axes, schedule, repeat, total):
