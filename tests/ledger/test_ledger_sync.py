@@ -272,13 +272,16 @@ def test_a_forged_copy_of_a_run_already_there_is_refused_naming_both(capsys, tmp
     assert run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(a))[0] == 0
 
 
-def test_a_forged_reference_to_a_run_that_is_not_there_is_one_line_and_nothing_is_copied(capsys, tmp_path, backend):
+@pytest.mark.parametrize("ref", [999, 2, 0, -1])  # a later run, itself, no run, no run
+def test_a_forged_reference_to_a_run_that_is_not_there_is_one_line_and_nothing_is_copied(
+    capsys, tmp_path, backend, ref
+):
     a = tmp_path / "box-a.db"
     _box_a(a)
-    _forge(a, 2, corrects=999)
+    _forge(a, 2, corrects=ref)
     code, out, err = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(a))
     assert code == 4 and out == "" and err.count("\n") == 1, err
-    assert "run #2 corrects run #999, which is not an earlier run of this ledger" in err
+    assert f"run #2 corrects run #{ref}, which is not an earlier run of this ledger" in err
     assert _count(backend.url) == 0
 
 
@@ -291,6 +294,7 @@ def test_a_tampered_destination_is_refused_before_anything_is_appended(capsys, t
     code, out, err = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(b))
     assert code == 4 and out == "" and err.count("\n") == 1
     assert "the destination ledger fails verify, nothing was copied" in err and "BROKEN at run #1" in err
+    assert "(hint: autobench ledger verify --ledger DESTINATION shows the damage; restore it from a copy first)" in err
     assert backend.query("SELECT count(*) FROM runs") == [(2,)]
 
 
