@@ -91,7 +91,7 @@ def load_json(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         raise
-    except RecursionError as exc:
-        raise JSONTooDeep("nested too deeply to read", text[:64], 0) from exc
+    except RecursionError as exc:  # pragma: no mutate  (unreachable after the depth check: a guard)
+        raise JSONTooDeep("nested too deeply to read", text[:64], 0) from exc  # pragma: no mutate
     except ValueError as exc:  # an integer of more than 4,300 digits
         raise JSONLimitError(f"a value that cannot be read ({str(exc).split(';')[0]})", text[:64], 0) from exc

@@ -77,6 +77,11 @@ def test_is_digits_is_ascii_digits_only(text, ok):
         ('["\\"[[[["]', 1),  # ... after an escaped quote too
         ("[" * 10_000 + "]" * 10_000, 10_000),
         ('"unterminated [[[[', 0),
+        ("[[]][[]][]", 2),  # a closing bracket closes one level, no more
+        ("[][[]]", 2),
+        ("{}{{}}", 2),
+        ("{}{}{}", 1),
+        ("[{}, {}, {}]", 2),
     ],
 )
 def test_json_depth_counts_brackets_outside_strings(text, depth):
@@ -90,12 +95,19 @@ def test_json_depth_counts_brackets_outside_strings(text, depth):
         "[" * 200_000,  # a RecursionError in json.loads before
         '{"n": ' + "9" * 5000 + "}",  # Python's 4,300-digit ValueError before
         b"\xff\xfe",
+        '{"a": ' * (MAX_JSON_DEPTH + 1) + "1" + "}" * (MAX_JSON_DEPTH + 1),  # objects count as arrays do
         "{",
     ],
 )
 def test_load_json_refuses_as_a_json_decode_error(text):
     with pytest.raises(json.JSONDecodeError):
         load_json(text)
+
+
+def test_load_json_bytes_that_are_not_utf8():
+    with pytest.raises(JSONLimitError, match=r"not UTF-8 text \(byte 0\)") as info:
+        load_json(b"\xff{}")
+    assert (info.value.doc, info.value.pos, info.value.too_deep) == ("", 0, False)
 
 
 @pytest.mark.parametrize(
