@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -274,21 +275,41 @@ def execute_local(run: Run, docker_checked: bool) -> None:
         echo(f"interrupted by {exc.signame} during {phase}; tearing down")
     finally:
         guard.disarm()
+        teardown_error = None
         if server is not None:
             echo(f"teardown: {plan.teardown}")
             teardown_line = log.teardown_mark()
-            server.stop()
-            log.note("server torn down")
+            before = len(guard.received)  # a signal from here on stops a teardown step that hangs
+            server.stop(
+                interrupted=lambda: (
+                    signal.Signals(guard.received[before]).name if len(guard.received) > before else None
+                )
+            )
+            teardown_error = server.teardown_error
+            log.note("server torn down" if teardown_error is None else f"teardown incomplete: {teardown_error}")
         while bench_threads:  # an interrupted bench ends once its server is gone
             bench_threads.pop().join(timeout=10)
         log.close()
     _finish(plan, outcome, readiness, bench_error, teardown_line)
     if start_error is not None:
         outcome.root_cause_category, outcome.root_cause_message = "start_timeout", start_error
+    if teardown_error is not None:  # a teardown that could not finish is said, and never DONE
+        _teardown_failed(outcome, teardown_error, guard.received)
     if docker_checked and outcome.image_digest is None:  # `docker run` may have pulled it
         from autobench.run.image_check import local_digest
 
         outcome.image_digest = local_digest(container_image(loaded.recipe), docker=plan.server_argv[0], env=child_env)
+
+
+def _teardown_failed(outcome: RunOutcome, error: str, received: list[int]) -> None:
+    outcome.notes.append(f"teardown: {error}")
+    if "stopped by SIG" in error and outcome.status != "ABORTED":
+        outcome.status = "ABORTED"
+        outcome.signal = signal.Signals(received[-1]).name if received else None
+        outcome.root_cause_category, outcome.root_cause_message = "interrupted", f"teardown: {error}"
+    elif outcome.status == "DONE":
+        outcome.status = "FAILED"
+        outcome.root_cause_category, outcome.root_cause_message = "teardown_failed", error
 
 
 def _on_terminal() -> bool:

@@ -22,7 +22,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -190,6 +190,7 @@ class ProcessServer:
         assert self._proc.stdout is not None
         self._pump = log.pump(self._proc.stdout)
         self._stopped = False
+        self.teardown_error: str | None = None  # the process group is always killed: never set
 
     def wait_started(self, timeout_s: float) -> None:
         """The process runs as soon as it is spawned: nothing to wait for."""
@@ -201,7 +202,7 @@ class ProcessServer:
     def exit_code(self) -> int | None:
         return self._proc.poll()
 
-    def stop(self) -> None:
+    def stop(self, interrupted: Callable[[], str | None] = lambda: None) -> None:
         if self._stopped:
             return
         self._stopped = True
@@ -242,6 +243,7 @@ class DockerServer:
         self._log = log
         self._env = env
         self._stopped = False
+        self.teardown_error: str | None = None
         self._created = True
         self._follower: subprocess.Popen[bytes] | None = None
         self._run_proc: subprocess.Popen[bytes] | None = None
@@ -310,6 +312,9 @@ class DockerServer:
     def pids(self) -> list[int]:
         return [p.pid for p in (self._starter, self._follower, self._run_proc) if p is not None]
 
+    def _remove(self, interrupted: Callable[[], str | None]) -> str | None:
+        return remove_container(self.docker, self.name, self._env, self._log, interrupted)
+
     def _container_exit_code(self) -> int:
         try:
             out = subprocess.run(
@@ -338,29 +343,59 @@ class DockerServer:
         self._early_exit = self._container_exit_code()
         return self._early_exit
 
-    def stop(self) -> None:
+    def stop(self, interrupted: Callable[[], str | None] = lambda: None) -> None:
+        """Remove the container (``docker rm -f``), then end every docker CLI process.  The
+        removal is watched, not waited on blindly: ``interrupted`` (the name of a signal that
+        arrived during teardown, or None) stops the wait at once, and so does RM_TIMEOUT_S.
+        Whatever keeps the container from certainly being gone is ``teardown_error``."""
         if self._stopped:
             return
         self._stopped = True
         if self._run_proc is not None and self._run_proc.poll() == DOCKER_REFUSED:
             self._created = False
         if self._created:
-            try:
-                rm = subprocess.run(
-                    [self.docker, "rm", "-f", self.name],
-                    capture_output=True,
-                    text=True,
-                    timeout=120,
-                    env=self._env,
-                )
-                self._log.note(f"docker rm -f {self.name} -> exit {rm.returncode}")
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                self._log.note(f"docker rm -f {self.name} failed: {exc}")
+            self.teardown_error = self._remove(interrupted)
+            if self.teardown_error:
+                self._log.note(self.teardown_error)
         for proc in (self._starter, self._run_proc, self._follower):
             if proc is not None:
                 terminate_group(proc, self.grace_s if proc.poll() is None else 0.0)
         for pump in self._pumps:
             pump.join(timeout=5)
+
+
+RM_TIMEOUT_S = 120.0
+
+
+def remove_container(
+    docker: str, name: str, env: dict[str, str], log: LogFile, interrupted: Callable[[], str | None]
+) -> str | None:
+    """``docker rm -f NAME`` in its own process group, polled; None when it removed the
+    container (or there was none), else why the container may still run."""
+    try:
+        rm = subprocess.Popen(
+            [docker, "rm", "-f", name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return f"docker rm -f {name} could not start ({exc.strerror or exc}): the container may still run"
+    deadline = time.monotonic() + RM_TIMEOUT_S
+    while rm.poll() is None:
+        stopped_by = interrupted()
+        if stopped_by or time.monotonic() > deadline:
+            terminate_group(rm, 1.0)
+            why = f"stopped by {stopped_by}" if stopped_by else f"did not finish in {RM_TIMEOUT_S:.0f} s"
+            return f"docker rm -f {name} {why}: the container may still run (remove it with docker rm -f {name})"
+        time.sleep(0.05)
+    out = (rm.stdout.read() if rm.stdout else b"").decode("utf-8", "replace")
+    log.note(f"docker rm -f {name} -> exit {rm.returncode}")
+    if rm.returncode != 0 and "No such container" not in out:
+        first = out.strip().splitlines()[0][:200] if out.strip() else "no output"
+        return f"docker rm -f {name} exited {rm.returncode} ({first}): the container may still run"
+    return None
 
 
 def start_server(

@@ -12,6 +12,7 @@ in $FAKE_DOCKER_STATE/calls.jsonl) and emulates just what `autobench run` uses:
   docker image inspect REF   the local images in $FAKE_DOCKER_STATE/images.json (reference ->
       docker's inspect object); a `name@digest` REF also finds an image whose RepoDigests hold it
   (FAKE_DOCKER_RUN_HANG=1: `docker run -d` creates the container, then hangs, ignoring SIGTERM)
+  (FAKE_DOCKER_RM_HANG=1: `docker rm -f` writes rm-hang.pid and hangs, ignoring SIGTERM, the container left)
   docker pull REF         copies $FAKE_DOCKER_STATE/registry.json[REF] into images.json (exit 1
       "manifest unknown" when absent)
 """
@@ -167,6 +168,11 @@ def main() -> int:
         return 0
     if verb == "rm":
         name = argv[-1]
+        if os.environ.get("FAKE_DOCKER_RM_HANG") == "1":  # a daemon that never answers
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            (STATE / "rm-hang.pid").write_text(str(os.getpid()))
+            while True:
+                time.sleep(1)
         pid_file = STATE / f"{name}.pid"
         if pid_file.exists():
             with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -81,3 +81,28 @@ def test_a_docker_run_that_never_returns_fails_at_the_ready_timeout(make_recipe,
     assert ["rm", "-f", "ab-synth-run"] in _calls(tmp_path)
     [row] = ledger_rows(tmp_path)
     assert row.status == "FAILED" and row.root_cause_category == "start_timeout"
+
+
+def test_a_signal_during_a_hung_docker_rm_stops_the_teardown_and_the_run_is_not_done(make_recipe, tmp_path):
+    """issue #27: SIGTERM while `docker rm -f` hung was ignored for 120 s, then the run was DONE
+    with the container still running.  Now the signal stops the wait, the row says ABORTED and
+    names what may still run."""
+    recipe = make_recipe(ready_timeout=60)
+    env = _docker_env(tmp_path, FAKE_DOCKER_RM_HANG="1")
+    proc = _start(recipe, tmp_path, env)
+    state = tmp_path / "docker-state"
+    try:
+        _wait_for(state / "rm-hang.pid", timeout=90)  # the bench is done; teardown hangs in docker rm -f
+        rm_pid = int((state / "rm-hang.pid").read_text())
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)  # not RM_TIMEOUT_S (120 s): the signal ends the wait
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    assert not pid_alive(rm_pid)  # the hung docker CLI is not left behind either
+    [row] = ledger_rows(tmp_path)
+    assert row.status == "ABORTED" and row.root_cause_category == "interrupted"
+    assert "docker rm -f ab-synth-run stopped by SIGTERM: the container may still run" in row.root_cause_message
+    assert "the container may still run" in out + err
