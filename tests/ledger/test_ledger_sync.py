@@ -267,6 +267,16 @@ def test_a_forged_copy_of_a_run_already_there_is_refused_naming_both(capsys, tmp
     assert code == 4 and out == "" and err.count("\n") == 1
     assert "is in both ledgers with different content: source run #2" in err
     assert "destination run #2" in err and "one is a forged or edited copy, nothing was copied" in err
+    here, there = _by_uid(backend.url), _by_uid(str(forged))
+    uid = next(u for u, (rid, _, _) in there.items() if rid == 2)
+    assert f"run {uid} is in both ledgers" in err
+    assert (
+        f"source run #2 (content {there[uid][1][:12]}...) vs destination run #2 (content {here[uid][1][:12]}...)" in err
+    )
+    assert (
+        "(hint: autobench ledger show 2 --ledger SOURCE and autobench ledger show 2 --ledger DESTINATION show both)"
+        in err
+    )
     assert _count(backend.url) == 2
     # the same content under the same run_uid is not a divergence: pushing the original again is fine
     assert run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(a))[0] == 0
@@ -282,6 +292,7 @@ def test_a_forged_reference_to_a_run_that_is_not_there_is_one_line_and_nothing_i
     code, out, err = run(capsys, "ledger", "push", "--to", backend.url, "--ledger", str(a))
     assert code == 4 and out == "" and err.count("\n") == 1, err
     assert f"run #2 corrects run #{ref}, which is not an earlier run of this ledger" in err
+    assert "(hint: autobench ledger show 2 --ledger SOURCE; push from a ledger you trust)" in err
     assert _count(backend.url) == 0
 
 
@@ -332,3 +343,33 @@ def test_ledger_list_orders_a_team_ledger_by_run_time_not_push_order(capsys, tmp
     code, out, _ = run(capsys, "ledger", "list", "--json", "--ledger", backend.url)
     assert code == 0
     assert [r["recipe_name"] for r in json.loads(out)] == ["late", "early", "unknown-time"]
+
+
+def test_copy_runs_verifies_what_it_was_not_handed_and_reports_every_count(tmp_path) -> None:
+    """The library call (no CLI): copy_runs verifies the source itself when not given a passing
+    result; its result names both ends and counts runs, copied and present."""
+    from autobench.errors import LedgerError
+    from autobench.ledger.chain import VerifyResult
+    from autobench.ledger.sync import check_copy, copy_runs
+
+    a, team = tmp_path / "box-a.db", tmp_path / "team.db"
+    _box_a(a)
+    with open_ledger(a) as source, open_ledger(team) as destination:
+        first = copy_runs(source, destination, batch=1)
+        assert (first.runs, first.copied, first.present) == (2, 2, 0)
+        doc = first.to_json_dict()
+        assert doc["source"] == source.where and doc["destination"] == destination.where
+        assert (doc["runs"], doc["head_id"]) == (2, 2) and doc["head_hash"] == destination.head()[1]
+        # a failing result handed in is not trusted: the source is verified again (and passes)
+        again = copy_runs(source, destination, checked=VerifyResult(False, 0, "0" * 64, problem="stale"))
+        assert (again.copied, again.present) == (0, 2)
+        assert check_copy(source, destination, source.verify(), destination.stable_ids()) == 2
+    import sqlite3
+
+    con = sqlite3.connect(a)
+    con.executescript("DROP TRIGGER runs_no_update; UPDATE runs SET notes = 'edited' WHERE id = 2;")
+    con.close()
+    with open_ledger(a, create=False) as source, open_ledger(team) as destination:
+        with pytest.raises(LedgerError) as info:
+            copy_runs(source, destination)  # no checked result: verify runs, and refuses
+        assert "the source ledger fails verify" in str(info.value)
