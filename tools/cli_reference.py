@@ -77,6 +77,11 @@ def help_text(path: str) -> str:
         assert sub is not None, path
         ctx = click.Context(sub, info_name=word, parent=ctx, terminal_width=WIDTH, max_content_width=WIDTH)
         command = sub
+    # click (>= 8.1.8) caches a command's help option the first time any context asks for it:
+    # a command first invoked on its own (a test calling it without the `autobench` group) caches
+    # `--help` alone, and the page would then depend on which ran first.  Build it afresh here,
+    # as the `autobench` group's context (`-h, --help`) makes it for a user.
+    command._help_option = None
     return command.get_help(ctx)
 
 
