@@ -463,8 +463,20 @@ def _locked() -> sqlalchemy.exc.OperationalError:
 @pytest.fixture
 def no_sleep(monkeypatch):
     """The waits between attempts, with the jitter at its top."""
+    import threading
+
     waits: list[float] = []
-    monkeypatch.setattr(store.time, "sleep", waits.append)
+    real_sleep, me = store.time.sleep, threading.current_thread()
+
+    def sleep(seconds: float) -> None:
+        # time.sleep is the module's, shared by every thread: another test's server thread still
+        # polling (0.25 s) under load must neither be recorded here nor made to spin
+        if threading.current_thread() is me:
+            waits.append(seconds)
+        else:
+            real_sleep(seconds)
+
+    monkeypatch.setattr(store.time, "sleep", sleep)
     monkeypatch.setattr(store.random, "uniform", lambda a, b: (a, b) == (0.005, 0.05) and b)
     return waits
 
