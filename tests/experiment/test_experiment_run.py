@@ -75,19 +75,9 @@ def test_an_experiment_runs_each_treatment_once_and_the_report_names_the_known_b
     exp = tmp_path / "exp.yaml"
     exp.write_text("recipe: r.yaml\nfactors:\n  speculative.num_speculative_tokens: [1, 3, 6]\n", encoding="utf-8")
     ledger = str(tmp_path / "ledger.db")
-    common = ["--runtime", "process", "--vllm-exec", f"{sys.executable} -m autobench.run.standin"]
-    code, out, err = _run(
-        capsys,
-        "experiment",
-        "run",
-        str(exp),
-        *common,
-        "--runs-dir",
-        str(tmp_path / "runs"),
-        "--ledger",
-        ledger,
-        "--json",
-    )
+    run_it = ["experiment", "run", str(exp), "--runtime", "process", "--ledger", ledger, "--json"]
+    run_it += ["--vllm-exec", f"{sys.executable} -m autobench.run.standin", "--runs-dir", str(tmp_path / "runs")]
+    code, out, err = _run(capsys, *run_it)
     assert code == 0, err
     doc = json.loads(out)
     assert [(t["id"], t["action"], t["status"]) for t in doc["treatments"]] == [
@@ -100,18 +90,7 @@ def test_an_experiment_runs_each_treatment_once_and_the_report_names_the_known_b
         assert len(runs) == 3 and {r.recipe_name for r in runs} == {"exp-base"}
         assert [r.recipe_digest for r in runs] == [t["digest"] for t in doc["treatments"]]
     # run again: every treatment has its DONE run, nothing boots
-    code, out, err = _run(
-        capsys,
-        "experiment",
-        "run",
-        str(exp),
-        *common,
-        "--runs-dir",
-        str(tmp_path / "runs"),
-        "--ledger",
-        ledger,
-        "--json",
-    )
+    code, out, err = _run(capsys, *run_it)
     assert code == 0, err
     assert [t["action"] for t in json.loads(out)["treatments"]] == ["skipped"] * 3
     with open_ledger(ledger) as book:
