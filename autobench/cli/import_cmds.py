@@ -10,20 +10,9 @@ from typing import Any
 import click
 
 from autobench.errors import RecipeError, UsageError
+from autobench.recipe.importer import FORMATS as SOURCE_FORMATS
 
-FORMATS = (
-    "auto",
-    "eugr",
-    "sparkrun",
-    "vllm-recipes",
-    "vllm-config",
-    "inferencex",
-    "compose",
-    "kubernetes",
-    "helm-values",
-    "srt-slurm",
-    "llm-d",
-)
+FORMATS = ("auto", *SOURCE_FORMATS)  # one list of formats: the importer's
 
 
 def _yaml_text(imported: Any) -> str:
