@@ -226,7 +226,8 @@ class Flag:
     meaning: str  # what it says about the figures
 
 
-#: Tokens per chunk above which a stream is a burst: TPOT and ITL then average over bursts.
+#: Tokens per chunk above which a stream is a burst: TPOT and ITL then average over bursts.  Under
+#: speculative decoding the limit is this times the acceptance length (autobench.bench.result).
 BURST_TOKENS_PER_CHUNK = 1.5
 #: Fewer completed requests than this: a p99 is one of the few largest values.
 FEW_SAMPLES = 100
@@ -239,8 +240,9 @@ FLAGS: tuple[Flag, ...] = (
     ),
     Flag(
         "burst_stream",
-        f"the stream carried more than {BURST_TOKENS_PER_CHUNK:g} tokens per chunk: TPOT and ITL are averaged "
-        "over bursts, the gaps inside a chunk are not seen",
+        f"the stream carried more than {BURST_TOKENS_PER_CHUNK:g} tokens per chunk ({BURST_TOKENS_PER_CHUNK:g} times "
+        "the acceptance length under speculative decoding, whose steps stream their accepted tokens together): "
+        "TPOT and ITL are averaged over bursts, the gaps inside a chunk are not seen",
     ),
     Flag(
         "no_drafts",

@@ -156,8 +156,8 @@ def with_recipe_flags(metrics: Mapping[str, Any], recipe: Recipe) -> dict[str, A
     if "burst_stream" in flags and "stream interval" not in flags["burst_stream"]:
         interval = _stream_interval(recipe)
         known = f"server stream interval {interval}" if interval else "server stream interval not set (vLLM: 1)"
-        if spec is not None:  # a verify step streams the tokens it accepted together
-            known += f"; speculative decoding ({spec.method}) sends its accepted tokens together"
+        if spec is not None:  # a verify step streams the tokens it accepted together: allowed for
+            known += f"; speculative decoding ({spec.method}): the limit is 1.5 x the acceptance length"
         flags["burst_stream"] = f"{flags['burst_stream']}; {known}"
     if flags:
         out["flags"] = flags

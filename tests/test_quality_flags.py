@@ -92,6 +92,27 @@ def test_a_vllm_result_raises_what_its_fields_show() -> None:
     assert set(normalize(vllm)["flags"]) == {"few_samples", "burst_stream"}
 
 
+@pytest.mark.parametrize(
+    ("per_chunk", "length", "burst"),
+    [
+        (2.85, 2.9, False),  # one chunk per verify step: the accepted tokens and the bonus token
+        (4.3, 2.9, False),  # up to 1.5 steps' worth per chunk on average
+        (4.4, 2.9, True),  # more: steps merged in the server's output queue, or the stream interval
+        (1.6, 1.0, True),  # an acceptance length of 1 (nothing accepted) allows what plain decoding does
+        (1.6, None, True),  # no drafts counted: the chunks are not speculative decoding's
+    ],
+)
+def test_burst_stream_allows_a_spec_decode_step_per_chunk(per_chunk: float, length: float | None, burst: bool) -> None:
+    fields = {**SOUND, "mean_tokens_per_chunk": per_chunk, "spec_decode_acceptance_length": length}
+    flags = quality_flags(fields)
+    assert ("burst_stream" in flags) is burst
+    if burst and length and length > 1:
+        assert (
+            flags["burst_stream"]
+            == f"{per_chunk:.2f} tokens per chunk against {length:.2f} per speculative-decoding step"
+        )
+
+
 def test_no_drafts_needs_the_recipe_and_the_stream_interval_is_named() -> None:
     spec = load_recipe(DFLASH).recipe
     plain = load_recipe(BASE).recipe

@@ -239,6 +239,17 @@ def test_spec_decode_section():
     assert build(spec=SpecDecodeDelta(0, 0, 0, ()))["spec_decode_available"] is False
 
 
+def test_a_spec_decode_stream_is_no_burst():
+    """5 tokens in 3 chunks (1.67 a chunk): a burst when a step streams one token, not when the
+    server counted 2.5 tokens per speculative-decoding step (1 + 60 accepted / 40 drafts)."""
+    plain = build()
+    assert plain["mean_tokens_per_chunk"] == pytest.approx(5 / 3)
+    assert plain["quality_flags"]["burst_stream"] == "1.67 tokens per chunk"
+    spec = build(spec=SpecDecodeDelta(drafts=40, draft_tokens=120, accepted=60, accepted_per_pos=(30.0, 20.0, 10.0)))
+    assert spec["spec_decode_acceptance_length"] == 2.5
+    assert "burst_stream" not in spec["quality_flags"]
+
+
 def test_goodput_needs_slos():
     d = build()
     assert (d["slo"], d["good_requests"], d["request_goodput"]) == (None, None, None)
