@@ -59,11 +59,16 @@ def output_tokens(recipe: Recipe) -> int:
 class Pin:
     """One Hub reference of a recipe: what it names and whether it is pinned to a commit."""
 
-    kind: Literal["model", "tokenizer", "draft"]
+    kind: Literal["model", "tokenizer", "draft", "dataset"]
     repo: str
     revision: str | None  # as written (None: the default branch)
-    repo_key: tuple[str, str]  # where the repo is written, e.g. ("speculative", "model")
-    rev_key: tuple[str, str]  # where the revision is (or would be) written
+    repo_key: tuple[str, ...]  # where the repo is written, e.g. ("speculative", "model")
+    rev_key: tuple[str, ...]  # where the revision is (or would be) written
+
+    @property
+    def repo_type(self) -> Literal["model", "dataset"]:
+        """huggingface_hub's ``repo_type`` of the reference (a dataset is a repo of its own kind)."""
+        return "dataset" if self.kind == "dataset" else "model"
 
     @property
     def full_sha(self) -> bool:

@@ -73,6 +73,12 @@ RULES: dict[str, Rule] = {
             "run `autobench lock RECIPE` to pin it to a 40-hex commit sha",
         ),
         Rule(
+            "AB014",
+            "warning",
+            "dataset revision is not a full commit sha (unpinned)",
+            "run `autobench lock RECIPE` to pin it to a 40-hex commit sha",
+        ),
+        Rule(
             "AB013",
             "warning",
             "trust_remote_code on an unpinned revision runs code that can change",
@@ -103,7 +109,12 @@ RULES: dict[str, Rule] = {
             "the output tokens a request asks for exceed engine.max_model_len",
             "lower bench.max_tokens (bench.dataset.output_len for a random dataset) or raise engine.max_model_len",
         ),
-        Rule("AB025", "error", "dataset kind needs a file path", "set bench.dataset.path (or use dataset kind random)"),
+        Rule(
+            "AB025",
+            "error",
+            "dataset kind needs a file path or a Hub dataset repo",
+            "set bench.dataset.path, or repo and file (or use dataset kind random)",
+        ),
         Rule(
             "AB026",
             "warning",
@@ -121,6 +132,12 @@ RULES: dict[str, Rule] = {
             "warning",
             "sampler key not supported by the autobench bench client (ignored)",
             "drop it, or use bench.client: vllm",
+        ),
+        Rule(
+            "AB029",
+            "error",
+            "the vllm client reads only a local ShareGPT or JSONL file",
+            "use client autobench for a Hub dataset, parquet or a field mapping",
         ),
         Rule(
             "AB030",
@@ -529,9 +546,12 @@ def _pins(c: _Ctx) -> None:
         elif pin.kind == "tokenizer":
             key = pin.rev_key if pin.revision else ("model", "tokenizer")
             c.add("AB011", key, f"tokenizer revision {pin.revision or '(none, i.e. main)'!r} is not a full commit sha")
-        else:
+        elif pin.kind == "draft":
             key = pin.rev_key if pin.revision else pin.repo_key
             c.add("AB012", key, f"draft revision {pin.revision or '(none, i.e. main)'!r} is not a full commit sha")
+        else:
+            key = pin.rev_key if pin.revision else pin.repo_key
+            c.add("AB014", key, f"dataset revision {pin.revision or '(none, i.e. main)'!r} is not a full commit sha")
 
 
 def _engine_vs_bench(c: _Ctx) -> None:
@@ -554,8 +574,11 @@ def _engine_vs_bench(c: _Ctx) -> None:
         )
         c.add("AB024", where, f"{wanted} output tokens > max_model_len {e.max_model_len}")
     d = b.dataset
-    if d.kind in ("sharegpt", "jsonl") and not d.path:
-        c.add("AB025", ("bench", "dataset"), f"dataset kind {d.kind} needs a path")
+    if d.kind != "random" and not d.path and not d.repo:
+        c.add("AB025", ("bench", "dataset"), f"dataset kind {d.kind} needs a path or a repo")
+    if b.client == "vllm" and (d.repo or d.fields or d.kind == "parquet"):
+        what = "a Hub dataset repo" if d.repo else "a field mapping" if d.fields else "a parquet file"
+        c.add("AB029", ("bench", "dataset"), f"client vllm does not read {what}")
     if d.kind == "random" and (d.input_len is None or d.output_len is None):
         c.add("AB026", ("bench", "dataset"), "random dataset needs input_len and output_len")
     if b.client == "autobench" and b.sampler is not None:

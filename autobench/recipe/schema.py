@@ -413,13 +413,93 @@ RateAxis = Annotated[
 ScheduleEntry = dict[str, int | float]
 
 
-class Dataset(StrictModel):
-    """The prompts the bench sends."""
+#: A field (JSONL key, parquet column) name: printable, no line break.
+FIELD_NAME = r"^[^\x00-\x1f\x7f]{1,200}$"
+SHA256_RE = r"^[0-9a-f]{64}$"
 
-    kind: Literal["sharegpt", "random", "jsonl"] = "sharegpt"
-    path: str | None = None
+
+class DatasetFields(StrictModel):
+    """Which field of a JSONL record (a parquet column) holds what: ``prompt`` (a string) or
+    ``turns`` (a list of user turns or chat messages), and optionally the category and a
+    per-record output cap."""
+
+    prompt: Annotated[str, Field(pattern=FIELD_NAME)] | None = Field(
+        None, description="The field holding one single-turn prompt (a string)."
+    )
+    turns: Annotated[str, Field(pattern=FIELD_NAME)] | None = Field(
+        None,
+        description="The field holding a conversation: a list of strings (user turns), or of messages "
+        "({role|from, content|value}) of which the user's are kept, in order.",
+    )
+    category: Annotated[str, Field(pattern=FIELD_NAME)] | None = Field(
+        None, description="The field naming each prompt's category (a string or a whole number)."
+    )
+    max_tokens: Annotated[str, Field(pattern=FIELD_NAME)] | None = Field(
+        None, description="The field holding each prompt's output cap (a whole number)."
+    )
+
+    @model_validator(mode="after")
+    def _prompt_or_turns(self) -> DatasetFields:
+        if (self.prompt is None) == (self.turns is None):
+            raise ValueError("map exactly one of prompt (a string field) or turns (a list field)")
+        return self
+
+
+def _repo_file(value: str | None) -> str | None:
+    """A path inside a repo: relative, ``/``-separated, no ``..`` or empty part, no control
+    character (huggingface_hub refuses the same in ``_validate_relative_filename``)."""
+    if value is None:
+        return None
+    parts = value.split("/")
+    if value.startswith("/") or "\\" in value or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{value!r} is not a relative path inside the repo (a/b.parquet: no leading /, no ..)")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise ValueError("the file name holds a control character")
+    return value
+
+
+class Dataset(StrictModel):
+    """The prompts the bench sends: a local file, a file of a Hub dataset repo (pinned like a
+    model, docs/datasets.md), or random prompts."""
+
+    kind: Literal["sharegpt", "random", "jsonl", "parquet"] = "sharegpt"
+    path: str | None = Field(None, description="A local dataset file (sharegpt, jsonl, parquet).")
+    repo: Annotated[str, Field(pattern=REPO_ID)] | None = Field(
+        None, description="A Hugging Face dataset repo, owner/name (instead of path)."
+    )
+    file: Annotated[str, Field(min_length=1, max_length=1000)] | None = Field(
+        None, description="The file inside the dataset repo, e.g. data/test-00000-of-00001.parquet."
+    )
+    revision: str | None = Field(
+        None, description="The dataset repo's branch, tag or full 40-hex commit sha (`autobench lock` pins it)."
+    )
+    sha256: Annotated[str, Field(pattern=SHA256_RE)] | None = Field(
+        None, description="The file's sha256; a file that does not match is refused (and removed from the cache)."
+    )
+    fields: DatasetFields | None = Field(
+        None, description="jsonl/parquet: which field holds the prompt (or turns), the category, the output cap."
+    )
     input_len: WholeAxis | None = Field(None, description="random: prompt tokens; a list is a grid axis.")
     output_len: WholeAxis | None = Field(None, description="random: output tokens; a list is a grid axis.")
+
+    @field_validator("file")
+    @classmethod
+    def _file_in_repo(cls, value: str | None) -> str | None:
+        return _repo_file(value)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Dataset:
+        if self.repo is not None and self.path is not None:
+            raise ValueError("give either path (a local file) or repo + file (a Hub dataset), not both")
+        if self.repo is not None and self.file is None:
+            raise ValueError("a dataset repo needs file: the file inside the repo to read")
+        if self.repo is None and (self.file is not None or self.revision is not None):
+            raise ValueError("file and revision belong to a Hub dataset: add repo: owner/name")
+        if self.kind == "random" and (self.repo is not None or self.path is not None or self.sha256 is not None):
+            raise ValueError("a random dataset reads no file: drop path/repo/sha256 or pick another kind")
+        if self.fields is not None and self.kind not in ("jsonl", "parquet"):
+            raise ValueError(f"fields map jsonl or parquet records; a {self.kind} dataset has its own shape")
+        return self
 
 
 class Sampler(StrictModel):
@@ -589,6 +669,11 @@ LATER_KEYS: tuple[tuple[str, ...], ...] = (
     ("bench", "repeat"),
     ("bench", "schedule"),
     ("bench", "slo"),
+    ("bench", "dataset", "repo"),
+    ("bench", "dataset", "file"),
+    ("bench", "dataset", "revision"),
+    ("bench", "dataset", "sha256"),
+    ("bench", "dataset", "fields"),
 )
 
 

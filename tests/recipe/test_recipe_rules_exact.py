@@ -250,13 +250,35 @@ ENGINE_BENCH_CASES = [
     (
         "dataset-jsonl-without-path",
         "bench:\n  dataset:\n    kind: jsonl\n",
-        [L("2:3", "AB025", "error", "bench.dataset", "dataset kind jsonl needs a path")],
+        [L("2:3", "AB025", "error", "bench.dataset", "dataset kind jsonl needs a path or a repo")],
     ),
     (
         "dataset-sharegpt-without-path",
         "bench:\n  dataset:\n    kind: sharegpt\n",
-        [L("2:3", "AB025", "error", "bench.dataset", "dataset kind sharegpt needs a path")],
+        [L("2:3", "AB025", "error", "bench.dataset", "dataset kind sharegpt needs a path or a repo")],
     ),
+    (
+        "dataset-parquet-without-path",
+        "bench:\n  dataset:\n    kind: parquet\n",
+        [L("2:3", "AB025", "error", "bench.dataset", "dataset kind parquet needs a path or a repo")],
+    ),
+    ("dataset-hub-repo", f"bench:\n  dataset:\n    repo: org/data\n    file: a.json\n    revision: {SHA}\n", []),
+    (
+        "dataset-hub-repo-vllm-client",
+        f"bench:\n  client: vllm\n  dataset:\n    repo: org/data\n    file: a.json\n    revision: {SHA}\n",
+        [L("3:3", "AB029", "error", "bench.dataset", "client vllm does not read a Hub dataset repo")],
+    ),
+    (
+        "dataset-fields-vllm-client",
+        "bench:\n  client: vllm\n  dataset:\n    kind: jsonl\n    path: a.jsonl\n    fields: {prompt: q}\n",
+        [L("3:3", "AB029", "error", "bench.dataset", "client vllm does not read a field mapping")],
+    ),
+    (
+        "dataset-parquet-vllm-client",
+        "bench:\n  client: vllm\n  dataset:\n    kind: parquet\n    path: a.parquet\n",
+        [L("3:3", "AB029", "error", "bench.dataset", "client vllm does not read a parquet file")],
+    ),
+    ("dataset-jsonl-vllm-client", "bench:\n  client: vllm\n  dataset:\n    kind: jsonl\n    path: a.jsonl\n", []),
     ("random-no-lengths", "bench:\n  dataset: {kind: random}\n", RANDOM_NEEDS),
     ("random-input-only", "bench:\n  dataset: {kind: random, input_len: 8}\n", RANDOM_NEEDS),
     ("random-output-only", "bench:\n  dataset: {kind: random, output_len: 8}\n", RANDOM_NEEDS),
