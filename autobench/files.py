@@ -24,6 +24,7 @@ location), so a dataset error stays a bench error (exit 5) and so on.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Iterator
@@ -117,6 +118,32 @@ def read_regular(
     if len(data) > limit:  # it grew while it was read
         raise error(f"{what} is over the {human_bytes(limit)} limit", location=os.fspath(path))
     return data
+
+
+def sha256_regular(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    error: type[AutobenchError] = AutobenchError,
+) -> bytes:
+    """The sha256 digest of a regular file, read a block at a time (memory stays bounded
+    whatever the size; FIFOs and devices are refused as by :func:`open_regular`).  At most the
+    size the file states is read: one that grows while it is hashed, or reports a false size
+    (``/proc/self/pagemap`` says 0 and never ends), is refused rather than read for ever."""
+    where = os.fspath(path)
+    with open_regular(path, what=what, error=error) as f:
+        size = os.fstat(f.fileno()).st_size
+        digest = hashlib.sha256()
+        read = 0
+        try:
+            while block := f.read(min(2**20, size + 1 - read)):
+                read += len(block)
+                if read > size:
+                    raise error(f"{what} changed while it was read (larger than its stated size)", location=where)
+                digest.update(block)
+        except OSError as exc:
+            raise error(f"cannot read {what}: {exc.strerror or exc}", location=where) from exc
+    return digest.digest()
 
 
 #: Folders outside a recipe's tree that a recipe may name files in (``:``-separated).

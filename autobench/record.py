@@ -62,11 +62,14 @@ def result_times(path: str) -> tuple[str | None, str | None]:
     the bench's duration.  (None, None) when the file has no readable date."""
     import datetime as dt
 
+    from autobench.bench.result import MAX_RESULT_BYTES
+    from autobench.errors import AutobenchError
+    from autobench.files import read_regular
+
     try:
-        with open(path, encoding="utf-8") as handle:
-            raw = load_json(handle.read())
+        raw = load_json(read_regular(path, what="result file", limit=MAX_RESULT_BYTES).decode("utf-8"))
         ended = dt.datetime.strptime(str(raw["date"]), "%Y%m%d-%H%M%S").astimezone(dt.UTC)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (AutobenchError, ValueError, KeyError, TypeError):
         return None, None
     duration = raw.get("duration")
     started = ended

@@ -28,6 +28,7 @@ from autobench.bench.record import Completed, RequestRecord, completed
 from autobench.bench.samples_of import samples_of
 from autobench.digits import load_json
 from autobench.errors import BenchError
+from autobench.files import read_regular
 from autobench.metric_catalogue import BURST_TOKENS_PER_CHUNK, FEW_SAMPLES, Metric
 from autobench.metric_catalogue import METRICS as CATALOGUE
 from autobench.samples import Samples
@@ -423,6 +424,11 @@ def normalize(d: object, source: str = "result") -> dict[str, object]:
     return out
 
 
+#: A result file's size limit: ``vllm bench serve --save-detailed`` keeps every request's ITLs,
+#: tens of MB for a long run; a file far beyond that is not a result (``/dev/zero``, a log).
+MAX_RESULT_BYTES = 256 * 2**20
+
+
 def load_result_json(path: str | Path) -> dict[str, object]:
     """Read an autobench or ``vllm bench serve`` result file; return normalized metrics.
 
@@ -430,12 +436,11 @@ def load_result_json(path: str | Path) -> dict[str, object]:
     shape raises BenchError (one line, with the file).
     """
     p = str(path)
+    raw = read_regular(path, what="result file", limit=MAX_RESULT_BYTES, error=BenchError)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise BenchError("result file not found", location=p) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BenchError(f"cannot read result file: {exc}", location=p) from exc
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BenchError(f"result file is not UTF-8 text (byte {exc.start})", location=p) from exc
     try:
         data = load_json(text)
     except json.JSONDecodeError as exc:

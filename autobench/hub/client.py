@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from autobench.digits import MAX_JSON_DEPTH, is_digits, json_depth
-from autobench.errors import HubError
+from autobench.errors import AutobenchError, HubError
+from autobench.files import read_regular
 
 if TYPE_CHECKING:
     from huggingface_hub.hf_api import ModelInfo
@@ -59,9 +60,9 @@ def stored_token(env: dict[str, str] | os._Environ[str]) -> str | None:
     if token:
         return token
     path = Path(env["HF_TOKEN_PATH"]).expanduser() if env.get("HF_TOKEN_PATH") else hf_home(env) / "token"
-    try:
-        token = path.read_text(encoding="utf-8").strip()
-    except OSError:
+    try:  # a token is ~40 bytes: a token path naming /dev/zero or a FIFO must not hang or fill memory
+        token = read_regular(path, what="token file", limit=64 * 1024).decode("utf-8").strip()
+    except (AutobenchError, UnicodeDecodeError):
         return None
     return token or None
 

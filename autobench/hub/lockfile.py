@@ -31,9 +31,11 @@ from ruamel.yaml.comments import CommentedMap
 
 from autobench.digits import load_json
 from autobench.errors import AutobenchError, HubError, RecipeError
+from autobench.files import read_regular
 from autobench.hub.fingerprint import fingerprint
 from autobench.hub.resolve import Resolver, is_sha
 from autobench.hub.trust import trust_facts
+from autobench.recipe.loader import MAX_BYTES
 
 if TYPE_CHECKING:
     from autobench.recipe.loader import LoadedRecipe
@@ -68,6 +70,9 @@ def references(recipe: Recipe) -> list[RefSpec]:
     return [RefSpec(p.kind, p.repo, p.revision, p.repo_key, p.rev_key) for p in pins(recipe)]
 
 
+#: A lock file holds a few pins per recipe: KBs.  Far beyond that it is not one of ours.
+MAX_LOCK_BYTES = 16 * 2**20
+
 # -- where a key is written ---------------------------------------------------------------------
 
 
@@ -78,7 +83,7 @@ def _load_rt(path: Path) -> tuple[str, Any]:
     try:
         # bytes decoded as they are: read_text's universal newlines would turn CRLF into LF and
         # the rewrite would then change every line of the file
-        text = path.read_bytes().decode("utf-8")
+        text = read_regular(path, what="recipe", limit=MAX_BYTES, error=RecipeError).decode("utf-8")
         yaml = YAML(typ="rt")
         yaml.preserve_quotes = True  # a fallback dump (set_revision) keeps every value's quotes
         return text, yaml.load(text)
@@ -321,8 +326,8 @@ def read_lock(recipe_path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        data = load_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+        data = load_json(read_regular(path, what="lock file", limit=MAX_LOCK_BYTES, error=HubError).decode("utf-8"))
+    except (HubError, ValueError) as exc:
         raise HubError(
             f"{path}: unreadable lock file ({exc})", hint="delete it and run `autobench lock` again"
         ) from exc

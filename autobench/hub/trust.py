@@ -11,6 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autobench.digits import load_json
+from autobench.errors import AutobenchError
+from autobench.files import read_regular
+
+#: A tokenizer_config.json with a long chat template is tens of KB; 16 MiB is far beyond any.
+MAX_CONFIG_BYTES = 16 * 2**20
 
 if TYPE_CHECKING:
     from huggingface_hub.hf_api import ModelInfo
@@ -42,8 +47,8 @@ def read_tokenizer_config(files: dict[str, Path]) -> dict[str, Any] | None:
     if path is None:
         return None
     try:
-        data = load_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = load_json(read_regular(path, what="tokenizer config", limit=MAX_CONFIG_BYTES).decode("utf-8"))
+    except (AutobenchError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from autobench.digits import load_json
 from autobench.errors import RegistryError
+from autobench.files import read_regular
 
 DOCKER_HUB = "docker.io"
 DOCKER_HUB_KEYS = (
@@ -132,11 +133,11 @@ def _helper(name: str, server: str, env: Mapping[str, str], required: bool) -> C
 def _from_docker_config(registry: str, env: Mapping[str, str]) -> Credentials | None:
     path = config_path(env)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise RegistryError(f"cannot read the docker config: {exc.strerror}", location=str(path)) from exc
+        if not path.exists():
+            return None
+        text = read_regular(path, what="docker config", limit=16 * 2**20, error=RegistryError).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RegistryError("the docker config is not UTF-8 text", location=str(path)) from exc
     try:
         config = load_json(text)
     except ValueError as exc:

@@ -12,7 +12,8 @@ from typing import Any
 
 from autobench.digits import load_json
 from autobench.errors import AutobenchError
-from autobench.preflight.inputs import Loaded
+from autobench.files import read_regular
+from autobench.preflight.inputs import MAX_CONFIG_BYTES, Loaded
 from autobench.preflight.layout import DRAFT_METHODS
 from autobench.recipe.loader import LoadedRecipe, format_path
 from autobench.recipe.rules import RULES, Finding
@@ -28,8 +29,8 @@ def _cached_config(repo: str, revision: str | None) -> Loaded | None:
         return None
     path = repo_folder(settings, repo) / "snapshots" / sha / "config.json"
     try:
-        config = load_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        config = load_json(read_regular(path, what="model config", limit=MAX_CONFIG_BYTES))
+    except (AutobenchError, ValueError):
         return None
     return Loaded(config, f"{repo}@{sha[:7]}", None)
 

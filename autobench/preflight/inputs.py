@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from autobench.digits import load_json
 from autobench.errors import AutobenchError, PreflightError
+from autobench.files import read_regular
 from autobench.preflight.layout import ServeOptions
 from autobench.preflight.versions import Version, parse_version
 
@@ -111,13 +112,15 @@ class Loaded:
     weights_bytes: int | None
 
 
+#: A model's config.json is a few KB, a weight index a few MB; 16 MiB is beyond any real one.
+MAX_CONFIG_BYTES = 16 * 2**20
+
+
 def read_local(path: str | Path) -> Loaded:
     p = Path(path)
     file = p / "config.json" if p.is_dir() else p
     try:
-        config = load_json(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise PreflightError(f"cannot read {file}: {exc.strerror or exc}", hint="pass a config folder or file") from exc
+        config = load_json(read_regular(file, what="model config", limit=MAX_CONFIG_BYTES, error=PreflightError))
     except ValueError as exc:
         raise PreflightError(f"{file} is not JSON ({exc})", hint="pass a transformers config.json") from exc
     weights = None
@@ -143,8 +146,9 @@ def read_model_dir(path: str, key: str) -> Loaded:
 
 def _index_total(path: Path) -> int | None:
     try:
-        total = load_json(path.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
-    except (OSError, ValueError, AttributeError):
+        raw = read_regular(path, what="weight index", limit=MAX_CONFIG_BYTES, error=PreflightError)
+        total = load_json(raw).get("metadata", {}).get("total_size")
+    except (PreflightError, ValueError, AttributeError):
         return None
     return int(total) if isinstance(total, int | float) else None
 

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from autobench.digits import MAX_INT_DIGITS
 from autobench.errors import RecipeError
-from autobench.files import confined, read_regular
+from autobench.files import confined, read_regular, sha256_regular
 
 if TYPE_CHECKING:  # importing the schema (pydantic) is deferred to load_recipe
     from autobench.recipe.schema import Recipe
@@ -856,14 +856,14 @@ def content_sha256(path: Path) -> str:
     """``sha256:<hex>`` of a file's bytes; of a directory, over its files' relative paths and
     bytes (sorted, symlinks and special files refused), so a renamed or edited patch changes it."""
     if path.is_file():
-        return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+        return "sha256:" + sha256_regular(path, what="mod file", error=RecipeError).hex()
     digest = hashlib.sha256()
     for item in sorted(path.rglob("*")):
         rel = item.relative_to(path).as_posix()
         if item.is_symlink() or not (item.is_file() or item.is_dir()):
             raise OSError(f"{rel} is a symlink or special file")
         if item.is_file():
-            digest.update(rel.encode() + b"\0" + hashlib.sha256(item.read_bytes()).digest())
+            digest.update(rel.encode() + b"\0" + sha256_regular(item, what="mod file", error=RecipeError))
     return "sha256:" + digest.hexdigest()
 
 
@@ -878,7 +878,7 @@ def local_model_digest(path: str | Path) -> str | None:
         if not item.is_file():
             continue
         if item.suffix == ".json":  # config.json, *.index.json, tokenizer and generation configs
-            digest.update(item.name.encode() + b"\0" + hashlib.sha256(item.read_bytes()).digest())
+            digest.update(item.name.encode() + b"\0" + sha256_regular(item, what="model file", error=RecipeError))
         elif item.suffix in (".safetensors", ".bin", ".gguf", ".pt"):
             digest.update(f"{item.name}\0{item.stat().st_size}".encode())
     return "sha256:" + digest.hexdigest()

@@ -349,7 +349,7 @@ def test_normalize_needs_a_result_shape():
 def test_unreadable_result_files(tmp_path: Path):
     p = tmp_path / "r.json"
     p.write_bytes(b"\xff\xfe{")
-    with pytest.raises(BenchError, match="cannot read result file"):
+    with pytest.raises(BenchError, match="result file is not UTF-8 text"):
         load_result_json(p)
     p.write_text('{"completed": 1,\n  oops}')
     with pytest.raises(BenchError) as info:

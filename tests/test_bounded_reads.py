@@ -1,0 +1,128 @@
+"""Every file a user, a recipe or an environment variable names is read through the one
+file-reading policy (autobench.files): a FIFO or device is refused before it can block, a file
+over its reader's size limit is refused from its size, and hashing streams (memory bounded,
+and never more than the file's stated size).  Sparse files stand in for huge ones (no disk)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from autobench import files
+from autobench.bench.result import MAX_RESULT_BYTES, load_result_json
+from autobench.errors import AutobenchError, BenchError, HubError, PreflightError, RegistryError
+from autobench.hub.client import stored_token
+from autobench.hub.lockfile import MAX_LOCK_BYTES, lock_path_for, read_lock
+from autobench.image.credentials import find_credentials
+from autobench.preflight.inputs import MAX_CONFIG_BYTES, read_local
+from autobench.recipe.loader import content_sha256, local_model_digest
+from autobench.record import result_times
+
+
+def fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def sparse(path: Path, size: int) -> Path:
+    with open(path, "wb") as f:
+        f.truncate(size)
+    return path
+
+
+def one_line(exc: AutobenchError) -> str:
+    text = str(exc)
+    assert "\n" not in text
+    return text
+
+
+def test_a_result_file_that_is_a_fifo_or_too_big_is_refused(tmp_path):
+    with pytest.raises(BenchError) as info:
+        load_result_json(fifo(tmp_path / "r.json"))
+    assert "FIFO" in one_line(info.value)
+    with pytest.raises(BenchError) as info:
+        load_result_json(sparse(tmp_path / "big.json", MAX_RESULT_BYTES + 1))
+    assert "over the 256 MiB limit" in one_line(info.value)
+
+
+def test_a_result_file_that_is_not_utf8_is_one_line(tmp_path):
+    path = tmp_path / "r.json"
+    path.write_bytes(b'{"date": "\xff"}')
+    with pytest.raises(BenchError) as info:
+        load_result_json(path)
+    assert "not UTF-8" in one_line(info.value)
+
+
+def test_result_times_of_a_fifo_is_unknown_not_a_hang(tmp_path):
+    assert result_times(str(fifo(tmp_path / "r.json"))) == (None, None)
+    good = tmp_path / "g.json"
+    good.write_text('{"date": "20261207-120000", "duration": 60}')
+    started, ended = result_times(str(good))
+    assert started is not None and ended is not None and started < ended
+
+
+def test_a_mod_is_hashed_as_before_and_a_fifo_in_a_mod_folder_is_refused(tmp_path):
+    mod = tmp_path / "m.sh"
+    mod.write_bytes(b"echo patched\n" * 100_000)  # over one read block
+    assert content_sha256(mod) == "sha256:" + hashlib.sha256(mod.read_bytes()).hexdigest()
+    folder = tmp_path / "mod"
+    folder.mkdir()
+    (folder / "run.sh").write_text("echo hi\n")
+    fifo(folder / "pipe")
+    with pytest.raises(OSError, match="special file"):
+        content_sha256(folder)
+
+
+def test_hashing_reads_no_more_than_the_stated_size():
+    # /proc files state size 0 and have content: hashing one is refused, not read for ever
+    with pytest.raises(AutobenchError, match="larger than its stated size"):
+        files.sha256_regular("/proc/self/status", what="mod file")
+
+
+def test_an_empty_file_hashes_to_the_empty_digest(tmp_path):
+    (tmp_path / "e").write_bytes(b"")
+    assert files.sha256_regular(tmp_path / "e", what="f") == hashlib.sha256(b"").digest()
+
+
+def test_a_local_model_digest_streams_its_json_files(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    (tmp_path / "model.safetensors").write_bytes(b"x" * 10)
+    first = local_model_digest(tmp_path)
+    (tmp_path / "config.json").write_text('{"a": 1}')
+    assert first is not None and local_model_digest(tmp_path) not in (None, first)
+
+
+def test_a_token_path_naming_a_fifo_or_a_huge_file_gives_no_token(tmp_path):
+    assert stored_token({"HF_TOKEN_PATH": str(fifo(tmp_path / "tok"))}) is None
+    assert stored_token({"HF_TOKEN_PATH": str(sparse(tmp_path / "big", 2**20))}) is None
+    (tmp_path / "t").write_text("hf_abc\n")
+    assert stored_token({"HF_TOKEN_PATH": str(tmp_path / "t")}) == "hf_abc"
+
+
+def test_a_docker_config_that_is_a_fifo_is_one_line(tmp_path):
+    fifo(tmp_path / "config.json")
+    with pytest.raises(RegistryError) as info:
+        find_credentials("registry.example", {"DOCKER_CONFIG": str(tmp_path)})
+    assert "docker config" in one_line(info.value)
+    assert find_credentials("registry.example", {"DOCKER_CONFIG": str(tmp_path / "none")}) is None
+
+
+def test_a_model_config_named_for_preflight_is_bounded(tmp_path):
+    with pytest.raises(PreflightError) as info:
+        read_local(fifo(tmp_path / "config.json"))
+    assert "FIFO" in one_line(info.value)
+    with pytest.raises(PreflightError) as info:
+        read_local(sparse(tmp_path / "big.json", MAX_CONFIG_BYTES + 1))
+    assert "limit" in one_line(info.value)
+
+
+def test_a_lock_file_that_is_too_big_is_one_line(tmp_path):
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("name: r\n")
+    sparse(lock_path_for(recipe), MAX_LOCK_BYTES + 1)
+    with pytest.raises(HubError) as info:
+        read_lock(recipe)
+    assert "lock file" in one_line(info.value)
