@@ -18,6 +18,10 @@ Columns (one entry per request unless said otherwise; times in milliseconds):
   autobench/bench/record.py); ``error_kind``: one of the bench's error kinds (docs/bench.md) or None.
 * ``start_s``: seconds from the cell's start to the request's send (NaN if unknown), so
   throughput and goodput over time can be recomputed.
+* ``dispatch_ms``: the client's own dispatch delay, from when the request was due (the
+  closed loop's previous request on its worker ended, or the rate schedule's arrival) to
+  its send (NaN if unknown: samples written before format version 2).  It is not part of
+  any latency: it tells client delay from server delay.
 
 Every time is kept to the microsecond: values are rounded to 1 µs when a :class:`Samples`
 is built (the float columns are ``array('d')`` holding whole microseconds), so
@@ -25,7 +29,9 @@ is built (the float columns are ``array('d')`` holding whole microseconds), so
 fresh ones (and differ from the bench's own, taken over unrounded times, by at most 0.5 µs).
 NaN is one canonical NaN, so equality compares bytes.
 
-Encoding (:data:`FORMAT_VERSION` 1): one version byte, then a zlib stream (level 6) of,
+Encoding (:data:`FORMAT_VERSION` 2; version 1, the same without ``dispatch_ms``, is
+still read, and samples without any dispatch delay are still written as version 1, so a
+blob stored before keeps its bytes and its hash): one version byte, then a zlib stream (level 6) of,
 little-endian: ``n`` and the ITL count (uint32 each); a string table (uint16 count, each
 string as uint8 length + UTF-8, in first-appearance order over ``status`` then
 ``error_kind``); status codes and error-kind codes (uint16 per request; error kind 0 is
@@ -33,7 +39,8 @@ None, k is table entry k - 1); prompt and completion tokens (int32); ITL counts 
 request (uint32); then the time columns as int64 microseconds (NaN: the smallest int64),
 byte-shuffled (all first bytes, then all second bytes, ...: the high bytes of a time are
 mostly zero and compress to almost nothing, 1.7 bytes per ITL gap against 3.1 for shuffled
-float32) -- ``ttft_ms``, ``tpot_ms``, ``e2el_ms``, ``start_s``, ``itl_ms``.  The same samples always encode
+float32) -- ``ttft_ms``, ``tpot_ms``, ``e2el_ms``, ``start_s``, (version 2: ``dispatch_ms``,)
+``itl_ms``.  The same samples always encode
 to the same bytes (the ledger hashes them); :func:`decode` raises :class:`LedgerError` for
 an unknown version or a blob that is damaged in any way it can see.
 
@@ -56,7 +63,9 @@ from typing import Any, NamedTuple
 
 from autobench.errors import LedgerError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: The versions :func:`decode` reads (1: before ``dispatch_ms``).
+READ_VERSIONS = (1, 2)
 #: An unknown token count.
 UNKNOWN = -1
 #: The bench's status of a request that completed (autobench.bench.record.OK).
@@ -68,10 +77,12 @@ _TYPECODES = {
     **dict.fromkeys((*_PER_REQUEST_FLOATS, "itl_ms"), "d"),
     **dict.fromkeys(("itl_offsets", "prompt_tokens", "completion_tokens"), "q"),
     "start_s": "d",
+    "dispatch_ms": "d",
 }
-#: The time columns in their stored order.
-_PER_REQUEST_TIMES = (*_PER_REQUEST_FLOATS, "start_s")
+#: The time columns in their stored order (version 1 stops before ``dispatch_ms``).
+_PER_REQUEST_TIMES = (*_PER_REQUEST_FLOATS, "start_s", "dispatch_ms")
 _TIMES = (*_PER_REQUEST_TIMES, "itl_ms")
+_TIMES_V1 = tuple(name for name in _TIMES if name != "dispatch_ms")
 _LITTLE = sys.byteorder == "little"
 _ZLIB_LEVEL = 6
 _INT32 = (-(2**31), 2**31 - 1)
@@ -89,10 +100,11 @@ class Request(NamedTuple):
     completion_tokens: int | None = None
     error_kind: str | None = None
     start_s: float | None = None
+    dispatch_ms: float | None = None
 
 
 #: Microseconds per unit of a column (ms columns: 1000; start_s: 1e6).
-_SCALE = {**dict.fromkeys((*_PER_REQUEST_FLOATS, "itl_ms"), 1000.0), "start_s": 1e6}
+_SCALE = {**dict.fromkeys((*_PER_REQUEST_FLOATS, "itl_ms", "dispatch_ms"), 1000.0), "start_s": 1e6}
 #: The stored int64 of NaN.
 _NAN_US = -(2**63)
 _MAX_US = 2**62
@@ -150,10 +162,11 @@ class Samples:
     status: tuple[str, ...]
     error_kind: tuple[str | None, ...]
     start_s: array[float]
+    dispatch_ms: array[float]
 
     def __post_init__(self) -> None:
         n = len(self.status)
-        for name in (*_PER_REQUEST_FLOATS, "prompt_tokens", "completion_tokens", "error_kind", "start_s"):
+        for name in (*_PER_REQUEST_TIMES, "prompt_tokens", "completion_tokens", "error_kind"):
             if len(getattr(self, name)) != n:
                 raise ValueError(f"{name} has {len(getattr(self, name))} entries for {n} requests")
         offsets = self.itl_offsets
@@ -185,6 +198,7 @@ class Samples:
         completion_tokens: Sequence[int | None],
         error_kind: Sequence[str | None],
         start_s: Sequence[float | None],
+        dispatch_ms: Sequence[float | None] | None = None,
     ) -> Samples:
         """Samples from columns; ``itl_ms`` is one list of gaps per request."""
         flat: array[float] = array("d")
@@ -208,6 +222,7 @@ class Samples:
             status=tuple(status),
             error_kind=tuple(error_kind),
             start_s=_floats(start_s, "start_s"),
+            dispatch_ms=_floats([None] * len(status) if dispatch_ms is None else dispatch_ms, "dispatch_ms"),
         )
 
     @classmethod
@@ -223,6 +238,7 @@ class Samples:
             completion_tokens=[r.completion_tokens for r in rows],
             error_kind=[r.error_kind for r in rows],
             start_s=[r.start_s for r in rows],
+            dispatch_ms=[r.dispatch_ms for r in rows],
         )
 
     @classmethod
@@ -243,7 +259,7 @@ class Samples:
 
     def _key(self) -> tuple[Any, ...]:
         arrays = (self.ttft_ms, self.tpot_ms, self.e2el_ms, self.itl_ms, self.itl_offsets)
-        more = (self.prompt_tokens, self.completion_tokens, self.start_s)
+        more = (self.prompt_tokens, self.completion_tokens, self.start_s, self.dispatch_ms)
         return (*(a.tobytes() for a in (*arrays, *more)), self.status, self.error_kind)
 
     def __repr__(self) -> str:
@@ -272,6 +288,7 @@ class Samples:
             completion_tokens=k(self.completion_tokens[i]),
             error_kind=self.error_kind[i],
             start_s=f(self.start_s[i]),
+            dispatch_ms=f(self.dispatch_ms[i]),
         )
 
     def requests(self) -> list[Request]:
@@ -362,6 +379,7 @@ def merge(parts: Sequence[Samples]) -> Samples:
     floats = {name: array("d") for name in (*_PER_REQUEST_FLOATS, "itl_ms")}
     ints = {name: array("q") for name in ("prompt_tokens", "completion_tokens")}
     start_s: array[float] = array("d")
+    dispatch_ms: array[float] = array("d")
     offsets: array[int] = array("q", [0])
     status: list[str] = []
     error_kind: list[str | None] = []
@@ -372,6 +390,7 @@ def merge(parts: Sequence[Samples]) -> Samples:
         for name, icolumn in ints.items():
             icolumn.extend(getattr(part, name))
         start_s.extend(part.start_s)
+        dispatch_ms.extend(part.dispatch_ms)
         offsets.extend(base + o for o in part.itl_offsets[1:])
         status.extend(part.status)
         error_kind.extend(part.error_kind)
@@ -386,6 +405,7 @@ def merge(parts: Sequence[Samples]) -> Samples:
         status=tuple(status),
         error_kind=tuple(error_kind),
         start_s=start_s,
+        dispatch_ms=dispatch_ms,
     )
 
 
@@ -415,7 +435,10 @@ def _unshuffle(raw: bytes, width: int) -> bytes:
 
 
 def encode(samples: Samples) -> bytes:
-    """The samples as bytes (see the module docstring); the same samples, the same bytes."""
+    """The samples as bytes (see the module docstring); the same samples, the same bytes.
+    Version 1 when no request has a dispatch delay (what was stored before keeps its bytes),
+    else version 2."""
+    version = 2 if any(v == v for v in samples.dispatch_ms) else 1
     table: dict[str, int] = {}
     for text in (*samples.status, *(k for k in samples.error_kind if k is not None)):
         table.setdefault(text, len(table))
@@ -432,13 +455,13 @@ def encode(samples: Samples) -> bytes:
     parts.append(_le(samples.completion_tokens, "i"))
     offsets = samples.itl_offsets
     parts.append(_le(array("I", (offsets[i + 1] - offsets[i] for i in range(n))), "I"))
-    for name in _PER_REQUEST_TIMES:
+    for name in _PER_REQUEST_TIMES if version == 2 else _PER_REQUEST_TIMES[:-1]:
         scale = _SCALE[name]
         micros = array("q", (_NAN_US if v != v else round(v * scale) for v in getattr(samples, name)))
         parts.append(_shuffle(_le(micros, "q"), 8))
     micros = array("q", map(round, map(operator.mul, samples.itl_ms, repeat(1000.0))))
     parts.append(_shuffle(_le(micros, "q"), 8))
-    return bytes([FORMAT_VERSION]) + zlib.compress(b"".join(parts), _ZLIB_LEVEL)
+    return bytes([version]) + zlib.compress(b"".join(parts), _ZLIB_LEVEL)
 
 
 class _Reader:
@@ -467,9 +490,10 @@ def decode(blob: bytes, *, where: str | None = None) -> Samples:
     raises LedgerError (``where`` names it, e.g. ``run #12 cell 3``)."""
     if not blob:
         raise LedgerError("the samples blob is empty", location=where)
-    if blob[0] != FORMAT_VERSION:
+    if blob[0] not in READ_VERSIONS:
         raise LedgerError(
-            f"the samples blob has format version {blob[0]}; this autobench reads version {FORMAT_VERSION}",
+            f"the samples blob has format version {blob[0]}; this autobench reads versions "
+            f"{', '.join(map(str, READ_VERSIONS))}",
             location=where,
             hint="a newer autobench wrote it: upgrade autobench",
         )
@@ -480,7 +504,7 @@ def decode(blob: bytes, *, where: str | None = None) -> Samples:
             raise ValueError("the compressed stream ends early")
         if stream.unused_data:
             raise ValueError(f"{len(stream.unused_data)} bytes after the compressed stream")
-        return _decode_body(body)
+        return _decode_body(body, blob[0])
     except (zlib.error, ValueError, struct.error, UnicodeDecodeError, IndexError) as exc:
         raise LedgerError(
             f"the samples blob is damaged ({exc})",
@@ -489,7 +513,7 @@ def decode(blob: bytes, *, where: str | None = None) -> Samples:
         ) from exc
 
 
-def _decode_body(body: bytes) -> Samples:
+def _decode_body(body: bytes, version: int) -> Samples:
     r = _Reader(body)
     n, n_itl, n_table = struct.unpack("<IIH", r.take(10))
     table = [r.take(r.take(1)[0]).decode("utf-8") for _ in range(n_table)]
@@ -504,7 +528,9 @@ def _decode_body(body: bytes) -> Samples:
         offsets.append(total)
     if total != n_itl:
         raise ValueError(f"the ITL counts add up to {total}, not {n_itl}")
-    times = {name: _times(r.column("q", n_itl if name == "itl_ms" else n, shuffled=True), name) for name in _TIMES}
+    names = _TIMES if version == 2 else _TIMES_V1
+    times = {name: _times(r.column("q", n_itl if name == "itl_ms" else n, shuffled=True), name) for name in names}
+    dispatch = times.get("dispatch_ms", array("d", [math.nan] * n))
     if r.at != len(body):
         raise ValueError(f"{len(body) - r.at} bytes left over")
     return Samples(
@@ -518,6 +544,7 @@ def _decode_body(body: bytes) -> Samples:
         status=status,
         error_kind=error_kind,
         start_s=times["start_s"],
+        dispatch_ms=dispatch,
     )
 
 
@@ -533,6 +560,7 @@ def _times(micros: array[int], name: str) -> array[float]:
 __all__ = [
     "FORMAT_VERSION",
     "LATENCIES",
+    "READ_VERSIONS",
     "OK",
     "UNKNOWN",
     "Request",

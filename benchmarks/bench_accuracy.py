@@ -66,8 +66,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(k: int, nice: int = 0, empty_rate: float = 0.0) -> tuple[subprocess.Popen[bytes], str, int]:
-    """The synthetic server in its own process, at ``nice`` when permitted; (proc, url, nice it got)."""
+def cpu_list(text: str | None) -> set[int] | None:
+    """``"0"``, ``"0,2"`` or ``"0-3"`` as a set of CPU numbers (None: no pinning)."""
+    if not text:
+        return None
+    out: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def start_server(
+    k: int, nice: int = 0, empty_rate: float = 0.0, cpus: set[int] | None = None
+) -> tuple[subprocess.Popen[bytes], str, int]:
+    """The synthetic server in its own process, at ``nice`` when permitted and on ``cpus`` when
+    given (as ``taskset`` does); (proc, url, nice it got)."""
     port = free_port()
     cmd = [
         sys.executable,
@@ -93,6 +107,8 @@ def start_server(k: int, nice: int = 0, empty_rate: float = 0.0) -> tuple[subpro
     def renice() -> None:  # in the child, before exec
         with contextlib.suppress(PermissionError):  # not root / no CAP_SYS_NICE: stays as it is
             os.setpriority(os.PRIO_PROCESS, 0, nice)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
 
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=renice)
     got = os.getpriority(os.PRIO_PROCESS, proc.pid)
@@ -105,6 +121,11 @@ def start_server(k: int, nice: int = 0, empty_rate: float = 0.0) -> tuple[subpro
             time.sleep(0.05)
     proc.kill()
     raise SystemExit("synthetic server did not start")
+
+
+def load_text() -> str:
+    """The 1, 5 and 15 minute load averages, as ``uptime`` prints them."""
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def service_s(n: int, k: int) -> float:
@@ -215,6 +236,13 @@ def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, t
         "sp_p99": (c["send_to_server_arrival_ms"] or empty).get("p99"),
         "pw_med": (c["dispatch_to_write_ms"] or empty).get("median"),
         "pw_p99": (c["dispatch_to_write_ms"] or empty).get("p99"),
+        # the dispatch delay (due -> write) and, from the server's stamps, due -> server arrival
+        # (absent from a client older than the dispatch delay: then "-")
+        "dd_med": (c.get("dispatch_delay_ms") or empty).get("median"),
+        "dd_p99": (c.get("dispatch_delay_ms") or empty).get("p99"),
+        "da_med": (c.get("due_to_server_arrival_ms") or empty).get("median"),
+        "da_p99": (c.get("due_to_server_arrival_ms") or empty).get("p99"),
+        "bound": d.get("client_bound_warning"),
         "acc_len": d.get("spec_decode_acceptance_length"),
         "tok_chunk": d.get("mean_tokens_per_chunk"),
         "loop": d.get("event_loop"),
@@ -246,8 +274,11 @@ def fmt_acc(r: dict[str, Any]) -> str:
 def fmt_spread(runs: list[dict[str, Any]]) -> str:
     ttft = [r["ttft_med"] - TTFT_MS for r in runs]
     tput = [100 * (r["tput"] / r["ideal"] - 1) for r in runs]
+    loads = [r["load"] for r in runs if "load" in r]
+    at = f", load {min(loads):.2f}..{max(loads):.2f}" if loads else ""
     return (
-        f"  | {len(runs)} runs: TTFT err {min(ttft):+.2f}..{max(ttft):+.2f}, tput {min(tput):+.2f}..{max(tput):+.2f}%"
+        f"  | {len(runs)} runs{at}: TTFT err {min(ttft):+.2f}..{max(ttft):+.2f}, "
+        f"tput {min(tput):+.2f}..{max(tput):+.2f}%"
     )
 
 
@@ -256,7 +287,9 @@ def fmt_cost(r: dict[str, Any]) -> str:
         f"{r['C']:>4} {r['k']:>2} {f(r['cpu_ms_1k'], 1):>7} {f(r['cpu_frac'], 2):>5} "
         f"{f(r['lag_p50']):>6} {f(r['lag_p99']):>6} {f(r['sp_med']):>6} {f(r['sp_p99']):>6} "
         f"{f(r['rs_med']):>6} {f(r['rs_p99']):>6} {f(r['pw_med']):>6} {f(r['pw_p99']):>6} "
-        f"{f(r['itl_med']):>6} {f(r['acc_len']):>5} {f(r['tok_chunk']):>6}"
+        f"{f(r['itl_med']):>6} {f(r['acc_len']):>5} {f(r['tok_chunk']):>6} "
+        f"{f(r['dd_med']):>6} {f(r['dd_p99']):>6} {f(r['da_med']):>6} {f(r['da_p99']):>6} "
+        f"{'yes' if r['bound'] else 'no':>5}"
     )
 
 
@@ -264,7 +297,10 @@ ACC_HEADER = (
     "   C  k  ok/err TTFTmed    err  ( err%) TTFTp99 srvErr cliErr cli_99  "
     "TPOTmed    exp    err  (  err%)   out/s   ideal (  dev% ) E2ELmed    err"
 )
-COST_HEADER = "   C  k cpu/1kt cpu1c  lag50  lag99  sp_md  sp_99  rs_md  rs_99  pw_md  pw_99  ITLmd   acc tok/ch"
+COST_HEADER = (
+    "   C  k cpu/1kt cpu1c  lag50  lag99  sp_md  sp_99  rs_md  rs_99  pw_md  pw_99  ITLmd   acc tok/ch"
+    "  dd_md  dd_99  da_md  da_99 bound"
+)
 
 
 def main() -> None:
@@ -299,13 +335,29 @@ def main() -> None:
         default=0.0,
         help='fraction of token chunks the server sends with "text": "" (as vLLM with byte-level tokenizers)',
     )
+    ap.add_argument("--server-cpus", default=None, help="CPUs of the server process, e.g. 0 (as taskset -c)")
+    ap.add_argument("--client-cpus", default=None, help="CPUs of the client (this process), e.g. 1")
+    ap.add_argument(
+        "--client-nice",
+        type=int,
+        default=0,
+        help="scheduling priority of the client (this process) when permitted; on a machine shared "
+        "with other work, the server's and the client's (e.g. -10 both) keep that work off the rig",
+    )
     a = ap.parse_args()
+    server_cpus, client_cpus = cpu_list(a.server_cpus), cpu_list(a.client_cpus)
+    pinned = bool(server_cpus and client_cpus)
+    if client_cpus:
+        os.sched_setaffinity(0, client_cpus)
+    if a.client_nice:
+        with contextlib.suppress(PermissionError):
+            os.setpriority(os.PRIO_PROCESS, 0, a.client_nice)
     if a.loop:
         os.environ["AUTOBENCH_EVENT_LOOP"] = a.loop  # inherited by the server process
     print(
         "# synthetic server in its own process; "
         f"ttft={TTFT_MS} ms, itl={ITL_MS} ms, N={N_TOKENS} tokens, empty-text chunks {a.empty_chunk_rate:.0%}, "
-        f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f} "
+        f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}, load average {load_text()} "
         "(figures are only meaningful on an otherwise idle machine)"
     )
     print(
@@ -315,8 +367,11 @@ def main() -> None:
     print(
         "# cost: cpu/1kt = client CPU ms per 1000 output tokens; cpu1c = client CPU fraction of one core; "
         "lag = event-loop lag; sp = client write -> server arrival; rs = server first-chunk send -> client "
-        "recv; pw = client dispatch -> socket write (excluded from TTFT)"
+        "recv; pw = client dispatch -> socket write (excluded from TTFT); dd = dispatch delay (due -> "
+        "write: the worker free, or the arrival); da = due -> server arrival (server stamp: dd + sp); "
+        "bound = client_bound_warning"
     )
+    print(f"# client at nice {os.getpriority(os.PRIO_PROCESS, 0)}")
     rng = random.Random(11)
     max_c = max(int(x) for x in a.levels.split(","))
     varied = [rng.randint(N_TOKENS // 4, 7 * N_TOKENS // 4) for _ in range(max_c * a.realistic_rounds + 8)]
@@ -338,22 +393,37 @@ def main() -> None:
         )
     with tempfile.TemporaryDirectory() as td:
         for title, k, levels, rounds, lengths in cases:
-            proc, url, got = start_server(k, a.server_nice, a.empty_chunk_rate)
+            if not levels:
+                continue
+            proc, url, got = start_server(k, a.server_nice, a.empty_chunk_rate, server_cpus)
+            concs = [int(x) for x in levels.split(",")]
+            runs: dict[int, list[dict[str, Any]]] = {c: [] for c in concs}
             rows = []
             try:
                 print(
                     f"\n## {title}; {rounds} prompts per worker; server at nice {got}"
                     + ("" if got == a.server_nice else f" (asked {a.server_nice}: not permitted)")
+                    + (f"; server on CPUs {sorted(server_cpus)}, client on {sorted(client_cpus)}" if pinned else "")
                 )
+                # Repeats interleaved (every level once, then again), so the machine's load drifts
+                # into every level alike.
+                for rep in range(a.repeat):
+                    for conc in concs:
+                        r = level(url, conc, k, rounds, lengths, Path(td))
+                        r["load"] = os.getloadavg()[0]
+                        runs[conc].append(r)
+                        print(
+                            f"# run {rep + 1}/{a.repeat} C={conc}: TTFT err {r['ttft_med'] - TTFT_MS:+.2f} ms, "
+                            f"load {r['load']:.2f}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                 print(ACC_HEADER)
-                for conc in (int(x) for x in levels.split(",")):
-                    runs = sorted(
-                        (level(url, conc, k, rounds, lengths, Path(td)) for _ in range(a.repeat)),
-                        key=lambda r: r["ttft_med"],
-                    )
-                    r = runs[len(runs) // 2]  # the run with the median TTFT stands for the level
+                for conc in concs:
+                    ordered = sorted(runs[conc], key=lambda r: r["ttft_med"])
+                    r = ordered[len(ordered) // 2]  # the run with the median TTFT stands for the level
                     rows.append(r)
-                    print(fmt_acc(r) + (fmt_spread(runs) if a.repeat > 1 else ""), flush=True)
+                    print(fmt_acc(r) + (fmt_spread(ordered) if a.repeat > 1 else ""), flush=True)
             finally:
                 proc.terminate()
                 proc.wait(10)
@@ -361,7 +431,7 @@ def main() -> None:
             print(COST_HEADER)
             for r in rows:
                 print(fmt_cost(r))
-    print(f"\n# load average at the end: {os.getloadavg()[0]:.2f}")
+    print(f"\n# load average at the end: {load_text()}")
 
 
 if __name__ == "__main__":

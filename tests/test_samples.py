@@ -28,6 +28,7 @@ requests = st.builds(
     completion_tokens=count,
     error_kind=st.one_of(st.none(), st.sampled_from(["timeout", "http_5xx", "stream_dropped", "ünïcode"])),
     start_s=st.one_of(st.none(), st.floats(min_value=0, max_value=1e5, allow_nan=False)),
+    dispatch_ms=st.one_of(st.none(), st.floats(min_value=0, max_value=1e5, allow_nan=False)),
 )
 samples_st = st.lists(requests, max_size=30).map(Samples.from_requests)
 
@@ -36,7 +37,7 @@ samples_st = st.lists(requests, max_size=30).map(Samples.from_requests)
 @settings(max_examples=200, deadline=None)
 def test_encode_decode_round_trip_is_exact(s: Samples) -> None:
     blob = encode(s)
-    assert blob[0] == S.FORMAT_VERSION
+    assert blob[0] == (2 if any(r.dispatch_ms is not None for r in s.requests()) else 1)
     back = decode(blob)
     assert back == s and len(back) == len(s)
     assert encode(back) == blob  # deterministic: the ledger hashes these bytes
@@ -64,6 +65,10 @@ def test_rows_read_back_as_built(rows: list[Request]) -> None:
             assert got.start_s is None
         else:
             assert got.start_s == pytest.approx(row.start_s, rel=1e-12, abs=5e-7)
+        if row.dispatch_ms is None:
+            assert got.dispatch_ms is None
+        else:
+            assert got.dispatch_ms == pytest.approx(row.dispatch_ms, rel=1e-12, abs=0.0005)
         assert got.itl_ms == pytest.approx(list(row.itl_ms), rel=1e-12, abs=0.0005)
 
 
@@ -172,6 +177,49 @@ def test_nan_is_one_nan() -> None:
     a = Samples.from_requests([Request("ok", ttft_ms=neg)])
     b = Samples.from_requests([Request("ok", ttft_ms=None)])
     assert a == b and encode(a) == encode(b) and hash(a) == hash(b)
+
+
+#: What autobench wrote before the dispatch delay (format version 1, main at 8a906ad), for
+#: _OLD_ROWS: a stored blob must still read, and re-encode to the same bytes (the ledger hashes it).
+_V1_BLOB = bytes.fromhex(
+    "01789c636260606002626606a6fc6cd6d4a2a2fc22f692ccdcd4fcd212060646b0043b90fc0f04cc501aa41c04ae30"
+    "18302081864d0c3c287c07863928fc0909171e338b210476ace1e6455600003383167f"
+)
+_OLD_ROWS = [
+    Request(
+        "ok",
+        ttft_ms=12.5,
+        tpot_ms=3.25,
+        e2el_ms=40.0,
+        itl_ms=[3.0, 3.5],
+        prompt_tokens=7,
+        completion_tokens=3,
+        start_s=0.25,
+    ),
+    Request("error", error_kind="timeout", start_s=1.5, itl_ms=[]),
+]
+
+
+def test_a_version_1_blob_still_reads_and_keeps_its_bytes() -> None:
+    old = decode(_V1_BLOB)
+    assert old.requests() == _OLD_ROWS  # dispatch_ms None: not recorded then
+    assert list(map(math.isnan, old.dispatch_ms)) == [True, True]
+    assert encode(old) == _V1_BLOB == encode(Samples.from_requests(_OLD_ROWS))
+
+
+def test_a_dispatch_delay_is_written_as_version_2() -> None:
+    rows = [_OLD_ROWS[0]._replace(dispatch_ms=0.125), _OLD_ROWS[1]]
+    s = Samples.from_requests(rows)
+    blob = encode(s)
+    assert blob[0] == 2 == S.FORMAT_VERSION and 2 in S.READ_VERSIONS and 1 in S.READ_VERSIONS
+    back = decode(blob)
+    assert back == s and back.requests() == rows
+    assert back.request(0).dispatch_ms == 0.125 and back.request(1).dispatch_ms is None
+    assert back != decode(_V1_BLOB)  # the delay is part of the samples
+    merged = merge([back, decode(_V1_BLOB)])
+    assert [r.dispatch_ms for r in merged.requests()] == [0.125, None, None, None]
+    with pytest.raises(LedgerError):
+        decode(bytes([1]) + blob[1:])  # a v2 body read as v1 has bytes left over
 
 
 def test_unknown_version_is_refused() -> None:

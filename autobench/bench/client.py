@@ -58,6 +58,10 @@ MAX_PROMPTS = 1_000_000
 #: reclaiming the cycles of error paths, by at most this many objects.
 YOUNG_GC_THRESHOLD = 10_000
 
+#: Rate mode: a wait for the next arrival longer than this (s) can be cut short by the time cap
+#: or Ctrl-C (a task and a timer more); a shorter one is a plain sleep.
+LONG_WAIT_S = 0.05
+
 #: BenchConfig's float fields: each must be finite (``check``).
 FLOAT_FIELDS = (
     "max_seconds",
@@ -435,7 +439,7 @@ class _Runner:
         self.t0 = t0
         prog = asyncio.ensure_future(self._progress_loop(len(bodies))) if self.progress else None
         if c.request_rate is None:
-            main = asyncio.ensure_future(self._closed_loop(bodies, self.records, c.concurrency))
+            main = asyncio.ensure_future(self._closed_loop(bodies, self.records, c.concurrency, t_start=t0))
         else:
             main = asyncio.ensure_future(self._rate_loop(bodies, t0))
         cap_hit = False
@@ -474,17 +478,31 @@ class _Runner:
             self.progress(self.finished, len(bodies), t_end - t0, self.errors)
         return t0, t_end, cap_hit, cpu, self.lags
 
-    async def _closed_loop(self, bodies: list[bytes], sink: list[RequestRecord], conc: int, warm: bool = False) -> None:
+    async def _closed_loop(
+        self,
+        bodies: list[bytes],
+        sink: list[RequestRecord],
+        conc: int,
+        warm: bool = False,
+        t_start: float | None = None,
+    ) -> None:
+        """``conc`` workers; ``t_start``: when the first requests are due (perf_counter; now)."""
         it = iter(range(len(bodies)))
         ests = self.ds.warmup if warm else self.ds.prompts
+        first_due = time.perf_counter() if t_start is None else t_start
 
         async def worker() -> None:
+            # A closed loop's request is due when the worker's previous one ended (its last
+            # bytes were read), the first one at the start: the dispatch delay is the rest.
+            due = first_due
             for i in it:
                 if self.stop and not warm:
                     return
                 rec = RequestRecord(i, ests[i].est_tokens)
+                rec.scheduled = due
                 sink.append(rec)
                 await self._send(rec, bodies[i])
+                due = rec.end or time.perf_counter()
                 if not warm:
                     self._done(rec)
 
@@ -501,28 +519,40 @@ class _Runner:
             arrivals.append(t)
         sem = asyncio.Semaphore(c.concurrency)
         tasks: list[asyncio.Task[None]] = []
+        freed = [0.0]  # when the last slot came free (perf_counter)
 
         async def one(rec: RequestRecord, body: bytes) -> None:
             try:
                 await self._send(rec, body)
                 self._done(rec)
             finally:
+                freed[0] = rec.end or time.perf_counter()
                 sem.release()
 
         try:
             for i, body in enumerate(bodies):
                 target = t0 + arrivals[i]
                 delay = target - time.perf_counter()
-                if delay > 0:
+                if delay > LONG_WAIT_S:  # a time cap or Ctrl-C ends a long wait at once
                     with contextlib.suppress(asyncio.TimeoutError):
                         await asyncio.wait_for(self.stop_event.wait(), timeout=delay)
+                elif delay > 0:
+                    await asyncio.sleep(delay)  # no task and no second timer per arrival
+                # The loop's timers fire up to ~1 ms early (uvloop counts whole milliseconds from
+                # a cached clock): never send before the arrival time; yield to I/O until it comes.
+                while time.perf_counter() < target and not self.stop:
+                    await asyncio.sleep(0)
                 if self.stop:
                     break
+                waited = sem.locked()
                 await sem.acquire()
                 if self.stop:
                     sem.release()
                     break
                 rec = RequestRecord(i, self.ds.prompts[i].est_tokens, arrival=target)
+                # Due at its arrival, or when a slot came free if all C were busy then (that wait
+                # is the server's: client_queue_time); the dispatch delay is the client's own.
+                rec.scheduled = max(target, freed[0]) if waited else target
                 self.records.append(rec)
                 tasks.append(asyncio.ensure_future(one(rec, body)))
             await asyncio.gather(*tasks)

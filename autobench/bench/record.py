@@ -36,6 +36,7 @@ class RequestRecord:
         "arr_srv",
         "end",
         "dispatch",
+        "scheduled",
         "io",
         "timed_out",
         "watchdog",
@@ -46,6 +47,10 @@ class RequestRecord:
         self.prompt_est = prompt_est
         self.arrival = arrival  # intended send time (rate mode) or None
         self.dispatch = 0.0  # perf_counter when the client called post (before building the request)
+        # perf_counter of when the request was due: the closed loop's previous request on the same
+        # worker ended (t0 for the first), or rate mode's arrival (or the moment a slot came free,
+        # when it had to wait for one); 0.0 when unknown.  start - scheduled = the dispatch delay.
+        self.scheduled = 0.0
         self.start = 0.0  # st, perf_counter right before the request is written to the socket
         self.first: float | None = None
         self.last: float | None = None

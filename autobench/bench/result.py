@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from autobench import __version__
 from autobench.bench import metrics as M
 from autobench.bench.record import Completed, RequestRecord, completed
-from autobench.bench.samples_of import samples_of
+from autobench.bench.samples_of import dispatch_delay_ms, samples_of
 from autobench.digits import load_json
 from autobench.errors import BenchError
 from autobench.files import read_regular
@@ -118,6 +118,7 @@ def build_result(
     data["client"] = _client(client, records, ok, duration, data["total_output_tokens"])
     lag_p99 = data["client"]["loop_lag_ms"]["p99"]
     cpu_frac = data["client"]["cpu_fraction_of_one_core"]
+    delay_p99 = (data["client"]["dispatch_delay_ms"] or {}).get("p99")
     # A CPU fraction needs a window to mean anything: over a run of a few ms (every request
     # refused, say) start-up work alone reads as a busy core.
     cpu_judged = duration >= MIN_CPU_WINDOW_S
@@ -128,6 +129,7 @@ def build_result(
         and (
             (lag_p99 is not None and lag_p99 > CLIENT_LAG_P99_MS)
             or (cpu_frac is not None and cpu_frac > CLIENT_CPU_FRACTION)
+            or (delay_p99 is not None and delay_p99 > CLIENT_DISPATCH_P99_MS)
         )
     )
     data["quality_flags"] = quality_flags(data)
@@ -259,6 +261,11 @@ def _client(
     srv_ttft = [first_srv - arr_srv for _, _, first_srv, arr_srv in timed]
     ttft_client = [(first - start) - (first_srv - arr_srv) for start, first, first_srv, arr_srv in timed]
     pre_write = [r.start - r.dispatch for r in records if r.dispatch and r.start >= r.dispatch]
+    delays = [d for d in map(dispatch_delay_ms, records) if d is not None]
+    adherence = [r.start - r.arrival for r in records if r.arrival is not None and r.start]
+    # Against the synthetic server: from when a request was due to when the server read it (the
+    # dispatch delay plus the send path, from the server's own stamp: a check on the delay).
+    due_to_arrival = [r.arr_srv - r.scheduled for r in records if isinstance(r.arr_srv, float) and r.scheduled]
     lags = client.loop_lag_s
     return {
         "cpu_seconds": client.cpu_seconds,
@@ -271,6 +278,10 @@ def _client(
         "server_ttft_ms": M.summarize(srv_ttft, 1000.0) if srv_ttft else None,
         "ttft_client_error_ms": M.summarize(ttft_client, 1000.0) if ttft_client else None,
         "dispatch_to_write_ms": M.summarize(pre_write, 1000.0) if pre_write else None,
+        "dispatch_delay_ms": M.summarize(delays) if delays else None,
+        "dispatch_delay_budget_ms": CLIENT_DISPATCH_P99_MS,
+        "schedule_adherence_ms": M.summarize(adherence, 1000.0) if adherence else None,
+        "due_to_server_arrival_ms": M.summarize(due_to_arrival, 1000.0) if due_to_arrival else None,
         "served_models": client.served_models,
     }
 
@@ -282,6 +293,10 @@ MIN_CPU_WINDOW_S = 1.0
 #: p99 (ms) or it used more than this fraction of one core (docs/bench.md).
 CLIENT_LAG_P99_MS = 5.0
 CLIENT_CPU_FRACTION = 0.75
+#: ... or its requests left more than this late at p99 (ms): the dispatch delay, from when a
+#: request was due (its closed-loop worker free, its arrival in rate mode) to its write
+#: (``client.dispatch_delay_ms``; in rate mode the schedule adherence less any wait for a slot).
+CLIENT_DISPATCH_P99_MS = 2.0
 
 
 def quality_flags(d: Mapping[str, object]) -> dict[str, str]:
@@ -308,8 +323,10 @@ def quality_flags(d: Mapping[str, object]) -> dict[str, str]:
         client: dict[str, Any] = raw if isinstance(raw, dict) else {}
         lag = (client.get("loop_lag_ms") or {}).get("p99")
         cpu = client.get("cpu_fraction_of_one_core")
+        delay = (client.get("dispatch_delay_ms") or {}).get("p99")
         bits = [f"event-loop lag p99 {lag:.1f} ms" if isinstance(lag, int | float) else None]
         bits.append(f"{cpu:.0%} of a core" if isinstance(cpu, int | float) else None)
+        bits.append(f"dispatch delay p99 {delay:.1f} ms" if isinstance(delay, int | float) else None)
         flags["client_bound"] = ", ".join(b for b in bits if b) or "the client was busy"
     if d.get("time_cap_hit") is True:
         cap = d.get("max_seconds")

@@ -3,8 +3,10 @@
 The formulas are the bench's own (autobench.bench.metrics, docs/bench.md): TTFT = t1 - st,
 E2EL = tl - st, TPOT = (tl - t1) / (N - 1) for N >= 2 output tokens, ITL = the gaps between
 token-bearing chunks; all in milliseconds.  ``start_s`` is st - t0, the send time from the
-start of the measured run.  Every record is kept, whatever its status; statistics over the
-samples take the successful ones (``Samples.values``), as the result's do.
+start of the measured run; ``dispatch_ms`` is st - the time the request was due (the
+client's own dispatch delay, ``RequestRecord.scheduled``).  Every record is kept, whatever
+its status; statistics over the samples take the successful ones (``Samples.values``), as
+the result's do.
 """
 
 from __future__ import annotations
@@ -34,7 +36,16 @@ def request_of(record: RequestRecord, t0: float) -> Request:
         completion_tokens=n,
         error_kind=record.error_kind,
         start_s=(start - t0) if start is not None else None,
+        dispatch_ms=dispatch_delay_ms(record),
     )
+
+
+def dispatch_delay_ms(record: RequestRecord) -> float | None:
+    """How long after it was due the request was written (ms), or None when it was never
+    written or its due time is unknown."""
+    if not record.start or not record.scheduled:
+        return None
+    return 1000.0 * (record.start - record.scheduled)
 
 
 def samples_of(records: Iterable[RequestRecord], t0: float) -> Samples:

@@ -49,6 +49,29 @@ def test_a_small_run_counts_every_request_token_and_timestamp(synth: Any) -> Non
     assert c["dispatch_to_write_ms"]["median"] >= 0
 
 
+def test_every_request_records_its_dispatch_delay_from_when_it_was_due(synth: Any) -> None:
+    """Closed loop: the first request of each of the C workers is due at the start, every later
+    one when its worker's previous request ended; the delay to its write is >= 0 and in the
+    samples (the result's p50/p99 come from the same values)."""
+    srv = synth(ttft_ms=2, itl_ms=1)
+    res = run_bench(cfg(srv.base_url, num_prompts=16, max_tokens=4, concurrency=4))
+    assert res.samples is not None
+    rows = res.samples.requests()
+    delays = [r.dispatch_ms for r in rows]
+    assert all(d is not None and d >= 0 for d in delays), delays
+    due = sorted(1000 * r.start_s - r.dispatch_ms for r in rows)  # type: ignore[operator]
+    assert due[:4] == pytest.approx([0.0] * 4, abs=0.002) and min(due[4:]) > 1.0  # after a TTFT of 2 ms
+    ends = sorted(1000 * r.start_s + r.e2el_ms for r in rows)  # type: ignore[operator]
+    for t in due[4:]:  # each later one was due once an earlier request had its last token
+        assert any(e <= t + 0.002 for e in ends)
+    c = res.to_json_dict()["client"]
+    assert isinstance(c, dict)
+    assert c["dispatch_delay_ms"]["p99"] == pytest.approx(max(delays), abs=max(delays) * 0.05 + 0.002)
+    assert c["dispatch_delay_budget_ms"] == 2.0 and c["schedule_adherence_ms"] is None
+    # the server read each request after it was due: due -> arrival >= the dispatch delay
+    assert c["due_to_server_arrival_ms"]["median"] >= c["dispatch_delay_ms"]["median"]
+
+
 def test_multi_token_chunks_keep_tpot_right_and_spec_counters_exact(synth: Any) -> None:
     srv = synth(ttft_ms=20, itl_ms=10, tokens_per_chunk=4)
     d = run_bench(cfg(srv.base_url, max_tokens=26, warmup=2)).to_json_dict()
@@ -185,9 +208,15 @@ def test_no_cap_hit_when_all_prompts_finish(synth: Any) -> None:
 
 def test_poisson_rate_mode(synth: Any) -> None:
     srv = synth(ttft_ms=1, itl_ms=1)
-    d = run_bench(cfg(srv.base_url, num_prompts=20, request_rate=100.0, concurrency=8, seed=1)).to_json_dict()
+    res = run_bench(cfg(srv.base_url, num_prompts=20, request_rate=100.0, concurrency=8, seed=1))
+    d = res.to_json_dict()
+    assert res.samples is not None and all(r.dispatch_ms >= 0 for r in res.samples.requests())  # type: ignore[operator]
     assert d["completed"] == 20 and d["request_rate"] == 100.0
     assert d["median_client_queue_time_ms"] is not None and d["median_client_queue_time_ms"] >= 0
+    adherence = d["client"]["schedule_adherence_ms"]
+    # never sent before its arrival time (the loop's timers fire early; the send waits)
+    assert adherence["median"] == pytest.approx(d["median_client_queue_time_ms"]) and adherence["mean"] >= 0
+    assert d["client"]["dispatch_delay_ms"]["p99"] <= adherence["p99"]  # slot waits taken out
 
 
 def test_result_json_is_strict_json(synth: Any, tmp_path: Path) -> None:

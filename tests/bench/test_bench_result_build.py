@@ -463,3 +463,75 @@ def test_every_latency_statistic_is_read_from_its_own_field():
     given = {theirs: float(i + 1) for i, theirs in enumerate(fields.values())}
     n = normalize(ours(**given))
     assert {ours_: n[ours_] for ours_ in fields} == {ours_: given[theirs] for ours_, theirs in fields.items()}
+
+
+def ok_timed(start: float, scheduled: float, arrival: float | None = None) -> RequestRecord:
+    return record(
+        "ok",
+        start=start,
+        scheduled=scheduled,
+        arrival=arrival,
+        first=start + 0.125,
+        last=start + 0.25,
+        completion_tokens=2,
+        prompt_tokens=4,
+        n_chunks=2,
+    )
+
+
+@pytest.mark.parametrize(
+    ("late_ms", "bound"),
+    [(3.0, True), (2.0, False), (1.0, False)],  # the budget is 2 ms at p99: exactly 2 is not over
+)
+def test_dispatch_delay_over_its_budget_makes_the_run_client_bound(late_ms: float, bound: bool):
+    recs = [ok_timed(100.5, 100.5 - late_ms / 1000) for _ in range(3)]
+    d = build(cpu=0.1, lags=[0.001], recs=recs)
+    c = d["client"]
+    assert c["dispatch_delay_budget_ms"] == 2.0
+    assert c["dispatch_delay_ms"]["median"] == pytest.approx(late_ms)
+    assert c["dispatch_delay_ms"]["p99"] == pytest.approx(late_ms)
+    assert d["client_bound_warning"] is bound
+    if bound:
+        assert (
+            d["quality_flags"]["client_bound"]
+            == f"event-loop lag p99 1.0 ms, 5% of a core, dispatch delay p99 {late_ms:.1f} ms"
+        )
+    else:
+        assert "client_bound" not in d["quality_flags"]
+
+
+def test_dispatch_delay_percentiles_and_samples():
+    # delays of 0, 1, 2, ..., 9 ms, and one request never timed (no due time) left out
+    recs = [ok_timed(101.0, 101.0 - i / 1000) for i in range(10)] + [ok_timed(101.0, 0.0)]
+    res = build_result(
+        BenchConfig(base_url="http://h:1", model="m", num_prompts=11, concurrency=4),
+        dataset(),
+        recs,
+        t0=T0,
+        t_end=102.0,
+        time_cap_hit=False,
+        spec=None,
+        client=ClientStats(cpu_seconds=0.1, loop_lag_s=[0.001]),
+        base_url="http://h:1",
+    )
+    delay = res.to_json_dict()["client"]["dispatch_delay_ms"]  # type: ignore[index]
+    assert delay["median"] == pytest.approx(4.5) and delay["p99"] == pytest.approx(8.91)
+    assert delay["mean"] == pytest.approx(4.5) and delay["p90"] == pytest.approx(8.1)
+    assert res.samples is not None
+    got = [r.dispatch_ms for r in res.samples.requests()]
+    assert got[:10] == pytest.approx([float(i) for i in range(10)]) and got[10] is None
+    assert res.to_json_dict()["client_bound_warning"] is True
+
+
+def test_schedule_adherence_is_send_minus_planned_arrival():
+    # rate mode: planned at 100.5; sent 1 ms and 4 ms late; the second waited 3 ms for a free slot
+    recs = [ok_timed(100.501, 100.5, arrival=100.5), ok_timed(100.504, 100.503, arrival=100.5)]
+    d = build(cpu=0.1, lags=[0.001], recs=recs, request_rate=10.0)
+    c = d["client"]
+    assert c["schedule_adherence_ms"]["median"] == pytest.approx(2.5)
+    assert c["schedule_adherence_ms"]["p99"] == pytest.approx(3.97)
+    assert c["dispatch_delay_ms"]["p99"] == pytest.approx(1.0)  # the slot wait is not the client's
+    assert d["client_bound_warning"] is False
+    assert build(cpu=0.1, lags=[0.001], recs=recs[:1])["client"]["schedule_adherence_ms"]["p99"] == pytest.approx(1.0)
+    closed = build(cpu=0.1, lags=[0.001], recs=[ok_timed(100.5, 100.5)])["client"]
+    assert closed["schedule_adherence_ms"] is None and closed["dispatch_delay_ms"]["p99"] == 0.0
