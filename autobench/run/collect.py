@@ -9,11 +9,14 @@ safe and read once the run has ended.
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from autobench.errors import AutobenchError
+from autobench.files import open_regular, sha256_regular
 from autobench.run import plan as P
 from autobench.run.outcome import RunOutcome, write_text
 
@@ -22,22 +25,41 @@ if TYPE_CHECKING:
 
 
 def redact_files(paths: Iterable[Path], secrets: Mapping[str, str]) -> None:
-    """Redact each file in place before anything reads or keeps it (secret values, token shapes)."""
-    from autobench.redaction import redact
+    """Redact each file in place before anything reads or keeps it (secret values, token shapes).
 
+    Streamed a block at a time through the same line-wise :class:`~autobench.redaction.Redactor`
+    the local runtime writes its logs with, into a new file that then replaces the old one (only
+    if it differs): a server log of a long run (GBs) costs bounded memory, and a FIFO or device
+    left where a log should be is skipped rather than read for ever."""
     for path in paths:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            _redact_file(path, secrets)
+        except (AutobenchError, OSError):
             continue
-        clean = redact(text.replace("\x00", ""), secrets)
-        if clean != text:
-            write_text(path, clean)
+
+
+_BLOCK = 1 << 20  # characters per read
+
+
+def _redact_file(path: Path, secrets: Mapping[str, str]) -> None:
+    from autobench.redaction import Redactor
+
+    redactor = Redactor(secrets)
+    tmp = path.with_name(path.name + ".redacting")
+    try:
+        with open_regular(path, what="log") as raw, open(tmp, "w", encoding="utf-8", newline="") as out:
+            text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+            while block := text.read(_BLOCK):
+                out.write(redactor.feed(block.replace("\x00", "")))
+            out.write(redactor.flush())
+        if sha256_regular(path, what="log") != sha256_regular(tmp, what="log"):
+            tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def log_facts(run_dir: Path, outcome: RunOutcome) -> RootCause | None:
     """Boot facts into the outcome; the log's root cause (or None)."""
-    from autobench.errors import AutobenchError
     from autobench.logs import parse_log
     from autobench.runrow import boot_columns, log_root_cause
 
