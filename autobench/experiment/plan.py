@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,21 +84,24 @@ def _overrides(exp: Experiment, treatment: Treatment) -> list[Override]:
     return out
 
 
-def _build(base: RecipeBase, exp: Experiment, treatment: Treatment, runtime: str | None) -> LoadedRecipe:
-    """The treatment's recipe, validated like any recipe (schema, then the rules' errors);
-    a problem is one line that names the treatment."""
+def _build(
+    base: RecipeBase, exp: Experiment, treatment: Treatment, runtime: str | None, redact: Mapping[str, str]
+) -> LoadedRecipe:
+    """The treatment's recipe, validated like any recipe (schema, then the rules' errors, their
+    texts redacted of ``redact``); a problem is one line that names the treatment."""
     from autobench.recipe import rules
 
-    name = f"treatment {treatment.id} ({treatment.label()})"
     try:
         loaded = base.load(_overrides(exp, treatment))
     except RecipeError as exc:
+        name = f"treatment {treatment.id} ({treatment.label()})"
         raise RecipeError(f"{name}: {exc.message}", location=exc.location, hint=exc.hint) from exc
     if runtime is None:
         return loaded
-    errors = [f for f in rules.check(loaded, runtime=runtime) if f.severity == "error"]
+    errors = [f for f in rules.check(loaded, runtime=runtime, redact=redact) if f.severity == "error"]
     if errors:
         first = errors[0]
+        name = f"treatment {treatment.id} ({treatment.label()})"
         raise RecipeError(
             f"{name}: {first.code} {first.key}: {first.message}",
             location=None if first.location is None else str(first.location),
@@ -160,22 +163,36 @@ def preflight_predictor(
     vllm_version: str | None = None, *, offline: bool | None = None, resolver: HubReader | None = None
 ) -> Predictor:
     """(status, cause, fix) of a treatment's predicted boot, as ``autobench preflight`` predicts
-    it (configs from the Hub, or the local HF cache with ``offline``), each config read once."""
+    it (configs from the Hub, or the local HF cache with ``offline``), each config read once and
+    each distinct prediction computed once: treatments that differ only in what the preflight
+    does not read (``engine.max_num_seqs``, env, the bench) share their inputs
+    (``preflight.predict.RecipeInputs``), so their KV layout is not recomputed."""
     from autobench.hub.client import HubSettings
     from autobench.hub.resolve import Resolver
-    from autobench.preflight.predict import Options, predict_recipe
+    from autobench.preflight.predict import Options, predict_inputs, recipe_inputs
 
     opts = Options(vllm_version=vllm_version, offline=offline)
     memo = _Memo(resolver or Resolver(HubSettings.from_env(offline=offline)))
+    # key -> (the inputs, kept alive so the configs' ids in the key stay theirs; the answer)
+    seen: dict[tuple[object, ...], tuple[object, tuple[str, str | None, str | None]]] = {}
 
     def predict(loaded: LoadedRecipe) -> tuple[str, str | None, str | None]:
         try:
-            prediction = predict_recipe(loaded, opts, memo)
+            inputs = recipe_inputs(loaded, opts, memo)
         except AutobenchError as exc:
             return UNPREDICTED, f"preflight: {exc}", None
-        if prediction.fails:
-            return PRUNED, prediction.failure_line(), prediction.fix()
-        return READY, None, None
+        key = inputs.key()
+        if key in seen:
+            return seen[key][1]
+        try:
+            prediction = predict_inputs(inputs)
+        except AutobenchError as exc:
+            answer: tuple[str, str | None, str | None] = (UNPREDICTED, f"preflight: {exc}", None)
+        else:
+            fails = prediction.fails
+            answer = (PRUNED, prediction.failure_line(), prediction.fix()) if fails else (READY, None, None)
+        seen[key] = (inputs, answer)
+        return answer
 
     return predict
 
@@ -198,6 +215,7 @@ def plan_experiment(
     preflight's).  RecipeError on the first treatment that does not validate: its schema, and
     the rules' errors for ``runtime`` (None: the schema only, when only the digests are wanted)."""
     from autobench.recipe.facts import unpinned
+    from autobench.redaction import environment_secrets
 
     if not exp.recipe.is_file():
         raise RecipeError(
@@ -208,9 +226,10 @@ def plan_experiment(
     base = recipe_base(exp.recipe)
     base.load()  # the recipe as written first: its own problem is the recipe's, not a treatment's
     predict = predictor or preflight_predictor()
+    redact = environment_secrets()  # read once for every treatment's findings
     planned: list[PlannedTreatment] = []
     for treatment in treatments(exp):
-        loaded = _build(base, exp, treatment, runtime)
+        loaded = _build(base, exp, treatment, runtime, redact)
         status, cause, fix = predict(loaded)
         floating = tuple(p.ref for p in unpinned(loaded.recipe))
         planned.append(PlannedTreatment(treatment, loaded, status, cause, fix, floating))

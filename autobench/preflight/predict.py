@@ -284,8 +284,35 @@ def predict(
     return pred
 
 
-def predict_recipe(loaded: LoadedRecipe, opts: Options, resolver: HubReader | None = None) -> Prediction:
-    """Predict the boot of a loaded recipe (``autobench.recipe.loader.LoadedRecipe``)."""
+@dataclass(frozen=True)
+class RecipeInputs:
+    """Everything a recipe's prediction is computed from (``predict_recipe`` = ``predict`` of
+    these): two recipes with equal inputs have the same prediction (``key``)."""
+
+    name: str
+    target: Loaded
+    draft: Loaded | None
+    serve: ServeOptions
+    version: VersionPick
+    opts: Options
+    utilization: float | None
+
+    def key(self) -> tuple[object, ...]:
+        """A hashable key of the inputs: each config by identity (a reader that returns the same
+        dict for the same repo and sha, as an experiment's memo does, makes equal configs equal
+        keys; the caller keeps the inputs alive while it keys on them), the rest by value."""
+
+        def loaded(cfg: Loaded | None) -> tuple[object, ...] | None:
+            return None if cfg is None else (id(cfg.config), cfg.source, cfg.weights_bytes)
+
+        o = self.opts
+        opts = tuple(getattr(o, f) for f in Options.__dataclass_fields__)
+        return (self.name, loaded(self.target), loaded(self.draft), self.serve, self.version, opts, self.utilization)
+
+
+def recipe_inputs(loaded: LoadedRecipe, opts: Options, resolver: HubReader | None = None) -> RecipeInputs:
+    """The inputs of a loaded recipe's prediction: its serve options, vLLM version, GPU and the
+    target's (and draft's) config, read from the Hub, the HF cache or a local folder."""
     recipe = loaded.recipe
     serve = serve_options(recipe)
     from autobench.image.pins import tagged_image  # a locked image keeps its tag in `# frozen:`
@@ -318,9 +345,17 @@ def predict_recipe(loaded: LoadedRecipe, opts: Options, resolver: HubReader | No
             draft_cfg = read_model_dir(spec.model, "speculative.model")
         elif spec.model:
             draft_cfg = read_hub(_resolver(resolver, opts), spec.model, spec.revision, weights=want_weights)
-    return predict(
-        recipe.name, target_cfg, draft_cfg, serve, version, opts, utilization=recipe.engine.gpu_memory_utilization
-    )
+    return RecipeInputs(recipe.name, target_cfg, draft_cfg, serve, version, opts, recipe.engine.gpu_memory_utilization)
+
+
+def predict_inputs(inputs: RecipeInputs) -> Prediction:
+    i = inputs
+    return predict(i.name, i.target, i.draft, i.serve, i.version, i.opts, utilization=i.utilization)
+
+
+def predict_recipe(loaded: LoadedRecipe, opts: Options, resolver: HubReader | None = None) -> Prediction:
+    """Predict the boot of a loaded recipe (``autobench.recipe.loader.LoadedRecipe``)."""
+    return predict_inputs(recipe_inputs(loaded, opts, resolver))
 
 
 def _resolver(resolver: HubReader | None, opts: Options) -> HubReader:

@@ -38,6 +38,7 @@ position and the offending character, escaped.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, replace
 
@@ -187,6 +188,13 @@ def parse_image_ref(text: str) -> ImageRef:
     """Parse ``text`` as an image reference (see the module docstring), or raise ImageRefError."""
     if not isinstance(text, str):
         raise ImageRefError("an image reference is text")
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(text: str) -> ImageRef:
+    """``parse_image_ref`` of a string, remembered (a recipe's image is parsed by the schema, the
+    rules and the pins; an experiment's thousand treatments share it)."""
     if not text:
         raise ImageRefError("the image reference is empty")
     if text.startswith("-"):

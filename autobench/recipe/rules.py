@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import Any
 
 from autobench.recipe.facts import output_tokens, server_endpoint, unpinned, world_size
@@ -426,13 +426,17 @@ class Finding:
     hint: str
     location: Position | None = None
     key: str = ""
+    #: The secrets to redact (default: ``environment_secrets()`` read now); ``check`` reads the
+    #: environment once for all its findings.
+    secrets: InitVar[Mapping[str, str] | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, secrets: Mapping[str, str] | None) -> None:
         # A message may quote the value it refuses: never a secret (redacted once, here, so the
         # text line and the JSON form agree).
         from autobench.redaction import environment_secrets, redact
 
-        secrets = environment_secrets()
+        if secrets is None:
+            secrets = environment_secrets()
         object.__setattr__(self, "message", redact(self.message, secrets))
         object.__setattr__(self, "hint", redact(self.hint, secrets))
 
@@ -459,12 +463,15 @@ class Finding:
 
 
 class _Ctx:
-    def __init__(self, loaded: LoadedRecipe, env: Mapping[str, str] | None, runtime: str):
+    def __init__(
+        self, loaded: LoadedRecipe, env: Mapping[str, str] | None, runtime: str, redact: Mapping[str, str] | None
+    ):
         self.loaded = loaded
         self.runtime = runtime
         self.r = loaded.recipe
         # values that must not be written in the recipe: its secrets and secret-named variables
         self.secret_values = environment_secrets(self.r.secrets, env) if env is not None else {}
+        self.redact = environment_secrets() if redact is None else redact  # what the findings are redacted of
         self.out: list[Finding] = []
 
     def add(
@@ -479,6 +486,7 @@ class _Ctx:
                 hint=hint or rule.hint,
                 location=self.loaded.value_position(*keys),
                 key=format_path(keys),
+                secrets=self.redact,
             )
         )
 
@@ -627,14 +635,18 @@ def _ports(c: _Ctx) -> None:
 
 
 def _walk_strings(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
-    if isinstance(node, str):
-        yield path, node
-    elif isinstance(node, dict):
-        for k, v in node.items():
-            yield from _walk_strings(v, (*path, k))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _walk_strings(v, (*path, i))
+    """Every string under ``node`` with its key path, depth first in document order (a stack, not
+    recursion: a recipe has a hundred-odd nodes and an experiment checks a thousand recipes)."""
+    kinds = (str, dict, list)  # only these can hold a string: numbers, booleans and nulls get no path
+    stack: list[tuple[tuple[Any, ...], Any]] = [(path, node)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            yield path, node
+        elif isinstance(node, dict):
+            stack.extend([((*path, k), v) for k, v in reversed(node.items()) if isinstance(v, kinds)])
+        elif isinstance(node, list):
+            stack.extend([((*path, i), node[i]) for i in range(len(node) - 1, -1, -1) if isinstance(node[i], kinds)])
 
 
 def _secrets(c: _Ctx) -> None:
@@ -642,7 +654,7 @@ def _secrets(c: _Ctx) -> None:
     for path, value in _walk_strings(c.loaded.data, ()):
         if find_token(value):
             c.add("AB030", path, "looks like a literal token/key value")
-        elif (name := secret_in(value, c.secret_values)) is not None:
+        elif c.secret_values and (name := secret_in(value, c.secret_values)) is not None:
             c.add("AB030", path, f"holds the value of the secret variable {name}")
         if "\x00" in value:
             c.add("AB055", path, "contains a NUL character")
@@ -932,14 +944,21 @@ DOCKER_ONLY = frozenset({"AB022", "AB050", "AB051", "AB052", "AB053", "AB075", "
 
 
 def check(
-    loaded: LoadedRecipe, *, strict: bool = False, env: Mapping[str, str] | None = None, runtime: str = "docker"
+    loaded: LoadedRecipe,
+    *,
+    strict: bool = False,
+    env: Mapping[str, str] | None = None,
+    runtime: str = "docker",
+    redact: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     """Every rule's findings for one loaded recipe, ordered by file position.  ``runtime="process"``
     drops the container rules (DOCKER_ONLY): no port to publish, no image, a local model dir is fine.
 
     With ``env`` (e.g. ``os.environ``), AB030 also refuses any string that holds the value
-    of a declared secret or of a secret-named variable set there (``autobench.redaction``)."""
-    ctx = _Ctx(loaded, env, runtime)
+    of a declared secret or of a secret-named variable set there (``autobench.redaction``).
+    ``redact``: the secrets the findings' texts are redacted of (default: ``environment_secrets()``
+    read now; a caller checking many recipes reads them once)."""
+    ctx = _Ctx(loaded, env, runtime, redact)
     for rule in CHECKS:
         rule(ctx)
     findings = [f for f in ctx.out if runtime in DOCKER_RUNTIMES or f.code not in DOCKER_ONLY]

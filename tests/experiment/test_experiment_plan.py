@@ -108,3 +108,66 @@ def test_the_bench_grid_of_the_experiment_is_every_treatments_grid(tmp_path) -> 
     t1 = plan.treatments[0].loaded
     assert t1.value_position("speculative", "num_speculative_tokens").file == exp_path
     assert t1.position("model", "repo").file == tmp_path / "r.yaml"
+
+
+def test_treatments_with_the_same_preflight_inputs_share_one_prediction(hub, tmp_path, monkeypatch) -> None:
+    """engine.max_num_seqs is not read by the preflight: its 3 levels share each (k, draft)'s
+    prediction, computed once; k and the draft change the inputs, so 2 x 2 predictions."""
+    import autobench.preflight.predict as predict_module
+
+    calls: list[tuple[int, str]] = []
+    real = predict_module.predict
+
+    def counting(name, target, draft, serve, version, opts, **kw):  # type: ignore[no-untyped-def]
+        calls.append((serve.num_speculative_tokens, draft.source))
+        return real(name, target, draft, serve, version, opts, **kw)
+
+    monkeypatch.setattr(predict_module, "predict", counting)
+    exp = load_experiment(_seed_experiment(tmp_path, "  engine.max_num_seqs: [4, 8, 16]\n"))
+    plan = plan_experiment(exp, predictor=preflight_predictor("0.23.1"))
+    assert len(plan.treatments) == 12
+    assert sorted(calls) == sorted(set(calls)) and len(calls) == 4
+    # every treatment still has its own answer: the blocked draft is pruned at k 5 and 8 for each max_num_seqs
+    statuses = {(t.treatment.label(), t.status) for t in plan.treatments}
+    assert {s for label, s in statuses if "revision=bce6f76" in label} == {PRUNED}
+    assert {s for label, s in statuses if "revision=6c7242c" in label} == {READY}
+    # a new predictor starts afresh: nothing is kept between plans
+    plan_experiment(exp, predictor=preflight_predictor("0.23.1"))
+    assert len(calls) == 8
+
+
+def test_the_shared_prediction_keys_on_every_input(tmp_path) -> None:
+    """RecipeInputs.key differs when any input differs: the serve options, the version, the
+    options, the utilization, either config (by identity), and the name."""
+    from dataclasses import replace
+
+    from autobench.preflight.inputs import Loaded, VersionPick
+    from autobench.preflight.layout import ServeOptions
+    from autobench.preflight.predict import Options, RecipeInputs
+    from autobench.preflight.versions import parse_version
+
+    cfg, other = {"a": 1}, {"a": 1}
+    base = RecipeInputs(
+        "r",
+        Loaded(cfg, "org/m@abc1234", None),
+        None,
+        ServeOptions(max_model_len=4096),
+        VersionPick(parse_version("0.23.1"), "--vllm-version"),
+        Options(vllm_version="0.23.1"),
+        None,
+    )
+    same = replace(base, opts=Options(vllm_version="0.23.1"), serve=ServeOptions(max_model_len=4096))
+    assert same.key() == base.key() and hash(base.key()) == hash(same.key())
+    changed = [
+        replace(base, name="s"),
+        replace(base, target=Loaded(other, "org/m@abc1234", None)),  # an equal dict, another read
+        replace(base, target=Loaded(cfg, "org/m@abc1234", 10)),
+        replace(base, draft=Loaded(cfg, "org/d@abc1234", None)),
+        replace(base, serve=ServeOptions(max_model_len=8192)),
+        replace(base, serve=ServeOptions(max_model_len=4096, num_speculative_tokens=3)),
+        replace(base, version=VersionPick(parse_version("0.22.0"), "--vllm-version")),
+        replace(base, opts=Options(vllm_version="0.23.1", gpu_memory_gib=80.0)),
+        replace(base, utilization=0.8),
+    ]
+    keys = [c.key() for c in changed]
+    assert base.key() not in keys and len(set(keys)) == len(keys)

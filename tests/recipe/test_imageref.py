@@ -189,3 +189,15 @@ def test_recipe_with_a_flag_for_an_image_is_refused_at_the_key(tmp_path):
     assert info.value.location == f"{recipe}:3:10"
     assert "container.image: not an image reference: starts with '-'" in str(info.value)
     assert "/:/host" not in str(info.value)
+
+
+def test_a_reference_that_is_not_text_is_refused_even_unhashable():
+    # parse_image_ref remembers the strings it parsed; what is not a string never reaches the cache
+    for value in (["vllm/vllm-openai:v0.11.0"], {"a": 1}, 3, None):
+        with pytest.raises(ImageRefError, match="an image reference is text"):
+            parse_image_ref(value)  # type: ignore[arg-type]
+    # the same string parsed twice is the same (frozen) answer, and a bad one fails every time
+    assert parse_image_ref("vllm/vllm-openai:v0.11.0") is parse_image_ref("vllm/vllm-openai:v0.11.0")
+    for _ in range(2):
+        with pytest.raises(ImageRefError, match="starts with '-'"):
+            parse_image_ref("-x")

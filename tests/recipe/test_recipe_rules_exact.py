@@ -1206,6 +1206,28 @@ def test_a_finding_never_shows_a_secret_of_the_environment(monkeypatch):
     assert f.hint.startswith("not ") and f.hint.endswith(" either")
 
 
+def test_a_finding_is_redacted_of_the_secrets_given_instead_of_the_environment(monkeypatch, tmp_path):
+    """``check(redact=...)`` (an experiment reads the environment once for a thousand recipes):
+    the findings are redacted of exactly those secrets; without it, of the environment's."""
+    monkeypatch.setenv("MY_API_TOKEN", "tok-0123456789abcdef")
+    given = Finding(
+        "AB030", "error", "a tok-0123456789abcdef b given-secret-value", "h", secrets={"S": "given-secret-value"}
+    )
+    assert "given-secret-value" not in given.message and "tok-0123456789abcdef" in given.message
+    path = tmp_path / "r.yaml"
+    path.write_text("model: {repo: org/m, served_name: m}\ncontainer: {image: 'vllm/vllm-openai:given-secret-value'}\n")
+    loaded = load_recipe(path)
+    told = [f.message for f in check(loaded, redact={"S": "given-secret-value"}) if f.code == "AB051"]
+    assert len(told) == 1 and "given-secret-value" not in told[0]
+    monkeypatch.setenv("OTHER_SECRET", "given-secret-value")
+    read = [f.message for f in check(loaded) if f.code == "AB051"]
+    assert len(read) == 1 and "given-secret-value" not in read[0]
+    monkeypatch.delenv("OTHER_SECRET")
+    assert [f.message for f in check(loaded, redact={}) if f.code == "AB051"] == [
+        "image tag 'given-secret-value' is not a digest"
+    ]
+
+
 def test_a_load_error_becomes_one_ab000_line():
     from autobench.errors import AutobenchError
 
@@ -1277,3 +1299,17 @@ def test_world_size(tp, pp, dp, world):
     engine = SimpleNamespace(tensor_parallel_size=tp, pipeline_parallel_size=pp, data_parallel_size=dp)
     assert world_size(engine) == world
     assert isinstance(world_size(engine), int)
+
+
+def test_the_strings_of_a_recipe_are_walked_in_document_order_with_their_paths():
+    from autobench.recipe.rules import _walk_strings
+
+    doc = {"a": [1, "x", {"b": "y", "c": None, "d": ["p", ["q"]]}, True], "e": "z", "f": 2.5, "g": {}}
+    assert list(_walk_strings(doc, ("top",))) == [
+        (("top", "a", 1), "x"),
+        (("top", "a", 2, "b"), "y"),
+        (("top", "a", 2, "d", 0), "p"),
+        (("top", "a", 2, "d", 1, 0), "q"),
+        (("top", "e"), "z"),
+    ]
+    assert list(_walk_strings("s", ())) == [((), "s")] and list(_walk_strings(3, ())) == []
