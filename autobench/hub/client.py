@@ -29,7 +29,7 @@ from autobench.errors import AutobenchError, HubError
 from autobench.files import read_regular
 
 if TYPE_CHECKING:
-    from huggingface_hub.hf_api import ModelInfo
+    from huggingface_hub.hf_api import DatasetInfo, ModelInfo
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT = 10.0
@@ -210,7 +210,13 @@ def ref(repo: str, revision: str | None) -> str:
 
 
 def translate(
-    exc: BaseException, settings: HubSettings, repo: str, revision: str | None, *, filename: str | None = None
+    exc: BaseException,
+    settings: HubSettings,
+    repo: str,
+    revision: str | None,
+    *,
+    filename: str | None = None,
+    repo_type: str = "model",
 ) -> HubError:
     """Map any exception raised by huggingface_hub / httpx2 / the OS to one HubError line."""
     import httpx2
@@ -244,7 +250,10 @@ def translate(
         name = filename or "file"
         msg, hint = (
             f"{where}: the Hub has no {name} at this revision",
-            f"pin a revision of {repo} that contains {name} (is it a transformers model repo?)",
+            f"pin a revision of {repo} that contains {name} (is it a transformers model repo?)"
+            if repo_type == "model"
+            else f"name a file the dataset repo has at this revision (its file list: {endpoint}/datasets/{repo}/tree/"
+            f"{revision or 'main'})",
         )
     elif isinstance(exc, hf.LocalEntryNotFoundError | hf.RevisionResolutionError | hf.OfflineModeIsEnabled):
         name = f"{filename} of " if filename else ""
@@ -352,9 +361,18 @@ class Hub:
         return self.settings.token or False
 
     def model_info(self, repo: str, revision: str | None, *, files_metadata: bool = False) -> ModelInfo:
+        return self._info(self.api.model_info, "model", repo, revision, files_metadata)
+
+    def dataset_info(self, repo: str, revision: str | None, *, files_metadata: bool = False) -> DatasetInfo:
+        """``HfApi.dataset_info``: GET ``/api/datasets/{repo}/revision/{rev}`` (huggingface_hub
+        2.5 ``hf_api.py``); with ``files_metadata`` each sibling has its size, blob id and, for an
+        LFS file, its sha256."""
+        return self._info(self.api.dataset_info, "dataset", repo, revision, files_metadata)
+
+    def _info(self, call: Callable[..., T], kind: str, repo: str, revision: str | None, files_metadata: bool) -> T:
         try:
             return with_deadline(
-                lambda: self.api.model_info(
+                lambda: call(
                     repo,
                     revision=revision,
                     timeout=self.settings.timeout,
@@ -372,14 +390,18 @@ class Hub:
                 raise translate(exc, self.settings, repo, revision) from exc
             raise HubError(
                 f"{ref(repo, revision)}: {self.settings.endpoint} does not answer like a Hugging Face Hub "
-                f"(its answer is not a model description: {type(exc).__name__})",
+                f"(its answer is not a {kind} description: {type(exc).__name__})",
                 hint="check HF_ENDPOINT (a proxy or login page may be answering instead)",
             ) from exc
         except Exception as exc:
             raise translate(exc, self.settings, repo, revision) from exc
 
-    def download(self, repo: str, filename: str, sha: str, *, label: str | None = None) -> Path:
-        """Fetch one file at a commit into the real HF cache; returns snapshots/<sha>/<filename>."""
+    def download(
+        self, repo: str, filename: str, sha: str, *, label: str | None = None, repo_type: str = "model"
+    ) -> Path:
+        """Fetch one file at a commit into the real HF cache; returns snapshots/<sha>/<filename>.
+        A dataset file (``repo_type="dataset"``) comes from ``/datasets/{repo}/resolve/...`` into
+        ``datasets--ns--name`` (huggingface_hub's ``hf_hub_url`` and ``repo_folder_name``)."""
         import httpx2
         from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
 
@@ -389,7 +411,7 @@ class Hub:
             # for minutes.  HTTP errors are left to hf_hub_download (it caches .no_exist markers).
             try:
                 get_hf_file_metadata(
-                    hf_hub_url(repo, filename, revision=sha, endpoint=s.endpoint),
+                    hf_hub_url(repo, filename, revision=sha, endpoint=s.endpoint, repo_type=repo_type),
                     token=self._token(),
                     timeout=s.timeout,
                     endpoint=s.endpoint,
@@ -403,6 +425,7 @@ class Hub:
                     repo,
                     filename,
                     revision=sha,
+                    repo_type=repo_type,
                     cache_dir=str(s.cache_dir),
                     endpoint=s.endpoint,
                     token=self._token(),
@@ -413,5 +436,5 @@ class Hub:
         except HubError:
             raise
         except Exception as exc:
-            raise translate(exc, s, repo, label or sha, filename=filename) from exc
+            raise translate(exc, s, repo, label or sha, filename=filename, repo_type=repo_type) from exc
         return Path(path)

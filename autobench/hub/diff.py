@@ -63,6 +63,7 @@ class _Absent:
 
 
 _ABSENT = _Absent()
+ABSENT = _ABSENT  # the side of a change that lacks the field
 
 
 def flatten(config: Any, prefix: str = "") -> dict[str, Any]:

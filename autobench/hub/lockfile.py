@@ -51,7 +51,7 @@ VALUE_RE = re.compile(r"\"[^\"]*\"|'[^']*'|[^\s#][^\s]*")
 
 @dataclass(frozen=True)
 class RefSpec:
-    kind: str  # "model" | "tokenizer" | "draft"
+    kind: str  # "model" | "tokenizer" | "draft" | "dataset"
     repo: str
     revision: str | None  # as written / defaulted in the effective recipe
     repo_key: tuple[str, ...]
@@ -60,6 +60,11 @@ class RefSpec:
     @property
     def key(self) -> str:
         return ".".join(self.rev_key)
+
+    @property
+    def repo_type(self) -> str:
+        """huggingface_hub's repo_type: a dataset repo is a repo of its own kind."""
+        return "dataset" if self.kind == "dataset" else "model"
 
 
 def references(recipe: Recipe) -> list[RefSpec]:
@@ -438,6 +443,32 @@ def pin_label(loaded: LoadedRecipe, spec: RefSpec, lock: dict[str, Any] | None) 
     return "main", True
 
 
+def _lock_dataset(
+    recipe: Recipe, spec: RefSpec, label: str, resolver: Resolver, old: dict[str, Any] | None
+) -> tuple[str, dict[str, Any]]:
+    """Pin the recipe's Hub dataset: (sha, the lock entry's dataset facts).  The file is fetched
+    into the HF cache and its sha256 checked against the recipe's ``sha256``, else against the
+    previous lock's for the same commit and file (a commit's file never changes)."""
+    from autobench.hub.datasets import fetch_dataset
+
+    d = recipe.bench.dataset
+    assert d.file is not None  # the schema: a repo needs a file
+    expected, source = d.sha256, "bench.dataset.sha256"
+    if expected is None and old and old.get("sha") == spec.revision and old.get("dataset_file") == d.file:
+        expected, source = old.get("sha256"), "the lock file's sha256 for this commit"
+    got = fetch_dataset(
+        resolver, spec.repo, spec.revision, d.file, label=label, expected=expected, expected_from=source
+    )
+    assert got.sha is not None
+    return got.sha, {
+        "dataset_file": got.file,
+        "sha256": got.sha256,
+        "size": got.size,
+        "resolved_at": got.resolved_at,
+        "resolved_from": got.source,
+    }
+
+
 def _matrix_references(recipe_path: Path) -> list[tuple[RefSpec, str, str]]:
     """(reference, cell, location) for each Hub revision a ``variants:`` or ``roles:`` entry of
     the recipe file writes, or must get because it changes the repo (it would inherit the base's
@@ -483,6 +514,59 @@ def _matrix_references(recipe_path: Path) -> list[tuple[RefSpec, str, str]]:
     return out
 
 
+def _lock_matrix(recipe_path: Path, resolver: Resolver) -> tuple[list[tuple[Pin, Path]], dict[str, Any]]:
+    """The pins and lock entries of the revisions the file's variants and roles write."""
+    from autobench.recipe.loader import load_recipe
+
+    plan: list[tuple[Pin, Path]] = []
+    entries: dict[str, Any] = {}
+    for spec, cell, where in _matrix_references(recipe_path):
+        # a revision a variant or role writes (or a repo it changes) is pinned where it is written
+        label = spec.revision or "main"
+        key = f"{spec.rev_key[0]}.{spec.rev_key[1]}.{spec.kind}"
+        try:
+            if spec.kind == "dataset":
+                cell_recipe = load_recipe(recipe_path, cell).recipe
+                sha, dataset_entry = _lock_dataset(cell_recipe, spec, label, resolver, None)
+            else:
+                resolved = resolver.resolve(spec.repo, spec.revision, label=label)
+                sha = resolved.sha
+        except HubError as exc:
+            exc.location = where
+            raise
+        plan.append(
+            (
+                Pin(spec, label, spec.revision is None, sha, spec.revision, recipe_path.resolve()),
+                recipe_path.resolve(),
+            )
+        )
+        if spec.kind == "dataset":
+            entries[key] = {
+                "repo": spec.repo,
+                "label": label,
+                "label_assumed": spec.revision is None,
+                "sha": sha,
+                "key": spec.key,
+                "file": recipe_path.name,
+                "cell": cell,
+                **dataset_entry,
+            }
+            continue
+        entries[key] = {
+            "repo": spec.repo,
+            "label": label,
+            "label_assumed": spec.revision is None,
+            "sha": resolved.sha,
+            "resolved_at": resolved.resolved_at,
+            "resolved_from": resolved.source,
+            "key": spec.key,
+            "file": recipe_path.name,
+            "cell": cell,
+            "fingerprint": fingerprint(resolved.config),
+        }
+    return plan, entries
+
+
 def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPins | None = None) -> LockResult:
     """Resolve, then edit the recipe(s) and write the sidecar lock.  Nothing is written on error.
 
@@ -494,6 +578,7 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
     recipe_path = Path(recipe_path)
     loaded = load_recipe(recipe_path)
     lock_file = lock_path_for(recipe_path)
+    dataset_entry: dict[str, Any] = {}
     previous_lock = read_lock(recipe_path)
     result = LockResult(recipe_path, lock_file)
     entries: dict[str, Any] = {}
@@ -502,31 +587,50 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
 
     for spec in references(loaded.recipe):
         label, assumed = pin_label(loaded, spec, previous_lock)
+        old = lock_entry(previous_lock, spec)
         try:
-            resolved = resolver.resolve(spec.repo, spec.revision, label=label)  # None: main
+            if spec.kind == "dataset":
+                sha, dataset_entry = _lock_dataset(loaded.recipe, spec, label, resolver, old)
+            else:
+                resolved = resolver.resolve(spec.repo, spec.revision, label=label)  # None: main
+                sha = resolved.sha
         except HubError as exc:
-            # where the revision is written, else the repo (always written: pins() needs it)
-            exc.location = str(loaded.positions.get(spec.rev_key) or loaded.position(*spec.repo_key))
+            # where the revision is written, else the repo (always written: pins() needs it); the
+            # recipe's sha256 when that is what the file did not match
+            sha256_key = (*spec.repo_key[:-1], "sha256")
+            mismatch = getattr(exc, "expected_from", None) == "bench.dataset.sha256"
+            at = loaded.positions.get(sha256_key) if mismatch else None
+            exc.location = str(at or loaded.positions.get(spec.rev_key) or loaded.position(*spec.repo_key))
             raise
-        label_now: str | None = resolved.sha
+        label_now: str | None = sha
         if is_sha(spec.revision) and not resolver.settings.offline:
             # A kept pin: note where its label points now (and cache refs/<label>, so that
             # `outdated --offline` can compare later).  Best effort: the branch may be gone.
             try:
-                label_now = resolver.sha(spec.repo, label)
-                if label_now != resolved.sha:
+                label_now = resolver.sha(spec.repo, label, spec.repo_type)
+                if label_now != sha and spec.kind != "dataset":
                     resolver.config(spec.repo, label_now, label=label)  # cached for the diff
             except HubError:
-                label_now = None if label_now == resolved.sha else label_now
+                label_now = None if label_now == sha else label_now
         rev_file = defining_file(loaded, spec.rev_key)
         repo_file = defining_file(loaded, spec.repo_key) or recipe_path.resolve()
         # The revision is edited where it is written (a child may set the revision of its parent's
         # repo), unless that is a parent of the repo's file: the repo is overridden below the
         # revision it inherits, so the repo's file gets its own revision key.
         target = repo_file if rev_file is None or chain.index(rev_file) > chain.index(repo_file) else rev_file
-        plan.append((Pin(spec, label, assumed, resolved.sha, spec.revision, target, label_now=label_now), target))
+        plan.append((Pin(spec, label, assumed, sha, spec.revision, target, label_now=label_now), target))
+        if spec.kind == "dataset":
+            entries[spec.kind] = {
+                "repo": spec.repo,
+                "label": label,
+                "label_assumed": assumed,
+                "sha": sha,
+                "key": spec.key,
+                "file": os.path.relpath(target, recipe_path.resolve().parent),
+                **dataset_entry,
+            }
+            continue
         trust = trust_facts(info=resolved.info, config=resolved.config, files=resolved.files)
-        old = lock_entry(previous_lock, spec)
         if resolved.info is None and old and old.get("sha") == resolved.sha and isinstance(old.get("trust"), dict):
             trust = old["trust"]  # offline: keep the Hub's facts recorded at the last online lock
         entries[spec.kind] = {
@@ -542,32 +646,9 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
             "trust": trust,
         }
 
-    for spec, cell, where in _matrix_references(recipe_path):
-        # a revision a variant or role writes (or a repo it changes) is pinned where it is written
-        label = spec.revision or "main"
-        try:
-            resolved = resolver.resolve(spec.repo, spec.revision, label=label)
-        except HubError as exc:
-            exc.location = where
-            raise
-        plan.append(
-            (
-                Pin(spec, label, spec.revision is None, resolved.sha, spec.revision, recipe_path.resolve()),
-                recipe_path.resolve(),
-            )
-        )
-        entries[f"{spec.rev_key[0]}.{spec.rev_key[1]}.{spec.kind}"] = {
-            "repo": spec.repo,
-            "label": label,
-            "label_assumed": spec.revision is None,
-            "sha": resolved.sha,
-            "resolved_at": resolved.resolved_at,
-            "resolved_from": resolved.source,
-            "key": spec.key,
-            "file": recipe_path.name,
-            "cell": cell,
-            "fingerprint": fingerprint(resolved.config),
-        }
+    matrix_plan, matrix_entries = _lock_matrix(recipe_path, resolver)
+    plan += matrix_plan
+    entries.update(matrix_entries)
 
     extra_pins = []
     if extras is not None:

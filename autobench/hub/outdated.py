@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from autobench.errors import HubError
-from autobench.hub.diff import Change, diff_configs
+from autobench.hub.diff import ABSENT, Change, diff_configs
 from autobench.hub.lockfile import lock_entry, pin_label, read_lock, references
 from autobench.hub.resolve import Resolver, is_sha
 
@@ -52,6 +52,23 @@ class Outdated:
         }
 
 
+def _dataset_changes(item: Outdated, file: str | None, resolver: Resolver) -> None:
+    """A moved dataset: did the recipe's file change between the two commits?  Its identity at
+    each (the Hub's LFS sha256, else the git blob id) comes from ``dataset_info``; offline the
+    comparison is unavailable and said so."""
+    from autobench.hub.datasets import file_ids
+
+    assert item.pinned is not None and file is not None
+    if resolver.settings.offline:
+        item.note = f"whether {file} changed is unknown offline"
+        return
+    old, new = file_ids(resolver, item.repo, file, item.pinned, item.current)
+    if old == new:
+        item.note = f"{file} is the same at both commits"
+    else:
+        item.changes = [Change(file, ABSENT if old is None else old, ABSENT if new is None else new, False)]
+
+
 def check_recipe(recipe_path: str | Path, resolver: Resolver) -> list[Outdated]:
     from autobench.recipe.loader import load_recipe
 
@@ -75,12 +92,15 @@ def check_recipe(recipe_path: str | Path, resolver: Resolver) -> list[Outdated]:
         if assumed:
             note = "no label recorded for this sha: assuming it was taken from main"
         try:
-            current = resolver.sha(spec.repo, label)
+            current = resolver.sha(spec.repo, label, spec.repo_type)
             item = Outdated(recipe_path, spec.kind, spec.repo, label, assumed, pinned, current, "unpinned", note=note)
             if pinned is None:
                 item.note = f"not pinned: follows {label}; run `autobench lock {recipe_path}`"
             elif pinned == current:
                 item.status = "up-to-date"
+            elif spec.kind == "dataset":
+                item.status = "moved"
+                _dataset_changes(item, loaded.recipe.bench.dataset.file, resolver)
             else:
                 item.status = "moved"
                 try:

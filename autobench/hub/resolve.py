@@ -30,20 +30,22 @@ def is_sha(revision: str | None) -> TypeGuard[str]:
     return is_full_sha(revision)
 
 
-def repo_folder(settings: HubSettings, repo: str) -> Path:
-    return settings.cache_dir / ("models--" + repo.replace("/", "--"))
+def repo_folder(settings: HubSettings, repo: str, repo_type: str = "model") -> Path:
+    """``<cache>/models--ns--name`` (``datasets--ns--name`` for a dataset repo), as
+    huggingface_hub's ``file_download.repo_folder_name`` names it."""
+    return settings.cache_dir / (f"{repo_type}s--" + repo.replace("/", "--"))
 
 
-def not_cached(settings: HubSettings, repo: str, revision: str, what: str = "") -> HubError:
-    return HubError(
-        f"{what}{ref(repo, revision)} is not in the local HF cache at {settings.cache_dir}",
-        hint=CACHE_HINT.format(repo=repo, rev=revision),
-    )
+def not_cached(settings: HubSettings, repo: str, revision: str, what: str = "", repo_type: str = "model") -> HubError:
+    hint = CACHE_HINT.format(repo=repo, rev=revision)
+    if repo_type != "model":
+        hint = hint.replace("download ", f"download --repo-type {repo_type} ")
+    return HubError(f"{what}{ref(repo, revision)} is not in the local HF cache at {settings.cache_dir}", hint=hint)
 
 
-def cached_sha(settings: HubSettings, repo: str, revision: str) -> str | None:
+def cached_sha(settings: HubSettings, repo: str, revision: str, repo_type: str = "model") -> str | None:
     """The sha ``revision`` resolves to in the local cache, or None."""
-    folder = repo_folder(settings, repo)
+    folder = repo_folder(settings, repo, repo_type)
     if is_sha(revision):
         return revision if (folder / "snapshots" / revision).is_dir() else None
     try:
@@ -53,11 +55,11 @@ def cached_sha(settings: HubSettings, repo: str, revision: str) -> str | None:
     return sha if is_sha(sha) else None
 
 
-def write_ref(settings: HubSettings, repo: str, label: str, sha: str) -> None:
+def write_ref(settings: HubSettings, repo: str, label: str, sha: str, repo_type: str = "model") -> None:
     """Record ``refs/<label>`` = sha (atomic), as huggingface_hub's resolve_revision does."""
     if is_sha(label) or label == sha:
         return
-    path = repo_folder(settings, repo) / "refs" / label
+    path = repo_folder(settings, repo, repo_type) / "refs" / label
     try:
         if path.is_file() and path.read_text(encoding="utf-8") == sha:
             return
@@ -72,17 +74,19 @@ def write_ref(settings: HubSettings, repo: str, label: str, sha: str) -> None:
         ) from exc
 
 
-def read_cached_file(settings: HubSettings, repo: str, sha: str, filename: str) -> Path | None:
+def read_cached_file(
+    settings: HubSettings, repo: str, sha: str, filename: str, repo_type: str = "model"
+) -> Path | None:
     """snapshots/<sha>/<filename> from the cache via huggingface_hub's own lookup, else None."""
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(repo, filename, cache_dir=str(settings.cache_dir), revision=sha)
+    found = try_to_load_from_cache(repo, filename, cache_dir=str(settings.cache_dir), revision=sha, repo_type=repo_type)
     return Path(found) if isinstance(found, str) else None
 
 
-def cached_missing(settings: HubSettings, repo: str, sha: str, filename: str) -> bool:
+def cached_missing(settings: HubSettings, repo: str, sha: str, filename: str, repo_type: str = "model") -> bool:
     """True if the cache recorded that ``filename`` does not exist at ``sha`` (.no_exist marker)."""
-    return (repo_folder(settings, repo) / ".no_exist" / sha / filename).exists()
+    return (repo_folder(settings, repo, repo_type) / ".no_exist" / sha / filename).exists()
 
 
 def load_json(path: Path, repo: str, revision: str, filename: str) -> dict[str, Any]:
@@ -133,17 +137,18 @@ class Resolver:
         return self._hub
 
     # -- sha only ------------------------------------------------------------------------------
-    def sha(self, repo: str, label: str) -> str:
+    def sha(self, repo: str, label: str, repo_type: str = "model") -> str:
         """Where ``label`` points now (online), or in the local cache (offline)."""
         if self.settings.offline:
-            sha = cached_sha(self.settings, repo, label)
+            sha = cached_sha(self.settings, repo, label, repo_type)
             if sha is None:
-                raise not_cached(self.settings, repo, label)
+                raise not_cached(self.settings, repo, label, repo_type=repo_type)
             return sha
-        sha = self.hub.model_info(repo, label).sha
+        info = self.hub.dataset_info(repo, label) if repo_type == "dataset" else self.hub.model_info(repo, label)
+        sha = info.sha
         if not is_sha(sha):
             raise HubError(f"{ref(repo, label)}: the Hub returned no commit sha", hint="check HF_ENDPOINT")
-        write_ref(self.settings, repo, label, sha)
+        write_ref(self.settings, repo, label, sha, repo_type)
         return sha
 
     # -- config ---------------------------------------------------------------------------------

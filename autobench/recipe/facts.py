@@ -85,7 +85,8 @@ class Pin:
 
 def pins(recipe: Recipe) -> list[Pin]:
     """The recipe's Hub references: the model (unless a local directory), the tokenizer (when
-    one or its revision is given; it defaults to the model repo), the draft (unless local)."""
+    one or its revision is given; it defaults to the model repo), the draft (unless local), the
+    bench's dataset when it is a Hub dataset repo (``bench.dataset.repo``)."""
     m = recipe.model
     out: list[Pin] = []
     if not is_local_model(m.repo):
@@ -97,6 +98,9 @@ def pins(recipe: Recipe) -> list[Pin]:
     spec = recipe.speculative
     if spec is not None and spec.model and not is_local_model(spec.model):
         out.append(Pin("draft", spec.model, spec.revision, ("speculative", "model"), ("speculative", "revision")))
+    d = recipe.bench.dataset
+    if d.repo is not None:
+        out.append(Pin("dataset", d.repo, d.revision, ("bench", "dataset", "repo"), ("bench", "dataset", "revision")))
     return out
 
 

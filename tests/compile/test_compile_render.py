@@ -35,8 +35,8 @@ def test_the_first_rule_error_is_shown_with_how_many_more(tmp_path):
     with pytest.raises(RecipeError) as info:
         compile_recipe(one)
     assert str(info.value) == (
-        f"{tmp_path / 'r.yaml'}: AB025: bench.dataset: dataset kind sharegpt needs a path "
-        "(hint: set bench.dataset.path (or use dataset kind random))"
+        f"{tmp_path / 'r.yaml'}: AB025: bench.dataset: dataset kind sharegpt needs a path or a repo "
+        "(hint: set bench.dataset.path, or repo and file (or use dataset kind random))"
     )
     two = recipe(tmp_path, BASE.replace("  ports: ['8000:8000']\n", ""))  # and AB022: the port is not published
     with pytest.raises(RecipeError, match=r"\(1 more error; run autobench validate\) \(hint: publish it"):

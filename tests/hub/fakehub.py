@@ -4,8 +4,10 @@ It speaks the routes the real ``huggingface_hub`` client calls (see
 /work/shared/reference/hf-hub.md §4, §5, §11) so tests drive the REAL client, unpatched:
 
     GET  /api/models/{ns}/{name}[/revision/{rev}]       model_info (sha, siblings with sizes, trust facts)
+    GET  /api/datasets/{ns}/{name}[/revision/{rev}]     dataset_info (a repo added with repo_type="dataset")
     HEAD|GET /{ns}/{name}/resolve/{rev}/{path}           307 -> /api/resolve-cache/... for branches
-    HEAD|GET /api/resolve-cache/models/{ns}/{name}/{sha}/{path}
+    HEAD|GET /datasets/{ns}/{name}/resolve/{rev}/{path}  the same for a dataset repo
+    HEAD|GET /api/resolve-cache/{models|datasets}/{ns}/{name}/{sha}/{path}
     GET  /api/agent-harnesses                            harmless answer (telemetry is disabled anyway)
 
 Errors carry ``X-Error-Code`` exactly as the real Hub sends them: RepoNotFound, RevisionNotFound,
@@ -43,6 +45,16 @@ GATED_REPO = "gated-org/Gated-Model"
 NOCONFIG_REPO = "someone/no-config"
 NOCONFIG_SHA = "0123456789abcdef0123456789abcdef01234567"
 GATED_SHA = "fedcba9876543210fedcba9876543210fedcba98"
+# A dataset repo (repo_type dataset) with two commits: the prompts file changed between them.
+DATASET_REPO = "bench-org/spec-prompts"
+DATASET_OLD = "d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1d1"
+DATASET_NEW = "d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2d2"
+DATASET_FILE = "data/prompts.jsonl"
+DATASET_V1 = b"".join(
+    b'{"question": "Write a haiku about the sea, number %d.", "task": "%s"}\n' % (i, b"chat" if i % 2 else b"code")
+    for i in range(12)
+)
+DATASET_V2 = DATASET_V1 + b'{"question": "One more prompt, added upstream.", "task": "math"}\n'
 
 
 def git_blob_sha1(data: bytes) -> str:
@@ -59,6 +71,9 @@ class FakeCommit:
     # path -> bytes (served) or int (an LFS weight file of that size, listed but never served)
     files: dict[str, bytes | int]
     date: str = "2026-06-20T10:00:00.000Z"
+    #: Served files listed as LFS files with this sha256 (the real Hub lists a dataset's parquet
+    #: files so); a value other than the content's own sha256 is a Hub that lies.
+    lfs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +85,12 @@ class FakeRepo:
     granted: set[str] = field(default_factory=set)  # tokens whose owners accepted a gated repo's terms
     downloads: int = 0
     likes: int = 0
+    repo_type: str = "model"
+
+    @property
+    def key(self) -> str:
+        """Where the hub keeps it: the repo id, ``datasets/<id>`` for a dataset repo."""
+        return self.repo_id if self.repo_type == "model" else f"{self.repo_type}s/{self.repo_id}"
 
     def resolve(self, rev: str) -> str | None:
         if rev in self.refs:
@@ -96,10 +117,11 @@ class FakeHub:
 
     # -- data ----------------------------------------------------------------------------------
     def add(self, repo: FakeRepo) -> FakeRepo:
-        self.repos[repo.repo_id] = repo
+        self.repos[repo.key] = repo
         return repo
 
     def move(self, repo_id: str, ref: str, sha: str) -> None:
+        """Move ``ref`` of ``repo_id`` (``datasets/<id>`` for a dataset repo) to ``sha``."""
         assert sha in self.repos[repo_id].commits
         self.repos[repo_id].refs[ref] = sha
 
@@ -177,8 +199,8 @@ class _Handler(BaseHTTPRequestHandler):
             return False, False
         return True, auth == f"Bearer {self.fake.valid_token}"
 
-    def _repo(self, ns: str, name: str) -> FakeRepo | None:
-        repo = self.fake.repos.get(f"{ns}/{name}")
+    def _repo(self, ns: str, name: str, prefix: str = "") -> FakeRepo | None:
+        repo = self.fake.repos.get(f"{prefix}{ns}/{name}")
         if repo is None:
             self._error(404, "RepoNotFound", "Repository not found")
         return repo
@@ -200,15 +222,25 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, as_json({"standardEnvVars": [], "harnesses": {}}))
         elif parts[:2] == ["api", "models"] and len(parts) >= 4:
             self._model_info(parts[2], parts[3], parts[4:])
+        elif parts[:2] == ["api", "datasets"] and len(parts) >= 4:
+            self._model_info(parts[2], parts[3], parts[4:], prefix="datasets/")
         elif parts[:3] == ["api", "resolve-cache", "models"] and len(parts) >= 7:
             self._file(parts[3], parts[4], parts[5], "/".join(parts[6:]), sent, valid, redirect=False)
+        elif parts[:3] == ["api", "resolve-cache", "datasets"] and len(parts) >= 7:
+            self._file(
+                parts[3], parts[4], parts[5], "/".join(parts[6:]), sent, valid, redirect=False, prefix="datasets/"
+            )
+        elif parts[:1] == ["datasets"] and len(parts) >= 6 and parts[3] == "resolve":
+            self._file(
+                parts[1], parts[2], parts[4], "/".join(parts[5:]), sent, valid, redirect=True, prefix="datasets/"
+            )
         elif len(parts) >= 5 and parts[2] == "resolve":
             self._file(parts[0], parts[1], parts[3], "/".join(parts[4:]), sent, valid, redirect=True)
         else:
             self._error(404, None, f"no route for {self.path}")
 
-    def _model_info(self, ns: str, name: str, rest: list[str]) -> None:
-        repo = self._repo(ns, name)
+    def _model_info(self, ns: str, name: str, rest: list[str], prefix: str = "") -> None:
+        repo = self._repo(ns, name, prefix)
         if repo is None:
             return
         if rest[:1] == ["revision"] and len(rest) >= 2:
@@ -229,6 +261,8 @@ class _Handler(BaseHTTPRequestHandler):
             entry: dict[str, Any] = {"rfilename": path, "size": size}
             if isinstance(content, int):
                 entry["lfs"] = {"size": size, "sha256": hashlib.sha256(path.encode()).hexdigest(), "pointerSize": 134}
+            elif path in commit.lfs:
+                entry["lfs"] = {"size": size, "sha256": commit.lfs[path], "pointerSize": 134}
             else:
                 entry["blobId"] = git_blob_sha1(content)
             siblings.append(entry)
@@ -256,8 +290,10 @@ class _Handler(BaseHTTPRequestHandler):
             body["config"] = {k: cfg[k] for k in ("architectures", "model_type") if k in cfg}
         self._send(200, as_json(body))
 
-    def _file(self, ns: str, name: str, rev: str, path: str, sent: bool, valid: bool, *, redirect: bool) -> None:
-        repo = self._repo(ns, name)
+    def _file(
+        self, ns: str, name: str, rev: str, path: str, sent: bool, valid: bool, *, redirect: bool, prefix: str = ""
+    ) -> None:
+        repo = self._repo(ns, name, prefix)
         if repo is None:
             return
         token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
@@ -277,7 +313,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(404, None, "weights are not served by the fake Hub")
             return
         if redirect and rev != sha:
-            location = f"/api/resolve-cache/models/{ns}/{name}/{sha}/{path}"
+            location = f"/api/resolve-cache/{prefix or 'models/'}{ns}/{name}/{sha}/{path}"
             self._send(307, b"", {"Location": location, "X-Repo-Commit": sha})
             return
         self._send(
@@ -400,6 +436,29 @@ def seed_hub() -> FakeHub:
         )
     )
     return hub
+
+
+def dataset_repo() -> FakeRepo:
+    """The dataset repo: ``main`` at DATASET_OLD; DATASET_NEW (a prompt added) is not on a branch
+    until a test moves ``main`` there.  Its JSONL file is listed as an LFS file with its sha256,
+    as the real Hub lists a dataset's data files."""
+    return FakeRepo(
+        DATASET_REPO,
+        commits={
+            DATASET_OLD: FakeCommit(
+                DATASET_OLD,
+                {DATASET_FILE: DATASET_V1, "README.md": b"# prompts\n"},
+                lfs={DATASET_FILE: hashlib.sha256(DATASET_V1).hexdigest()},
+            ),
+            DATASET_NEW: FakeCommit(
+                DATASET_NEW,
+                {DATASET_FILE: DATASET_V2, "README.md": b"# prompts, v2\n"},
+                lfs={DATASET_FILE: hashlib.sha256(DATASET_V2).hexdigest()},
+            ),
+        },
+        refs={"main": DATASET_OLD},
+        repo_type="dataset",
+    )
 
 
 # -- dead networks ----------------------------------------------------------------------------

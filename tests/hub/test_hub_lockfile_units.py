@@ -314,7 +314,7 @@ class StubResolver:
             repo, label or revision, sha, {"num_hidden_layers": 2}, "2026-12-01T00:00:00Z", "hub", self.info
         )
 
-    def sha(self, repo, label):
+    def sha(self, repo, label, repo_type="model"):
         self.calls.append(("sha", repo, label))
         if self.fail == "sha":
             raise HubError("gone")
