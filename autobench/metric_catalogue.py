@@ -197,6 +197,13 @@ METRICS: tuple[Metric, ...] = (
         column=True,
         shown=False,
     ),
+    Metric(
+        "prefix_cache_hit_rate",
+        "prefix-cache hit rate",
+        result="prefix_cache_hit_rate",  # Δhits / Δqueries from the server's /metrics (tokens)
+        sources=OURS,
+        shown=False,
+    ),
     Metric("request_rate", "request rate", "req/s", better="higher", result="request_throughput", stored=False),
     Metric("goodput", "goodput", "req/s", better="higher", verdict=True, result="request_goodput", shown=False),
     Metric("good_requests", "requests within the SLOs", kind="int", result="good_requests", sources=OURS, merge="sum"),

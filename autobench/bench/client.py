@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from autobench.bench.datasets import Dataset, Prompt, load_dataset
 from autobench.bench.loop import loop_factory
-from autobench.bench.promscrape import SpecCounters, spec_counters, spec_delta
+from autobench.bench.promscrape import SpecCounters, prefix_delta, spec_counters, spec_delta
 from autobench.bench.record import ERROR, INCOMPLETE, INFLIGHT, RequestRecord
 from autobench.bench.result import BenchResult, ClientStats, build_result
 from autobench.bench.stream import StreamSink, error_message
 from autobench.bench.transport import ConnectFailed, Pool
+from autobench.bench.workload import SharedPrefix, add_context, check_depth, check_fits
 from autobench.digits import load_json
 from autobench.errors import BenchError
 
@@ -120,6 +121,10 @@ class BenchConfig:
     #: Service-level objectives in ms (``ttft``, ``tpot``, ``e2el``): the result counts the
     #: requests meeting all of them and their goodput (autobench.bench.slo).
     slo: dict[str, float] | None = None
+    #: Tokens of prior context before each question, and a prefix shared by groups of prompts
+    #: (autobench.bench.workload).
+    depth: int = 0
+    shared_prefix: SharedPrefix | None = None
 
     def check(self) -> None:
         for name in FLOAT_FIELDS:
@@ -155,6 +160,9 @@ class BenchConfig:
             raise BenchError("--grace-seconds and --warmup must not be negative")
         if not self.base_url.startswith(("http://", "https://")):
             raise BenchError(f"--base-url must start with http:// or https://, got {self.base_url!r}")
+        check_depth(self.depth)
+        if self.shared_prefix is not None:
+            self.shared_prefix.check()
         if self.api_key_required and not self.auth_headers():
             raise BenchError(
                 f"--api-key-env {self.api_key_env}: the variable is not set",
@@ -226,6 +234,7 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
             tokenizer=tok,
             tokenizer_fallback=why,
         )
+        dataset = add_context(dataset, config.depth, config.shared_prefix, tok, config.seed)
     runner = _Runner(config, dataset, progress)
     factory, loop_name = loop_factory()
     with asyncio.Runner(loop_factory=factory) as r:
@@ -362,6 +371,7 @@ class _Runner:
         finally:
             pool.close()
         spec = spec_delta(before, after) if before is not None and after is not None else None
+        prefix = prefix_delta(before, after) if before is not None and after is not None else None
         for r in self.records:
             if r.status == INFLIGHT:
                 r.status = INCOMPLETE
@@ -376,6 +386,7 @@ class _Runner:
             spec=spec,
             client=stats,
             base_url=self.base,
+            prefix=prefix,
         )
         result.data["interrupted"] = self.interrupted
         result.data["api_key_env"] = c.api_key_env if auth else None  # the name only, never the key
@@ -408,6 +419,7 @@ class _Runner:
             return None
         served = sorted({str(m.get(k)) for m in models if isinstance(m, dict) for k in ("id", "root") if m.get(k)})
         if self.cfg.model in served:
+            check_fits(self.ds, models, self.cfg.model, self.base)
             return served
         # Ask the server itself, so the user sees its message (and aliases still work).
         probe = await self._get(self.path, self.body(Prompt("Hello", 1, 1)))

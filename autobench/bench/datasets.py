@@ -54,6 +54,9 @@ class Dataset:
     tokenizer: str = "estimated"
     #: Why no tokenizer was used, when one was wanted (None: a tokenizer was used, or none asked).
     tokenizer_fallback: str | None = None
+    #: Context put before every question (autobench.bench.workload): ``depth`` and the shared
+    #: prefix's ``shared_prefix_prompts`` / ``shared_prefix_tokens``; empty when none.
+    context: dict[str, int] = field(default_factory=dict)
 
     def fingerprint(self) -> str:
         """sha256 over the measured prompts, in order: equal iff the sample is equal."""

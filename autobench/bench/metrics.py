@@ -96,3 +96,18 @@ def spec_decode_metrics(d: SpecDecodeDelta) -> dict[str, object] | None:
         "spec_decode_accepted_tokens": int(d.accepted),
         "spec_decode_per_position_acceptance_rates": [v / d.drafts for v in d.accepted_per_pos],
     }
+
+
+@dataclass(frozen=True)
+class PrefixCacheDelta:
+    queries: float  # prompt tokens looked up in the prefix cache during the run
+    hits: float  # of those, tokens found cached
+
+
+def prefix_cache_metrics(d: PrefixCacheDelta) -> dict[str, object]:
+    """hit rate = hits / queries (a fraction; None when nothing was looked up), and the counts."""
+    return {
+        "prefix_cache_queries": int(d.queries),
+        "prefix_cache_hits": int(d.hits),
+        "prefix_cache_hit_rate": d.hits / d.queries if d.queries > 0 else None,
+    }

@@ -98,6 +98,7 @@ def build_result(
     spec: M.SpecDecodeDelta | None,
     client: ClientStats,
     base_url: str,
+    prefix: M.PrefixCacheDelta | None = None,
 ) -> BenchResult:
     """Aggregate request records into the result dict (statistics over successful requests
     only), section by section: the run's settings, totals, latencies, speculative decoding,
@@ -114,6 +115,8 @@ def build_result(
     data["spec_decode_available"] = sd is not None
     if sd is not None:
         data.update(sd)
+    if prefix is not None:
+        data.update(M.prefix_cache_metrics(prefix))
     data["dataset"] = _dataset(ds)
     data["client"] = _client(client, records, ok, duration, data["total_output_tokens"])
     lag_p99 = data["client"]["loop_lag_ms"]["p99"]
@@ -242,6 +245,7 @@ def _dataset(ds: Dataset) -> dict[str, Any]:
         "skipped": dict(ds.skipped),
         "reused": ds.reused,
         "prompts_sha256": ds.fingerprint(),
+        **getattr(ds, "context", {}),
     }
 
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autobench.bench.loop import loop_factory
+from autobench.bench.prefixcache import BLOCK_SIZE, PrefixCache
 from autobench.bench.synthetic_http import HttpConn, Pacer, json_bytes
 
 GOLDEN = 0.6180339887498949
@@ -65,6 +66,13 @@ class SyntheticConfig:
     output_tokens: int | None = None  # None: honour max_tokens
     default_max_tokens: int = 16
     accept_profile: tuple[float, ...] = ()  # per-position acceptance, non-increasing
+    #: (marker, profile): a prompt containing ``marker`` is drafted with ``profile`` (the first
+    #: marker found wins; else ``accept_profile``).  Each category's verify steps continue one
+    #: sequence across its requests (``category_plan``), so its acceptance converges on the profile.
+    category_profiles: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    #: Emulate vLLM's automatic prefix caching: hits and queries (tokens) on /metrics.
+    prefix_caching: bool = True
+    block_size: int = BLOCK_SIZE
     spec_tokens: int | None = None  # draft tokens per step; default: len(profile) or k - 1
     error_rate: float = 0.0
     error_status: int = 500
@@ -88,13 +96,25 @@ class SyntheticConfig:
     def steps_draft_tokens(self) -> int:
         if self.spec_tokens is not None:
             return self.spec_tokens
-        if self.accept_profile:
-            return len(self.accept_profile)
+        if self.accept_profile or self.category_profiles:
+            return max([len(self.accept_profile), *(len(p) for _, p in self.category_profiles)])
         return max(self.tokens_per_chunk - 1, 0)
 
     @property
     def spec_enabled(self) -> bool:
-        return bool(self.accept_profile) or self.tokens_per_chunk > 1 or bool(self.spec_tokens)
+        return (
+            bool(self.accept_profile)
+            or bool(self.category_profiles)
+            or self.tokens_per_chunk > 1
+            or bool(self.spec_tokens)
+        )
+
+    def category_of(self, prompt: str) -> int | None:
+        """Index of the first category profile whose marker ``prompt`` contains, or None."""
+        for i, (marker, _) in enumerate(self.category_profiles):
+            if marker in prompt:
+                return i
+        return None
 
 
 def chunk_plan(n_tokens: int, tokens_per_chunk: int = 1, accept_profile: tuple[float, ...] = ()) -> list[int]:
@@ -110,16 +130,36 @@ def chunk_plan(n_tokens: int, tokens_per_chunk: int = 1, accept_profile: tuple[f
     left = n_tokens
     step = 0
     while left > 0:
-        if accept_profile:
-            u = ((step + 1) * GOLDEN) % 1.0
-            size = 1 + sum(1 for p in accept_profile if u < p)
-        else:
-            size = max(tokens_per_chunk, 1)
+        size = 1 + _accepted(step, accept_profile) if accept_profile else max(tokens_per_chunk, 1)
         size = min(size, left)
         plan.append(size)
         left -= size
         step += 1
     return plan
+
+
+def _accepted(step: int, accept_profile: tuple[float, ...]) -> int:
+    """Drafts accepted at verify step ``step``: ``#{i : u < p[i]}``, ``u = frac((step + 1) * golden)``."""
+    u = ((step + 1) * GOLDEN) % 1.0
+    return sum(1 for p in accept_profile if u < p)
+
+
+def category_plan(n_tokens: int, accept_profile: tuple[float, ...], start: int) -> tuple[list[int], list[int]]:
+    """(chunk sizes, verify-step sizes) of a request of a category whose steps so far number
+    ``start``: step ``s`` of the request is step ``start + s`` of the category's one sequence, so
+    over its requests the category's per-position rates tend to ``accept_profile`` however long
+    each request is.  The last chunk carries what ``n_tokens`` leaves, but its step counts every
+    token it accepted: vLLM counts a verify step's accepted drafts before the output is cut at
+    ``max_tokens`` (``Scheduler.update_from_output`` in vllm/v1/core/sched/scheduler.py)."""
+    chunks: list[int] = []
+    steps: list[int] = []
+    left = n_tokens
+    while left > 0:
+        size = 1 + _accepted(start + len(steps), accept_profile)
+        steps.append(size)
+        chunks.append(min(size, left))
+        left -= chunks[-1]
+    return chunks, steps
 
 
 @functools.lru_cache(maxsize=4096)
@@ -161,6 +201,9 @@ class Counters:
     success: int = 0
     running: int = 0
     requests: int = 0  # completion requests accepted (the fault counter)
+    prefix_queries: int = 0  # prompt tokens looked up in the prefix cache
+    prefix_hits: int = 0  # of those, tokens found cached
+    category_steps: list[int] = field(default_factory=list)  # verify steps so far, per category profile
 
     def step(self, engine: int, size: int, spec_tokens: int) -> None:
         self.drafts[engine] += 1
@@ -210,6 +253,8 @@ class SyntheticServer:
             from autobench.bench.tokenizer import load_local
 
             self.tokenizer = load_local(config.tokenizer)
+        self.counters.category_steps = [0] * len(config.category_profiles)
+        self.prefix_cache = PrefixCache(config.block_size) if config.prefix_caching else None
 
     def protocol(self) -> HttpConn:
         return HttpConn(self.dispatch, self.conns, self.pacer)
@@ -291,6 +336,16 @@ class SyntheticServer:
             "Count of successfully processed requests.",
             [(f'engine="0",finished_reason="length",model_name="{m}"', c.success)],
         )
+        counter(
+            "vllm:prefix_cache_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            [(eng[0], c.prefix_queries)],
+        )
+        counter(
+            "vllm:prefix_cache_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            [(eng[0], c.prefix_hits)],
+        )
         out.append("# HELP vllm:num_requests_running Number of requests in model execution batches.")
         out.append("# TYPE vllm:num_requests_running gauge")
         out.append(f'vllm:num_requests_running{{engine="0",model_name="{m}"}} {float(c.running)}')
@@ -356,7 +411,15 @@ class SyntheticServer:
             self._error(conn, 400, "max_tokens must be an integer", "BadRequestError", "max_tokens")
             return
         # Like vLLM: the prompt's tokens with special tokens (a BOS), when a tokenizer is given.
-        prompt_tokens = self.tokenizer.count(prompt) if self.tokenizer is not None else max(1, len(prompt.split()))
+        tokens: list[int] | list[str] = (
+            list(self.tokenizer.tok.encode(prompt, add_special_tokens=True).ids)
+            if self.tokenizer is not None
+            else prompt.split()
+        )
+        prompt_tokens = max(1, len(tokens))
+        if self.prefix_cache is not None:
+            self.prefix_cache.lookup(tokens)
+            self.counters.prefix_queries, self.counters.prefix_hits = self.prefix_cache.queries, self.prefix_cache.hits
         stream = bool(req.get("stream", False))
         include_usage = bool((req.get("stream_options") or {}).get("include_usage")) and not cfg.no_usage
 
@@ -392,6 +455,12 @@ class SyntheticServer:
             t_arrival=t_arrival,
             stream=stream,
         )
+        cat = cfg.category_of(prompt) if cfg.category_profiles else None
+        if cat is not None:
+            chunks, steps = category_plan(n_out, cfg.category_profiles[cat][1], self.counters.category_steps[cat])
+            self.counters.category_steps[cat] += len(steps)
+            s.plan, s.steps = tuple(chunks), tuple(steps)
+            s.fault_at = len(s.plan) // 2 if fault else -1
         if fault == "stall":
             s.shift(cfg.stall_seconds)
             s.handle = asyncio.get_running_loop().call_later(cfg.stall_seconds, s.begin)
@@ -536,6 +605,7 @@ class _Stream:
         "created",
         "head",
         "running",
+        "steps",
     )
 
     def __init__(
@@ -565,6 +635,7 @@ class _Stream:
         self.t_arr = t_arrival
         self.stream = stream
         self.plan = _cached_plan(n_out, cfg.tokens_per_chunk, cfg.accept_profile)
+        self.steps: tuple[int, ...] | None = None  # verify-step sizes when they differ from the chunks
         self.fault_at = len(self.plan) // 2 if fault else -1
         self.idx = 0
         self.emitted = 0
@@ -706,7 +777,7 @@ class _Stream:
                 parts.append(self._role_chunk())
             parts.append(self.head + toks.encode() + tail.encode())
             if spec:
-                counters.step(self.engine, size, cfg.steps_draft_tokens)
+                counters.step(self.engine, size if self.steps is None else self.steps[idx], cfg.steps_draft_tokens)
             counters.generation_tokens += size
             self.idx = idx + 1
             self.target += itl

@@ -27,6 +27,19 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
     return vals
 
 
+def _category_profile(text: str) -> tuple[str, tuple[float, ...]]:
+    """``MARKER=0.9,0.8`` -> (marker, rates); a bad one is a usage error (exit 2)."""
+    marker, sep, rates = text.rpartition("=")
+    if not sep or not marker:
+        raise click.BadParameter(
+            f"{text!r} is not MARKER=RATES, e.g. 'def =0.9,0.8,0.7'", param_hint="--category-profile"
+        )
+    try:
+        return marker, _float_list(click.get_current_context(), click.Option(["--x"]), rates)
+    except click.BadParameter as exc:
+        raise click.BadParameter(f"{text!r}: {exc.message}", param_hint="--category-profile") from exc
+
+
 @click.command("bench")
 @click.option("--base-url", required=True, help="Server root, e.g. http://127.0.0.1:8000 (a /v1 suffix is ok).")
 @click.option("--model", required=True, help="Served model name (checked against GET /v1/models).")
@@ -89,6 +102,19 @@ def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -
 @click.option("--max-prompt-tokens", type=click.IntRange(min=1), default=1024, show_default=True)
 @click.option("--random-input-len", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--random-range-ratio", type=Finite(0, 1, max_open=True), default=0.0, show_default=True)
+@click.option(
+    "--depth",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Tokens of prior context put before every question (counted with the tokenizer).",
+)
+@click.option(
+    "--shared-prefix",
+    default=None,
+    metavar="N:L",
+    help="Every N prompts (in the order sent) share one prefix of L tokens (prefix-cache hit rate from /metrics).",
+)
 @click.option("--label", default=None, help="Free-text label stored in the result.")
 @click.option(
     "--api-key-env",
@@ -151,6 +177,8 @@ def bench(
     max_prompt_tokens: int,
     random_input_len: int,
     random_range_ratio: float,
+    depth: int,
+    shared_prefix: str | None,
     label: str | None,
     api_key_env: str | None,
     tokenizer: str | None,
@@ -163,6 +191,7 @@ def bench(
     """Benchmark an OpenAI-compatible streaming server (closed loop or Poisson arrivals)."""
     from autobench.bench.client import BenchConfig, run_bench
     from autobench.bench.slo import parse_slo
+    from autobench.bench.workload import parse_shared_prefix
 
     cfg = BenchConfig(
         base_url=base_url,
@@ -189,6 +218,8 @@ def bench(
         max_prompt_tokens=max_prompt_tokens,
         random_input_len=random_input_len,
         random_range_ratio=random_range_ratio,
+        depth=depth,
+        shared_prefix=parse_shared_prefix(shared_prefix) if shared_prefix is not None else None,
         label=label,
         tokenizer=tokenizer,
         tokenizer_revision=tokenizer_revision,
@@ -365,6 +396,24 @@ def _print_summary(d: dict[str, Any]) -> None:
     help="Per-position acceptance rates, e.g. 0.78,0.56,0.39,0.29,0.21 (varies tokens per chunk).",
 )
 @click.option(
+    "--category-profile",
+    "category_profiles",
+    multiple=True,
+    metavar="MARKER=RATES",
+    help="A prompt containing MARKER is drafted with these per-position rates (e.g. 'def =0.9,0.8,0.7'; "
+    "repeatable, the first marker found wins); its category's acceptance converges on them.",
+)
+@click.option(
+    "--no-prefix-caching", is_flag=True, help="No prefix cache (vLLM's --no-enable-prefix-caching): no hits counted."
+)
+@click.option(
+    "--block-size",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="Prefix-cache block size in tokens (vLLM's --block-size).",
+)
+@click.option(
     "--spec-tokens",
     type=click.IntRange(min=0),
     default=None,
@@ -461,6 +510,9 @@ def synthetic_server(
     itl_ms: float,
     tokens_per_chunk: int,
     accept_profile: tuple[float, ...],
+    category_profiles: tuple[str, ...],
+    no_prefix_caching: bool,
+    block_size: int,
     spec_tokens: int | None,
     output_tokens: int | None,
     error_rate: float,
@@ -494,6 +546,9 @@ def synthetic_server(
         itl_ms=itl_ms,
         tokens_per_chunk=tokens_per_chunk,
         accept_profile=accept_profile,
+        category_profiles=tuple(_category_profile(text) for text in category_profiles),
+        prefix_caching=not no_prefix_caching,
+        block_size=block_size,
         spec_tokens=spec_tokens,
         output_tokens=output_tokens,
         error_rate=error_rate,

@@ -10,7 +10,9 @@ vLLM's argparse parser does (``vllm serve: error: unrecognized arguments: ...``,
 recipe whose ``engine.extra_args`` vLLM would reject is refused here too.  Then it serves the
 served name on the host and port given, with known timings; a ``--speculative-config`` with
 ``num_speculative_tokens`` turns on speculative-decoding chunks and vLLM-like acceptance logs.
-With a draft ``model`` and ``revision`` it is a world whose best setting is known: the draft's
+``$AUTOBENCH_STANDIN_CATEGORIES`` (a JSON object, marker -> acceptance rates) drafts each
+prompt category with its own profile; ``--no-enable-prefix-caching`` turns the emulated prefix
+cache off.  With a draft ``model`` and ``revision`` it is a world whose best setting is known: the draft's
 acceptance rate is a fixed function of the two (``draft_quality``), each verify step costs more
 per draft token (``draft_itl_ms``), so ``draft_speed`` names the fastest ``num_speculative_tokens``
 an experiment should find.
@@ -21,11 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from autobench.digits import is_digits
 
+#: The environment variable naming per-category acceptance profiles (``category_profiles``).
+CATEGORIES_ENV = "AUTOBENCH_STANDIN_CATEGORIES"
 #: Per-position acceptance the stand-in drafts with (a typical decaying profile).
 ACCEPT_PROFILE = (0.8, 0.6, 0.45, 0.33, 0.25, 0.18, 0.13, 0.1)
 BASE_ITL_MS = 4.0
@@ -56,6 +61,28 @@ def draft_itl_ms(k: int) -> float:
 def draft_speed(model: str, revision: str, k: int) -> float:
     """Expected output tokens per ms of one stream: (1 + sum of the profile) per verify step."""
     return (1 + sum(draft_profile(draft_quality(model, revision), k))) / draft_itl_ms(k)
+
+
+def category_profiles(text: str, parser: argparse.ArgumentParser) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    """``$AUTOBENCH_STANDIN_CATEGORIES``: a JSON object, marker -> per-position acceptance rates (a
+    prompt containing the marker is drafted with them: ``SyntheticConfig.category_profiles``).  A
+    recipe sets it in ``env:``; vLLM has no such thing (its acceptance follows the text itself)."""
+    if not text.strip():
+        return ()
+    try:
+        table = json.loads(text)
+        if not isinstance(table, dict):
+            raise ValueError("not a JSON object")
+        out = []
+        for marker, rates in table.items():
+            if not isinstance(rates, list) or not all(
+                isinstance(r, (int, float)) and not isinstance(r, bool) and 0 <= r <= 1 for r in rates
+            ):
+                raise ValueError(f"{marker!r}: rates must be a list of numbers in [0, 1]")
+            out.append((str(marker), tuple(float(r) for r in rates)))
+    except ValueError as exc:
+        parser.error(f"{CATEGORIES_ENV}: {exc}")
+    return tuple(out)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -97,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         itl_ms = draft_itl_ms(spec_tokens)
     tokenizer = Path(model) / "tokenizer.json"
     max_len = opts.get("max_model_len")
+    categories = category_profiles(os.environ.get(CATEGORIES_ENV, ""), parser) if spec_tokens else ()
 
     from autobench.bench.synthetic import SyntheticConfig, run
 
@@ -107,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         ttft_ms=40.0,
         itl_ms=itl_ms,
         accept_profile=profile,
+        category_profiles=categories,
+        # vLLM V1 caches prefixes unless told not to (--no-enable-prefix-caching)
+        prefix_caching=opts.get("no_enable_prefix_caching") is None,
         spec_tokens=spec_tokens or None,
         tokenizer=str(tokenizer) if tokenizer.is_file() else None,
         log_stats_interval=1.0,

@@ -1,0 +1,96 @@
+"""Acceptance by category (issue 33): the synthetic server drafts each category with its own
+profile; the bench, one category per run, reads each category's acceptance from /metrics deltas.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from autobench.bench.client import BenchConfig, run_bench
+from autobench.bench.datasets import Dataset, Prompt
+from autobench.bench.synthetic import SyntheticConfig, category_plan, chunk_plan
+
+PROFILES = {
+    "code": (0.9, 0.8, 0.7),
+    "chat": (0.5, 0.3, 0.1),
+    "math": (0.3, 0.1, 0.05),
+}
+
+
+def test_category_plan_continues_one_sequence_and_counts_whole_steps() -> None:
+    prof = (0.78, 0.56, 0.39)
+    # one long request and the same steps split over requests are the same steps
+    whole_chunks, whole_steps = category_plan(90, prof, 0)
+    assert sum(whole_chunks) == 90 and whole_chunks[:-1] == whole_steps[:-1]
+    assert whole_steps[-1] >= whole_chunks[-1]  # the step cut by max_tokens counts all it accepted
+    a_chunks, a_steps = category_plan(40, prof, 0)
+    b_chunks, b_steps = category_plan(50, prof, len(a_steps))
+    assert sum(a_chunks) == 40 and sum(b_chunks) == 50
+    assert (a_steps + b_steps)[: len(a_steps) + 3] == whole_steps[: len(a_steps) + 3]
+    # from step 0 the chunks are chunk_plan's (the per-request plan of --accept-profile)
+    assert category_plan(30, prof, 0)[0] == chunk_plan(30, accept_profile=prof)
+
+
+def test_category_of_the_first_marker_found() -> None:
+    cfg = SyntheticConfig(category_profiles=(("[code]", (0.9,)), ("[chat]", (0.5, 0.2))))
+    assert cfg.category_of("a [chat] b [code]") == 0
+    assert cfg.category_of("[chat]") == 1 and cfg.category_of("plain") is None
+    assert cfg.steps_draft_tokens == 2 and cfg.spec_enabled
+    assert not SyntheticConfig().spec_enabled
+
+
+def _dataset(category: str, n: int) -> Dataset:
+    prompts = [Prompt(f"[{category}] question {i} about {category}", 8, 64) for i in range(n)]
+    return Dataset("jsonl", "cats.jsonl", prompts, [], n)
+
+
+@pytest.mark.parametrize("endpoint", ["completions", "chat"])
+def test_each_category_reports_its_injected_acceptance_within_1pct(synth: Any, endpoint: str) -> None:
+    srv = synth(
+        ttft_ms=1, itl_ms=0.2, category_profiles=tuple((f"[{c}]", p) for c, p in PROFILES.items()), spec_tokens=3
+    )
+    got: dict[str, dict[str, Any]] = {}
+    for cat in ("code", "chat", "math"):  # one cell each, on one server, in turn
+        ds = _dataset(cat, 24)
+        cfg = BenchConfig(
+            base_url=srv.base_url, model="m", endpoint=endpoint, num_prompts=24, concurrency=4, max_tokens=64
+        )
+        got[cat] = run_bench(cfg, dataset=ds).to_json_dict()
+    for cat, prof in PROFILES.items():
+        d = got[cat]
+        assert d["completed"] == 24
+        assert d["spec_decode_acceptance_length"] == pytest.approx(1 + sum(prof), rel=0.01), cat
+        for rate, want in zip(d["spec_decode_per_position_acceptance_rates"], prof, strict=True):
+            assert rate == pytest.approx(want, abs=0.01), cat
+    # the categories' deltas add up to the server's totals (nothing else was sent)
+    c = srv.server.counters
+    assert sum(got[k]["spec_decode_num_drafts"] for k in PROFILES) == sum(c.drafts)
+    assert sum(got[k]["spec_decode_accepted_tokens"] for k in PROFILES) == sum(c.accepted)
+
+
+def test_prompts_without_a_marker_keep_the_default_profile(synth: Any) -> None:
+    srv = synth(ttft_ms=1, itl_ms=0.2, accept_profile=(0.5,), category_profiles=(("[code]", (0.9,)),))
+    cfg = BenchConfig(base_url=srv.base_url, model="m", num_prompts=4, max_tokens=40)
+    d = run_bench(cfg, dataset=_dataset("chat", 4)).to_json_dict()
+    plan = chunk_plan(64, accept_profile=(0.5,))  # each prompt asks for 64 tokens
+    assert d["spec_decode_num_drafts"] == 4 * len(plan)
+    assert d["spec_decode_accepted_tokens"] == 4 * (64 - len(plan))
+
+
+def test_synthetic_server_category_profile_option() -> None:
+    import click
+
+    from autobench.cli.bench_cmds import _category_profile
+
+    with click.Context(click.Command("x")):
+        assert _category_profile("def =0.9,0.8") == ("def ", (0.9, 0.8))
+        assert _category_profile("a=b=0.5") == ("a=b", (0.5,))
+        for bad, words in (
+            ("0.9,0.8", "not MARKER=RATES"),
+            ("=0.5", "not MARKER=RATES"),
+            ("x=0.5,0.9", "non-increasing"),
+        ):
+            with pytest.raises(click.BadParameter, match=words):
+                _category_profile(bad)

@@ -1,0 +1,190 @@
+"""Context depth and shared prefixes (issue 33): what the server counts is depth + question.
+
+A byte-level BPE tokenizer (a small Llama's shape: BOS added by the post-processor) is trained
+here on the spot; the synthetic server counts ``usage.prompt_tokens`` with the same tokenizer,
+as vLLM does, so every request's prompt tokens are checked against depth + question.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from autobench.bench.client import BenchConfig, run_bench
+from autobench.bench.datasets import Dataset, Prompt, estimate_tokens
+from autobench.bench.tokenizer import BenchTokenizer, load_local
+from autobench.bench.workload import (
+    SharedPrefix,
+    add_context,
+    check_depth,
+    check_fits,
+    context_prompts,
+    model_len,
+    parse_shared_prefix,
+)
+from autobench.errors import BenchError
+
+CORPUS = [
+    "The quick brown fox jumps over the lazy dog; naïve café déjà vu, 東京 and Zürich. " * 3 + str(i)
+    for i in range(400)
+] + [
+    "Benchmarks measure servers: tokens, latency, throughput, prompts of every length. " * 2 + str(i)
+    for i in range(400)
+]
+QUESTIONS = [
+    "What is the capital of France?",
+    "Write a poem about the sea.",
+    "Zürich 東京 café?",
+    " a question with a leading space",
+    "x",
+    "Explain prefix caching\nin two lines.",
+]
+
+
+@pytest.fixture(scope="module")
+def tok_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=600, special_tokens=["<unk>", "<s>", "</s>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(CORPUS, trainer)
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    d = tmp_path_factory.mktemp("tok")
+    tok.save(str(d / "tokenizer.json"))
+    (d / "tokenizer_config.json").write_text(json.dumps({"bos_token": "<s>", "eos_token": "</s>"}))
+    return d
+
+
+@pytest.fixture(scope="module")
+def tok(tok_dir: Path) -> BenchTokenizer:
+    return load_local(str(tok_dir))
+
+
+def prompts_of(tok: BenchTokenizer | None, n: int = 12) -> list[Prompt]:
+    qs = [QUESTIONS[i % len(QUESTIONS)] for i in range(n)]
+    return [Prompt(q, tok.count(q) if tok is not None else estimate_tokens(q), 8) for q in qs]
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 7, 8, 100, 1000])
+def test_depth_adds_exactly_depth_tokens_before_each_question(tok: BenchTokenizer, depth: int) -> None:
+    ps = prompts_of(tok)
+    out = context_prompts(ps, depth=depth, tokenizer=tok, rng=random.Random(1))
+    for p, o in zip(ps, out, strict=True):
+        assert tok.count(o.text) == depth + p.est_tokens == o.est_tokens
+        assert o.text.endswith(p.text) and o.max_tokens == p.max_tokens
+    if depth:
+        assert len({o.text[: -len(p.text)] for p, o in zip(ps, out, strict=True)}) == len(ps)  # each its own context
+        assert all("\n\n" in o.text[-len(p.text) - 2 :] for p, o in zip(ps, out, strict=True)) == (depth >= 8)
+    else:
+        assert out == ps
+
+
+def test_depth_without_a_tokenizer_is_the_estimate(tok: BenchTokenizer) -> None:
+    ps = prompts_of(None)
+    out = context_prompts(ps, depth=50, tokenizer=None, rng=random.Random(0))
+    for p, o in zip(ps, out, strict=True):
+        assert estimate_tokens(o.text) == 50 + p.est_tokens == o.est_tokens and o.text.endswith(p.text)
+
+
+def test_shared_prefix_groups_share_exact_token_ids(tok: BenchTokenizer) -> None:
+    ps = prompts_of(tok, 10)
+    out = context_prompts(ps, depth=20, shared_prefix=SharedPrefix(4, 48), tokenizer=tok, rng=random.Random(3))
+    ids = [tok.encode(o.text) for o in out]
+    for i, (p, o) in enumerate(zip(ps, out, strict=True)):
+        assert tok.count(o.text) == 48 + 20 + p.est_tokens == o.est_tokens
+        lead = i - i % 4  # the first prompt of its group
+        assert ids[i][:48] == ids[lead][:48]
+    groups = {tuple(x[:48]) for x in ids}
+    assert len(groups) == 3  # prompts 0-3, 4-7, 8-9: one prefix each, all different
+
+
+def test_add_context_records_and_shapes_warmup(tok: BenchTokenizer) -> None:
+    ds = Dataset("random", None, prompts_of(tok, 4), prompts_of(tok, 2), 6)
+    out = add_context(ds, 30, SharedPrefix(2, 16), tok, seed=9)
+    assert out.context == {"depth": 30, "shared_prefix_prompts": 2, "shared_prefix_tokens": 16}
+    assert [p.est_tokens for p in out.warmup] == [46 + p.est_tokens for p in ds.warmup]
+    assert out.fingerprint() != ds.fingerprint()
+    assert add_context(ds, 30, SharedPrefix(2, 16), tok, seed=9).fingerprint() == out.fingerprint()
+    assert add_context(ds, 30, SharedPrefix(2, 16), tok, seed=8).fingerprint() != out.fingerprint()
+    assert add_context(ds, 0, None, tok).context == {"depth": 0}
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [("8", "not N:L"), ("a:3", "not N:L"), ("0:5", "at least 1"), ("2:0", "at least 1"), ("٣:4", "not N:L")],
+)
+def test_shared_prefix_refusals(text: str, words: str) -> None:
+    with pytest.raises(BenchError, match=words):
+        parse_shared_prefix(text)
+
+
+def test_depth_refusals() -> None:
+    assert parse_shared_prefix("8:512") == SharedPrefix(8, 512)
+    check_depth(0)
+    for bad in (-1, True, 10_000_001):
+        with pytest.raises(BenchError, match="depth"):
+            check_depth(bad)  # type: ignore[arg-type]
+
+
+def test_fits_refuses_a_context_over_max_model_len(tok: BenchTokenizer) -> None:
+    ds = add_context(Dataset("random", None, prompts_of(tok, 2), [], 2), 100, None, tok)
+    longest = max(p.est_tokens for p in ds.prompts)
+    models: list[object] = [{"id": "m", "max_model_len": longest + 8}]
+    check_fits(ds, models, "m", "http://h")  # exactly fits: prompt + max_tokens 8
+    with pytest.raises(BenchError) as err:
+        check_fits(ds, [{"id": "m", "max_model_len": longest + 7}], "m", "http://h")
+    assert str(err.value).startswith("http://h: depth 100: a prompt of ")
+    assert f"is {longest + 8:,} tokens, over the server's max_model_len {longest + 7:,}" in str(err.value)
+    assert model_len([{"id": "x", "max_model_len": 5}, {"root": "m", "max_model_len": 9}], "m") == 9
+    assert model_len([{"id": "m", "max_model_len": True}, "junk"], "m") is None
+    check_fits(Dataset("random", None, prompts_of(tok, 2), [], 2), [{"id": "m", "max_model_len": 1}], "m", "h")
+
+
+def _bench(url: str, tok_dir: Path, **kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "base_url": url,
+        "model": "m",
+        "num_prompts": 6,
+        "concurrency": 2,
+        "max_tokens": 4,
+        "random_input_len": 24,
+        "read_timeout": 10.0,
+        "tokenizer": str(tok_dir),
+    }
+    base.update(kw)
+    return run_bench(BenchConfig(**base)).to_json_dict()
+
+
+@pytest.mark.parametrize("depth", [0, 1000, 4000])
+def test_depth_grid_arrives_as_depth_plus_question(synth: Any, tok_dir: Path, depth: int) -> None:
+    srv = synth(ttft_ms=1, itl_ms=0.5, tokenizer=str(tok_dir), max_model_len=8192)
+    d = _bench(srv.base_url, tok_dir, depth=depth)
+    assert d["completed"] == 6 and d["dataset"]["depth"] == depth
+    # random prompts of 24 tokens: every request's server-counted prompt is depth + 24
+    assert d["min_input_tokens"] == d["max_input_tokens"] == depth + 24
+
+
+def test_depth_beyond_max_model_len_sends_nothing(synth: Any, tok_dir: Path) -> None:
+    srv = synth(ttft_ms=1, itl_ms=0.5, tokenizer=str(tok_dir), max_model_len=1024)
+    with pytest.raises(BenchError, match=r"depth 1,000: .* over the server's max_model_len 1,024"):
+        _bench(srv.base_url, tok_dir, depth=1000)
+    assert srv.server.counters.requests == 0
+
+
+def test_shared_prefix_hit_rate_from_metrics(synth: Any, tok_dir: Path) -> None:
+    srv = synth(ttft_ms=1, itl_ms=0.5, tokenizer=str(tok_dir))
+    d = _bench(srv.base_url, tok_dir, num_prompts=8, concurrency=1, shared_prefix=SharedPrefix(4, 64))
+    # 2 groups of 4 prompts of 64 + 24 = 88 tokens: the 3 later prompts of a group hit the
+    # prefix's 4 full blocks of 16 (64 tokens); nothing else is shared
+    assert d["dataset"]["shared_prefix_prompts"] == 4 and d["dataset"]["shared_prefix_tokens"] == 64
+    assert d["prefix_cache_queries"] == 8 * 88
+    assert d["prefix_cache_hits"] == 6 * 64
+    assert d["prefix_cache_hit_rate"] == pytest.approx(6 * 64 / (8 * 88))
