@@ -132,7 +132,8 @@ def import_(
     """Convert peer recipes and deployment files into autobench recipes.
 
     Peer recipes: eugr, sparkrun, vLLM recipes and configs, InferenceX; deployment files:
-    compose, Kubernetes, Helm values, srt-slurm.  The recipes are written to OUTPUT.  Each
+    compose, Kubernetes, Helm values, srt-slurm, llm-d-benchmark scenarios.  The recipes are
+    written to OUTPUT.  Each
     validates and compiles, and every flag of the source command appears in the compiled
     command.  What could not be carried is printed per file with its source line.  On any
     error nothing is written.

@@ -232,16 +232,79 @@ def test_production_stack_values_go_through_the_charts_flags(tmp_path):
     assert "--disable-log-requests" in recipe.engine.extra_args and recipe.secrets == ["HF_TOKEN"]
 
 
-def test_srt_slurm_roles_and_an_alias_that_needs_model(tmp_path):
+def test_srt_slurm_roles_each_with_its_own_environment(tmp_path):
     data = _one("srt-slurm-disagg.yaml").data
     assert data["roles"]["prefill"]["engine"]["tensor_parallel_size"] == 2
     assert data["roles"]["decode"]["engine"]["tensor_parallel_size"] == 4
-    text = (CORPUS / "srt-slurm-disagg.yaml").read_text().replace("path: Qwen/Qwen3-32B", "path: qwen3-32b-fp8")
-    path = _write(tmp_path, text)
-    with pytest.raises(RecipeError, match="alias of srtslurm.yaml's model_paths") as info:
-        convert(path)
-    assert "--model" in str(info.value)
-    assert convert(path, model="Qwen/Qwen3-32B-FP8")[0].data["model"]["repo"] == "Qwen/Qwen3-32B-FP8"
+    assert data["roles"]["prefill"]["env"] == {"PYTHONUNBUFFERED": "1"} and "env" not in data["roles"]["decode"]
+    assert "env" not in data  # a role's environment is not every role's
+    recipe = load_recipe(check_imported(_one("srt-slurm-alias.yaml"), tmp_path)[0], "decode").recipe
+    assert recipe.env == {"VLLM_ENGINE_READY_TIMEOUT_S": "3600"}
+
+
+@pytest.fixture
+def _no_srtslurm_config(monkeypatch):
+    monkeypatch.delenv("SRTSLURM_CONFIG", raising=False)
+
+
+def _srt(tmp_path, path_line, served="", name="recipe.yaml"):
+    text = (CORPUS / "srt-slurm-disagg.yaml").read_text().replace("path: Qwen/Qwen3-32B", path_line)
+    if served:
+        text = text.replace(
+            "      tensor-parallel-size:", f"      served-model-name: {served}\n      tensor-parallel-size:"
+        )
+    return _write(tmp_path, text, name)
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_alias_is_the_hub_repo_its_served_model_name_names():
+    (imported,) = convert(CORPUS / "srt-slurm-alias.yaml")
+    assert imported.data["model"]["repo"] == "nvidia/Kimi-K2-NVFP4"
+    assert any("6: model.path kimi-k2-nvfp4 is an alias" in n and "served-model-name" in n for n in imported.notes)
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_alias_without_a_name_for_the_model_is_refused_naming_model(tmp_path):
+    with pytest.raises(RecipeError, match="alias of the cluster's srtslurm.yaml model_paths") as info:
+        convert(_srt(tmp_path, "path: qwen3-32b-fp8"))
+    assert "no served-model-name names the model" in str(info.value) and "--model" in str(info.value)
+    path = _srt(tmp_path, "path: qwen3-32b-fp8", served="Qwen/Qwen3-32B-FP8")
+    text = path.read_text().replace("served-model-name: Qwen/Qwen3-32B-FP8", "served-model-name: other/x", 1)
+    with pytest.raises(RecipeError, match="its roles serve different names"):
+        convert(_write(tmp_path, text))
+    assert convert(path, model="a/b")[0].data["model"]["repo"] == "a/b"
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_hf_prefix_is_the_hub_id(tmp_path):
+    (imported,) = convert(_srt(tmp_path, "path: hf:Qwen/Qwen3-0.6B"))
+    assert imported.data["model"]["repo"] == "Qwen/Qwen3-0.6B"
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_alias_resolved_by_the_srtslurm_yaml_above_the_recipe(tmp_path):
+    (tmp_path / "srtslurm.yaml").write_text(
+        "model_paths:\n  qwen3-32b-fp8: /shared/models/Qwen3-32B-FP8\n  small: hf:Qwen/Qwen3-0.6B\n"
+    )
+    (tmp_path / "recipes").mkdir()
+    (imported,) = convert(_srt(tmp_path / "recipes", "path: qwen3-32b-fp8"))
+    data = imported.data
+    assert data["model"] == {"repo": "/shared/models/Qwen3-32B-FP8", "served_name": "Qwen3-32B-FP8"}
+    assert data["container"]["volumes"] == ["/shared/models/Qwen3-32B-FP8:/shared/models/Qwen3-32B-FP8:ro"]
+    (tmp_path / "out").mkdir()
+    written, _ = check_imported(imported, tmp_path / "out")  # the directory is mounted: validates
+    assert load_recipe(written, "decode").recipe.model.repo == "/shared/models/Qwen3-32B-FP8"
+    assert convert(_srt(tmp_path / "recipes", "path: small"))[0].data["model"]["repo"] == "Qwen/Qwen3-0.6B"
+    (tmp_path / "srtslurm.yaml").write_text("model_paths:\n  qwen3-32b-fp8: models/../x\n")
+    with pytest.raises(RecipeError, match="not an absolute directory"):
+        convert(_srt(tmp_path / "recipes", "path: qwen3-32b-fp8"))
+
+
+def test_srt_slurm_config_named_by_srtslurm_config_wins(tmp_path, monkeypatch):
+    named = tmp_path / "elsewhere.yaml"
+    named.write_text("model_paths:\n  qwen3-32b-fp8: hf:Qwen/Qwen3-32B-FP8\n")
+    monkeypatch.setenv("SRTSLURM_CONFIG", str(named))
+    assert convert(_srt(tmp_path, "path: qwen3-32b-fp8"))[0].data["model"]["repo"] == "Qwen/Qwen3-32B-FP8"
 
 
 def test_dynamo_worker_is_vllm_serve_with_its_engine_args(tmp_path):
@@ -250,10 +313,66 @@ def test_dynamo_worker_is_vllm_serve_with_its_engine_args(tmp_path):
     assert recipe.model.repo == "Qwen/Qwen3-4B" and recipe.engine.max_model_len == 8192
 
 
-def test_an_llm_d_scenario_is_refused_by_name(tmp_path):
-    path = _write(tmp_path, "scenario:\n  - name: x\n    model: {name: a/b}\n")
-    with pytest.raises(RecipeError, match="llm-d-benchmark scenario"):
-        convert(path)
+def test_llm_d_generated_command_is_llm_d_benchmarks_over_its_defaults(tmp_path):
+    recipe = _recipe(_one("llm-d-generated.yaml"), tmp_path)
+    argv = docker_argv(recipe, home="/h")
+    after = argv[argv.index("docker.io/vllm/vllm-openai:v0.21.0") + 1 :]
+    assert argv[argv.index("--entrypoint") + 1] == "" and after[:3] == ["vllm", "serve", "Qwen/Qwen3-8B"]
+    engine = recipe.engine
+    assert (engine.tensor_parallel_size, engine.max_model_len, engine.gpu_memory_utilization) == (2, 16384, 0.9)
+    assert engine.port == 8200 and engine.enable_prefix_caching is False and engine.max_num_seqs == 64
+    assert engine.enforce_eager is not True  # the scenario's common flags win over defaults.yaml
+    assert engine.extra_args == ["--block-size", "32", "--no-enable-log-requests"]
+    assert recipe.env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] == "1" and recipe.env["NCCL_DEBUG"] == "WARN"
+    assert recipe.topology.gpus_per_node == 2 and recipe.model.served_name == "Qwen/Qwen3-8B"
+
+
+def test_llm_d_custom_commands_become_roles_with_the_pods_values(tmp_path):
+    (imported,) = convert(CORPUS / "llm-d-pd-custom.yaml")
+    roles = imported.data["roles"]
+    assert roles["prefill"]["engine"]["tensor_parallel_size"] == 1 and roles["prefill"]["engine"]["port"] == 8000
+    assert roles["decode"]["engine"]["tensor_parallel_size"] == 4 and roles["decode"]["engine"]["port"] == 8200
+    assert roles["decode"]["engine"]["dtype"] == "bfloat16"  # ${accelerator.dtypeArgs} of defaults.yaml
+    assert roles["decode"]["container"] == {"ports": ["8200:8200"]}
+    assert imported.notes[0].startswith("42: skipped: stack kustomize-guide deploys llm-d's guide manifests")
+    assert any("not carried: export" in n and "preprocess step" in n for n in imported.notes)
+    written, _ = check_imported(imported, tmp_path)
+    assert load_recipe(written, "prefill").recipe.engine.port == 8000
+
+
+def _llm_d_checkout(tmp_path, scenario):
+    values = tmp_path / "config" / "templates" / "values"
+    values.mkdir(parents=True)
+    (values / "defaults.yaml").write_text((CORPUS / "config/templates/values/defaults.yaml").read_text())
+    folder = tmp_path / "config" / "scenarios"
+    folder.mkdir()
+    return _write(folder, scenario)
+
+
+def test_llm_d_refusals_name_their_reason(tmp_path):
+    with pytest.raises(RecipeError, match="merged over config/templates/values/defaults.yaml"):
+        convert(_write(tmp_path, "scenario:\n  - name: x\n"))
+    sim = "scenario:\n  - name: s\n    images:\n      vllm: {repository: ghcr.io/llm-d/llm-d-inference-sim, tag: v1}\n"
+    with pytest.raises(RecipeError, match="inference simulator, not vLLM"):
+        convert(_llm_d_checkout(tmp_path / "a", sim))
+    auto = "scenario:\n  - name: s\n    images:\n      vllm: {tag: auto}\n"
+    with pytest.raises(RecipeError, match="tag auto") as info:
+        convert(_llm_d_checkout(tmp_path / "b", auto))
+    assert "--image" in str(info.value)
+    assert convert(tmp_path / "b/config/scenarios/peer.yaml", image="vllm/vllm-openai:v0.21.0")[0].data
+    lws = "scenario:\n  - name: s\n    multinode: {enabled: true}\n"
+    with pytest.raises(RecipeError, match="no stack of this scenario runs a modelservice vLLM pod.*multinode"):
+        convert(_llm_d_checkout(tmp_path / "c", lws))
+    env = "scenario:\n  - name: s\n    decode:\n      vllm:\n        customCommand: vllm serve a/b --port $UNSET_PORT\n"
+    with pytest.raises(RecipeError, match=r"uses \$UNSET_PORT, set in the pod at run time"):
+        convert(_llm_d_checkout(tmp_path / "d", env))
+
+
+def test_llm_d_scenario_keys_are_carried_or_noted():
+    (imported,) = convert(CORPUS / "llm-d-generated.yaml")
+    assert "29: not carried: harness (autobench's bench: section runs the bench)" in imported.notes
+    assert "31: not carried: workDir (llm-d-benchmark's workspace)" in imported.notes
+    assert "5: not carried: decode replicas 2 (autobench benches one server)" in imported.notes
 
 
 def test_force_replaces_what_the_output_holds(tmp_path, capsys):
@@ -286,11 +405,16 @@ DOCUMENTED = {
     "hardware_overrides extra_env supported_hardware default_modes precision_hardware docker_image",
     "inferencex": "image model model-prefix runner precision framework multinode scenarios disagg router "
     "kv-p2p-transfer",
+    # llm-d-benchmark: the stack keys its scenarios use (config/scenarios/** at 8bc9f1dd) and
+    # config/README.md's sections.
+    "llm-d": "name common model modelservice decode prefill images vllmCommon accelerator standalone kustomize "
+    "fma nok8s multinode harness experiment workDir gateway router httpRoute storage monitoring chartVersions "
+    "wva eppKedaSaturation fmaWarmupStep routing",
 }
 
 
 def test_every_documented_key_of_each_format_is_carried_or_noted():
-    from autobench.recipe.importer import _inferencex, _peer, _recipes
+    from autobench.recipe.importer import _inferencex, _llmd, _peer, _recipes
 
     tables = {
         "eugr": _peer.EUGR_KEYS,
@@ -299,6 +423,7 @@ def test_every_documented_key_of_each_format_is_carried_or_noted():
         "vllm-recipes.model": _recipes.MODEL_KEYS,
         "vllm-recipes.variant": _recipes.VARIANT_KEYS,
         "inferencex": _inferencex.ENTRY_KEYS,
+        "llm-d": _llmd.STACK_KEYS,
     }
     for fmt, keys in DOCUMENTED.items():
         missing = [k for k in keys.split() if k not in tables[fmt]]

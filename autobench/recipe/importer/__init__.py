@@ -5,7 +5,8 @@ one file and returns the recipe(s) it holds as plain dicts, with what could not 
 with its source line) and the source's serve flags (for the round-trip check: every one must
 appear in the compiled command).  One private module per source: ``_peer`` (eugr, sparkrun),
 ``_recipes`` (vllm-project/recipes, vLLM ``--config`` files), ``_inferencex``, ``_deploy``
-(compose, Kubernetes, production-stack Helm values, srt-slurm, llm-d); ``_command`` reads serve
+(compose, Kubernetes, production-stack Helm values, srt-slurm), ``_llmd`` (llm-d-benchmark
+scenarios); ``_command`` reads serve
 commands and flags, ``_common`` what they share, ``_source`` the file with positions and bounds.
 The modules work on draft recipe dicts (JSON-like, ``dict[str, Any]``) and stay private; this
 package's public face is typed.  The launch, the
@@ -106,6 +107,7 @@ def _no_token(imported: Imported) -> None:
 def _convert(path: Path, fmt: str, options: Options) -> list[Imported]:
     from autobench.recipe.importer import _deploy as deploy
     from autobench.recipe.importer import _inferencex as inferencex
+    from autobench.recipe.importer import _llmd as llmd
     from autobench.recipe.importer import _peer as peer
     from autobench.recipe.importer import _recipes as recipes
 
@@ -133,4 +135,4 @@ def _convert(path: Path, fmt: str, options: Options) -> list[Imported]:
         return deploy.helm_values(src, options)
     if fmt == "srt-slurm":
         return [deploy.srt_slurm(src, options)]
-    raise deploy.llm_d(src)
+    return llmd.convert(src, options)

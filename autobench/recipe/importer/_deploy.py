@@ -1,7 +1,7 @@
 """Deployment files as import sources: docker compose, Kubernetes (Deployment, StatefulSet, Pod,
 Job, LeaderWorkerSet, KServe ServingRuntime/InferenceService, Dynamo DynamoGraphDeployment,
-AIBrix), production-stack Helm values, srt-slurm recipes; llm-d-benchmark scenarios are refused by
-name.  The vLLM argv, image, env and GPU resources become a recipe; anything not vLLM is refused.
+AIBrix), production-stack Helm values, srt-slurm recipes (llm-d-benchmark scenarios: ``_llmd``).
+The vLLM argv, image, env and GPU resources become a recipe; anything not vLLM is refused.
 
 How each starts vLLM:
 - compose: ``entrypoint`` (else the image's: ``vllm serve`` in vllm/vllm-openai) + ``command``;
@@ -13,7 +13,7 @@ How each starts vLLM:
 - production-stack Helm values: each ``servingEngineSpec.modelSpec[]`` through the chart's
   ``templates/deployment-vllm-multi.yaml``: ``vllm serve modelURL --host 0.0.0.0 --port 8000 ...``.
 - srt-slurm: ``backend.vllm_config.{aggregated|prefill|decode}`` flag maps (true: the flag alone);
-  ``model.path`` is an alias of srtslurm.yaml's model paths unless it is a Hub repo id.
+  ``model.path`` as srtctl resolves it (``hf:`` ids, srtslurm.yaml ``model_paths`` aliases; ``_srt_model``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from autobench.errors import RecipeError
 from autobench.recipe.importer import _common as common
 from autobench.recipe.importer._command import Parsed, apply_flags, parse_command, split_flags
 from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, dig, shown
@@ -495,13 +494,9 @@ def srt_slurm(src: Src, options: Options) -> Imported:
         raise src.fail(("backend", "type"), f"backend {shown(kind, 30)} is not vLLM", "autobench runs vLLM")
     cfg = src.get(("backend", "vllm_config"), dict, {})
     model = src.get(("model",), dict, {})
-    path = src.typed(("model", "path"), model.get("path"), str)
-    if not options.model and (not path or "/" not in path):
-        raise src.fail(
-            ("model", "path"),
-            f"model.path {shown(path)} is an alias of srtslurm.yaml's model_paths, not a Hub repo id",
-            "pass --model owner/name",
-        )
+    name = common.name_of(str(src.data.get("name") or src.path.stem))
+    out = Imported(name, {}, src.path, "srt-slurm")
+    repo, mount = _srt_model(src, cfg, options, out)
     image = options.image or src.typed(("model", "container"), model.get("container"), str) or common.DEFAULT_IMAGE
     resources = src.get(("resources",), dict, {})
     gpn = resources.get("gpus_per_node")
@@ -513,9 +508,9 @@ def srt_slurm(src: Src, options: Options) -> Imported:
     main_key = "aggregated" if "aggregated" in cfg else next(iter(roles_in), "aggregated")
     if not isinstance(main, dict):
         raise src.fail(("backend", "vllm_config"), "vllm_config: no aggregated, prefill or decode flags", "add them")
-    name = common.name_of(str(src.data.get("name") or src.path.stem))
-    out = Imported(name, {}, src.path, "srt-slurm")
-    recipe = common.base(options.model or str(path), image, src, "srt-slurm")
+    recipe = common.base(repo, image, src, "srt-slurm")
+    if mount:
+        recipe["container"]["volumes"] = [f"{mount}:{mount}:ro"]
     apply_flags(
         recipe,
         split_flags(_flag_map(main)),
@@ -523,9 +518,13 @@ def srt_slurm(src: Src, options: Options) -> Imported:
         ("backend", "vllm_config", main_key),
         out,
     )
-    env = common.env_of(src, ("backend", f"{main_key}_environment"), backend.get(f"{main_key}_environment"))
-    common.put_env(recipe, env, src, ("backend",), out)
-    if len(roles_in) == 2:
+    if mount and "served_name" not in recipe["model"]:  # srtctl: --served-model-name the directory's name
+        recipe["model"]["served_name"] = Path(mount).name
+    used = {f"{k}_environment" for k in (roles_in if len(roles_in) == 2 else [main_key])}
+    if len(roles_in) != 2:
+        env = common.env_of(src, ("backend", f"{main_key}_environment"), backend.get(f"{main_key}_environment"))
+        common.put_env(recipe, env, src, ("backend", f"{main_key}_environment"), out)
+    else:  # each worker runs with its own role's environment (backend.<role>_environment)
         roles = {}
         for role, flags in roles_in.items():
             scratch: dict[str, Any] = {}
@@ -534,12 +533,14 @@ def srt_slurm(src: Src, options: Options) -> Imported:
             engine = scratch.get("engine", {})
             if "extra_args" in engine:
                 engine["extra_args"] = engine.pop("extra_args")
+            ekeys = ("backend", f"{role}_environment")
+            common.put_env(scratch, common.env_of(src, ekeys, backend.get(f"{role}_environment")), src, ekeys, out)
             roles[role] = scratch
         recipe["roles"] = roles
         recipe["engine"] = {k: v for k, v in recipe.get("engine", {}).items() if k in ("host", "port")}
         recipe.pop("speculative", None)
     for key in backend:
-        if key not in ("type", "vllm_config") and not key.endswith("_environment"):
+        if key not in ("type", "vllm_config") and key not in used:
             out.notes.append(f"{src.line('backend', key)}: not carried: backend.{shown(key, 40)}")
     for key in resources:
         if key != "gpus_per_node":
@@ -556,6 +557,101 @@ def srt_slurm(src: Src, options: Options) -> Imported:
     return out
 
 
+#: A Hugging Face repo id (owner/name), as the recipe schema's REPO_ID.
+_REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*")
+
+
+def _srt_model(src: Src, cfg: dict[str, Any], options: Options, out: Imported) -> tuple[str, str | None]:
+    """(model, host directory to mount or None) as srtctl resolves ``model.path``
+    (src/srtctl/core/runtime.py, core/config.py ``resolve_config_with_defaults``):
+
+    - ``hf:owner/name``: the Hub id, downloaded by vLLM at serve time;
+    - an alias of the cluster's ``srtslurm.yaml`` ``model_paths`` (srtctl reads ``SRTSLURM_CONFIG``,
+      else srtslurm.yaml in the working folder or its two parents: here the recipe's folders): the
+      directory it names, mounted at ``/model`` and served as ``--served-model-name`` (else the
+      directory's name);
+    - an alias with no srtslurm.yaml to read (it is gitignored; a checkout has only
+      ``srtslurm.yaml.example``): the Hub repo the recipe's ``served-model-name`` names, the
+      checkpoint the alias directory holds (srt-slurm ``recipes/dsv4-pro/README.md`` fills
+      ``dsv4-pro`` with ``hf download deepseek-ai/DeepSeek-V4-Pro``), noted; none: a refusal;
+    - an ``owner/name`` path as written (the Hub repo of that name)."""
+    keys = ("model", "path")
+    path = src.typed(keys, dig(src.data, "model", "path"), str)
+    if options.model:
+        return options.model, None
+    if not path or not path.strip():
+        raise src.fail(keys, "model.path: no model", "write model.path: hf:owner/name, or pass --model")
+    path = path.strip()
+    if path.startswith("hf:"):
+        return path[3:], None
+    served = _served_names(cfg)
+    cluster = _srtslurm_yaml(src.path)
+    if cluster is not None:
+        aliases = dig(cluster[1], "model_paths")
+        target = aliases.get(path) if isinstance(aliases, dict) else None
+        if isinstance(target, str) and target.strip():
+            target = target.strip().rstrip("/") or "/"
+            out.notes.append(f"{src.line(*keys)}: model.path {shown(path)} resolved by {cluster[0]}: {shown(target)}")
+            if target.startswith("hf:"):
+                return target[3:], None
+            if not target.startswith("/") or "$" in target or ".." in target.split("/"):
+                raise src.fail(
+                    keys,
+                    f"model.path {shown(path)}: srtslurm.yaml names {shown(target)}, not an absolute directory",
+                    "pass --model owner/name",
+                )
+            return target, target
+    if _REPO_ID.fullmatch(path):
+        return path, None
+    if len(served) == 1 and _REPO_ID.fullmatch(next(iter(served))):
+        repo = next(iter(served))
+        out.notes.append(
+            f"{src.line(*keys)}: model.path {shown(path)} is an alias of the cluster's srtslurm.yaml model_paths "
+            f"(not in the repository); imported as the Hub repo its served-model-name names, {shown(repo)} "
+            "(pass --model to name another)"
+        )
+        return repo, None
+    why = "no served-model-name names the model" if not served else "its roles serve different names"
+    raise src.fail(
+        keys,
+        f"model.path {shown(path)} is an alias of the cluster's srtslurm.yaml model_paths (not in the repository), "
+        f"and {why}",
+        "pass --model owner/name, or put the cluster's srtslurm.yaml beside the recipe",
+    )
+
+
+def _served_names(cfg: dict[str, Any]) -> set[str]:
+    names = set()
+    for flags in cfg.values():
+        if isinstance(flags, dict):
+            for key in ("served-model-name", "served_model_name"):
+                if isinstance(flags.get(key), str):
+                    names.add(flags[key].strip())
+    return names
+
+
+def _srtslurm_yaml(recipe: Path) -> tuple[str, dict[str, Any]] | None:
+    """(its path, its mapping) of the srtslurm.yaml srtctl would read for this recipe: the file
+    ``SRTSLURM_CONFIG`` names, else one in the recipe's folder or a folder above it."""
+    import os
+
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    named = os.environ.get("SRTSLURM_CONFIG")
+    candidates = [Path(named)] if named else [d / "srtslurm.yaml" for d in recipe.resolve().parents]
+    for candidate in candidates:
+        try:
+            if not candidate.is_file() or candidate.stat().st_size > 1024 * 1024:
+                continue
+            data = YAML(typ="safe").load(candidate.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, YAMLError, ValueError):
+            continue
+        if isinstance(data, dict):
+            return str(candidate), data
+    return None
+
+
 def _flag_map(flags: dict[str, Any]) -> list[str]:
     """srt-slurm's flag map as vLLM argv: ``key: true`` the flag alone, false/null omitted."""
     words: list[str] = []
@@ -570,11 +666,3 @@ def _flag_map(flags: dict[str, Any]) -> list[str]:
         else:
             words += [flag, str(value)]
     return words
-
-
-def llm_d(src: Src) -> RecipeError:
-    return src.fail(
-        ("scenario",),
-        "an llm-d-benchmark scenario: the vLLM command is assembled from its defaults.yaml and Helm templates",
-        "render the scenario's manifests (llm-d-benchmark's standup), then import the Deployment",
-    )
