@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from autobench.bench.closedloop import ClosedLoop
 from autobench.bench.datasets import Dataset, Prompt, load_dataset
 from autobench.bench.loop import loop_factory
 from autobench.bench.promscrape import SpecCounters, prefix_delta, spec_counters, spec_delta
@@ -498,27 +499,27 @@ class _Runner:
         warm: bool = False,
         t_start: float | None = None,
     ) -> None:
-        """``conc`` workers; ``t_start``: when the first requests are due (perf_counter; now)."""
-        it = iter(range(len(bodies)))
+        """``conc`` slots driven from the transport's callbacks (``autobench.bench.closedloop``);
+        ``t_start``: when the first requests are due (perf_counter; now)."""
+        assert self.pool is not None
         ests = self.ds.warmup if warm else self.ds.prompts
-        first_due = time.perf_counter() if t_start is None else t_start
+        loop = ClosedLoop(
+            pool=self.pool,
+            bodies=bodies,
+            prompt_tokens=[p.est_tokens for p in ests],
+            records=sink,
+            conc=conc,
+            make_sink=self._sink,
+            read_timeout=self.cfg.read_timeout,
+            stopped=(lambda: False) if warm else (lambda: self.stop),
+            done=None if warm else self._done,
+        )
+        await loop.run(t_start)
 
-        async def worker() -> None:
-            # A closed loop's request is due when the worker's previous one ended (its last
-            # bytes were read), the first one at the start: the dispatch delay is the rest.
-            due = first_due
-            for i in it:
-                if self.stop and not warm:
-                    return
-                rec = RequestRecord(i, ests[i].est_tokens)
-                rec.scheduled = due
-                sink.append(rec)
-                await self._send(rec, bodies[i])
-                due = rec.end or time.perf_counter()
-                if not warm:
-                    self._done(rec)
-
-        await asyncio.gather(*(worker() for _ in range(min(conc, len(bodies)))))
+    def _sink(self, rec: RequestRecord) -> StreamSink:
+        return StreamSink(
+            rec, chat=self.chat, allow_missing_usage=self.cfg.allow_missing_usage, max_tokens=self.stream_tokens
+        )
 
     async def _rate_loop(self, bodies: list[bytes], t0: float) -> None:
         c = self.cfg
@@ -608,9 +609,7 @@ class _Runner:
             return
         task = asyncio.current_task()
         assert task is not None
-        sink = StreamSink(
-            rec, chat=self.chat, allow_missing_usage=self.cfg.allow_missing_usage, max_tokens=self.stream_tokens
-        )
+        sink = self._sink(rec)
         rec.watchdog = asyncio.get_running_loop().call_later(self.cfg.read_timeout, self._idle_check, rec, task)
         try:
             rec.start = rec.io = pc()  # the request reaches the kernel right after

@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import ssl
 import time
+from collections.abc import Callable
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -85,15 +86,26 @@ class Collect:
         self.error = f"connection closed before the response ended ({exc or 'EOF'})"
 
 
-class Inbox:
-    """Bytes read from sockets, stamped, parsed in order from one ``call_soon`` after the poll."""
+#: What :meth:`Conn.start` calls when its response ended or failed (the connection, free again
+#: unless closed): right after the bytes that ended it were parsed, before the next socket's.
+After = Callable[["Conn"], None]
 
-    __slots__ = ("loop", "items", "scheduled")
+
+class Inbox:
+    """Bytes read from sockets, stamped, parsed in order from one ``call_soon`` after the poll.
+
+    A response started with :meth:`Conn.start` calls its ``after`` as soon as the bytes that
+    ended it are parsed (``later``), not after the whole batch: a closed loop writes its next
+    request there, so a burst of C streams that end in one poll sends C requests while the
+    rest of the batch is parsed, instead of after all of it (docs/bench.md, Load at scale)."""
+
+    __slots__ = ("loop", "items", "scheduled", "later")
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
         self.items: list[tuple[Conn, bytes, float]] = []
         self.scheduled = False
+        self.later: list[tuple[After, Conn]] = []
 
     def put(self, conn: Conn, data: bytes) -> None:
         self.items.append((conn, data, time.perf_counter()))
@@ -106,6 +118,15 @@ class Inbox:
         items, self.items = self.items, []
         for conn, data, t in items:
             conn.feed(data, t)
+            if self.later:
+                self.run_later()
+
+    def run_later(self) -> None:
+        """Call the ``after`` of every response that ended (in the order they ended)."""
+        while self.later:
+            calls, self.later = self.later, []
+            for after, conn in calls:
+                after(conn)
 
 
 class Conn(asyncio.Protocol):
@@ -124,6 +145,7 @@ class Conn(asyncio.Protocol):
         "_loop",
         "_stopped",
         "_inbox",
+        "_after",
     )
 
     def __init__(self, loop: asyncio.AbstractEventLoop, inbox: Inbox):
@@ -139,6 +161,7 @@ class Conn(asyncio.Protocol):
         self.head_bytes = 0
         self.sized = False  # the response has a Content-Length or is chunked
         self._stopped = False
+        self._after: After | None = None
 
     # ---- asyncio.Protocol ---------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -181,6 +204,7 @@ class Conn(asyncio.Protocol):
                 self._complete()  # a body without a length ends at EOF
             else:
                 self._finish_lost(exc)
+            self._inbox.run_later()
 
     # ---- httptools callbacks --------------------------------------------------
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -216,14 +240,20 @@ class Conn(asyncio.Protocol):
     # ---- requests -------------------------------------------------------------
     def send(self, data: bytes, sink: Sink) -> asyncio.Future[None]:
         """Write one whole request; the future is done when the response ended or failed."""
+        self.done = self._loop.create_future()
+        self.start(data, sink, None)
+        return self.done
+
+    def start(self, data: bytes, sink: Sink, after: After | None) -> None:
+        """Write one whole request; ``after(self)`` is called when the response ended or failed
+        (no future, no task: from the callback that parsed its end, see :class:`Inbox`)."""
         assert self.transport is not None and self.sink is None
         self.sink = sink
+        self._after = after
         self.got_head = self.sized = self._stopped = False
         self.head_bytes = 0
         self.parser = httptools.HttpResponseParser(self)
-        self.done = self._loop.create_future()
         self.transport.write(data)
-        return self.done
 
     @property
     def idle(self) -> bool:
@@ -239,6 +269,7 @@ class Conn(asyncio.Protocol):
         self.closed = True
         self.sink = None
         self.parser = None
+        self._after = None
         if self.transport is not None:
             self.transport.abort()
 
@@ -261,6 +292,9 @@ class Conn(asyncio.Protocol):
         done, self.done = self.done, None
         if done is not None and not done.done():
             done.set_result(None)
+        after, self._after = self._after, None
+        if after is not None:
+            self._inbox.later.append((after, self))
 
 
 class _Stop(Exception):
@@ -301,13 +335,17 @@ class Pool:
         return (head + "\r\n").encode("latin-1") + (body or b"")
 
     async def acquire(self) -> Conn:
+        return self.take_idle() or await self._connect()
+
+    def take_idle(self) -> Conn | None:
+        """An open idle connection, or None (then :meth:`acquire` opens one)."""
         idle = self.idle
         while idle:
             c = idle.pop()
             if c.idle:
                 return c
             self.all.discard(c)  # closed by the server while it waited
-        return await self._connect()
+        return None
 
     def release(self, c: Conn) -> None:
         if c.idle:
