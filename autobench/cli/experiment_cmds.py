@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from autobench.cli.options import json_option, ledger_option, print_json, print_table
+from autobench.cli.options import gpu_request_option, json_option, ledger_option, print_json, print_table
 from autobench.cli.output import say
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -70,7 +70,14 @@ def plan(
 
 @experiment.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
-@_runtime_option("Where each treatment boots (and what each is validated for).")
+@click.option(
+    "--runtime",
+    type=click.Choice(["docker", "process", "slurm"]),
+    default="docker",
+    show_default=True,
+    help="Where each treatment boots: docker, process, or slurm (a job array, one task per treatment). "
+    "A multi-node treatment (topology.nodes > 1) runs on the multi-node driver.",
+)
 @click.option("--vllm-exec", default=None, metavar="CMD", help="process runtime: the vllm command [default: vllm].")
 @click.option("--runs-dir", default="runs", show_default=True, help="Where run folders (and treatment files) go.")
 @click.option("--rerun", is_flag=True, help="Boot treatments that already have a DONE run of their digest.")
@@ -79,8 +86,36 @@ def plan(
 @click.option("--vllm-version", default=None, metavar="X.Y.Z", help="Predict boots under this vLLM's rules.")
 @click.option("--offline", is_flag=True, default=None, help="Read configs from the local HF cache only.")
 @click.option("--ready-timeout", type=click.FloatRange(min=1), default=None, help="Seconds to wait for each server.")
+@click.option("--hosts", default=None, metavar="HEAD,WORKER,...", help="Multi-node treatments: the hosts, head first.")
+@click.option("--remote", default=None, metavar="CMD", help="Multi-node treatments: how the driver reaches a host.")
+@click.option(
+    "--max-parallel",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="slurm: array tasks running at once (sbatch --array=0-N%P).",
+)
+@click.option("--partition", default=None, help="slurm: the partition to submit to.")
+@click.option("--account", default=None, help="slurm: the account to charge.")
+@click.option(
+    "--time", "time_limit", default=None, help="slurm: each task's time limit (default: boot + bench + 5 min)."
+)
+@click.option(
+    "--gpus-per-node",
+    type=click.IntRange(min=0),
+    default=None,
+    help="slurm: GPUs per task (default: the most any treatment needs; 0: request none).",
+)
+@gpu_request_option
+@click.option(
+    "--container",
+    type=click.Choice(["none", "docker"]),
+    default="none",
+    show_default=True,
+    help="slurm: each task runs the server on the node (none) or in Docker.",
+)
 @ledger_option
-@json_option("Print JSON: {experiment, plan, treatments: [{id, label, digest, action, status, run, cause}]}.")
+@json_option("Print JSON: {experiment, plan, treatments: [{id, label, digest, action, status, run, run_uid, cause}]}.")
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -94,6 +129,15 @@ def run(
     vllm_version: str | None,
     offline: bool | None,
     ready_timeout: float | None,
+    hosts: str | None,
+    remote: str | None,
+    max_parallel: int,
+    partition: str | None,
+    account: str | None,
+    time_limit: str | None,
+    gpus_per_node: int | None,
+    gpu_request: str,
+    container: str,
     ledger_url: str | None,
     as_json: bool,
 ) -> None:
@@ -101,48 +145,72 @@ def run(
 
     Pruned treatments are not booted (unless --force); a treatment with a DONE run of its
     digest in the ledger is skipped (unless --rerun), so an interrupted experiment completes
-    when run again.  Exit 0 when every treatment run is DONE, 6 when one is not, 130 after Ctrl-C.
+    when run again.  With --runtime slurm the treatments to boot are one job array, each task
+    recording its run into the ledger (docs/slurm.md).  Exit 0 when every treatment run is
+    DONE, 6 when one is not, 130 after Ctrl-C (treatments left for the next run).
     """
+    from dataclasses import replace
     from pathlib import Path
 
     from autobench.experiment import load_experiment, plan_experiment
-    from autobench.experiment.execute import Booted, exit_code, materialize, run_experiment
-    from autobench.experiment.plan import PlannedTreatment, preflight_predictor
+    from autobench.experiment.execute import (
+        Booted,
+        boot,
+        exit_code,
+        fan_out,
+        rules_runtime,
+        run_experiment,
+    )
+    from autobench.experiment.plan import preflight_predictor
     from autobench.ledger import open_ledger
+    from autobench.ledger.experiments import new_experiment_values
     from autobench.recipe.loader import LoadedRecipe
-    from autobench.run import RunOptions, run_recipe
+    from autobench.run import RunOptions
 
+    options = RunOptions(
+        runtime=runtime,
+        runs_dir=runs_dir,
+        ledger=ledger_url,
+        allow_unpinned=allow_unpinned,
+        vllm_exec=vllm_exec,
+        ready_timeout_s=ready_timeout,
+        force=force,
+        vllm_version=vllm_version,
+        live=False,
+        hosts=tuple(h.strip() for h in hosts.split(",")) if hosts else (),
+        remote=remote,
+        partition=partition,
+        account=account,
+        time_limit=time_limit,
+        gpus_per_node=gpus_per_node,
+        gpu_request=gpu_request,
+        container=container,
+    )
+    # each treatment is validated for the runtime it boots on (a Slurm task's: the node's)
+    node = replace(options, runtime="docker" if container == "docker" else "process") if runtime == "slurm" else options
     exp = load_experiment(file)
-    plan = plan_experiment(exp, predictor=preflight_predictor(vllm_version, offline=offline), runtime=runtime)
+    predictor = preflight_predictor(vllm_version, offline=offline)
+    plan = plan_experiment(exp, predictor=predictor, runtime=rules_runtime(node))
     folder = Path(runs_dir) / "experiments" / exp.name
 
     def echo(text: str) -> None:
         say(text, err=True)
 
-    def run_one(planned: PlannedTreatment) -> Booted:
-        options = RunOptions(
-            runtime=runtime,
-            runs_dir=runs_dir,
-            ledger=ledger_url,
-            allow_unpinned=allow_unpinned,
-            vllm_exec=vllm_exec,
-            ready_timeout_s=ready_timeout,
-            force=force,
-            vllm_version=vllm_version,
-            live=False,
-        )
-        outcome = run_recipe(materialize(plan, planned, folder), options, echo=echo)
-        return Booted(outcome.status, outcome.display_id)
-
-    def done_run(loaded: LoadedRecipe) -> str | None:
+    def done_run(loaded: LoadedRecipe) -> Booted | None:
         with open_ledger(ledger_url) as book:
             done = book.runs(status="DONE", digest=loaded.digest, limit=1, newest_first=True)
-        return done[0].display_id if done else None
+        return Booted("DONE", done[0].display_id, done[0].stable_id) if done else None
 
-    outcomes = run_experiment(plan, run_one, done_run, rerun=rerun, force=force, echo=echo)
-    from autobench.ledger.experiments import new_experiment_values
+    if runtime == "slurm":
+        from autobench.experiment.array import SlurmArray
 
-    treatments = [{**o.planned.to_json_dict(), **o.to_json_dict()} for o in outcomes]
+        fan = SlurmArray(plan, folder, options, max_parallel, echo)
+        outcomes = fan_out(plan, fan, done_run, rerun=rerun, force=force, echo=echo)
+    else:
+        outcomes = run_experiment(
+            plan, lambda p: boot(plan, p, folder, options, echo), done_run, rerun=rerun, force=force, echo=echo
+        )
+    treatments = [o.to_ledger_dict() for o in outcomes]
     with open_ledger(ledger_url) as book:
         record = book.record_experiment(new_experiment_values(exp.name, plan.digest, exp.doc.data, treatments))
     if as_json:
@@ -208,7 +276,7 @@ def report(
             runs.append(TreatmentRun(planned, record, book.cells(record.id) if record else ()))
         records = book.experiments(plan_digest=plan.digest)
     analysis = analyse(plan, runs, metric=metric, latency=latency, slos=parsed, threshold=threshold)
-    pruned = [t for t in records[-1].treatments if t.get("status") == "pruned"] if records else []
+    pruned = [t for t in records[-1].treatments if t.get("action") == "pruned"] if records else []
     if as_json:
         doc = to_json_dict(analysis)
         doc["records"] = [r.id for r in records]

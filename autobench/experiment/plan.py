@@ -84,8 +84,13 @@ def _overrides(exp: Experiment, treatment: Treatment) -> list[Override]:
     return out
 
 
+#: The runtime a treatment's rules are checked for: one name, or each treatment's own (a
+#: multi-node treatment boots on the multi-node driver: ``autobench.experiment.execute.rules_runtime``).
+RulesRuntime = str | Callable[[LoadedRecipe], str] | None
+
+
 def _build(
-    base: RecipeBase, exp: Experiment, treatment: Treatment, runtime: str | None, redact: Mapping[str, str]
+    base: RecipeBase, exp: Experiment, treatment: Treatment, runtime: RulesRuntime, redact: Mapping[str, str]
 ) -> LoadedRecipe:
     """The treatment's recipe, validated like any recipe (schema, then the rules' errors, their
     texts redacted of ``redact``); a problem is one line that names the treatment."""
@@ -98,7 +103,8 @@ def _build(
         raise RecipeError(f"{name}: {exc.message}", location=exc.location, hint=exc.hint) from exc
     if runtime is None:
         return loaded
-    errors = [f for f in rules.check(loaded, runtime=runtime, redact=redact) if f.severity == "error"]
+    rules_for = runtime(loaded) if callable(runtime) else runtime
+    errors = [f for f in rules.check(loaded, runtime=rules_for, redact=redact) if f.severity == "error"]
     if errors:
         first = errors[0]
         name = f"treatment {treatment.id} ({treatment.label()})"
@@ -209,7 +215,7 @@ def plan_digest(exp: Experiment, planned: list[PlannedTreatment]) -> str:
 
 
 def plan_experiment(
-    exp: Experiment, *, predictor: Predictor | None = None, runtime: str | None = "docker"
+    exp: Experiment, *, predictor: Predictor | None = None, runtime: RulesRuntime = "docker"
 ) -> ExperimentPlan:
     """Every treatment of ``exp`` built, validated and predicted (``predictor``: default, the
     preflight's).  RecipeError on the first treatment that does not validate: its schema, and

@@ -62,6 +62,7 @@ class RunOutcome:
     plan: RunPlan
     run_id: int | None = None
     display_id: str | None = None
+    run_uid: str | None = None  # the run's stable id: the same in every ledger it is pushed to
     root_cause_category: str | None = None
     root_cause_message: str | None = None
     root_cause_detail: str | None = None  # the line that says what is wrong (a ValidationError's detail)
@@ -87,6 +88,7 @@ class RunOutcome:
             "status": self.status,
             "run_id": self.run_id,
             "display_id": self.display_id,
+            "run_uid": self.run_uid,
             "recipe": self.plan.recipe_name,
             "run_dir": str(self.plan.run_dir),
             "root_cause": (
@@ -213,6 +215,7 @@ def record_run(
     rec = ledger.append(new_run(loaded, script, facts, env=env))
     outcome.run_id = getattr(rec, "id", None)
     outcome.display_id = getattr(rec, "display_id", None)
+    outcome.run_uid = getattr(rec, "stable_id", None)
 
 
 __all__ = [

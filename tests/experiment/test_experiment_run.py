@@ -98,7 +98,8 @@ def test_an_experiment_runs_each_treatment_once_and_the_report_names_the_known_b
         first, second = book.experiments(name="exp")
         assert [t["action"] for t in first.treatments] == ["ran"] * 3
         assert [t["action"] for t in second.treatments] == ["skipped"] * 3
-        assert [t["run"] for t in first.treatments] == [t["run"] for t in second.treatments]
+        assert [t["run_uid"] for t in first.treatments] == [t["run_uid"] for t in second.treatments]
+        assert [t["run_uid"] for t in first.treatments] == [r.run_uid for r in runs]
         assert first.plan_digest == second.plan_digest == doc["plan"] and book.verify().ok
     # the report: the fastest k of the stand-in's world comes first (k=6, 13 % over k=3)
     speeds = {k: draft_speed(DRAFT, REV_A, k) for k in (1, 3, 6)}
