@@ -41,6 +41,7 @@ from autobench.run.outcome import (
     write_text,
 )
 from autobench.run.plan import RunPlan, build_plan
+from autobench.run.progress import BootProgress
 from autobench.run.protocol import Compiled, Run, RuntimeBase
 from autobench.run.readiness import Readiness, http_get, wait_ready
 from autobench.run.signals import RunInterrupted
@@ -253,6 +254,7 @@ def execute_local(run: Run, docker_checked: bool) -> None:
             exited=server.exit_code,
             # the server's API key, when the recipe gives it one (by name)
             headers=configs[0][1].auth_headers(run.env) or None,
+            progress=BootProgress(echo, log.last_meaningful_line),
         )
         log.note(f"readiness: {readiness.describe()}")
         echo(readiness.describe())

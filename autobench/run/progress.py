@@ -146,4 +146,40 @@ class SweepProgress:
         self._live.start()
 
 
-__all__ = ["SweepProgress"]
+#: How often a boot in progress is reported (seconds): a real boot takes minutes.
+BOOT_EVERY_S = 10.0
+#: A server log line is shown up to this many characters.
+BOOT_LINE_CHARS = 120
+
+
+class BootProgress:
+    """While the server boots: one line every ``every_s`` seconds of the boot, with the time
+    elapsed and the last meaningful line the server logged (``last_line``), so a boot of minutes
+    is not minutes of silence.  The same line on a terminal and in a plain log (a terminal gains
+    no redraw here: the lines are the record of where the boot spent its time).
+
+    ``__call__(elapsed)`` is the readiness poll's progress hook (:func:`autobench.run.readiness.
+    wait_ready`); it prints only when ``elapsed`` has crossed the next multiple of ``every_s``, so
+    the cadence is steady whatever the poll interval, and a line is not repeated for one crossing."""
+
+    def __init__(self, echo: Echo, last_line: Callable[[], str | None], *, every_s: float = BOOT_EVERY_S):
+        self.echo = echo
+        self.last_line = last_line
+        self.every_s = every_s
+        self._next = every_s
+
+    def __call__(self, elapsed: float) -> None:
+        if elapsed < self._next:
+            return
+        while self._next <= elapsed:
+            self._next += self.every_s
+        line = self.last_line()
+        said = f"; server: {_shorten(line)}" if line else "; the server has logged nothing yet"
+        self.echo(f"boot: {_clock(elapsed)} elapsed, not ready yet{said}")
+
+
+def _shorten(line: str) -> str:
+    return line if len(line) <= BOOT_LINE_CHARS else line[: BOOT_LINE_CHARS - 1] + "..."
+
+
+__all__ = ["BOOT_EVERY_S", "BootProgress", "SweepProgress"]

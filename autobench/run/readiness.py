@@ -89,8 +89,11 @@ def wait_ready(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     headers: dict[str, str] | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> Readiness:
-    """Poll until ready, the server exits, or ``timeout_s`` passes."""
+    """Poll until ready, the server exits, or ``timeout_s`` passes.  ``progress`` is called with
+    the seconds elapsed after every probe that found the server not ready
+    (:class:`autobench.run.progress.BootProgress` reports from it)."""
     start = clock()
     last_error: str | None = None
     models: list[str] = []
@@ -103,6 +106,8 @@ def wait_ready(
         if ok:
             return Readiness(True, "ready", clock() - start, models=tuple(models))
         elapsed = clock() - start
+        if progress is not None:
+            progress(elapsed)
         if elapsed >= timeout_s:
             code = exited()
             if code is not None:

@@ -22,6 +22,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -31,6 +32,7 @@ from autobench.errors import RunError
 from autobench.redaction import Redactor, redact
 
 DOCKER_REFUSED = 125  # docker run's own exit code: the daemon/CLI refused the run
+RECENT_LINES = 32  # server log lines kept for LogFile.last_meaningful_line
 
 
 class LogPump:
@@ -68,6 +70,8 @@ class LogFile:
         self._fh = path.open("a", encoding="utf-8", errors="replace")
         self._lock = threading.Lock()
         self.lines = 0  # newlines written so far: the line number of the last complete line
+        # The last few non-blank lines the server wrote (redacted), for the boot progress.
+        self._recent: deque[str] = deque(maxlen=RECENT_LINES)
 
     def redactor(self) -> Redactor:
         return Redactor(self.secrets)
@@ -86,6 +90,24 @@ class LogFile:
                 self._fh.write(text)
                 self._fh.flush()
                 self.lines += text.count("\n")
+                self._recent.extend(line for line in text.split("\n") if line.strip())
+
+    def last_meaningful_line(self) -> str | None:
+        """The server's last log record that says something (``autobench.logs.lines``: the
+        process prefix and vLLM's header dropped, progress-bar frames, banner art and autobench's
+        own notes skipped; the level kept when it is not INFO), or None."""
+        from autobench.logs.lines import split_records
+
+        with self._lock:
+            recent = list(self._recent)
+        for line in reversed(recent):
+            if line.startswith("[autobench]"):
+                continue
+            for rec in reversed(split_records(line)):
+                msg = " ".join(rec.msg.split())
+                if sum(c.isascii() and c.isalpha() for c in msg) >= 3:
+                    return msg if rec.level in (None, "INFO") else f"{rec.level} {msg}"
+        return None
 
     def note(self, text: str) -> None:
         """A line from autobench itself (prefixed, so a reader can tell it apart)."""
