@@ -39,13 +39,18 @@ def one_line(exc: AutobenchError) -> str:
     return text
 
 
-def test_a_result_file_that_is_a_fifo_or_too_big_is_refused(tmp_path):
-    with pytest.raises(BenchError) as info:
-        load_result_json(fifo(tmp_path / "r.json"))
+@pytest.mark.parametrize(
+    ("reader", "error", "limit"),
+    [(load_result_json, BenchError, MAX_RESULT_BYTES), (read_local, PreflightError, MAX_CONFIG_BYTES)],
+    ids=["result file", "preflight model config"],
+)
+def test_a_named_file_that_is_a_fifo_or_too_big_is_refused(tmp_path, reader, error, limit):
+    with pytest.raises(error) as info:
+        reader(fifo(tmp_path / "a.json"))
     assert "FIFO" in one_line(info.value)
-    with pytest.raises(BenchError) as info:
-        load_result_json(sparse(tmp_path / "big.json", MAX_RESULT_BYTES + 1))
-    assert "over the 256 MiB limit" in one_line(info.value)
+    with pytest.raises(error) as info:
+        reader(sparse(tmp_path / "big.json", limit + 1))
+    assert f"over the {limit // 2**20} MiB limit" in one_line(info.value)
 
 
 def test_a_result_file_that_is_not_utf8_is_one_line(tmp_path):
@@ -108,15 +113,6 @@ def test_a_docker_config_that_is_a_fifo_is_one_line(tmp_path):
         find_credentials("registry.example", {"DOCKER_CONFIG": str(tmp_path)})
     assert "docker config" in one_line(info.value)
     assert find_credentials("registry.example", {"DOCKER_CONFIG": str(tmp_path / "none")}) is None
-
-
-def test_a_model_config_named_for_preflight_is_bounded(tmp_path):
-    with pytest.raises(PreflightError) as info:
-        read_local(fifo(tmp_path / "config.json"))
-    assert "FIFO" in one_line(info.value)
-    with pytest.raises(PreflightError) as info:
-        read_local(sparse(tmp_path / "big.json", MAX_CONFIG_BYTES + 1))
-    assert "limit" in one_line(info.value)
 
 
 def test_a_lock_file_that_is_too_big_is_one_line(tmp_path):
