@@ -193,7 +193,11 @@ TESTS: dict[str, list[str]] = {
         "tests/experiment/test_experiment_execute.py",
         "tests/experiment/test_experiment_run.py",
     ],
-    "autobench/ledger/sync.py": ["tests/ledger/test_ledger_sync.py", "tests/ledger/test_ledger_cells.py"],
+    "autobench/ledger/sync.py": [
+        "tests/ledger/test_ledger_sync.py",
+        "tests/ledger/test_ledger_cells.py",
+        "tests/ledger/test_ledger_sync_experiments.py",
+    ],
 }
 
 #: What ``fork`` mode imports once, so each mutant's pytest starts warm (never autobench itself).

@@ -30,9 +30,13 @@ def _sync(
         print_json(result.to_json_dict())
         return
     head_id, head_hash = result.head
+    records = ""
+    if result.experiments:
+        there = result.experiments - result.experiments_copied
+        records = f"; {result.experiments_copied} experiment records ({there} already there)"
     say(
         f"{verb} {result.copied} runs from {result.source} to {result.destination} "
-        f"({result.present} already there); head #{head_id}-{head_hash[:8]}"
+        f"({result.present} already there); head #{head_id}-{head_hash[:8]}{records}"
     )
 
 
@@ -63,11 +67,13 @@ _batch_option = click.option(
 @ledger_option
 @json_option
 def push(to_url: str, head: str | None, batch: int, ledger_url: str | None, as_json: bool) -> None:
-    """Copy this ledger's runs into another (e.g. the team's PostgreSQL ledger).
+    """Copy this ledger's runs and experiment records into another (e.g. the team's PostgreSQL ledger).
 
     Runs already there are skipped (each run has a stable id) after their content is
     compared, so pushing again is safe and an interrupted push completes when run again.
-    A source or destination that fails verify, and a run whose copy there differs, are refused.
+    Experiment records follow their runs, naming each by its run_uid; one already there is skipped.
+    A source or destination that fails verify, a run whose copy there differs, and a record
+    naming a run the source does not have are refused.
     """
     _sync(ledger_url, to_url, batch, as_json, "pushed", dest_head=head)
 
@@ -79,5 +85,5 @@ def push(to_url: str, head: str | None, batch: int, ledger_url: str | None, as_j
 @ledger_option
 @json_option
 def pull(from_url: str, head: str | None, batch: int, ledger_url: str | None, as_json: bool) -> None:
-    """Copy another ledger's runs into this one (the reverse of push)."""
+    """Copy another ledger's runs and experiment records into this one (the reverse of push)."""
     _sync(from_url, ledger_url, batch, as_json, "pulled", source_head=head)

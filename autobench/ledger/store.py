@@ -402,6 +402,41 @@ class Ledger:
                 conn.execute(insert(EXPERIMENTS), {**values, "id": new_id})
         return new_id
 
+    def raw_experiments(self) -> list[dict[str, object]]:
+        """Every experiment record as stored (its JSON columns as text), in id order."""
+        from autobench.ledger.models import EXPERIMENTS
+
+        with self._read() as conn:
+            return [dict(r) for r in conn.execute(select(EXPERIMENTS).order_by(EXPERIMENTS.c.id)).mappings()]
+
+    def import_experiments(self, rows: list[dict[str, object]]) -> int:
+        """Append experiment records copied from another ledger (``ledger push``), each with
+        its content and content hash as there, the next ids here, in one transaction under the
+        append lock; a row whose content hash does not match its content is refused."""
+        from sqlalchemy import func
+
+        from autobench.ledger.experiments import problem
+        from autobench.ledger.models import EXPERIMENT_CONTENT, EXPERIMENTS
+
+        if not rows:
+            return 0
+        self._check_before_writing()
+        with self._errors(), self._writer_turn(), self.engine.connect() as conn:
+            conn = conn.execution_options(ledger_begin="IMMEDIATE")
+            with conn.begin():
+                if conn.dialect.name == "postgresql":
+                    postgres.lock_chain(conn)
+                last = int(conn.execute(select(func.max(EXPERIMENTS.c.id))).scalar() or 0)
+                new = []
+                for n, row in enumerate(rows, last + 1):
+                    values = {key: row[key] for key in (*EXPERIMENT_CONTENT, "content_hash")}
+                    found = problem({**values, "id": row.get("id", n)})
+                    if found is not None:
+                        raise LedgerError(found, location=self.where)
+                    new.append({**values, "id": n})
+                conn.execute(insert(EXPERIMENTS), new)
+        return len(new)
+
     def experiments(self, *, name: str | None = None, plan_digest: str | None = None) -> list[ExperimentRecord]:
         """Experiment records in the order they were recorded, optionally of one name or plan."""
         from autobench.ledger.experiments import record_from_row as experiment_from_row

@@ -22,10 +22,19 @@ team's PostgreSQL ledger; a laptop pulls the team's runs into a local file.
 - **Interruptible.**  Runs go over in batches, one transaction each, under the
   destination's append lock: a push killed half-way leaves every committed batch in place
   and nothing partial, and the next push copies the rest.
+- **Experiment records go too** (schema v10), after the runs they name, as they are: a record
+  names each treatment's run by its ``run_uid``, the run's identity in every ledger, so its
+  content and content hash are the same at both ends, and a record already in the destination
+  (the same content hash) is skipped.  A record written before run_uids were kept names runs by
+  a display id (``#12-1a2b3c4d``: this ledger's id and row hash, which the destination re-chains);
+  it is copied with each resolved to its run's ``run_uid`` (and its content hash recomputed).
+  A record naming a run the source does not have is refused before anything is copied.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -46,6 +55,8 @@ class SyncResult:
     copied: int  # new in the destination
     present: int  # already there (skipped)
     head: tuple[int, str]  # the destination's head after the push
+    experiments: int = 0  # experiment records in the source
+    experiments_copied: int = 0  # new in the destination (the rest were there)
 
     def to_json_dict(self) -> dict[str, object]:
         return {
@@ -56,6 +67,8 @@ class SyncResult:
             "present": self.present,
             "head_id": self.head[0],
             "head_hash": self.head[1],
+            "experiments": self.experiments,
+            "experiments_copied": self.experiments_copied,
         }
 
 
@@ -173,6 +186,76 @@ def check_copy(source: Ledger, destination: Ledger, checked: VerifyResult, known
     return len(present)
 
 
+_DISPLAY = re.compile(r"#([1-9][0-9]{0,17})-([0-9a-f]{8})")
+
+
+def _refused(record: Mapping[str, object], what: str, where: str) -> LedgerError:
+    return LedgerError(
+        f"experiment record #{record['id']} {what}; nothing was copied",
+        location=where,
+        hint="autobench ledger verify --ledger SOURCE; push from a ledger you trust",
+    )
+
+
+def _run_uid(source: Ledger, record: Mapping[str, object], display: object) -> str:
+    """The ``run_uid`` of the source run a display id (``#12-1a2b3c4d``) names."""
+    match = _DISPLAY.fullmatch(display) if isinstance(display, str) else None
+    if match is None:
+        raise _refused(record, f"names run {str(display)[:40]!r}, which is not a run's display id", source.where)
+    try:
+        run = source.get(int(match[1]))
+    except LedgerError:
+        run = None
+    if run is None or not run.row_hash.startswith(match[2]):
+        raise _refused(record, f"names run {display}, which is not in this ledger", source.where)
+    return run.stable_id
+
+
+def global_record(source: Ledger, row: Mapping[str, object], uids: set[str]) -> dict[str, object]:
+    """The record ``row`` of ``source`` as any ledger keeps it (see the module doc): its content
+    columns and content hash, each run named by a ``run_uid`` of ``uids`` (the source's)."""
+    from autobench.ledger.experiments import canonical
+    from autobench.ledger.experiments import content_hash as record_hash
+    from autobench.ledger.models import EXPERIMENT_CONTENT
+
+    out: dict[str, object] = {key: row[key] for key in (*EXPERIMENT_CONTENT, "content_hash")}
+    try:
+        treatments = json.loads(str(row["treatments"]))
+    except ValueError:
+        treatments = None
+    if not isinstance(treatments, list) or not all(isinstance(t, dict) for t in treatments):
+        raise _refused(row, "has treatments that are not a list of objects", source.where)
+    legacy = False
+    for t in treatments:
+        if "run" in t:  # recorded before run_uids were kept: this ledger's display id
+            legacy = True
+            display = t.pop("run")
+            if display is not None and t.get("run_uid") is None:
+                t["run_uid"] = _run_uid(source, row, display)
+        uid = t.get("run_uid")
+        if uid is not None and uid not in uids:
+            raise _refused(
+                row, f"treatment {t.get('id')} names run {str(uid)[:40]}, which is not in this ledger", source.where
+            )
+    if legacy:
+        out["treatments"] = canonical(treatments)
+        out["content_hash"] = record_hash(out)
+    return out
+
+
+def pending_experiments(source: Ledger, destination: Ledger) -> tuple[int, list[dict[str, object]]]:
+    """(how many records the source has, those the destination lacks in their global form);
+    LedgerError for a record naming a run the source does not have."""
+    uids = set(source.stable_ids())
+    there = {str(row["content_hash"]) for row in destination.raw_experiments()}
+    rows = source.raw_experiments()
+    new: dict[str, dict[str, object]] = {}
+    for row in rows:
+        record = global_record(source, row, uids)
+        new.setdefault(str(record["content_hash"]), record)  # the same content twice is one record
+    return len(rows), [r for digest, r in new.items() if digest not in there]
+
+
 def copy_runs(
     source: Ledger,
     destination: Ledger,
@@ -190,6 +273,7 @@ def copy_runs(
     verified_destination(destination, destination_head)
     known = destination.stable_ids()
     check_copy(source, destination, checked, known)
+    experiments, records = pending_experiments(source, destination)  # refused before anything is copied
     stable: dict[int, str] = {}
     pending: list[tuple[int, dict[str, object]]] = []
     runs = copied = 0
@@ -208,4 +292,6 @@ def copy_runs(
                 pending = []
     if pending:
         copied += _import(source, destination, pending, known)
-    return SyncResult(source.where, destination.where, runs, copied, runs - copied, destination.head())
+    records_copied = destination.import_experiments(records)  # after the runs they name
+    head = destination.head()
+    return SyncResult(source.where, destination.where, runs, copied, runs - copied, head, experiments, records_copied)
