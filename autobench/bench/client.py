@@ -32,7 +32,9 @@ from autobench.bench.datasets import Dataset, Prompt, load_dataset
 from autobench.bench.loop import loop_factory
 from autobench.bench.promscrape import SpecCounters, prefix_delta, spec_counters, spec_delta
 from autobench.bench.record import ERROR, INCOMPLETE, INFLIGHT, RequestRecord
+from autobench.bench.records import FieldMap
 from autobench.bench.result import BenchResult, ClientStats, build_result
+from autobench.bench.source import hub_file, local_file
 from autobench.bench.stream import StreamSink, error_message
 from autobench.bench.transport import ConnectFailed, Pool
 from autobench.bench.workload import SharedPrefix, add_context, check_depth, check_fits
@@ -126,6 +128,16 @@ class BenchConfig:
     #: (autobench.bench.workload).
     depth: int = 0
     shared_prefix: SharedPrefix | None = None
+    #: A file of a Hub dataset repo at a revision, instead of ``dataset`` (a local path), fetched
+    #: into the HF cache and verified (autobench.bench.source); its commit and sha256 are recorded.
+    dataset_repo: str | None = None
+    dataset_file: str | None = None
+    dataset_revision: str | None = None
+    #: The dataset file's sha256 (a file that does not match is refused) and who stated it.
+    dataset_sha256: str | None = None
+    dataset_sha256_from: str = "bench.dataset.sha256"
+    #: Which field of a jsonl/parquet record holds the prompt (or turns), category, output cap.
+    dataset_fields: FieldMap | None = None
 
     def check(self) -> None:
         for name in FLOAT_FIELDS:
@@ -161,6 +173,15 @@ class BenchConfig:
             raise BenchError("--grace-seconds and --warmup must not be negative")
         if not self.base_url.startswith(("http://", "https://")):
             raise BenchError(f"--base-url must start with http:// or https://, got {self.base_url!r}")
+        if self.dataset_repo is not None and (self.dataset_file is None or self.dataset is not None):
+            raise BenchError(
+                "--dataset-repo needs --dataset-file (the file in the repo) and no --dataset",
+                hint="e.g. --dataset-repo org/prompts --dataset-file data/test.jsonl --dataset-revision SHA",
+            )
+        if self.dataset_repo is None and (self.dataset_file is not None or self.dataset_revision is not None):
+            raise BenchError("--dataset-file and --dataset-revision need --dataset-repo")
+        if self.dataset_fields is not None:
+            self.dataset_fields.check()
         check_depth(self.depth)
         if self.shared_prefix is not None:
             self.shared_prefix.check()
@@ -221,9 +242,18 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
                 + (why or "--tokenizer estimated was asked for"),
                 hint="pass --tokenizer REPO|PATH (a tokenizer.json or a model directory), or drop --require-tokenizer",
             )
+        origin = None
+        if config.dataset_repo is not None and config.dataset_file is not None:
+            origin = hub_file(
+                config.dataset_repo,
+                config.dataset_file,
+                config.dataset_revision,
+                config.dataset_sha256,
+                config.dataset_sha256_from,
+            )
         dataset = load_dataset(
             kind=config.dataset_kind,
-            path=config.dataset,
+            path=str(origin.path) if origin is not None else config.dataset,
             num_prompts=config.num_prompts,
             warmup=config.warmup,
             max_tokens=config.max_tokens,
@@ -234,7 +264,11 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
             random_range_ratio=config.random_range_ratio,
             tokenizer=tok,
             tokenizer_fallback=why,
+            fields=config.dataset_fields,
         )
+        if origin is None and dataset.path is not None:  # a local file: recorded by its sha256
+            origin = local_file(dataset.path, config.dataset_sha256)
+        dataset.origin = origin
         dataset = add_context(dataset, config.depth, config.shared_prefix, tok, config.seed)
     runner = _Runner(config, dataset, progress)
     factory, loop_name = loop_factory()

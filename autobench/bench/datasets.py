@@ -20,18 +20,18 @@ import json
 import math
 import random
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from autobench.digits import JSONLimitError, load_json
+from autobench.bench.records import MAX_DATASET_BYTES, MAX_RECORD_BYTES, FieldMap, PromptRecord, read_records
 from autobench.errors import BenchError
-from autobench.files import read_lines, read_regular
 
 if TYPE_CHECKING:
     from autobench.bench.tokenizer import BenchTokenizer
+    from autobench.hub.datasets import DatasetFile
 
-KINDS = ("sharegpt", "random", "jsonl")
+KINDS = ("sharegpt", "random", "jsonl", "parquet")
+__all__ = ["MAX_DATASET_BYTES", "MAX_RECORD_BYTES", "Dataset", "Prompt", "load_dataset"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,10 @@ class Prompt:
     text: str
     est_tokens: int
     max_tokens: int
+    #: The record's category (``bench.dataset.fields.category``), None when unmapped.
+    category: str | None = None
+    #: A conversation's later user turns (the record's turns[1:]); empty for a single-turn prompt.
+    turns: tuple[str, ...] = ()
 
 
 @dataclass
@@ -57,6 +61,9 @@ class Dataset:
     #: Context put before every question (autobench.bench.workload): ``depth`` and the shared
     #: prefix's ``shared_prefix_prompts`` / ``shared_prefix_tokens``; empty when none.
     context: dict[str, int] = field(default_factory=dict)
+    #: The file the prompts came from: a Hub dataset's repo, commit and file, or a local path,
+    #: with its sha256 (autobench.bench.source); None for random prompts.
+    origin: DatasetFile | None = None
 
     def fingerprint(self) -> str:
         """sha256 over the measured prompts, in order: equal iff the sample is equal."""
@@ -64,6 +71,8 @@ class Dataset:
         for p in self.prompts:
             h.update(p.text.encode())
             h.update(b"\x00%d\x00" % p.max_tokens)
+            if p.category is not None or p.turns:  # only then: a sample without them keeps its digest
+                h.update(json.dumps([p.category, list(p.turns)]).encode() + b"\x00")
         return h.hexdigest()
 
 
@@ -72,13 +81,16 @@ def estimate_tokens(text: str) -> int:
 
 
 def infer_kind(kind: str | None, path: str | None) -> str:
-    """``--dataset-kind`` if given; else ``.jsonl`` -> jsonl, any other file -> sharegpt, none -> random."""
+    """``--dataset-kind`` if given; else ``.jsonl`` -> jsonl, ``.parquet`` -> parquet, any other
+    file -> sharegpt, none -> random."""
     if kind:
         if kind not in KINDS:
             raise BenchError(f"unknown dataset kind {kind!r}", hint=f"use one of {', '.join(KINDS)}")
         return kind
     if path is None:
         return "random"
+    if path.endswith(".parquet"):
+        return "parquet"
     return "jsonl" if path.endswith(".jsonl") else "sharegpt"
 
 
@@ -96,6 +108,7 @@ def load_dataset(
     random_range_ratio: float = 0.0,
     tokenizer: BenchTokenizer | None = None,
     tokenizer_fallback: str | None = None,
+    fields: FieldMap | None = None,
 ) -> Dataset:
     """Load, filter and sample ``num_prompts`` measured prompts plus ``warmup`` distinct ones.
 
@@ -118,10 +131,8 @@ def load_dataset(
         raise BenchError(f"dataset kind {kind!r} needs a file", hint="pass --dataset PATH")
     skipped: Counter[str] = Counter()
     f = _Filter(skipped, min_prompt_tokens, max_prompt_tokens, tokenizer, rng)
-    if kind == "sharegpt":
-        _sharegpt(path, f, max_tokens)
-    else:
-        _jsonl(path, f, max_tokens)
+    for record in read_records(path, kind, fields, skipped):  # autobench.bench.records
+        f.add_record(record, max_tokens)
     pool = f.finish()
     if not pool:
         detail = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) or "the file has no entries"
@@ -140,62 +151,6 @@ def load_dataset(
     return Dataset(kind, path, pool[:num_prompts], pool[num_prompts:want], available, skipped, reused, tok_id, why)
 
 
-#: The largest dataset file read (ShareGPT V3 is 642 MiB; a JSON array is parsed whole).
-MAX_DATASET_BYTES = 2**30
-#: The largest record: one JSONL line, or one prompt's text (bytes of UTF-8).  A longer one is
-#: skipped as ``record_too_large`` without being held in memory whole.
-MAX_RECORD_BYTES = 2**20
-
-_MISSING_HINT = "download ShareGPT_V3_unfiltered_cleaned_split.json or fix --dataset"
-
-
-def _read_text(path: str) -> str:
-    """The whole file as text: a regular file of at most MAX_DATASET_BYTES, UTF-8."""
-    raw = read_regular(path, what="dataset file", limit=MAX_DATASET_BYTES, error=BenchError, missing_hint=_MISSING_HINT)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise BenchError(f"dataset is not UTF-8 text (byte {exc.start})", location=path) from exc
-
-
-def _loads(text: str, where: str, what: str, hint: str) -> Any:
-    """``json.loads`` whose every failure is one BenchError line (not a RecursionError or a traceback)."""
-    try:
-        return load_json(text)
-    except JSONLimitError as exc:
-        if exc.too_deep:
-            raise BenchError(f"{what} is nested too deeply to read ({exc.msg})", location=where, hint=hint) from exc
-        raise BenchError(f"{what} has a value that cannot be read: {exc.msg}", location=where, hint=hint) from exc
-    except json.JSONDecodeError as exc:
-        loc = f"{where}:{exc.lineno}:{exc.colno}" if what == "dataset" else where
-        raise BenchError(f"{what} is not valid JSON: {exc.msg}", location=loc, hint=hint) from exc
-    except RecursionError as exc:
-        raise BenchError(f"{what} is nested too deeply to read", location=where, hint=hint) from exc
-    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise BenchError(f"{what} has a value that cannot be read: {exc}", location=where, hint=hint) from exc
-
-
-def _lines(path: str) -> Iterator[tuple[int, str | None]]:
-    """(line number, text) of each line; text None for a line over MAX_RECORD_BYTES (never held
-    whole).  autobench.files.read_lines counts every byte read against MAX_DATASET_BYTES, those
-    of a skipped line too (``/proc/self/pagemap`` read past 3.9 GB before)."""
-    for lineno, line in read_lines(
-        path,
-        what="dataset file",
-        limit=MAX_DATASET_BYTES,
-        max_line=MAX_RECORD_BYTES,
-        error=BenchError,
-        missing_hint=_MISSING_HINT,
-    ):
-        if line is None:
-            yield lineno, None
-            continue
-        try:
-            yield lineno, line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise BenchError(f"line is not UTF-8 text (byte {exc.start})", location=f"{path}:{lineno}") from exc
-
-
 class _Filter:
     """Collects candidate prompts, then measures them all at once (the tokenizer encodes in
     batches) and keeps those within [lo, hi] tokens."""
@@ -203,18 +158,24 @@ class _Filter:
     def __init__(self, skipped: Counter[str], lo: int, hi: int, tok: BenchTokenizer | None, rng: random.Random):
         self.skipped, self.lo, self.hi, self.tok, self.rng = skipped, lo, hi, tok, rng
         self.texts: list[str] = []
-        self.max_tokens: list[int] = []
+        self.kept: list[tuple[int, PromptRecord]] = []  # (max_tokens, the record) of each text
         self.fixed: list[Prompt] = []  # built from a token count
 
-    def add(self, text: str, max_tokens: int) -> None:
-        if not text.strip():
-            self.skipped["empty_prompt"] += 1
+    def add_record(self, record: PromptRecord, max_tokens: int) -> None:
+        """A record from autobench.bench.records; its own max_tokens wins over the bench's."""
+        mt = record.max_tokens if record.max_tokens is not None else max_tokens
+        if record.prompt_tokens is not None:
+            self.add_length(record.prompt_tokens, mt)
             return
-        if len(text) > MAX_RECORD_BYTES or len(text.encode("utf-8")) > MAX_RECORD_BYTES:
-            self.skipped["record_too_large"] += 1
-            return
-        self.texts.append(text)
-        self.max_tokens.append(max_tokens)
+        for turn in record.turns:
+            if not turn.strip():
+                self.skipped["empty_prompt"] += 1
+                return
+            if len(turn) > MAX_RECORD_BYTES or len(turn.encode("utf-8")) > MAX_RECORD_BYTES:
+                self.skipped["record_too_large"] += 1
+                return
+        self.texts.append(record.text)
+        self.kept.append((mt, record))
 
     def add_length(self, n_tokens: int, max_tokens: int) -> None:
         """A JSONL record giving a prompt length instead of text: a random prompt of that length."""
@@ -225,81 +186,17 @@ class _Filter:
         self.fixed.append(Prompt(text, n, max_tokens))
 
     def finish(self) -> list[Prompt]:
+        """The kept records within [lo, hi] tokens (the first turn's length) as prompts."""
         counts = self.tok.count_many(self.texts) if self.tok is not None else [estimate_tokens(t) for t in self.texts]
         out: list[Prompt] = []
-        for text, n, mt in zip(self.texts, counts, self.max_tokens, strict=True):
+        for n, (mt, record) in zip(counts, self.kept, strict=True):
             if n < self.lo:
                 self.skipped["prompt_too_short"] += 1
             elif n > self.hi:
                 self.skipped["prompt_too_long"] += 1
             else:
-                out.append(Prompt(text, n, mt))
+                out.append(Prompt(record.text, n, mt, record.category, record.turns[1:]))
         return out + self.fixed  # (the pool is shuffled with the seed next)
-
-
-def _sharegpt(path: str, f: _Filter, max_tokens: int) -> None:
-    data = _loads(
-        _read_text(path), path, "dataset", "ShareGPT V3 is one JSON array; use --dataset-kind jsonl for JSON lines"
-    )
-    if not isinstance(data, list):
-        raise BenchError(
-            f"ShareGPT dataset must be a JSON array of conversations, got {type(data).__name__}", location=path
-        )
-    skipped = f.skipped
-    for entry in data:
-        conv = entry.get("conversations") if isinstance(entry, dict) else None
-        if not isinstance(conv, list):
-            skipped["no_conversations"] += 1
-            continue
-        if len(conv) < 2:
-            skipped["fewer_than_2_turns"] += 1
-            continue
-        first = conv[0]
-        if not isinstance(first, dict) or not isinstance(first.get("value"), str):
-            skipped["bad_turn"] += 1
-            continue
-        if first.get("from", "human") not in ("human", "user"):
-            skipped["first_turn_not_human"] += 1
-            continue
-        f.add(first["value"], max_tokens)
-
-
-def _jsonl(path: str, f: _Filter, max_tokens: int) -> None:
-    skipped = f.skipped
-    for lineno, line in _lines(path):
-        if line is None:
-            skipped["record_too_large"] += 1
-            continue
-        if not line.strip():
-            continue
-        obj = _loads(line, f"{path}:{lineno}", "line", _JSONL_HINT)
-        if isinstance(obj, str):
-            f.add(obj, max_tokens)
-            continue
-        if not isinstance(obj, dict) or not (isinstance(obj.get("prompt"), str) or "prompt_tokens" in obj):
-            skipped["no_prompt_field"] += 1
-            continue
-        mt = max_tokens
-        if "max_tokens" in obj:
-            mt = obj["max_tokens"]
-            if not _positive_int(mt):
-                skipped["bad_max_tokens"] += 1
-                continue
-        if isinstance(obj.get("prompt"), str):
-            f.add(obj["prompt"], mt)
-        elif _positive_int(obj["prompt_tokens"]) and obj["prompt_tokens"] <= MAX_RECORD_BYTES // 4:
-            f.add_length(obj["prompt_tokens"], mt)
-        else:
-            skipped["bad_prompt_tokens"] += 1
-
-
-_JSONL_HINT = (
-    'each line must be a JSON string, {"prompt": "...", "max_tokens": N} or {"prompt_tokens": N, "max_tokens": M}'
-)
-
-
-def _positive_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= 1
 
 
 _WORDS = [

@@ -246,7 +246,20 @@ def _dataset(ds: Dataset) -> dict[str, Any]:
         "reused": ds.reused,
         "prompts_sha256": ds.fingerprint(),
         **getattr(ds, "context", {}),
+        **_origin(ds),
     }
+
+
+def _origin(ds: Dataset) -> dict[str, Any]:
+    """Where the dataset file came from (autobench.bench.source): a Hub dataset's ``repo``,
+    ``revision`` (its commit) and ``file``, and the file's ``file_sha256``; a local file's sha256
+    alone.  Nothing for random prompts."""
+    origin = getattr(ds, "origin", None)
+    if origin is None:
+        return {}
+    if origin.repo is None:
+        return {"file_sha256": origin.sha256}
+    return {"repo": origin.repo, "revision": origin.sha, "file": origin.file, "file_sha256": origin.sha256}
 
 
 def _client(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -13,6 +13,9 @@ from autobench.cli.options import json_option, print_json, print_table
 from autobench.cli.output import say
 from autobench.cli.params import Finite
 from autobench.errors import BenchError, UsageError
+
+if TYPE_CHECKING:
+    from autobench.bench.records import FieldMap
 
 
 def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[float, ...]:
@@ -40,17 +43,52 @@ def _category_profile(text: str) -> tuple[str, tuple[float, ...]]:
         raise click.BadParameter(f"{text!r}: {exc.message}", param_hint="--category-profile") from exc
 
 
+def _sha256(text: str | None) -> str | None:
+    if text is not None and (len(text) != 64 or any(c not in "0123456789abcdef" for c in text)):
+        raise click.BadParameter(f"{text!r} is not a sha256 (64 lower-case hex digits)", param_hint="--dataset-sha256")
+    return text
+
+
+def _field_map(pairs: tuple[str, ...]) -> FieldMap | None:
+    """``prompt=question category=task`` -> FieldMap; a bad pair is a usage error (exit 2)."""
+    from autobench.bench.records import FieldMap
+
+    if not pairs:
+        return None
+    roles: dict[str, str] = {}
+    for pair in pairs:
+        role, sep, name = pair.partition("=")
+        if not sep or not name or role not in ("prompt", "turns", "category", "max_tokens") or role in roles:
+            raise click.BadParameter(
+                f"{pair!r} is not ROLE=NAME with ROLE one of prompt, turns, category, max_tokens (each once)",
+                param_hint="--dataset-field",
+            )
+        roles[role] = name
+    return FieldMap(**roles)
+
+
 @click.command("bench")
 @click.option("--base-url", required=True, help="Server root, e.g. http://127.0.0.1:8000 (a /v1 suffix is ok).")
 @click.option("--model", required=True, help="Served model name (checked against GET /v1/models).")
 @click.option("--endpoint", type=click.Choice(["completions", "chat"]), default="completions", show_default=True)
 @click.option(
     "--dataset-kind",
-    type=click.Choice(["sharegpt", "random", "jsonl"]),
+    type=click.Choice(["sharegpt", "random", "jsonl", "parquet"]),
     default=None,
-    help="Default: jsonl for *.jsonl, sharegpt for other files, random without --dataset.",
+    help="Default: jsonl for *.jsonl, parquet for *.parquet, sharegpt for other files, random without a dataset.",
 )
-@click.option("--dataset", "dataset_path", default=None, help="Dataset file (ShareGPT V3 JSON or JSONL).")
+@click.option("--dataset", "dataset_path", default=None, help="Dataset file (ShareGPT V3 JSON, JSONL or parquet).")
+@click.option("--dataset-repo", default=None, help="A Hub dataset repo (owner/name) instead of --dataset.")
+@click.option("--dataset-file", default=None, help="The file in --dataset-repo, e.g. data/test.parquet.")
+@click.option("--dataset-revision", default=None, help="Branch, tag or commit sha of --dataset-repo (default main).")
+@click.option("--dataset-sha256", default=None, help="The dataset file's sha256; a file that differs is refused.")
+@click.option(
+    "--dataset-field",
+    "dataset_fields",
+    multiple=True,
+    metavar="ROLE=NAME",
+    help="jsonl/parquet: the field holding the prompt (or turns), category or max_tokens, e.g. prompt=question.",
+)
 @click.option("--num-prompts", type=click.IntRange(min=1), default=1000, show_default=True)
 @click.option(
     "--max-seconds",
@@ -158,6 +196,11 @@ def bench(
     endpoint: str,
     dataset_kind: str | None,
     dataset_path: str | None,
+    dataset_repo: str | None,
+    dataset_file: str | None,
+    dataset_revision: str | None,
+    dataset_sha256: str | None,
+    dataset_fields: tuple[str, ...],
     num_prompts: int,
     max_seconds: float | None,
     grace_seconds: float,
@@ -199,6 +242,11 @@ def bench(
         endpoint=endpoint,
         dataset_kind=dataset_kind,
         dataset=dataset_path,
+        dataset_repo=dataset_repo,
+        dataset_file=dataset_file,
+        dataset_revision=dataset_revision,
+        dataset_sha256=_sha256(dataset_sha256),
+        dataset_fields=_field_map(dataset_fields),
         num_prompts=num_prompts,
         max_seconds=max_seconds,
         grace_seconds=grace_seconds,

@@ -341,6 +341,20 @@ def read_lock(recipe_path: Path) -> dict[str, Any] | None:
     return data
 
 
+def locked_dataset_sha256(recipe_path: Path, repo: str, sha: str | None, file: str) -> str | None:
+    """The sha256 the lock file beside ``recipe_path`` records for ``file`` of dataset ``repo``
+    at commit ``sha`` (None: no lock file, or no entry for exactly that file at that commit)."""
+    if sha is None:
+        return None
+    entry = ((read_lock(recipe_path) or {}).get("references") or {}).get("dataset")
+    if not isinstance(entry, dict):
+        return None
+    if (entry.get("repo"), entry.get("sha"), entry.get("dataset_file")) != (repo, sha, file):
+        return None
+    value = entry.get("sha256")
+    return value if isinstance(value, str) else None
+
+
 def dump_lock(data: dict[str, Any]) -> str:
     """The lock file's text; every string redacted (token shapes, secret-named variables' values)."""
     from autobench.redaction import environment_secrets, redact_tree

@@ -24,7 +24,8 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, ParamSpec, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypedDict
 
 from autobench.compile.quoting import shell_join
 from autobench.errors import AutobenchError
@@ -48,8 +49,10 @@ from autobench.run.signals import RunInterrupted
 
 if TYPE_CHECKING:
     from autobench.bench.client import BenchConfig
+    from autobench.bench.records import FieldMap
     from autobench.bench.result import BenchResult
     from autobench.recipe.grid import Cell
+    from autobench.recipe.schema import Recipe
     from autobench.run.image_check import ImageCheck
 
 Params = ParamSpec("Params")
@@ -205,7 +208,39 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Cell | None = None) 
     input_len = only(b.dataset.input_len)
     if input_len is not None:
         cfg = replace(cfg, random_input_len=input_len)
-    return cfg
+    return replace(cfg, **dataset_options(loaded, recipe))
+
+
+class DatasetOptions(TypedDict, total=False):
+    """BenchConfig's dataset-source fields a recipe sets (autobench.bench.client.BenchConfig)."""
+
+    dataset_repo: str
+    dataset_file: str
+    dataset_revision: str | None
+    dataset_sha256: str | None
+    dataset_sha256_from: str
+    dataset_fields: FieldMap
+
+
+def dataset_options(loaded: LoadedRecipe, recipe: Recipe) -> DatasetOptions:
+    """The bench's dataset source beyond a local path: a Hub dataset's repo, file and revision,
+    the sha256 to check (the recipe's, else the lock file's for that commit and file), the field
+    mapping (autobench.bench.source, docs/datasets.md)."""
+    from autobench.bench.records import FieldMap
+    from autobench.hub.lockfile import locked_dataset_sha256
+
+    d = recipe.bench.dataset
+    out: DatasetOptions = {"dataset_sha256": d.sha256}
+    if d.fields is not None:
+        out["dataset_fields"] = FieldMap(**d.fields.model_dump())
+    if d.repo is not None and d.file is not None:
+        out["dataset_repo"], out["dataset_file"], out["dataset_revision"] = d.repo, d.file, d.revision
+        if d.sha256 is None:
+            locked = locked_dataset_sha256(Path(loaded.path), d.repo, d.revision, d.file)
+            if locked is not None:
+                out["dataset_sha256"] = locked
+                out["dataset_sha256_from"] = "the lock file's sha256 for this commit"
+    return out
 
 
 def normalized_metrics(result: BenchResult, plan: RunPlan, name: str = P.BENCH_JSON) -> dict[str, object]:

@@ -150,6 +150,7 @@ def run_recipe(
         notes = list(plan.unpinned) + ([preflight_note] if preflight_note else [])
         return RunOutcome(status="PLANNED", plan=plan, script=script, notes=notes, preflight=prediction)
     notes = runtime.check(loaded, compiled)
+    fetch_dataset(loaded)  # a Hub dataset that cannot be had (or does not verify) refuses the run here
 
     from autobench.ledger import open_ledger
 
@@ -183,6 +184,23 @@ def run_recipe(
         close = getattr(ledger, "close", None)
         if close is not None:
             close()
+
+
+def fetch_dataset(loaded: LoadedRecipe) -> None:
+    """Fetch and verify the recipe's Hub dataset before anything starts (the bench reads it from
+    the HF cache later, with no network call for a pinned sha).  Every cell reads one file."""
+    from autobench.bench.source import hub_file
+    from autobench.run.local import dataset_options
+
+    options = dataset_options(loaded, loaded.recipe)
+    if "dataset_repo" in options and "dataset_file" in options:
+        hub_file(
+            options["dataset_repo"],
+            options["dataset_file"],
+            options.get("dataset_revision"),
+            options.get("dataset_sha256"),
+            options.get("dataset_sha256_from", "bench.dataset.sha256"),
+        )
 
 
 def _start(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from autobench import files
-from autobench.bench import datasets
+from autobench.bench import datasets, records
 from autobench.bench.datasets import load_dataset
 from autobench.errors import BenchError
 
@@ -58,8 +58,9 @@ def counted(monkeypatch: Any) -> list[_Counting]:
             return io.BufferedReader(f)
 
     monkeypatch.setattr(files, "os", _Os())
-    monkeypatch.setattr(datasets, "MAX_DATASET_BYTES", LIMIT)
-    monkeypatch.setattr(datasets, "MAX_RECORD_BYTES", RECORD)
+    for module in (datasets, records):  # records reads the file, datasets checks each prompt
+        monkeypatch.setattr(module, "MAX_DATASET_BYTES", LIMIT)
+        monkeypatch.setattr(module, "MAX_RECORD_BYTES", RECORD)
     return opened
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import inprocess
 import pytest
 
-from autobench.bench import datasets
+from autobench.bench import datasets, records
 from autobench.bench.client import BenchConfig, run_bench
 from autobench.bench.datasets import load_dataset
 from autobench.bench.sse import MAX_EVENT_BYTES, EventTooLarge, SSEParser
@@ -152,7 +152,7 @@ def test_a_prompt_over_the_record_limit_in_sharegpt_is_skipped(tmp_path: Path) -
 
 
 def test_a_file_over_the_size_limit_is_refused_from_its_size(tmp_path: Path, monkeypatch: Any) -> None:
-    monkeypatch.setattr(datasets, "MAX_DATASET_BYTES", 1000)
+    monkeypatch.setattr(records, "MAX_DATASET_BYTES", 1000)
     for name in ("big.jsonl", "big.json"):
         (tmp_path / name).write_text('"a prompt of some words"\n' * 100)
         with pytest.raises(BenchError, match=r"dataset file is 2.\d+ KiB, over the 1000 bytes limit"):
