@@ -57,7 +57,7 @@ from ruamel.yaml import YAML  # noqa: E402
 
 SKIP_PARTS = {".git", "node_modules", "templates", ".github", "site", "crds", "deprecated"}
 #: Options a user passes for a source whose files leave something to the deployment.
-SOURCE_OPTIONS: dict[str, dict[str, Any]] = {"vllm-recipes": {"gpus_per_node": 8}}
+SOURCE_OPTIONS: dict[str, dict[str, Any]] = {"vllm-recipes": {"hardware": "h100"}}
 #: Dynamo worker flags that are Dynamo's own, not vLLM's (components/src/dynamo/vllm/args.py).
 DYNAMO_ONLY = {"--is-prefill-worker", "--is-decode-worker"}
 TOPOLOGY = {"--nnodes", "--node-rank", "--master-addr", "--master-port", "--headless"}
@@ -82,6 +82,8 @@ class Expect:
     nodes: int | None = 1  # None: the source leaves it to the deployment (a refusal naming --nodes)
     shell: bool = False  # the source runs its command through a shell in an image without a vllm entrypoint
     source_error: str | None = None  # the source's own launcher fails on it
+    recipe: str | None = None  # the imported recipe it pairs with ("*": the file's only one)
+    cell: str | None = None  # the role cell (prefill/decode) of that recipe it is compared with
 
 
 def flag_key(word: str) -> str:
@@ -246,6 +248,56 @@ def sparkrun_expect(d: dict[str, Any], label: str) -> list[Expect]:
     return [e]
 
 
+#: The site's hardware profile the run uses (vllm-project/recipes taxonomy.yaml ``h100``: "NVIDIA H100
+#: 80GB NVLink (8-GPU node)").
+HARDWARE = {"id": "h100", "gpu_count": 8, "vram_gb": 640, "generation": "hopper", "brand": "nvidia"}
+
+
+def _hw_value(value: Any) -> Any:
+    """command-synthesis.js hardwareKeyedValue: exact GPU id > generation > brand > default."""
+    if not isinstance(value, dict):
+        return value
+    for key in (HARDWARE["id"], HARDWARE["generation"], HARDWARE["brand"], "default"):
+        if key in value:
+            return value[key]
+    return None
+
+
+def site_parallel(d: dict[str, Any], variant: dict[str, Any]) -> list[tuple[str, str | None]] | None:
+    """The parallel flags the site emits on HARDWARE at one node (recommendStrategy,
+    resolveSingleNodeTp, autoFitTp); None when the strategy spans nodes."""
+    compatible = list(d.get("compatible_strategies") or [])
+    for name, gate in (d.get("strategy_hardware") or {}).items():
+        if name not in compatible and isinstance(gate, dict) and "supported" in gate.values():
+            compatible.append(name)
+    explicit = d.get("default_strategy")
+    strategy = (
+        explicit
+        if explicit and explicit in compatible
+        else "single_node_tp"
+        if "single_node_tp" in compatible
+        else (compatible[0] if compatible else "single_node_tp")
+    )
+    gpus = HARDWARE["gpu_count"]
+    if not strategy.startswith("single_node_"):
+        return None
+    if strategy == "single_node_dep":
+        return [("--data-parallel-size", str(gpus)), ("--enable-expert-parallel", None)]
+    size = gpus
+    if strategy == "single_node_tp":
+        declared = _hw_value(variant.get("tp"))
+        override = _hw_value(((d.get("strategy_overrides") or {}).get(strategy) or {}).get("tp"))
+        vram = variant.get("vram_minimum_gb") or 0
+        if isinstance(declared, int) and declared > 0:
+            size = min(declared, gpus)
+        elif isinstance(override, int) and override > 0:
+            size = min(override, gpus)
+        elif vram and HARDWARE["vram_gb"] / gpus >= vram:
+            size = 1
+    flags: list[tuple[str, str | None]] = [("--tensor-parallel-size", str(size))]
+    return flags + ([("--enable-expert-parallel", None)] if strategy == "single_node_tep" else [])
+
+
 def vllm_recipes_expect(d: dict[str, Any], label: str) -> list[Expect]:
     m = d.get("model") or {}
     default = (d.get("variants") or {}).get("default") or {}
@@ -260,7 +312,24 @@ def vllm_recipes_expect(d: dict[str, Any], label: str) -> list[Expect]:
             args += [str(a) for a in mode.get("args") or []]
         args += [str(a) for a in feat.get("args") or []]
     args += [str(a) for a in default.get("extra_args") or []]
+    omni = d.get("omni")
+    if isinstance(omni, dict):  # resolveOmniCommand: base_args + the first task's args + --omni, no strategy
+        task = (omni.get("tasks") or [{}])[0]
+        task = task if isinstance(task, dict) else {}
+        args = [str(a) for a in m.get("base_args") or []] + [str(a) for a in task.get("extra_args") or []]
+        args += ["--port", str(omni["port"])] if omni.get("port") else []
+        e.model = task.get("model_id") or e.model
+        e.flags = pairs(shell_words(" ".join(shlex.quote(a) if not a.startswith("-") else a for a in args)))
+        e.flags.append(("--omni", None))
+        e.env = {str(k): str(v) for k, v in (m.get("base_env") or {}).items()}
+        return [e]
     e.flags = pairs(shell_words(" ".join(shlex.quote(a) if not a.startswith("-") else a for a in args)))
+    parallel = site_parallel(d, default)
+    if parallel is None:
+        e.source_error = "a multi-node strategy"
+    else:
+        named = {f for f, _ in parallel}
+        e.flags = [p for p in e.flags if p[0] not in named] + parallel
     e.env = {str(k): str(v) for k, v in (m.get("base_env") or {}).items()}
     e.nodes = 1
     return [e]
@@ -436,15 +505,37 @@ def helm_expect(d: dict[str, Any], label: str) -> list[Expect]:
     return out
 
 
+def srt_model(path: Any, cfg: dict[str, Any]) -> str | None:
+    """The model srtctl serves for ``model.path`` (core/runtime.py: ``hf:`` ids; an alias of the
+    cluster's srtslurm.yaml ``model_paths``, not in the checkout: the directory holding the
+    checkpoint the roles' ``--served-model-name`` names, when they name one Hub repo)."""
+    path = str(path or "")
+    if path.startswith("hf:"):
+        return path[3:]
+    if re.fullmatch(r"[\w.-]+/[\w.-]+", path):
+        return path
+    served = {
+        str(f.get("served-model-name") or f.get("served_model_name"))
+        for f in cfg.values()
+        if isinstance(f, dict) and (f.get("served-model-name") or f.get("served_model_name"))
+    }
+    return served.pop() if len(served) == 1 and re.fullmatch(r"[\w.-]+/[\w.-]+", next(iter(served))) else None
+
+
 def srt_expect(d: dict[str, Any], label: str) -> list[Expect]:
     backend = d.get("backend") or {}
     model = d.get("model") or {}
     cfg = backend.get("vllm_config") or {}
     out = []
+    expected_model = srt_model(model.get("path"), cfg)
+    roles = [r for r in cfg if r in ("prefill", "decode") and isinstance(cfg[r], dict)]
     for role, flags in cfg.items():
         if not isinstance(flags, dict):
             continue
-        e = Expect(f"{label}#{role}", model=None, image=model.get("container"))
+        e = Expect(f"{label}#{role}", model=expected_model, image=model.get("container"), recipe="*")
+        e.cell = role if len(roles) == 2 and role in roles else None
+        if expected_model is None:
+            e.source_error = "model.path is an alias of the cluster's srtslurm.yaml, not in the checkout"
         words: list[str] = []
         for k, v in flags.items():
             if v is True:
@@ -527,9 +618,212 @@ def sniff(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def expect(fmt: str, d: dict[str, Any], label: str) -> list[Expect]:
+def _merge(base: Any, over: Any) -> Any:
+    if not isinstance(base, dict) or not isinstance(over, dict):
+        return over if over is not None else base
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(base.get(k), v) if v is not None else base.get(k)
+    return out
+
+
+def _llmd_layer(layer: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """render_plans.py _expand_stack_common: common to the root, and into decode/prefill/... for
+    the keys they own in defaults.yaml and do not set."""
+    layer = {k: v for k, v in layer.items() if k != "name"}
+    common = layer.pop("common", None) or {}
+    for key, value in common.items():
+        for sec in ("decode", "prefill", "standalone", "fma"):
+            owned = (defaults.get(sec) or {}).get(key, KeyError) if key != "enabled" else KeyError
+            block = layer.setdefault(sec, {})
+            if owned is KeyError or not isinstance(block, dict) or key in block:
+                continue
+            block[key] = {k: v for k, v in value.items() if k in owned} if isinstance(owned, dict) else value
+    return _merge(layer, common)
+
+
+def llm_d_expect(d: dict[str, Any], label: str, path: Path) -> list[Expect]:
+    """Each modelservice stack as llm-d-benchmark renders it: defaults.yaml + shared + stack
+    (render_plans.py), the command of _macros.j2 build_vllm_command with the pod's env
+    (build_ms_env_vars), images.vllm, the model the download job fetches (huggingfaceId)."""
+    defaults_file = next(
+        (
+            q / "config/templates/values/defaults.yaml"
+            for q in path.resolve().parents
+            if (q / "config/templates/values/defaults.yaml").is_file()
+        ),
+        None,
+    )
+    if defaults_file is None:
+        return [Expect(label, source_error="no defaults.yaml")]
+    defaults = YAML(typ="safe").load(defaults_file.read_text())
+    out = []
+    stacks = [s for s in d.get("scenario") or [] if isinstance(s, dict)]
+    for stack in stacks:
+        v = _merge(_merge(defaults, _llmd_layer(d.get("shared") or {}, defaults)), _llmd_layer(stack, defaults))
+        for key in (
+            "common",
+            "gateway",
+            "router",
+            "routing",
+            "httpRoute",
+            "inferenceExtension",
+            "prefill",
+            "decode",
+            "multinode",
+        ):
+            if isinstance((v.get("modelservice") or {}).get(key), dict):
+                v[key] = _merge(v.get(key) or {}, v["modelservice"][key])
+        text = json.dumps(v)
+        v = json.loads(re.sub(r"\$\{([A-Za-z_][\w-]*(?:\.[\w-]+)+)\}", lambda m, v=v: _llmd_var(v, m), text))
+        name = str(stack.get("name") or path.stem)
+        recipe = re.sub(r"[^a-z0-9._-]+", "-", name.lower()).strip("-._")
+        if len(stacks) > 1:
+            recipe = re.sub(r"[^a-z0-9._-]+", "-", f"{path.stem}-{name}".lower()).strip("-._")
+
+        def on(*k: str, v: dict[str, Any] = v) -> bool:
+            return _dig(v, *k) is True
+
+        why = (
+            "nok8s"
+            if on("nok8s", "enabled")
+            else "kustomize"
+            if on("kustomize", "enabled")
+            else "not modelservice"
+            if not on("modelservice", "enabled")
+            else "multinode"
+            if on("multinode", "enabled")
+            else None
+        )
+        img = v.get("images", {}).get("vllm", {})
+        image = f"{img.get('repository')}:{img.get('tag')}"
+        prefill = v.get("prefill") or {}
+        roles = ["decode"] + (["prefill"] if prefill.get("enabled") is not False and prefill.get("replicas", 1) else [])
+        for role in roles:
+            e = Expect(f"{label}#{name}#{role}", image=image, recipe=recipe, cell=role if len(roles) > 1 else None)
+            out.append(e)
+            if why or "inference-sim" in image or str(img.get("tag")) == "auto":
+                e.source_error = why or "not vLLM / auto tag"
+                continue
+            env = _llmd_env(v, role)
+            script = _llmd_script(v, role)
+            script = re.sub(
+                r"\$\{(\w+)\}|\$(\w+)", lambda m, env=env: env.get(m.group(1) or m.group(2), m.group(0)), script
+            )
+            serve = script[script.find("vllm serve") :] if "vllm serve" in script else script
+            parsed = vllm_argv(shell_words(serve.replace("\n", " ")))
+            if parsed is None:
+                e.source_error = "no command"
+                continue
+            e.engine, served, rest, _ = parsed
+            model = v.get("model") or {}
+            if served and served.startswith(str(model.get("cacheBase")) + "/"):
+                served = model.get("huggingfaceId") or model.get("name")
+            e.model = served
+            e.flags = [p for p in pairs(rest) if p[0] not in TOPOLOGY]
+            if role == "decode":
+                keep = ("VLLM_LOGGING_LEVEL", "VLLM_ALLOW_LONG_MAX_MODEL_LEN", "VLLM_SERVER_DEV_MODE", "UCX_TLS")
+                e.env = {k: env[k] for k in keep if k in env}
+                e.env.update(
+                    {
+                        str(x["name"]): str(x["value"])
+                        for x in (v.get(role) or {}).get("extraEnvVars") or []
+                        if isinstance(x, dict) and "value" in x
+                    }
+                )
+    return out
+
+
+def _dig(node: Any, *keys: str) -> Any:
+    for k in keys:
+        node = node.get(k) if isinstance(node, dict) else None
+    return node
+
+
+def _llmd_var(v: dict[str, Any], m: re.Match[str]) -> str:
+    value = _dig(v, *m.group(1).split("."))
+    return m.group(0) if value is None or isinstance(value, (dict, list)) else json.dumps(str(value))[1:-1]
+
+
+def _llmd_env(v: dict[str, Any], role: str) -> dict[str, str]:
+    r, vc, m = v.get(role) or {}, v.get("vllmCommon") or {}, v.get("model") or {}
+    rv, fl, par = r.get("vllm") or {}, vc.get("flags") or {}, r.get("parallelism") or {}
+
+    def s(x: Any, default: str = "") -> str:
+        return default if x is None else str(x).lower() if isinstance(x, bool) else str(x)
+
+    env = {
+        "MODEL_NAME": s(m.get("name")),
+        "MODEL_PATH": s(m.get("path")),
+        "VLLM_LOGGING_LEVEL": s(rv.get("loggingLevel"), s(vc.get("loggingLevel"), "INFO")),
+        "VLLM_INFERENCE_PORT": s(rv.get("servicePort"), s(vc.get("inferencePort"))),
+        "VLLM_METRICS_PORT": s(rv.get("port"), s(vc.get("vllmPort"))),
+        "VLLM_BLOCK_SIZE": s(m.get("blockSize"), "16"),
+        "VLLM_MAX_MODEL_LEN": s(m.get("maxModelLen"), "4096"),
+        "VLLM_LOAD_FORMAT": s(vc.get("loadFormat"), "auto"),
+        "VLLM_ACCELERATOR_MEM_UTIL": s(m.get("gpuMemoryUtilization"), "0.95"),
+        "VLLM_MAX_NUM_SEQ": s(m.get("maxNumSeq"), "256"),
+        "VLLM_MAX_NUM_BATCHED_TOKENS": s(m.get("maxNumBatchedTokens"), "256"),
+        "VLLM_TENSOR_PARALLELISM": s(par.get("tensor"), "1"),
+        "TP_SIZE": s(par.get("tensor"), "1"),
+        "DP_SIZE": s(par.get("data"), "1"),
+        "DP_SIZE_LOCAL": s(par.get("dataLocal"), "1"),
+        "UCX_TLS": s(vc.get("ucxTls"), "sm,cuda_ipc,cuda_copy,tcp"),
+    }
+    if fl.get("allowLongMaxModelLen"):
+        env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = s(fl["allowLongMaxModelLen"])
+    if fl.get("serverDevMode"):
+        env["VLLM_SERVER_DEV_MODE"] = s(fl["serverDevMode"])
+    for x in r.get("extraEnvVars") or []:
+        if isinstance(x, dict) and "value" in x:
+            env[str(x["name"])] = s(x["value"])
+    return env
+
+
+def _llmd_script(v: dict[str, Any], role: str) -> str:
+    """_macros.j2 build_vllm_command(role), from the README's table of generated flags."""
+    r, vc, m = v.get(role) or {}, v.get("vllmCommon") or {}, v.get("model") or {}
+    rv, fl = r.get("vllm") or {}, vc.get("flags") or {}
+    kv = vc.get("kvTransfer") or {}
+    tail = ""
+    if kv.get("enabled") is True:
+        j = {"kv_connector": kv.get("connector"), "kv_role": kv.get("role")}
+        if kv.get("extraConfig"):
+            j["kv_connector_extra_config"] = kv["extraConfig"]
+        tail = " --kv-transfer-config " + shlex.quote(json.dumps(j))
+    if rv.get("customCommand") is not None:
+        return str(rv["customCommand"]).strip() + tail
+    proxy_off = _dig(v, "routing", "proxy", "enabled") is False
+    port = "$VLLM_INFERENCE_PORT" if proxy_off or role == "prefill" else "$VLLM_METRICS_PORT"
+    hf = _dig(v, "modelservice", "uriProtocol") == "hf"
+    ref = (m.get("huggingfaceId") or m.get("name")) if hf else f"{m.get('cacheBase')}/{m.get('path')}"
+    words = [
+        f"vllm serve {ref} --host {vc.get('host')} --served-model-name {m.get('name')} --port {port}",
+        "--block-size $VLLM_BLOCK_SIZE --max-model-len $VLLM_MAX_MODEL_LEN",
+    ]
+    if int(str((r.get("parallelism") or {}).get("tensor") or 0)) > 0:
+        words.append("--tensor-parallel-size $VLLM_TENSOR_PARALLELISM")
+    if float(str(m.get("gpuMemoryUtilization") or 0)) > 0:
+        words.append("--gpu-memory-utilization $VLLM_ACCELERATOR_MEM_UTIL")
+    for key, flag in (
+        ("enforceEager", "--enforce-eager"),
+        ("disableLogRequests", "--no-enable-log-requests"),
+        ("disableUvicornAccessLog", "--disable-uvicorn-access-log"),
+        ("noPrefixCaching", "--no-enable-prefix-caching"),
+        ("enablePrefixCaching", "--enable-prefix-caching"),
+    ):
+        if fl.get(key):
+            words.append(flag)
+    if fl.get("chatTemplate"):
+        words.append("--chat-template " + shlex.quote(str(fl["chatTemplate"])))
+    if fl.get("chatTemplateContentFormat"):
+        words.append(f"--chat-template-content-format {fl['chatTemplateContentFormat']}")
+    return " ".join(words) + tail + "".join(f" {x}" for x in rv.get("additionalFlags") or [])
+
+
+def expect(fmt: str, d: dict[str, Any], label: str, path: Path | None = None) -> list[Expect]:
     if fmt == "llm-d":
-        return [Expect(label, nodes=None, source_error=None)]
+        return llm_d_expect(d, label, path or Path(label))
     fn = next(f for n, _, f in SNIFF if n == fmt)
     return fn(d, label)
 
@@ -551,12 +845,13 @@ def same_value(a: str | None, b: str | None) -> bool:
     return a.strip("'\"").lower() == b.strip("'\"").lower()
 
 
-def compiled_cells(imported: Any, folder: Path) -> list[Any]:
+def compiled_cells(imported: Any, folder: Path) -> dict[str, Any]:
+    """{cell: compiled recipe} of an imported recipe (``base`` when it has no variants or roles)."""
     from autobench.cli.import_cmds import check_imported
     from autobench.recipe.loader import load_recipe, recipe_cells
 
     written, _texts = check_imported(imported, folder)
-    return [load_recipe(written, cell).recipe for cell in recipe_cells(written)]
+    return {cell: load_recipe(written, cell).recipe for cell in recipe_cells(written)}
 
 
 def compiled_words(recipe: Any) -> list[str]:
@@ -598,6 +893,10 @@ def _is_vllm(e: Expect) -> bool:
 def _pairs_of(imported_list: list[Any], expects: list[Expect]) -> list[tuple[Any, Expect]]:
     """Each imported recipe with the reference entry it came from."""
     vllm = [e for e in expects if _is_vllm(e)]
+    if vllm and all(e.recipe for e in vllm):
+        named = {i.name: i for i in imported_list}
+        only = imported_list[0] if len(imported_list) == 1 else None
+        return [(named.get(str(e.recipe)) or only, e) for e in vllm if named.get(str(e.recipe)) or only]
     if len(imported_list) == 1 and len(vllm) == 1:
         return [(imported_list[0], vllm[0])]
     by_entry = {e.label.split("#", 1)[-1]: e for e in expects}
@@ -679,7 +978,11 @@ def check(imported_list: list[Any], expects: list[Expect], folder: Path) -> tupl
         if not _is_vllm(e) and e.label.split("#")[-1] in names:
             problems.append(f"{e.label}: engine {e.engine} imported as vLLM")
     for imp, e in _pairs_of(imported_list, expects):
-        base = compiled_cells(imp, folder)[0]
+        cells = compiled_cells(imp, folder)
+        if e.cell is not None and e.cell not in cells:
+            problems.append(f"{e.label}: no {e.cell} cell")
+            continue
+        base = cells[e.cell] if e.cell is not None else next(iter(cells.values()))
         words = compiled_words(base)
         problems += _launch_problems(base, e, words)
         found, eq, tot = _flag_problems(imp, e, words, base.container.image)
@@ -720,7 +1023,12 @@ def cli_exit(path: Path, opts: dict[str, Any], folder: Path) -> tuple[int, int]:
     from autobench.cli import main as cli_main
 
     argv = ["import", str(path), "-o", str(folder / "cli-out")]
-    for key, flag in (("gpus_per_node", "--gpus-per-node"), ("model", "--model"), ("nodes", "--nodes")):
+    for key, flag in (
+        ("gpus_per_node", "--gpus-per-node"),
+        ("model", "--model"),
+        ("nodes", "--nodes"),
+        ("hardware", "--hardware"),
+    ):
         if opts.get(key) is not None:
             argv += [flag, str(opts[key])]
     err = io.StringIO()
@@ -814,7 +1122,7 @@ def main(argv: list[str] | None = None) -> int:
                     key = (source, fmt)
                     rel = str(path.relative_to(root))
                     try:
-                        expects = expect(fmt, doc, rel)
+                        expects = expect(fmt, doc, rel, path)
                     except Exception as exc:  # the reference itself cannot read it: not counted
                         examples["reference-failed"].append(f"{source}/{rel}: {exc!r}")
                         continue

@@ -118,6 +118,13 @@ def _place(staged: Path, target: Path) -> None:
 @click.option(
     "--gpus-per-node", type=click.IntRange(1, 64), default=None, help="GPUs per node when the source leaves it."
 )
+@click.option(
+    "--hardware",
+    default=None,
+    metavar="ID",
+    help="vllm-project/recipes: the site's hardware profile (an id of the checkout's taxonomy.yaml, "
+    "e.g. h100): its GPUs and their memory size the parallelism as the site does.",
+)
 @click.option("--force", is_flag=True, help="Replace recipes (and mods) that exist in OUTPUT.")
 def import_(
     files: tuple[str, ...],
@@ -127,23 +134,25 @@ def import_(
     model: str | None,
     nodes: int | None,
     gpus_per_node: int | None,
+    hardware: str | None,
     force: bool,
 ) -> None:
     """Convert peer recipes and deployment files into autobench recipes.
 
     Peer recipes: eugr, sparkrun, vLLM recipes and configs, InferenceX; deployment files:
     compose, Kubernetes, Helm values, srt-slurm, llm-d-benchmark scenarios.  The recipes are
-    written to OUTPUT.  Each
-    validates and compiles, and every flag of the source command appears in the compiled
-    command.  What could not be carried is printed per file with its source line.  On any
-    error nothing is written.
+    written to OUTPUT.  Each validates and compiles, and every flag of the source command
+    appears in the compiled command.  What could not be carried is printed per file with its
+    source line.  On any error nothing is written.
     """
     from autobench.escape import human
     from autobench.recipe.importer import convert
 
     results = []
     for name in files:
-        results.extend(convert(name, fmt, image=image, model=model, nodes=nodes, gpus_per_node=gpus_per_node))
+        results.extend(
+            convert(name, fmt, image=image, model=model, nodes=nodes, gpus_per_node=gpus_per_node, hardware=hardware)
+        )
     names = [r.name for r in results]
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup:

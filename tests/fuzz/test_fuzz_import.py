@@ -212,7 +212,8 @@ def _check(doc: dict[str, Any]) -> None:
         path = Path(tmp) / "peer.yaml"
         path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")  # JSON is YAML
         try:
-            results = convert(path, gpus_per_node=8 if "model" in doc and isinstance(doc["model"], dict) else None)
+            vllmr = "model" in doc and isinstance(doc["model"], dict)
+            results = convert(path, gpus_per_node=8 if vllmr else None)
         except AutobenchError as exc:
             assert_clean_line(str(exc))
             return

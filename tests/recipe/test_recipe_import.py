@@ -16,9 +16,10 @@ from autobench.recipe import load_recipe
 from autobench.recipe.importer import convert, missing_flags
 
 CORPUS = Path(__file__).resolve().parent / "import_corpus"
-FILES = sorted(CORPUS.glob("*.yaml"))
-#: vllm-project/recipes size TP by the hardware: the tests run them as a user of an 8-GPU node.
-HW = {"gpus_per_node": 8}
+FILES = sorted(p for p in CORPUS.glob("*.yaml") if p.name != "taxonomy.yaml")  # taxonomy: --hardware profiles
+#: vllm-project/recipes size TP by the hardware: the tests run them as a user of an H100 node (the
+#: corpus's taxonomy.yaml).
+HW = {"hardware": "h100"}
 
 
 def _convert(path: Path) -> list:
@@ -55,7 +56,7 @@ def test_cli_imports_the_whole_corpus_and_prints_what_it_could_not_carry(tmp_pat
     hw = [str(p) for p in FILES if p.name.startswith("vllmr-")]
     assert main(["import", *peers, "-o", str(out)]) == 0
     text = capsys.readouterr().out
-    assert main(["import", *hw, "--gpus-per-node", "8", "-o", str(out)]) == 0
+    assert main(["import", *hw, "--hardware", "h100", "-o", str(out)]) == 0
     assert len(list(out.glob("*.yaml"))) == sum(len(_convert(p)) for p in FILES)
     assert (
         "sparkrun-registry-mod.yaml:7: not carried: mod @official/fix-gpt-oss-harmony is a registry reference" in text

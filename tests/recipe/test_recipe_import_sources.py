@@ -97,7 +97,7 @@ def test_topology_follows_each_sources_rule(tmp_path):
     assert (spark["nodes"], spark["gpus_per_node"], spark["executor"]) == (2, 1, "ray")
     lws = _one("k8s-lws-ray.yaml").data["topology"]
     assert (lws["nodes"], lws["gpus_per_node"], lws["executor"]) == (2, 8, "ray")
-    moe = _one("vllmr-modes.yaml", gpus_per_node=8).data["engine"]
+    moe = _one("vllmr-modes.yaml", hardware="h100").data["engine"]
     assert moe["tensor_parallel_size"] == 8 and moe["enable_expert_parallel"] is True  # single_node_tep
 
 
@@ -127,6 +127,79 @@ def test_an_unknown_count_is_a_refusal_naming_the_option(tmp_path, capsys):
     assert main(["import", str(path), "--nodes", "1", "-o", str(out)]) == 0
 
 
+VLLMR = """model:
+  model_id: a/b
+  min_vllm_version: "0.21.0"
+  base_args: ["--tensor-parallel-size", "2"]
+{extra}variants:
+  default:
+    precision: bf16
+    vram_minimum_gb: {vram}
+{variant}"""
+
+
+def _vllmr(tmp_path, vram=40, extra="", variant="", name="peer.yaml"):
+    """A vllm-project/recipes file (models/<org>/<repo>.yaml shape) under the corpus's taxonomy.yaml."""
+    folder = tmp_path / "models" / "org"
+    folder.mkdir(parents=True, exist_ok=True)
+    (tmp_path / "taxonomy.yaml").write_text((CORPUS / "taxonomy.yaml").read_text())
+    return _write(folder, VLLMR.format(vram=vram, extra=extra, variant=variant), name)
+
+
+def test_vllm_recipes_tp_is_the_sites_auto_fit_to_the_hardwares_memory(tmp_path):
+    engine = convert(_vllmr(tmp_path, vram=80), hardware="h100")[0].data["engine"]
+    assert engine["tensor_parallel_size"] == 1  # 80 GB fit one H100 (640/8): the strategy's -tp wins base_args'
+    assert convert(_vllmr(tmp_path, vram=81), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 8
+    assert convert(_vllmr(tmp_path, vram=150), hardware="b200")[0].data["engine"]["tensor_parallel_size"] == 1
+    topology = convert(_vllmr(tmp_path, vram=81), hardware="h100", gpus_per_node=4)[0].data["topology"]
+    assert topology == {"gpus_per_node": 4}
+    with pytest.raises(RecipeError, match="fits TP to the GPU's memory") as info:
+        convert(_vllmr(tmp_path, vram=81), gpus_per_node=8)
+    assert "--hardware" in str(info.value)
+    with pytest.raises(RecipeError, match="not a profile of") as info:
+        convert(_vllmr(tmp_path), hardware="mi999")
+    assert "h100, b200, rtx4090" in str(info.value)
+
+
+def test_vllm_recipes_tp_declared_by_variant_map_or_strategy_override(tmp_path):
+    tp_map = "    tp: {hopper: 2, blackwell: 4}\n"
+    assert convert(_vllmr(tmp_path, variant=tp_map), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 2
+    assert convert(_vllmr(tmp_path, variant=tp_map), hardware="b200")[0].data["engine"]["tensor_parallel_size"] == 4
+    # no key for this GPU: the site goes on to the strategy override, then the memory fit
+    fit = convert(_vllmr(tmp_path, variant=tp_map, vram=90), hardware="rtx4090")[0].data["engine"]
+    assert fit["tensor_parallel_size"] == 1  # a one-GPU node: its GPUs
+    over = "strategy_overrides:\n  single_node_tp: {tp: 16}\n"
+    assert convert(_vllmr(tmp_path, extra=over), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 8
+
+
+def test_vllm_recipes_strategy_is_the_sites_recommendation(tmp_path):
+    dep = "default_strategy: single_node_dep\ncompatible_strategies: [single_node_tp, single_node_dep]\n"
+    engine = convert(_vllmr(tmp_path, extra=dep), hardware="h100")[0].data["engine"]
+    assert engine["data_parallel_size"] == 8 and engine["enable_expert_parallel"] is True
+    unlisted = "default_strategy: single_node_dep\ncompatible_strategies: [single_node_tep]\n"
+    engine = convert(_vllmr(tmp_path, extra=unlisted), hardware="h100")[0].data["engine"]
+    assert engine["tensor_parallel_size"] == 8 and engine["enable_expert_parallel"] is True  # the first offered
+
+
+def test_vllm_recipes_variant_sized_by_its_own_memory(tmp_path):
+    variant = "  fp8:\n    precision: fp8\n    model_id: a/b-fp8\n    vram_minimum_gb: 50\n"
+    (imported,) = convert(_vllmr(tmp_path, vram=120, variant=variant), hardware="h100")
+    assert imported.data["engine"]["tensor_parallel_size"] == 8
+    assert imported.data["variants"]["fp8"]["engine"]["tensor_parallel_size"] == 1
+
+
+def test_vllm_recipes_omni_runs_vllm_serve_omni_without_strategy(tmp_path):
+    omni = (
+        "omni:\n  port: 8091\n  tasks:\n    - id: t2i\n      model_id: a/b-t2i\n      extra_args: [--cfg-parallel-size, '2']\n"
+        "    - id: i2v\n"
+    )
+    (imported,) = convert(_vllmr(tmp_path, vram=200, extra=omni), hardware="h100")
+    data = imported.data
+    assert data["model"]["repo"] == "a/b-t2i" and data["engine"]["tensor_parallel_size"] == 2  # base_args'
+    assert data["engine"]["extra_args"] == ["--cfg-parallel-size", "2", "--omni"] and data["engine"]["port"] == 8091
+    assert any("not carried: omni task i2v" in n for n in imported.notes)
+
+
 # --------------------------------------------------------------------------- class 3: dotted flags
 
 
@@ -145,7 +218,7 @@ def test_dotted_flags_are_carried_and_round_trip(tmp_path):
 
 
 def test_modes_default_modes_and_strategy_are_read_and_the_rest_noted_with_lines():
-    imported = _one("vllmr-modes.yaml", gpus_per_node=8)
+    imported = _one("vllmr-modes.yaml", hardware="h100")
     data = imported.data
     assert data["speculative"] == {"method": "mtp", "num_speculative_tokens": 2}  # spec_decoding's default_mode
     assert data["variants"]["fp8"]["engine"]["quantization"] == "fp8"
@@ -298,6 +371,24 @@ def test_srt_slurm_alias_resolved_by_the_srtslurm_yaml_above_the_recipe(tmp_path
     (tmp_path / "srtslurm.yaml").write_text("model_paths:\n  qwen3-32b-fp8: models/../x\n")
     with pytest.raises(RecipeError, match="not an absolute directory"):
         convert(_srt(tmp_path / "recipes", "path: qwen3-32b-fp8"))
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_a_worker_wider_than_a_node_spans_nodes_in_its_role(tmp_path):
+    text = _srt(tmp_path, "path: Qwen/Qwen3-32B").read_text()
+    text = text.replace(
+        "      tensor-parallel-size: 4\n", "      tensor-parallel-size: 1\n      data-parallel-size: 16\n"
+    )
+    (imported,) = convert(_write(tmp_path, text, "wide.yaml"))
+    assert imported.data["roles"]["decode"]["topology"] == {
+        "nodes": 2,
+        "gpus_per_node": 8,
+        "executor": "native",
+        "hosts": ["node0", "node1"],
+    }
+    assert "topology" not in imported.data["roles"]["prefill"]  # TP 2 fits a node
+    written, _ = check_imported(imported, tmp_path)
+    assert load_recipe(written, "decode").recipe.topology.nodes == 2
 
 
 def test_srt_slurm_config_named_by_srtslurm_config_wins(tmp_path, monkeypatch):

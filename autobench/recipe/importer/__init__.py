@@ -1,6 +1,6 @@
 """``autobench import``: peer recipes and deployment files converted into autobench recipes.
 
-``convert(path, fmt="auto", *, image=, model=, nodes=, gpus_per_node=) -> list[Imported]`` reads
+``convert(path, fmt="auto", *, image=, model=, nodes=, gpus_per_node=, hardware=) -> list[Imported]`` reads
 one file and returns the recipe(s) it holds as plain dicts, with what could not be carried (each
 with its source line) and the source's serve flags (for the round-trip check: every one must
 appear in the compiled command).  One private module per source: ``_peer`` (eugr, sparkrun),
@@ -81,10 +81,12 @@ def convert(
     model: str | None = None,
     nodes: int | None = None,
     gpus_per_node: int | None = None,
+    hardware: str | None = None,
 ) -> list[Imported]:
     """The autobench recipe(s) one file holds (RecipeError with the line on bad input)."""
     path = Path(path)
-    results = _convert(path, fmt, Options(image=image, model=model, nodes=nodes, gpus_per_node=gpus_per_node))
+    options = Options(image=image, model=model, nodes=nodes, gpus_per_node=gpus_per_node, hardware=hardware)
+    results = _convert(path, fmt, options)
     for imported in results:
         _no_token(imported)
     return results

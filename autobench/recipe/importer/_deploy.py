@@ -550,6 +550,16 @@ def srt_slurm(src: Src, options: Options) -> Imported:
     world = common.world(recipe) if "roles" not in recipe else 1
     nodes = 1 if gpus is None or world <= gpus else -(-world // gpus)
     common.topology(recipe, src, out, nodes=nodes, gpus_per_node=gpus, executor=None, options=options, rule="srt-slurm")
+    for role in recipe.get("roles", {}).values():  # a worker spans the nodes its TP x PP x DP needs
+        engine = role.get("engine", {})
+        size = 1
+        for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+            size *= engine[key] if isinstance(engine.get(key), int) else 1
+        per_node = options.gpus_per_node or gpus
+        if per_node and size > per_node and options.nodes is None:
+            span = -(-size // per_node)
+            hosts = [f"node{k}" for k in range(span)]
+            role["topology"] = {"nodes": span, "gpus_per_node": per_node, "executor": "native", "hosts": hosts}
     common.account(src, out, SRT_KEYS)
     recipe["meta"]["tags"] = ["srt-slurm"]
     common.bench(recipe)

@@ -3,10 +3,9 @@
 vllm-project/recipes' site builds the command (``src/lib/command-synthesis.js``, commit in
 docs/import.md): ``vllm serve MODEL`` + ``base_args`` + the args of every feature not opt-in (a
 feature with ``modes`` contributes its ``default_mode``'s, or the variant's ``default_modes``)
-+ the variant's ``extra_args``; TP comes from the hardware: a variant's ``tp``, else the
-strategy (``default_strategy``, else ``single_node_tp``: TP = the node's GPUs; ``single_node_tep``:
-TP = GPUs with expert parallel; ``single_node_dep``: DP = GPUs with expert parallel).  The file
-does not say the hardware, so ``--gpus-per-node`` is required unless the variant states ``tp``.
++ the variant's ``extra_args``; the parallelism comes from the hardware the user picks on the site
+(``site_parallel``): ``--hardware ID`` names a profile of the checkout's ``taxonomy.yaml`` (its GPUs
+and their memory), ``--gpus-per-node`` the GPUs alone.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Any
 
 from autobench.recipe.importer import _common as common
 from autobench.recipe.importer._command import apply_flags, split_flags
-from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, Imported, Options, Src, shown
+from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, Imported, Options, Src, dig, shown
 
 TOP_KEYS = {
     "meta": "",
@@ -33,7 +32,7 @@ TOP_KEYS = {
     "hardware_opt_in_features": "per-hardware opt-in features",
     "hardware_notes": "web-page text",
     "guide": "web-page text",
-    "omni": "the site's omni-modal task list",
+    "omni": "",
     "dependencies": "packages installed beside vLLM",
     "kv_offload_support": "the site's KV-offload picker",
 }
@@ -105,6 +104,30 @@ def _image(src: Src, keys: tuple[Any, ...], node: dict[str, Any], fallback: str 
     return fallback
 
 
+def _omni_args(src: Src, omni: dict[str, Any], recipe: dict[str, Any], out: Imported, options: Options) -> list[str]:
+    """command-synthesis.js ``resolveOmniCommand`` for the first omni task (the site's default):
+    ``vllm serve MODEL`` + ``base_args`` + the task's ``extra_args`` + ``--port omni.port`` +
+    ``--omni``; no strategy, no features, not the default variant's ``extra_args``."""
+    tasks = src.typed(("omni", "tasks"), omni.get("tasks"), list, [])
+    words: list[str] = []
+    first = tasks[0] if tasks and isinstance(tasks[0], dict) else {}
+    if isinstance(first.get("model_id"), str) and not options.model:
+        recipe["model"]["repo"] = first["model_id"]
+    words += _args(src, ("omni", "tasks", 0, "extra_args"), first.get("extra_args"))
+    for i, task in enumerate(tasks[1:], 1):
+        label = task.get("id") if isinstance(task, dict) else task
+        out.notes.append(
+            f"{src.line('omni', 'tasks', i)}: not carried: omni task {shown(label, 40)} (the first is served)"
+        )
+    if omni.get("port") is not None:
+        words += ["--port", str(src.typed(("omni", "port"), omni["port"], (int, str)))]
+    if omni.get("serve_binary") not in (None, "vllm serve"):
+        out.notes.append(
+            f"{src.line('omni', 'serve_binary')}: not carried: omni.serve_binary (vllm serve --omni runs it)"
+        )
+    return [*words, "--omni"]
+
+
 def _feature_args(src: Src, fname: str, feature: Any, variant: str, modes: dict[str, Any]) -> list[str]:
     if not isinstance(feature, dict):
         raise src.fail(("features", fname), f"features.{fname}: must be a mapping", "write args: [...]")
@@ -136,20 +159,26 @@ def vllm_recipes(src: Src, options: Options) -> Imported:
     opt_in = {str(f) for f in opt_in}
     default_modes = src.typed(("variants", "default", "default_modes"), default.get("default_modes"), dict, {})
     words = _args(src, ("model", "base_args"), m.get("base_args"))
+    omni = src.get(("omni",), dict)
+    if omni is not None:
+        words += _omni_args(src, omni, recipe, out, options)
+        features, opt_in = {}, set()
     for fname, feature in features.items():
         if fname not in opt_in:
             words += _feature_args(src, fname, feature, "default", default_modes)
-    words += _args(src, ("variants", "default", "extra_args"), default.get("extra_args"))
+    if omni is None:
+        words += _args(src, ("variants", "default", "extra_args"), default.get("extra_args"))
     apply_flags(recipe, split_flags(words), src, ("model", "base_args"), out)
     env = common.env_of(src, ("model", "base_env"), m.get("base_env"))
     env |= common.env_of(src, ("variants", "default", "extra_env"), default.get("extra_env"))
     common.put_env(recipe, env, src, ("model", "base_env"), out)
+    _tp(recipe, src, out, default, d, options, ("variants", "default"))
     variants: dict[str, Any] = {}
     for vname, variant in variants_in.items():
         if vname == "default":
             continue
         variant = src.need(("variants", vname), variant, dict)
-        over = _variant(src, vname, variant, features, opt_in, recipe, out, options)
+        over = _variant(src, d, vname, variant, features, opt_in, recipe, out, options)
         if over:
             variants[common.variant_name(vname)] = over
         common.account(src, out, VARIANT_KEYS, within=("variants", vname))
@@ -180,7 +209,6 @@ def vllm_recipes(src: Src, options: Options) -> Imported:
         recipe["meta"]["tags"] = ["vllm-recipes", default["precision"]]
     else:
         recipe["meta"]["tags"] = ["vllm-recipes"]
-    _tp(recipe, src, out, default, d, options, ("variants", "default"))
     common.account(src, out, TOP_KEYS)
     common.account(src, out, MODEL_KEYS, within=("model",))
     common.account(src, out, VARIANT_KEYS, within=("variants", "default"))
@@ -198,47 +226,146 @@ def _tp(
     options: Options,
     keys: tuple[Any, ...],
 ) -> None:
+    hw = _hardware(src, options)
     engine = recipe.setdefault("engine", {})
-    gpus = options.gpus_per_node
-    tp = variant.get("tp")
-    if isinstance(tp, dict):
-        tp = tp.get("default")
-        if tp is None:
-            raise src.fail(
-                (*keys, "tp"),
-                "the variant's tp depends on the GPU (a map without `default`)",
-                "pass --gpus-per-node N and set -tp with a variant by hand",
-            )
-    if tp is not None:
-        size = src.count((*keys, "tp"), tp, "tp", MAX_GPUS_PER_NODE)
-        engine["tensor_parallel_size"] = min(size, gpus) if gpus else size
-    elif "tensor_parallel_size" not in engine and "data_parallel_size" not in engine:
-        strategy = d.get("default_strategy") or "single_node_tp"
-        if strategy not in STRATEGIES:
-            raise src.fail(
-                ("default_strategy",),
-                f"default_strategy {shown(strategy)} spans nodes the file does not count",
-                "pass --nodes N --gpus-per-node G, or pick a single-node variant",
-            )
-        if gpus is None:
-            raise src.fail(
-                ("model", "model_id"),
-                f"vllm-project/recipes sizes the engine by your hardware ({strategy}: the node's GPUs)",
-                "pass --gpus-per-node N (the GPUs of the node you run on)",
-            )
-        if strategy == "single_node_dep":
-            engine["data_parallel_size"] = gpus
-        else:
-            engine["tensor_parallel_size"] = gpus
-        if strategy != "single_node_tp":
-            engine["enable_expert_parallel"] = True
-        out.notes.append(
-            f"{src.line('model', 'model_id')}: {strategy} on {gpus} GPU(s): the site's auto-fit to one GPU "
-            "when the weights fit is not applied"
-        )
+    if not isinstance(d.get("omni"), dict):  # the strategy's flag comes after the args: it wins
+        engine.update(site_parallel(src, d, variant, keys, hw, options))
+    gpus = options.gpus_per_node or (hw.gpus if hw else None)
     common.topology(
         recipe, src, out, nodes=1, gpus_per_node=gpus, executor=None, options=options, rule="vllm-project/recipes"
     )
+
+
+class Hardware:
+    """A hardware profile of vllm-project/recipes' ``taxonomy.yaml`` (``hardware_profiles.<id>``)."""
+
+    def __init__(self, ident: str, profile: dict[str, Any]):
+        self.id = ident
+        count = profile.get("gpu_count")
+        self.gpus = count if isinstance(count, int) and not isinstance(count, bool) and 0 < count <= 64 else 1
+        vram = profile.get("vram_gb")
+        self.vram_gb = float(vram) if isinstance(vram, (int, float)) and not isinstance(vram, bool) else 0.0
+        gen = profile.get("generation") or profile.get("gpu_generation")
+        self.generation = str(gen[0] if isinstance(gen, list) and gen else gen or "")
+        self.brand = str(profile.get("brand") or "").lower()
+        self.cpu = self.generation == "cpu"
+
+
+def _hardware(src: Src, options: Options) -> Hardware | None:
+    """The profile ``--hardware`` names, from the taxonomy.yaml of the checkout holding the file."""
+    if not options.hardware:
+        return None
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    for folder in src.path.resolve().parents:
+        path = folder / "taxonomy.yaml"
+        if not path.is_file():
+            continue
+        try:
+            if path.stat().st_size > 1024 * 1024:
+                continue
+            data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, YAMLError, ValueError):
+            continue
+        profiles = data.get("hardware_profiles") if isinstance(data, dict) else None
+        if not isinstance(profiles, dict):
+            continue
+        profile = profiles.get(options.hardware)
+        if not isinstance(profile, dict):
+            known = ", ".join(str(k) for k in list(profiles)[:12])
+            raise src.fail(
+                (), f"--hardware {shown(options.hardware, 30)} is not a profile of {path}", f"name one of: {known}"
+            )
+        return Hardware(options.hardware, profile)
+    raise src.fail(
+        (),
+        f"--hardware {shown(options.hardware, 30)}: no taxonomy.yaml in a folder above the file",
+        "import from a checkout of vllm-project/recipes, or pass --gpus-per-node",
+    )
+
+
+def _keyed(value: Any, hw: Hardware | None) -> Any:
+    """command-synthesis.js ``hardwareKeyedValue``: exact GPU id > generation > brand > ``default``
+    (a number stands for every hardware)."""
+    if not isinstance(value, dict):
+        return value
+    for key in ((hw.id, hw.generation, hw.brand) if hw else ()) + ("default",):
+        if key in value:
+            return value[key]
+    return None
+
+
+def strategy_of(d: dict[str, Any]) -> str:
+    """command-synthesis.js ``recommendStrategy`` at one node: ``default_strategy`` when the recipe
+    offers it (``effectiveCompatibleStrategies``: the listed ones plus ``strategy_hardware``
+    grants), else ``single_node_tp`` when offered, else the first offered."""
+    listed = d.get("compatible_strategies")
+    offered = [str(x) for x in listed] if isinstance(listed, list) else []
+    gates = d.get("strategy_hardware")
+    for name, gate in gates.items() if isinstance(gates, dict) else []:
+        if name not in offered and isinstance(gate, dict) and "supported" in gate.values():
+            offered.append(str(name))
+    explicit = d.get("default_strategy")
+    if isinstance(explicit, str) and explicit in offered:
+        return explicit
+    if "single_node_tp" in offered or not offered:
+        return "single_node_tp"
+    return offered[0]
+
+
+def site_parallel(
+    src: Src, d: dict[str, Any], variant: dict[str, Any], keys: tuple[Any, ...], hw: Hardware | None, options: Options
+) -> dict[str, Any]:
+    """The engine's parallelism as the site emits it for a variant (``resolveCommand``,
+    ``resolveSingleNodeTp``, ``autoFitTp``): ``single_node_dep`` DP = the GPUs with expert
+    parallel; ``single_node_tep`` TP = the GPUs with expert parallel; ``single_node_tp`` the
+    variant's ``tp``, else ``strategy_overrides.single_node_tp.tp``, else TP 1 when
+    ``vram_minimum_gb`` fits one GPU of the hardware, else the GPUs (each capped at the GPUs)."""
+    strategy = strategy_of(d)
+    if strategy not in STRATEGIES:
+        raise src.fail(
+            ("default_strategy",) if "default_strategy" in d else ("compatible_strategies",),
+            f"the site's strategy {shown(strategy)} spans nodes the file does not count",
+            "pass --nodes N --gpus-per-node G, or pick a single-node variant",
+        )
+    gpus = options.gpus_per_node or (hw.gpus if hw else None)
+    if strategy == "single_node_tp":
+        declared = _keyed(variant.get("tp"), hw)
+        if declared is None and isinstance(variant.get("tp"), dict) and hw is None:
+            raise src.fail(
+                (*keys, "tp"),
+                "the variant's tp depends on the GPU (a map without `default`)",
+                "pass --hardware ID (the site's hardware profile, taxonomy.yaml)",
+            )
+        over = d.get("strategy_overrides")
+        override = _keyed(dig(over, strategy, "tp") if isinstance(over, dict) else None, hw)
+        for value, where in ((declared, (*keys, "tp")), (override, ("strategy_overrides", strategy, "tp"))):
+            if value is not None:
+                size = src.count(where, value, "tp", MAX_GPUS_PER_NODE)
+                return {"tensor_parallel_size": size if gpus is None or (hw and hw.cpu) else min(size, gpus)}
+        vram = variant.get("vram_minimum_gb")
+        if isinstance(vram, (int, float)) and not isinstance(vram, bool) and vram > 0:
+            if hw is None or not hw.vram_gb:
+                raise src.fail(
+                    (*keys, "vram_minimum_gb"),
+                    f"the site fits TP to the GPU's memory ({shown(vram)} GB of weights, TP 1 when one GPU holds "
+                    "them, else the node's GPUs)",
+                    "pass --hardware ID (the site's hardware profile, taxonomy.yaml: h100, h200, b200, ...)",
+                )
+            if vram <= hw.vram_gb / hw.gpus:
+                return {"tensor_parallel_size": 1}
+    if gpus is None:
+        raise src.fail(
+            ("model", "model_id"),
+            f"vllm-project/recipes sizes the engine by your hardware ({strategy}: the node's GPUs)",
+            "pass --hardware ID (the site's hardware profile), or --gpus-per-node N",
+        )
+    if strategy == "single_node_dep":
+        return {"data_parallel_size": gpus, "enable_expert_parallel": True}
+    if strategy == "single_node_tep":
+        return {"tensor_parallel_size": gpus, "enable_expert_parallel": True}
+    return {"tensor_parallel_size": gpus}
 
 
 def _override(scratch: dict[str, Any]) -> dict[str, Any]:
@@ -254,6 +381,7 @@ def _override(scratch: dict[str, Any]) -> dict[str, Any]:
 
 def _variant(
     src: Src,
+    d: dict[str, Any],
     vname: str,
     variant: dict[str, Any],
     features: dict[str, Any],
@@ -280,16 +408,14 @@ def _variant(
     words += _args(src, (*keys, "extra_args"), variant.get("extra_args"))
     scratch: dict[str, Any] = {}
     apply_flags(scratch, split_flags(words), src, keys, out)
-    if variant.get("tp") is not None:
-        tp = variant["tp"]
-        if isinstance(tp, dict):
-            tp = tp.get("default")
-        if tp is not None:
-            size = src.count((*keys, "tp"), tp, "tp", MAX_GPUS_PER_NODE)
-            gpus = options.gpus_per_node
-            scratch.setdefault("engine", {})["tensor_parallel_size"] = min(size, gpus) if gpus else size
-        else:
-            out.notes.append(f"{src.line(*keys, 'tp')}: not carried: a per-GPU tp map without `default`")
+    engine = scratch.setdefault("engine", {})
+    if not isinstance(d.get("omni"), dict):
+        sized = site_parallel(src, d, variant, keys, _hardware(src, options), options)
+        base = {k: v for k, v in recipe.get("engine", {}).items() if k in sized}
+        if sized != base:  # the site sizes each variant by its own tp / vram_minimum_gb
+            engine.update(sized)
+    if not engine:
+        scratch.pop("engine")
     for section, values in _override(scratch).items():
         if isinstance(values, dict):
             over.setdefault(section, {}).update(values)

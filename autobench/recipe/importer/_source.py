@@ -30,6 +30,7 @@ class Options:
     model: str | None = None
     nodes: int | None = None
     gpus_per_node: int | None = None
+    hardware: str | None = None  # vllm-project/recipes: a hardware profile id of its taxonomy.yaml
 
 
 @dataclass
