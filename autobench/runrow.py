@@ -69,6 +69,9 @@ class RunFacts:
     #: What measured the bench's prompt lengths (the result's tokenizer_id); default: the
     #: ``tokenizer`` key of ``metrics`` when they are a whole normalized result.
     tokenizer: str | None = None
+    #: The bench's dataset file and its sha256 (``BenchResult.dataset_id``); default: the
+    #: ``dataset_file`` key of ``metrics`` when they are a whole normalized result.
+    dataset: str | None = None
     #: A multi-cell run's cells (a sweep); they win over ``samples``.
     cells: Sequence[NewCell] = ()
     #: A single-cell run's raw samples (``BenchResult.samples``) and its cell's parameters
@@ -224,6 +227,7 @@ def new_run(loaded: LoadedRecipe, script: str, facts: RunFacts, *, env: Mapping[
         source=facts.source,
         preflight=dict(facts.preflight) if facts.preflight is not None else None,
         tokenizer=clean(_tokenizer(facts)),
+        dataset=clean(facts.dataset),
         metrics=metrics,
         boot=redact_tree(boot, secrets),
         cells=cells,

@@ -68,6 +68,19 @@ class BenchResult:
         value = self.data.get("tokenizer_id")
         return value if isinstance(value, str) else None
 
+    @property
+    def dataset_id(self) -> str | None:
+        """The dataset file the prompts came from and its sha256: ``repo@sha:file sha256:<hex>``
+        for a Hub dataset, ``<path> sha256:<hex>`` for a local file; None for random prompts or
+        a result that does not say (vLLM's)."""
+        ds = self.data.get("dataset")
+        if not isinstance(ds, dict) or not isinstance(ds.get("file_sha256"), str):
+            return None
+        digest = f"sha256:{ds['file_sha256']}"
+        if isinstance(ds.get("repo"), str):
+            return f"{ds['repo']}@{ds.get('revision')}:{ds.get('file')} {digest}"
+        return f"{ds.get('path')} {digest}"
+
     def normalized(self) -> dict[str, object]:
         return normalize(self.data, source="result")
 

@@ -136,6 +136,12 @@ def _v10_experiments(conn: Connection) -> None:
     _append_only_triggers(conn, "experiments")
 
 
+def _v11_dataset(conn: Connection) -> None:
+    # Nullable: runs recorded before v11 keep their content and hashes (a NULL added column is
+    # left out of the hashed content).
+    conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN dataset TEXT")
+
+
 # (version, description, apply).  Append new migrations; never edit an applied one.
 MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
     (1, "runs table with metrics and boot facts, indexes, append-only triggers", _v1_runs_table),
@@ -157,6 +163,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[Connection], None]]] = [
         "experiments: each experiment run's definition, plan digest and treatments (autobench.experiment)",
         _v10_experiments,
     ),
+    (11, "dataset: the bench's dataset file (a Hub dataset's repo@sha:file, or a path) and its sha256", _v11_dataset),
 ]
 LATEST = MIGRATIONS[-1][0]
 

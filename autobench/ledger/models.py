@@ -81,6 +81,7 @@ ADDED_IN: dict[str, int] = {
     "cells_digest": 8,
     "replay_of": 8,
     MORE_METRICS: 9,
+    "dataset": 11,
 }
 
 #: Run columns other than metrics, boot facts and the chain.
@@ -112,6 +113,7 @@ CORE_KEYS: tuple[str, ...] = (
     "tokenizer",
     "replay_of",
     "cells_digest",
+    "dataset",
 )
 
 #: JSON-encoded text columns (decoded in RunRecord).
@@ -235,6 +237,9 @@ class RunRow(SQLModel, table=True):
     # -- schema v9: the run's metrics without a column of their own (autobench.metric_catalogue;
     #    canonical JSON, NULL when it has none)
     more_metrics: str | None = _text()
+    # -- schema v11: the bench's dataset file ("repo@sha:file sha256:<hex>" for a Hub dataset,
+    #    "<path> sha256:<hex>" for a local file); NULL for random prompts or before v11
+    dataset: str | None = _text()
     # -- hash chain
     prev_hash: str = Field(nullable=False, unique=True)
     row_hash: str = Field(nullable=False, unique=True)
@@ -332,6 +337,8 @@ class NewRun:
     preflight: dict[str, object] | str | None = None
     #: The bench result's ``tokenizer_id``: ``repo@sha``, ``path@sha256:...`` or "estimated".
     tokenizer: str | None = None
+    #: The bench's dataset file: ``repo@sha:file sha256:<hex>`` (Hub) or ``<path> sha256:<hex>``.
+    dataset: str | None = None
     #: The run's cells, appended with it in one transaction (index = position).
     cells: tuple[NewCell, ...] = ()
     #: The id of the run this one replays (``autobench replay N --run``).
@@ -474,6 +481,7 @@ class RunRecord:
     tokenizer: str | None = None
     replay_of: int | None = None
     cells_digest: str | None = None
+    dataset: str | None = None
 
     @property
     def stable_id(self) -> str:

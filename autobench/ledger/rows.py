@@ -232,6 +232,7 @@ def record_from_row(row: StoredRow) -> RunRecord:
         run_uid=text("run_uid"),
         preflight=stored_object(row, "preflight"),
         tokenizer=text("tokenizer"),
+        dataset=text("dataset"),
         replay_of=number("replay_of"),
         cells_digest=text("cells_digest"),
         metrics=metrics,

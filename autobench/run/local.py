@@ -433,6 +433,8 @@ def _bench(
             metrics = normalized_metrics(result, plan, f"bench.cell-{cell.index + 1}.json" if many else P.BENCH_JSON)
             if outcome.tokenizer is None:
                 outcome.tokenizer = result.tokenizer_id
+            if outcome.dataset is None:
+                outcome.dataset = result.dataset_id
             if not many:
                 outcome.metrics = metrics  # a one-cell run's row holds its bench, finished or not
             died = _server_gone(server, plan)

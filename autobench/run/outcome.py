@@ -76,6 +76,7 @@ class RunOutcome:
     image_digest: str | None = None  # docker runtime: the registry digest of the image that ran
     preflight: dict[str, object] | None = None  # the preflight prediction (autobench.preflight)
     tokenizer: str | None = None  # the bench result's tokenizer_id (repo@sha, a file, "estimated")
+    dataset: str | None = None  # the bench result's dataset_id (repo@sha:file sha256:..., a path)
     #: Every cell benched to its end, in run order.
     cells: list[tuple[Cell, BenchResult]] = field(default_factory=list)
 
@@ -108,6 +109,7 @@ class RunOutcome:
             "signal": self.signal,
             "image_digest": self.image_digest,
             "tokenizer": self.tokenizer,
+            "dataset": self.dataset,
             "cells": [
                 {"index": c.index, "params": c.params, "repeat": c.repeat, "metrics": cell_metrics(r)}
                 for c, r in self.cells
@@ -209,6 +211,7 @@ def record_run(
         log={**outcome.boot},
         preflight=outcome.preflight,
         tokenizer=outcome.tokenizer,
+        dataset=outcome.dataset,
         replay_of=replay_of,
         cells=ledger_cells(outcome.cells),
     )

@@ -223,3 +223,43 @@ def test_a_run_fetches_and_verifies_the_dataset_before_anything_starts(ds_hub, t
     assert (Path(HubSettings.from_env().cache_dir) / f"datasets--{DATASET_REPO.replace('/', '--')}").is_dir()
     with pytest.raises(HubError, match=r"not c{64} \(bench.dataset.sha256\)"):
         fetch_dataset(load_recipe(_recipe(tmp_path, f"    sha256: {'c' * 64}\n")))
+
+
+def test_a_run_records_repo_commit_and_file_sha256_in_the_ledger(ds_hub, server, tmp_path):
+    """The bench result's dataset_id goes into the ledger row (schema v11) beside the recipe
+    snapshot (which holds the repo, the pinned commit and the file)."""
+    from autobench.ledger import open_ledger
+    from autobench.recipe import load_recipe
+    from autobench.runrow import RunFacts, new_run
+
+    result = run_bench(cfg(server))
+    assert result.dataset_id == f"{DATASET_REPO}@{DATASET_OLD}:{DATASET_FILE} sha256:{V1_SHA256}"
+    loaded = load_recipe(_recipe(tmp_path))
+    with open_ledger(tmp_path / "l.db") as book:
+        rec = book.append(new_run(loaded, "", RunFacts("DONE", "run", dataset=result.dataset_id), env={}))
+        again = book.runs()[0]
+        assert book.verify().ok
+    assert again.dataset == rec.dataset == f"{DATASET_REPO}@{DATASET_OLD}:{DATASET_FILE} sha256:{V1_SHA256}"
+    snapshot = again.recipe_snapshot["bench"]["dataset"]
+    assert (snapshot["repo"], snapshot["revision"], snapshot["file"]) == (DATASET_REPO, DATASET_OLD, DATASET_FILE)
+
+
+def test_dataset_id_of_a_local_file_random_prompts_and_a_vllm_result(tmp_path, server):
+    from autobench.bench.result import BenchResult
+
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(DATASET_V1)
+    local = run_bench(cfg(server, dataset_repo=None, dataset_file=None, dataset_revision=None, dataset=str(path)))
+    assert local.dataset_id == f"{path} sha256:{V1_SHA256}"
+    random = run_bench(
+        cfg(
+            server,
+            dataset_repo=None,
+            dataset_file=None,
+            dataset_revision=None,
+            dataset_kind="random",
+            dataset_fields=None,
+        )
+    )
+    assert random.dataset_id is None
+    assert BenchResult({"dataset": {"kind": "sharegpt"}}).dataset_id is None  # vLLM's result says nothing

@@ -276,7 +276,7 @@ def test_the_committed_v7_ledger_migrates_with_every_hash_intact(tmp_path):
         assert rec.prev_hash == V7_HEAD and book.verify().ok and book.verify(V7_HEAD).known_head_at == 3
         assert book.cells(rec.id)[3].samples == grid()[3].samples
     con = sqlite3.connect(path)
-    assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (LATEST,) == (10,)
+    assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (LATEST,) == (11,)
     con.close()
 
 
@@ -321,7 +321,7 @@ def test_a_v7_ledger_on_postgresql_migrates_with_every_hash_intact(tmp_path):
             rec = book.append(make_run(cells=grid()))
             assert rec.prev_hash == V7_HEAD and book.verify().ok
             assert book.cells(rec.id)[0].samples == grid()[0].samples
-        assert backend.query("SELECT max(version) FROM schema_version") == [(10,)]
+        assert backend.query("SELECT max(version) FROM schema_version") == [(11,)]
 
 
 # ------------------------------------------------------------------ push / pull and export

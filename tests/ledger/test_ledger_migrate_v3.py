@@ -184,6 +184,7 @@ def test_a_fresh_ledger_has_the_schema_of_a_migrated_one(tmp_path, v2_copy):
         ("replay_of",),
         ("cells_digest",),
         ("more_metrics",),
+        ("dataset",),
     ]
     assert {name for name, _ in V3_COLUMNS} == {k for k, v in ADDED_IN.items() if v == 3} == set(V3_BOOT_KEYS)
     assert {k for k, v in ADDED_IN.items() if v == 4} == {"run_uid"}
@@ -191,6 +192,7 @@ def test_a_fresh_ledger_has_the_schema_of_a_migrated_one(tmp_path, v2_copy):
     assert {k for k, v in ADDED_IN.items() if v == 6} == {"preflight"}
     assert {k for k, v in ADDED_IN.items() if v == 7} == {"tokenizer"}
     assert {k for k, v in ADDED_IN.items() if v == 8} == {"replay_of", "cells_digest"}
+    assert {k for k, v in ADDED_IN.items() if v == 11} == {"dataset"}
     assert {k for k, v in ADDED_IN.items() if v == 9} == {"more_metrics"}
     assert set(V3_BOOT_KEYS) <= set(BOOT_KEYS)
 
