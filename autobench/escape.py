@@ -31,6 +31,10 @@ here; JSON output does not need to (JSON escapes control characters itself).
                                             terminal, and a text a spreadsheet would run as a
                                             formula (``=``, ``+``, ``-``, ``@`` first) prefixed
                                             with ``'`` unless it is a number
+    xml(text) -> str                        one value in XML (an SVG's text or a quoted attribute):
+                                            control characters escaped as for a terminal (XML 1.0
+                                            cannot hold most of them even as references), then
+                                            ``& < > " '`` as character references
 
 Shell words have their own single rule in :mod:`autobench.compile.quoting` (``shell_word``).
 
@@ -149,4 +153,18 @@ def csv_cell(text: str) -> str:
     return text
 
 
-__all__ = ["csv_cell", "human", "kubernetes", "markdown", "markdown_block", "one_line", "terminal"]
+def xml(text: str) -> str:
+    """One value in XML text or a quoted attribute (an SVG plot's label, title or link): control
+    characters shown as escapes (:func:`terminal`), then ``&``, ``<``, ``>``, ``"`` and ``'`` as
+    character references, so it reads as exactly its text and never as markup."""
+    text = terminal(str(text))
+    return (
+        text.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#39;")
+    )
+
+
+__all__ = ["csv_cell", "human", "kubernetes", "markdown", "markdown_block", "one_line", "terminal", "xml"]

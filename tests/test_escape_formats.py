@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autobench.escape import csv_cell, kubernetes, terminal
+from autobench.escape import csv_cell, kubernetes, terminal, xml
 from tests.fuzz.fuzz_strategies import HOSTILE
 from tests.fuzz.fuzzkit import RAW_CONTROL, kubelet_expand
 
@@ -77,3 +77,30 @@ def test_every_hostile_string_is_one_clean_csv_value(text):
 def test_every_hostile_string_is_clean_on_a_terminal(text):
     assert not RAW_CONTROL.search(terminal(text))
     assert "\n" not in terminal(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("plain t7", "plain t7"),
+        ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
+        ('a" onload="x', "a&quot; onload=&quot;x"),
+        ("it's", "it&#39;s"),
+        ("&amp; &", "&amp;amp; &amp;"),
+        ("a\x1b[2Jb\x00", "a\\u001b[2Jb\\u0000"),
+        ("\u202ecode", "\\u202ecode"),
+        ("", ""),
+    ],
+)
+def test_xml_escapes_markup_quotes_and_controls(text, written):
+    assert xml(text) == written
+
+
+@pytest.mark.parametrize("text", HOSTILE)
+def test_every_hostile_string_reads_back_from_xml_as_its_escaped_text(text):
+    import xml.etree.ElementTree as ET
+
+    doc = ET.fromstring(f'<svg><a href="{xml(text)}"><title>{xml(text)}</title></a></svg>')
+    link = doc.find("a")
+    assert link is not None and link.get("href") == terminal(text) and link.findtext("title") == terminal(text)
+    assert len(list(doc.iter())) == 3  # nothing the text held became an element

@@ -249,6 +249,14 @@ def _plan_for_ledger(file: str) -> ExperimentPlan:
 )
 @click.option("--slo", "slos", multiple=True, metavar="METRIC<=VALUE", help="Only treatments meeting it can be best.")
 @click.option("--threshold", default=0.05, show_default=True, type=click.FloatRange(0, 1), help="No change within it.")
+@click.option(
+    "--page",
+    "page_dir",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="Also write the report page: DIR/experiments/NAME.md, a Pareto plot per cell (SVG) and the "
+    "pages of the runs' recipes (DIR/recipes/), every row and point linked to its run.",
+)
 @ledger_option
 @json_option("Print JSON: {cells: [{params, treatments, best, runner_up, verdict, pareto, main_effects}], ...}.")
 def report(
@@ -257,6 +265,7 @@ def report(
     latency: str,
     slos: tuple[str, ...],
     threshold: float,
+    page_dir: str | None,
     ledger_url: str | None,
     as_json: bool,
 ) -> None:
@@ -277,10 +286,24 @@ def report(
         records = book.experiments(plan_digest=plan.digest)
     analysis = analyse(plan, runs, metric=metric, latency=latency, slos=parsed, threshold=threshold)
     pruned = [t for t in records[-1].treatments if t.get("action") == "pruned"] if records else []
+    written = None
+    if page_dir is not None:
+        from autobench.experiment.page import write_page
+
+        causes = [(str(t.get("id")), str(t.get("label")), str(t.get("cause"))) for t in pruned]
+        written = write_page(analysis, page_dir, ledger=ledger_url, pruned=causes)
     if as_json:
         doc = to_json_dict(analysis)
         doc["records"] = [r.id for r in records]
         doc["pruned"] = [{"id": t.get("id"), "label": t.get("label"), "cause": t.get("cause")} for t in pruned]
+        if written is not None:
+            doc["page"] = {
+                "page": str(written.page),
+                "plots": [str(p) for p in written.plots],
+                "recipe_pages": [str(p) for p in written.recipe_pages],
+                "written": [str(p) for p in written.written],
+                "notes": written.notes,
+            }
         print_json(doc)
         return
     for line in report_lines(analysis):
@@ -289,6 +312,10 @@ def report(
         say(f"\nrecorded: experiment run(s) #{', #'.join(str(r.id) for r in records)} of this plan")
     for t in pruned:
         say(f"pruned {t.get('id')} {t.get('label')}: {t.get('cause')}")
+    if written is not None:
+        say(f"\npage: {written.page} ({len(written.plots)} plot(s), {len(written.recipe_pages)} recipe page(s))")
+        for note in written.notes:
+            say(f"note: {note}")
 
 
 def report_lines(analysis: Analysis) -> list[str]:
@@ -310,9 +337,15 @@ def report_lines(analysis: Analysis) -> list[str]:
                 f"acceptance={fmt(p.acceptance)} run {run_id}" + ("" if p.meets_slo else "  (misses the SLO)")
             )
         if cell.best is not None and cell.runner_up is not None:
+            band = (
+                f" (band {cell.band[0]:.3f}..{cell.band[1]:.3f} at {cell.level:.2%}; "
+                f"no change within ±{analysis.threshold:.0%})"
+                if cell.band is not None and cell.level is not None
+                else ""
+            )
             lines.append(
                 f"  best {cell.best.treatment.planned.treatment.id} against runner-up "
-                f"{cell.runner_up.treatment.planned.treatment.id}: {cell.verdict}"
+                f"{cell.runner_up.treatment.planned.treatment.id}: {cell.verdict}{band}"
             )
         elif cell.best is not None:
             lines.append(f"  best {cell.best.treatment.planned.treatment.id} (no runner-up to judge against)")

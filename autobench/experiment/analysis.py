@@ -18,7 +18,7 @@ from autobench.errors import UsageError
 from autobench.experiment.plan import ExperimentPlan, PlannedTreatment
 from autobench.ledger.models import CellRecord, RunRecord
 from autobench.ledger.regress import run_cells
-from autobench.ledger.verdict import HIGHER_IS_BETTER, CellData, cell_key, cell_label, judge_metric
+from autobench.ledger.verdict import HIGHER_IS_BETTER, LEVEL, CellData, cell_key, cell_label, judge_metric
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<=": operator.le,
@@ -99,6 +99,7 @@ class CellAnalysis:
     runner_up: Point | None = None
     verdict: str | None = None  # the best against the runner-up: faster | no change | inconclusive ...
     band: tuple[float, float] | None = None
+    level: float | None = None  # the band's confidence level (corrected for the treatments compared)
     pareto: list[Point] = field(default_factory=list)
     effects: dict[str, dict[str, float]] = field(default_factory=dict)  # factor -> level -> mean
 
@@ -119,15 +120,14 @@ def _median(cell: CellData, metric: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def _pareto(points: list[Point], latency_higher_is_better: bool) -> list[Point]:
-    """Points no other point beats on both throughput per GPU (higher) and latency."""
+def _pareto(points: list[Point]) -> list[Point]:
+    """Points no other point beats: at least as high on throughput per GPU and at least as low
+    on latency, and strictly better on one of them.  Fastest per GPU first."""
     usable = [p for p in points if p.per_gpu is not None and p.latency is not None]
 
     def beats(a: Point, b: Point) -> bool:
         assert a.per_gpu is not None and b.per_gpu is not None and a.latency is not None and b.latency is not None
-        lat_ok = a.latency >= b.latency if latency_higher_is_better else a.latency <= b.latency
-        lat_better = a.latency > b.latency if latency_higher_is_better else a.latency < b.latency
-        return a.per_gpu >= b.per_gpu and lat_ok and (a.per_gpu > b.per_gpu or lat_better)
+        return a.per_gpu >= b.per_gpu and a.latency <= b.latency and (a.per_gpu > b.per_gpu or a.latency < b.latency)
 
     front = [p for p in usable if not any(beats(q, p) for q in usable if q is not p)]
     return sorted(front, key=lambda p: p.per_gpu or 0.0, reverse=True)
@@ -145,6 +145,16 @@ def _effects(points: list[Point]) -> dict[str, dict[str, float]]:
     return {k: {lvl: statistics.fmean(v) for lvl, v in levels.items()} for k, levels in out.items()}
 
 
+def band_level(treatments: int, level: float = LEVEL) -> float:
+    """The level of the best-against-runner-up band when ``treatments`` were ranked: the best and
+    the runner-up are picked after looking at all of them, so the band is Bonferroni-corrected
+    over the best's comparisons with each of the other ``treatments - 1`` (a conservative form of
+    Hsu's multiple comparisons with the best), as ``compare`` corrects over the metrics it
+    judges: noise alone then makes the best read faster than the runner-up in under 5 % of
+    cells, however many treatments there are.  Two treatments: the plain 95 %."""
+    return 1.0 - (1.0 - level) / max(1, treatments - 1)
+
+
 def analyse(
     plan: ExperimentPlan,
     runs: Sequence[TreatmentRun],
@@ -158,6 +168,11 @@ def analyse(
     for name in (metric, latency):
         if name not in HIGHER_IS_BETTER:
             raise UsageError(f"{name!r} is not a metric", hint="metrics: " + ", ".join(sorted(HIGHER_IS_BETTER)))
+    if HIGHER_IS_BETTER[latency]:
+        raise UsageError(
+            f"--latency {latency}: not a latency (higher is better)",
+            hint="latencies: " + ", ".join(sorted(k for k, higher in HIGHER_IS_BETTER.items() if not higher)),
+        )
     higher = HIGHER_IS_BETTER[metric]
     by_cell: dict[str, list[Point]] = {}
     params_of: dict[str, dict[str, Any]] = {}
@@ -190,10 +205,11 @@ def analyse(
             analysis.best = eligible[0]
         if len(eligible) > 1:
             analysis.runner_up = eligible[1]
-            judged = judge_metric(metric, eligible[1].cell, eligible[0].cell, threshold=threshold)
+            analysis.level = band_level(len(eligible))
+            judged = judge_metric(metric, eligible[1].cell, eligible[0].cell, threshold=threshold, level=analysis.level)
             if judged is not None:
                 analysis.verdict, analysis.band = judged.label(), judged.band
-        analysis.pareto = _pareto(points, HIGHER_IS_BETTER[latency])
+        analysis.pareto = _pareto(points)
         analysis.effects = _effects(points)
         cells.append(analysis)
     missing = [tr.planned for tr in runs if tr.run is None]
@@ -232,6 +248,7 @@ def to_json_dict(analysis: Analysis) -> dict[str, Any]:
                 "runner_up": point(c.runner_up),
                 "verdict": c.verdict,
                 "band": list(c.band) if c.band else None,
+                "level": c.level,
                 "pareto": [point(p) for p in c.pareto],
                 "main_effects": c.effects,
             }

@@ -249,6 +249,14 @@ def _read_text(path: Path) -> str | None:
         raise ReportError(f"cannot read page: {exc.strerror}", location=str(path)) from exc
 
 
+def write_if_changed(path: Path, text: str) -> bool:
+    """Write ``text`` to ``path`` unless it already holds exactly that; whether it was written."""
+    if _read_text(path) == text:
+        return False
+    _write_text(path, text)
+    return True
+
+
 def write_outputs(outputs: Sequence[Output], *, draw_plots: bool = True) -> WriteResult:
     result = WriteResult()
     for out in outputs:

@@ -250,6 +250,12 @@ def _render(template: str, **context: Any) -> str:
     return "\n".join(out).strip("\n") + "\n"
 
 
+def render_template(template: str, **context: Any) -> str:
+    """Any page template of the report's set (``templates/``) with the report's environment: its
+    filters, every value escaped for Markdown, stable bytes (an experiment's page uses it)."""
+    return _render(template, MISSING=MISSING, **context)
+
+
 def render_recipe(view: RecipeView) -> str:
     from autobench.report.cells import CELL_COLUMNS
 
