@@ -298,6 +298,18 @@ def test_compose_uses_the_images_entrypoint_and_fills_defaults(tmp_path):
     _recipe(imported, tmp_path)
 
 
+def test_kubernetes_host_directory_volumes_are_mounted_where_the_pod_reads_them(tmp_path):
+    (imported,) = convert(CORPUS / "k8s-hostpath-model.yaml")
+    recipe = _recipe(imported, tmp_path)  # the model directory is mounted: no AB075
+    assert recipe.model.repo == "/models/coder-7b" and recipe.container.volumes == ["/root/models:/models:ro"]
+    assert recipe.launch.setup[0].run == "ulimit -n 65536"  # `bash -lc -- SCRIPT`: the script, not `--`
+    assert "--distributed-executor-backend" not in recipe.engine.extra_args
+    notes = "\n".join(imported.notes)
+    assert "not carried: --distributed-executor-backend ray on one node" in notes
+    assert "29: not carried: volume dshm at /dev/shm (emptyDir: not a host directory)" in notes
+    assert "13: not carried: init container init-model" in notes
+
+
 def test_production_stack_values_go_through_the_charts_flags(tmp_path):
     recipe = _recipe(_one("helm-production-stack.yaml"), tmp_path)
     assert recipe.model.repo == "meta-llama/Llama-3.1-8B-Instruct" and recipe.engine.max_model_len == 16384

@@ -207,9 +207,14 @@ def topology(
     written_executor = t.pop("executor", None)
     executor = executor or written_executor or "native"
     if nodes == 1:
-        if written_executor is not None:  # one node: the flag stays a plain vllm serve flag
-            backend = "ray" if written_executor == "ray" else "mp"
-            engine.setdefault("extra_args", []).extend(["--distributed-executor-backend", backend])
+        if written_executor is not None:  # one node: autobench runs vLLM's own executor (mp)
+            if "--distributed-executor-backend" in out.flags:
+                out.flags.remove("--distributed-executor-backend")
+            if written_executor == "ray":
+                out.notes.append(
+                    f"{src.line(*keys)}: not carried: --distributed-executor-backend ray on one node "
+                    "(autobench starts Ray for multi-node topologies only; vLLM's mp executor runs this node)"
+                )
         if gpus_per_node is not None:
             if not 1 <= gpus_per_node <= MAX_GPUS_PER_NODE:
                 raise src.fail(keys, f"{gpus_per_node} GPUs per node: out of range", "pass --gpus-per-node G")

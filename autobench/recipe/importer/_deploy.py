@@ -56,7 +56,8 @@ def _parse_argv(src: Src, keys: tuple[Any, ...], argv: list[str], out: Imported)
     import shlex
 
     if len(argv) >= 3 and Path(argv[0]).name in ("sh", "bash") and re.fullmatch(r"-[a-z]*c[a-z]*", argv[1]):
-        return parse_command(src, keys, argv[2])  # bash -c, -ec, -exc, ...: the script
+        script = argv[3] if argv[2] == "--" and len(argv) >= 4 else argv[2]  # `bash -lc -- SCRIPT`
+        return parse_command(src, keys, script)  # bash -c, -ec, -exc, ...: the script
     if len(argv) >= 3 and argv[1] == "-m" and argv[2] == "dynamo.vllm":
         rest = [w for w in argv[3:] if w not in DYNAMO_ONLY]
         out.notes.append(
@@ -344,13 +345,51 @@ def _container(
         rule="Kubernetes: the pod's nvidia.com/gpu limit",
         keys=keys,
     )
+    _host_mounts(src, keys, c, recipe, out)
     for key in c:
-        if key not in ("name", "image", "command", "args", "env", "resources"):
+        if key not in ("name", "image", "command", "args", "env", "resources", "volumeMounts"):
             out.notes.append(f"{src.line(*keys, key)}: not carried: {shown(key, 40)} (Kubernetes pod settings)")
     recipe["meta"]["tags"] = ["kubernetes", common.name_of(str(src.data.get("kind", "")))]
     common.bench(recipe)
     out.data = {"name": name, **recipe}
     return out
+
+
+def _host_mounts(src: Src, keys: tuple[Any, ...], c: dict[str, Any], recipe: dict[str, Any], out: Imported) -> None:
+    """The container's ``volumeMounts`` of the pod's ``hostPath`` volumes as docker mounts (the
+    kubelet binds the node's directory at ``mountPath``); other volumes and the pod's init
+    containers (which may fill them) are noted."""
+    pod = keys[:-2]  # (..., "containers", i) -> the pod spec
+    spec = dig(src.data, *pod)
+    volumes = {
+        v.get("name"): (i, v) for i, v in enumerate(dig(spec, "volumes") or []) if isinstance(v, dict) and "name" in v
+    }
+    mounts = src.typed((*keys, "volumeMounts"), c.get("volumeMounts"), list, [])
+    for i, mount in enumerate(mounts):
+        mkeys = (*keys, "volumeMounts", i)
+        if not isinstance(mount, dict):
+            raise src.fail(mkeys, "volumeMounts: each must be a mapping", "write name: and mountPath:")
+        target = mount.get("mountPath")
+        found = volumes.get(mount.get("name"))
+        host = dig(found[1], "hostPath", "path") if found else None
+        if isinstance(host, str) and host.startswith("/") and isinstance(target, str) and target.startswith("/"):
+            if ":" in host or ":" in target or mount.get("subPath"):
+                out.notes.append(f"{src.line(*mkeys)}: not carried: volume mount {shown(target)} (subPath or ':')")
+                continue
+            ro = ":ro" if mount.get("readOnly") is True else ""
+            recipe["container"].setdefault("volumes", []).append(f"{host}:{target}{ro}")
+        else:
+            kind = next((k for k in (found[1] if found else {}) if k != "name"), "unknown volume")
+            out.notes.append(
+                f"{src.line(*mkeys)}: not carried: volume {shown(mount.get('name'), 40)} at "
+                f"{shown(target, 60)} ({shown(kind, 30)}: not a host directory)"
+            )
+    for i, init in enumerate(dig(spec, "initContainers") or []):
+        name = init.get("name") if isinstance(init, dict) else i
+        out.notes.append(
+            f"{src.line(*pod, 'initContainers', i)}: not carried: init container {shown(name, 40)} "
+            "(runs before vLLM in the pod; run it yourself if it fills a mounted directory)"
+        )
 
 
 # --------------------------------------------------------------------------- production-stack
