@@ -133,6 +133,12 @@ TESTS: dict[str, list[str]] = {
         "tests/bench/test_bench_metrics.py",
         "tests/bench/test_bench_result.py",
     ],
+    "autobench/bench/workload.py": ["tests/bench/test_bench_workload.py"],
+    "autobench/bench/prefixcache.py": ["tests/bench/test_bench_prefix_cache.py"],
+    "autobench/bench/promscrape.py": [
+        "tests/bench/test_bench_prefix_cache.py",
+        "tests/bench/test_bench_metrics.py",
+    ],
     "autobench/bench/stream.py": [
         "tests/bench/test_bench_stream.py",
         "tests/bench/test_bench_stream_fastpath.py",

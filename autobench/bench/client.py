@@ -138,6 +138,10 @@ class BenchConfig:
     dataset_sha256_from: str = "bench.dataset.sha256"
     #: Which field of a jsonl/parquet record holds the prompt (or turns), category, output cap.
     dataset_fields: FieldMap | None = None
+    #: Only the prompts of this category (the dataset's category field); too few is an error.
+    category: str | None = None
+    #: Each record's turns sent as one conversation, the answers appended (bench.conversation).
+    multi_turn: bool = False
 
     def check(self) -> None:
         for name in FLOAT_FIELDS:

@@ -153,6 +153,17 @@ def _field_map(pairs: tuple[str, ...]) -> FieldMap | None:
     metavar="N:L",
     help="Every N prompts (in the order sent) share one prefix of L tokens (prefix-cache hit rate from /metrics).",
 )
+@click.option(
+    "--category",
+    default=None,
+    metavar="NAME",
+    help="Bench only the prompts of this category (the dataset's category field; too few is an error).",
+)
+@click.option(
+    "--multi-turn",
+    is_flag=True,
+    help="Send each record's turns as one conversation, in order, the model's answers appended (per-turn TTFT).",
+)
 @click.option("--label", default=None, help="Free-text label stored in the result.")
 @click.option(
     "--api-key-env",
@@ -222,6 +233,8 @@ def bench(
     random_range_ratio: float,
     depth: int,
     shared_prefix: str | None,
+    category: str | None,
+    multi_turn: bool,
     label: str | None,
     api_key_env: str | None,
     tokenizer: str | None,
@@ -268,6 +281,8 @@ def bench(
         random_range_ratio=random_range_ratio,
         depth=depth,
         shared_prefix=parse_shared_prefix(shared_prefix) if shared_prefix is not None else None,
+        category=category,
+        multi_turn=multi_turn,
         label=label,
         tokenizer=tokenizer,
         tokenizer_revision=tokenizer_revision,

@@ -360,6 +360,14 @@ def _autobench_bench_lines(recipe: Recipe) -> Lines:
         lines.append(_opt("--dataset", d.path, path=True))
     if d.kind == "random" and d.input_len is not None:
         lines.append(_opt("--random-input-len", str(d.input_len)))
+    if d.depth is not None:
+        lines.append(_opt("--depth", str(d.depth)))
+    if d.shared_prefix is not None:
+        lines.append(_opt("--shared-prefix", f"{d.shared_prefix.prompts}:{d.shared_prefix.length}"))
+    if d.category is not None:
+        lines.append(_opt("--category", str(d.category)))
+    if d.multi_turn:
+        lines.append(_w("--multi-turn"))
     tok, tok_rev = bench_tokenizer(recipe)
     lines.append(_opt("--tokenizer", tok, path=is_local_model(tok)))
     if tok_rev:

@@ -1,7 +1,9 @@
 """The bench grid: which cells one run benches, in which order.
 
 A grid axis is a bench key that takes one value or a list of them: ``bench.concurrency``,
-``bench.request_rate``, ``bench.dataset.input_len`` and ``bench.dataset.output_len``.  The
+``bench.request_rate``, ``bench.dataset.input_len``, ``bench.dataset.output_len``,
+``bench.dataset.depth`` and ``bench.dataset.category`` (a category's name: each category its
+own cell, so the server's spec-decode counters read per cell give acceptance by category).  The
 cells are the cartesian product of the axes in the order written (the first axis varies
 slowest), or the explicit ``bench.schedule``; each is benched ``bench.repeat`` times, one round
 of every cell after the other (repeat 1 of every cell, then repeat 2, ...), so a slow drift of
@@ -23,9 +25,10 @@ from autobench.recipe.bounds import MAX_CELLS, grid_size
 if TYPE_CHECKING:
     from autobench.recipe.schema import Recipe
 
-#: One value of a grid axis (the schema's WholeAxis and RateAxis items; ScheduleEntry's values).
-AxisValue = int | float
-N = TypeVar("N", int, float)
+#: One value of a grid axis (the schema's WholeAxis, RateAxis, DepthAxis and CategoryAxis items;
+#: ScheduleEntry's values).
+AxisValue = int | float | str
+N = TypeVar("N", int, float, str)
 #: A cell's params, a grid point, a schedule entry: axis name -> value.
 Params = dict[str, AxisValue]
 
@@ -35,7 +38,11 @@ AXES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("request_rate", ("bench", "request_rate")),
     ("input_len", ("bench", "dataset", "input_len")),
     ("output_len", ("bench", "dataset", "output_len")),
+    ("depth", ("bench", "dataset", "depth")),
+    ("category", ("bench", "dataset", "category")),
 )
+#: The axes that are keys of ``bench.dataset``.
+DATASET_AXES = ("input_len", "output_len", "depth", "category")
 AXIS_NAMES = tuple(name for name, _ in AXES)
 
 
@@ -56,10 +63,10 @@ class Cell:
 
 
 def _num(value: AxisValue) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)  # a category is its name
 
 
-def axis(recipe: Recipe, name: str) -> AxisValue | list[int] | list[float] | None:
+def axis(recipe: Recipe, name: str) -> AxisValue | list[int] | list[float] | list[str] | None:
     """The axis ``name`` (one of AXIS_NAMES) as written in ``recipe``: a value, a list, or None."""
     b = recipe.bench
     if name == "concurrency":
@@ -70,6 +77,10 @@ def axis(recipe: Recipe, name: str) -> AxisValue | list[int] | list[float] | Non
         return b.dataset.input_len
     if name == "output_len":
         return b.dataset.output_len
+    if name == "depth":
+        return b.dataset.depth
+    if name == "category":
+        return b.dataset.category
     raise KeyError(name)
 
 
@@ -148,7 +159,7 @@ def cell_recipe(recipe: Recipe, cell: Cell | Params) -> Recipe:
     if not is_grid(recipe) and all(not isinstance(axis(recipe, name), list) for name in AXIS_NAMES):
         return recipe
     dataset = bench.dataset.model_copy(
-        update={k: params.get(k) for k in ("input_len", "output_len") if bench.dataset.__dict__.get(k) is not None}
+        update={k: params.get(k) for k in DATASET_AXES if bench.dataset.__dict__.get(k) is not None}
     )
     update: dict[str, object] = {"dataset": dataset, "schedule": None, "repeat": 1}
     for key in ("concurrency", "request_rate"):
@@ -216,6 +227,7 @@ __all__ = [
     "AXES",
     "AXIS_NAMES",
     "AxisValue",
+    "DATASET_AXES",
     "Cell",
     "Params",
     "axis",

@@ -166,6 +166,18 @@ RULES: dict[str, Rule] = {
         ),
         Rule("AB035", "warning", "secret declared twice", "list each secret once"),
         Rule(
+            "AB036",
+            "error",
+            "the vllm client sends no context depth, shared prefix, category selection or conversation",
+            "use client autobench (its bench sends them), or drop the key",
+        ),
+        Rule(
+            "AB037",
+            "error",
+            "the context depth (and shared prefix) plus the output tokens exceed engine.max_model_len",
+            "a smaller bench.dataset.depth or shared_prefix.length, or raise engine.max_model_len",
+        ),
+        Rule(
             "AB040",
             "error",
             "extra_args repeats a flag that a typed field already sets",
@@ -587,6 +599,7 @@ def _engine_vs_bench(c: _Ctx) -> None:
     if b.client == "vllm" and (d.repo or d.fields or d.kind == "parquet"):
         what = "a Hub dataset repo" if d.repo else "a field mapping" if d.fields else "a parquet file"
         c.add("AB029", ("bench", "dataset"), f"client vllm does not read {what}")
+    _workloads(c)
     if d.kind == "random" and (d.input_len is None or d.output_len is None):
         c.add("AB026", ("bench", "dataset"), "random dataset needs input_len and output_len")
     if b.client == "autobench" and b.sampler is not None:
@@ -595,6 +608,32 @@ def _engine_vs_bench(c: _Ctx) -> None:
                 c.add("AB028", ("bench", "sampler", key), f"sampler.{key} is not sent by autobench bench")
     if b.client == "vllm" and b.max_seconds is not None:
         c.add("AB027", ("bench", "max_seconds"), "vllm bench serve has no time cap; max_seconds is ignored")
+
+
+def _workloads(c: _Ctx) -> None:
+    """Context depth, shared prefixes, categories and conversations (autobench.bench.workload):
+    only autobench's client sends them, and a context must fit the server's max_model_len."""
+    b, e = c.r.bench, c.r.engine
+    d = b.dataset
+    if b.client == "vllm":
+        for key in ("depth", "shared_prefix", "category"):
+            if getattr(d, key) is not None:
+                c.add("AB036", ("bench", "dataset", key), f"client vllm does not send bench.dataset.{key}")
+        if d.multi_turn:
+            c.add("AB036", ("bench", "dataset", "multi_turn"), "client vllm sends one turn per prompt")
+    depth = largest(d.depth) or 0
+    prefix = d.shared_prefix.length if d.shared_prefix is not None else 0
+    if isinstance(e.max_model_len, int) and (depth or prefix):
+        need = depth + prefix + output_tokens(c.r)
+        if need > e.max_model_len:
+            where = ("bench", "dataset", "depth") if depth else ("bench", "dataset", "shared_prefix", "length")
+            parts = [f"depth {depth:,}"] * bool(depth) + [f"shared prefix {prefix:,}"] * bool(prefix)
+            c.add(
+                "AB037",
+                where,
+                f"{' + '.join(parts)} + {output_tokens(c.r):,} output tokens = {need:,} tokens, before any "
+                f"question, over max_model_len {e.max_model_len:,}",
+            )
 
 
 #: Runtimes whose compiled job benches exactly one cell (the bench runs inside their script).

@@ -409,8 +409,53 @@ RateAxis = Annotated[
     ],
     _grid_axis(False, 0, False),
 ]
+DepthAxis = Annotated[
+    Annotated[int, Field(ge=0, le=B.MAX_TOKENS)]
+    | Annotated[list[Annotated[int, Field(ge=0, le=B.MAX_TOKENS)]], Field(min_length=1, max_length=B.MAX_AXIS_VALUES)],
+    _grid_axis(True, 0, True),
+]
+
+
+def _category_axis() -> Any:
+    """A category axis's before-check: one name, or a non-empty list of distinct names (a whole
+    number is taken as its text, as the dataset reader takes a numeric category field)."""
+
+    def fail(message: str, hint: str, index: int | None = None) -> PydanticCustomError:
+        return PydanticCustomError("grid_axis", "{message}", {"message": message, "hint": hint, "index": index})
+
+    def one(value: Any, index: int | None) -> str:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+        if not isinstance(value, str) or not value.strip():
+            raise fail(
+                f"{type(value).__name__ if not isinstance(value, str) else 'an empty string'} is not a category name",
+                "write the category as the dataset's category field names it: code, or a list [code, chat]",
+                index,
+            )
+        if len(value) > 200 or any(ord(ch) < 32 for ch in value):
+            raise fail("a category name is at most 200 characters, without control characters", "shorten it", index)
+        return value
+
+    def check(value: Any) -> Any:
+        if isinstance(value, list):
+            if not value:
+                raise fail("empty grid: the list has no category to bench", "give at least one category")
+            names = [one(item, i) for i, item in enumerate(value)]
+            for i, name in enumerate(names):
+                if name in names[:i]:
+                    raise fail(f"{name!r} is listed twice", "list each category once (bench.repeat repeats cells)", i)
+            return names
+        return one(value, None) if value is not None else None
+
+    return BeforeValidator(check)
+
+
+CategoryAxis = Annotated[
+    str | Annotated[list[str], Field(min_length=1, max_length=B.MAX_AXIS_VALUES)],
+    _category_axis(),
+]
 #: A schedule entry: grid axis -> value (one cell of the grid).
-ScheduleEntry = dict[str, int | float]
+ScheduleEntry = dict[str, int | float | str]
 
 
 #: A field (JSONL key, parquet column) name: printable, no line break.
@@ -458,6 +503,14 @@ def _repo_file(value: str | None) -> str | None:
     return value
 
 
+class SharedPrefix(StrictModel):
+    """Groups of ``prompts`` prompts, in the order sent, each group sharing one prefix of
+    ``length`` tokens (autobench.bench.workload)."""
+
+    prompts: Annotated[int, Field(ge=1, le=B.MAX_PROMPTS)] = Field(description="Prompts per prefix.")
+    length: Annotated[int, Field(ge=1, le=B.MAX_TOKENS)] = Field(description="Prefix length in tokens.")
+
+
 class Dataset(StrictModel):
     """The prompts the bench sends: a local file, a file of a Hub dataset repo (pinned like a
     model, docs/datasets.md), or random prompts."""
@@ -481,6 +534,24 @@ class Dataset(StrictModel):
     )
     input_len: WholeAxis | None = Field(None, description="random: prompt tokens; a list is a grid axis.")
     output_len: WholeAxis | None = Field(None, description="random: output tokens; a list is a grid axis.")
+    depth: DepthAxis | None = Field(
+        None,
+        description="Tokens of prior context before each question, counted with the model's tokenizer; "
+        "a list is a grid axis: [0, 1024, 4096].",
+    )
+    shared_prefix: SharedPrefix | None = Field(
+        None, description="Every `prompts` prompts (in the order sent) share one prefix of `length` tokens."
+    )
+    category: CategoryAxis | None = Field(
+        None,
+        description="Bench only the prompts of this category (fields.category); a list is a grid axis, "
+        "each category its own cell (acceptance by category).",
+    )
+    multi_turn: bool = Field(
+        False,
+        description="Send each record's turns as one conversation, in order, with the model's answers "
+        "appended (fields.turns, or ShareGPT's human turns); per-turn TTFT.",
+    )
 
     @field_validator("file")
     @classmethod
@@ -574,6 +645,7 @@ class Bench(StrictModel):
 
         axes = [count(self.concurrency), count(self.request_rate)]
         axes += [count(self.dataset.input_len), count(self.dataset.output_len)]
+        axes += [count(self.dataset.depth), count(self.dataset.category)]
         total = B.grid_size(axes, len(self.schedule) if self.schedule else None, self.repeat)
         if total > B.MAX_CELLS:
             raise PydanticCustomError(
@@ -674,6 +746,10 @@ LATER_KEYS: tuple[tuple[str, ...], ...] = (
     ("bench", "dataset", "revision"),
     ("bench", "dataset", "sha256"),
     ("bench", "dataset", "fields"),
+    ("bench", "dataset", "depth"),
+    ("bench", "dataset", "shared_prefix"),
+    ("bench", "dataset", "category"),
+    ("bench", "dataset", "multi_turn"),
 )
 
 

@@ -31,7 +31,7 @@ OTHER_KEYS = tuple(
     k for k, _, _ in CELL_COLUMNS if k not in RATE_KEYS and k not in LATENCY_KEYS and catalogue.metric(k).stored
 )
 #: The grid axes in the order a row names them (autobench.recipe.grid.AXES).
-AXIS_ORDER = ("concurrency", "request_rate", "input_len", "output_len")
+AXIS_ORDER = ("concurrency", "request_rate", "input_len", "output_len", "depth", "category")
 
 
 @dataclass(frozen=True)

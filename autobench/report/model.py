@@ -354,6 +354,9 @@ class RecipeView:
     #: Results by cell of the latest DONE run that benched a grid (autobench.report.cells).
     cells: Any = None
     cell_plots: list[tuple[str, str]] = field(default_factory=list)  # (title, file name), drawn
+    #: Acceptance and speed-up by category, of the latest DONE run whose grid had a category axis
+    #: (autobench.report.categories); [] when none.
+    categories: list[Any] = field(default_factory=list)
 
     @property
     def has_runs(self) -> bool:
@@ -615,7 +618,21 @@ def build_recipe_view(
         levels=_levels(runs),
         superseded_by=supersession_chain(name, runs_by_recipe, recipes),
         cells=_cells(runs),
+        categories=_categories(runs, runs_by_recipe.get(baseline, ()) if baseline else ()),
     )
+
+
+def _categories(runs: Sequence[Run], baseline_runs: Sequence[Run]) -> list[Any]:
+    """The by-category rows of the latest DONE run that benched categories ([] when none did)."""
+    from autobench.report.categories import category_rows
+
+    base = chronological(baseline_runs)
+    for run in reversed(list(runs)):
+        if run.status == DONE:
+            rows = category_rows(run, base)
+            if rows:
+                return rows
+    return []
 
 
 def _cells(runs: Sequence[Run]) -> Any:

@@ -208,7 +208,20 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Cell | None = None) 
     input_len = only(b.dataset.input_len)
     if input_len is not None:
         cfg = replace(cfg, random_input_len=input_len)
-    return replace(cfg, **dataset_options(loaded, recipe))
+    cfg = replace(cfg, **dataset_options(loaded, recipe))
+    d = b.dataset
+    if d.depth is not None or d.shared_prefix is not None or d.category is not None or d.multi_turn:
+        from autobench.bench.workload import SharedPrefix
+
+        sp = d.shared_prefix
+        cfg = replace(
+            cfg,
+            depth=only(d.depth) or 0,
+            shared_prefix=SharedPrefix(sp.prompts, sp.length) if sp is not None else None,
+            category=only(d.category),
+            multi_turn=d.multi_turn,
+        )
+    return cfg
 
 
 class DatasetOptions(TypedDict, total=False):

@@ -117,7 +117,7 @@ def test_a_schedule_entry_outside_the_grid_is_ab080_at_the_entry(tmp_path: Path)
     assert found[0].message == "schedule entry 1 concurrency=8 is not in the grid"
     assert found[0].hint == "use one of concurrency: [1, 4], or add it"
     assert found[1].message == "schedule entry 2 names no single cell: input_len not given"
-    assert found[2].message == "schedule entry 3 unknown axis 'depth'"
+    assert found[2].message == "schedule entry 3 depth is not a grid axis of this recipe"  # an axis since #33
 
 
 def test_validate_cli_refuses_a_bad_schedule(tmp_path: Path):
