@@ -42,6 +42,7 @@ from autobench.digits import load_json
 from autobench.errors import BenchError
 
 if TYPE_CHECKING:
+    from autobench.bench.conversation import ConversationLoop
     from autobench.bench.tokenizer import BenchTokenizer
 
 ProgressFn = Callable[[int, int, float, int], None]  # (finished, total, elapsed_s, errors)
@@ -186,6 +187,11 @@ class BenchConfig:
             raise BenchError("--dataset-file and --dataset-revision need --dataset-repo")
         if self.dataset_fields is not None:
             self.dataset_fields.check()
+        if self.multi_turn and self.request_rate is not None:
+            raise BenchError(
+                "--multi-turn sends each conversation's next turn when its answer has ended (a closed loop)",
+                hint="drop --request-rate, or --multi-turn",
+            )
         check_depth(self.depth)
         if self.shared_prefix is not None:
             self.shared_prefix.check()
@@ -269,6 +275,7 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
             tokenizer=tok,
             tokenizer_fallback=why,
             fields=config.dataset_fields,
+            category=config.category,
         )
         if origin is None and dataset.path is not None:  # a local file: recorded by its sha256
             origin = local_file(dataset.path, config.dataset_sha256)
@@ -323,6 +330,7 @@ class _Runner:
         self.path = ENDPOINTS[config.endpoint]
         self.stream_tokens = config.max_tokens  # set from the prompts in run()
         self.chat = config.endpoint == "chat"
+        self.conversations: ConversationLoop | None = None  # a multi-turn run's loop
 
     # ---- request bodies ---------------------------------------------------
     def body(self, p: Prompt) -> bytes:
@@ -429,6 +437,10 @@ class _Runner:
         )
         result.data["interrupted"] = self.interrupted
         result.data["api_key_env"] = c.api_key_env if auth else None  # the name only, never the key
+        if self.conversations is not None:
+            from autobench.bench.conversation import add_turns
+
+            add_turns(result.data, self.ds.prompts, self.records, self.conversations)
         return result
 
     async def _get(self, path: str, body: bytes | None = None) -> tuple[int, str] | None:
@@ -541,6 +553,12 @@ class _Runner:
         ``t_start``: when the first requests are due (perf_counter; now)."""
         assert self.pool is not None
         ests = self.ds.warmup if warm else self.ds.prompts
+        if not warm and self.cfg.multi_turn:  # each prompt a conversation (autobench.bench.conversation)
+            from autobench.bench.conversation import conversation_loop
+
+            self.conversations = conversation_loop(self, self.pool, sink, conc, stopped=lambda: self.stop)
+            await self.conversations.run(t_start)
+            return
         loop = ClosedLoop(
             pool=self.pool,
             bodies=bodies,

@@ -109,6 +109,7 @@ def load_dataset(
     tokenizer: BenchTokenizer | None = None,
     tokenizer_fallback: str | None = None,
     fields: FieldMap | None = None,
+    category: str | None = None,
 ) -> Dataset:
     """Load, filter and sample ``num_prompts`` measured prompts plus ``warmup`` distinct ones.
 
@@ -122,6 +123,10 @@ def load_dataset(
     rng = random.Random(seed)
     tok_id = tokenizer.id if tokenizer is not None else "estimated"
     why = None if tokenizer is not None else tokenizer_fallback
+    if kind == "random" and category is not None:
+        raise BenchError(
+            f"--category {category}: random prompts have no category", hint="a dataset file with a category field"
+        )
     if kind == "random":
         prompts = _random_prompts(want, rng, random_input_len, random_range_ratio, max_tokens, tokenizer)
         return Dataset(
@@ -134,6 +139,8 @@ def load_dataset(
     for record in read_records(path, kind, fields, skipped):  # autobench.bench.records
         f.add_record(record, max_tokens)
     pool = f.finish()
+    if category is not None:
+        pool = only_category(pool, category, want, path)
     if not pool:
         detail = ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) or "the file has no entries"
         raise BenchError(
@@ -149,6 +156,21 @@ def load_dataset(
         reused = want - len(pool)
         pool = [pool[i % len(pool)] for i in range(want)]
     return Dataset(kind, path, pool[:num_prompts], pool[num_prompts:want], available, skipped, reused, tok_id, why)
+
+
+def only_category(pool: list[Prompt], category: str, want: int, path: str) -> list[Prompt]:
+    """The prompts of ``category``; fewer than ``want`` (measured + warm-up) is an error, never
+    reuse: a category's cell must measure that category's own prompts."""
+    got = [p for p in pool if p.category == category]
+    if len(got) < want:
+        seen = Counter(p.category for p in pool if p.category is not None)
+        listed = ", ".join(f"{k} ({n})" for k, n in sorted(seen.items())) or "none (no category field mapped?)"
+        raise BenchError(
+            f"category {category!r} has {len(got):,} usable prompts, {want:,} asked (prompts + warm-up)",
+            location=path,
+            hint=f"ask for fewer, or another category; the dataset's categories: {listed}",
+        )
+    return got
 
 
 class _Filter:

@@ -94,3 +94,25 @@ def test_synthetic_server_category_profile_option() -> None:
         ):
             with pytest.raises(click.BadParameter, match=words):
                 _category_profile(bad)
+
+
+def test_category_filter_and_too_few_prompts(tmp_path: Any) -> None:
+    from dataclasses import replace
+
+    from autobench.bench.datasets import load_dataset, only_category
+    from autobench.errors import BenchError
+
+    pool = [replace(p, category=c) for p, c in zip(_dataset("x", 5).prompts, "aabbb", strict=True)]
+    assert [p.category for p in only_category(pool, "b", 3, "f.jsonl")] == ["b", "b", "b"]
+    with pytest.raises(BenchError) as err:
+        only_category(pool, "a", 3, "f.jsonl")
+    assert str(err.value) == "f.jsonl: category 'a' has 2 usable prompts, 3 asked (prompts + warm-up)"
+    assert err.value.hint == "ask for fewer, or another category; the dataset's categories: a (2), b (3)"
+    with pytest.raises(BenchError, match=r"no category field mapped"):
+        only_category(_dataset("x", 2).prompts, "a", 1, "f.jsonl")
+    with pytest.raises(BenchError, match="random prompts have no category"):
+        load_dataset(kind="random", path=None, num_prompts=2, category="code")
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"prompt": "one two three four"}\n')
+    with pytest.raises(BenchError, match="category 'code' has 0 usable prompts"):  # no category field read
+        load_dataset(kind="jsonl", path=str(path), num_prompts=1, category="code")
