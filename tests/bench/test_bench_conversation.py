@@ -116,3 +116,36 @@ def test_text_sink_reads_the_answer(chat: bool, body: bytes, text: str) -> None:
     for i in range(0, len(body), 7):  # split anywhere, UTF-8 included
         sink.on_body(body[i : i + 7], 1.0)
     assert sink.answer() == text
+
+
+def test_conversations_from_a_mapped_jsonl_file(synth: Any, tmp_path: Any) -> None:
+    import json
+
+    from autobench.bench.records import FieldMap
+
+    path = tmp_path / "chats.jsonl"
+    with path.open("w") as f:
+        for i in range(4):
+            msgs = [
+                {"role": "user", "content": f"hello number {i} how are you"},
+                {"role": "assistant", "content": "a reference answer the bench does not send"},
+                {"role": "user", "content": f"and the follow up {i}"},
+            ]
+            f.write(json.dumps({"messages": msgs}) + "\n")
+    srv = synth(ttft_ms=1, itl_ms=0.2)
+    cfg = BenchConfig(
+        base_url=srv.base_url,
+        model="m",
+        endpoint="chat",
+        dataset=str(path),
+        dataset_kind="jsonl",
+        dataset_fields=FieldMap(turns="messages"),
+        num_prompts=4,
+        max_tokens=ANSWER,
+        multi_turn=True,
+        tokenizer="estimated",
+    )
+    d = run_bench(cfg).to_json_dict()
+    assert d["completed"] == 8 and d["multi_turn"]["turns_sent"] == 8
+    # turn 1: 6 words; turn 2: 6 + the server's answer (5) + 5 words; never the reference answer
+    assert d["total_input_tokens"] == 4 * (6 + 6 + ANSWER + 5)
