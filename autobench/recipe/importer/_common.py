@@ -202,7 +202,6 @@ def topology(
         raise src.fail(keys, f"the node count is not in the file ({rule})", "pass --nodes N (and --gpus-per-node G)")
     if not 1 <= nodes <= MAX_NODES:
         raise src.fail(keys, f"{nodes} nodes: out of range (1 to {MAX_NODES})", "pass --nodes N")
-    engine = recipe.get("engine", {})
     t = recipe.setdefault("topology", {})
     written_executor = t.pop("executor", None)
     executor = executor or written_executor or "native"
