@@ -169,18 +169,24 @@ def test_parquet_reads_the_mapped_columns_in_batches(tmp_path, monkeypatch):
         row_group_size=3,
     )
     seen: list[int] = []
-    real = pq.ParquetFile.iter_batches
+    opened: dict[str, object] = {}
 
-    def spy(self, *a, **kw):
-        assert kw["columns"] == ["question", "task"] and kw["batch_size"] == 2
-        for batch in real(self, *a, **kw):
-            seen.append(batch.num_rows)
-            yield batch
+    class Spy(pq.ParquetFile):
+        def __init__(self, *a, **kw):
+            opened.update(kw)
+            super().__init__(*a, **kw)
 
-    monkeypatch.setattr(pq.ParquetFile, "iter_batches", spy)
+        def iter_batches(self, *a, **kw):
+            assert kw["columns"] == ["question", "task"] and kw["batch_size"] == 2 and kw["use_threads"] is False
+            for batch in super().iter_batches(*a, **kw):
+                seen.append(batch.num_rows)
+                yield batch
+
+    monkeypatch.setattr(pq, "ParquetFile", Spy)
     got, skipped = read(path, "parquet", FieldMap(prompt="question", category="task"))
     assert [(r.text, r.category) for r in got] == [(f"question {i}", "code" if i % 2 else "chat") for i in range(n)]
     assert max(seen) <= 2 and sum(seen) == n and not skipped
+    assert opened == {"pre_buffer": False}  # never the whole file read ahead
 
 
 def test_parquet_without_a_mapping_reads_the_prompt_column(tmp_path):
