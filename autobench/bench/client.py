@@ -23,9 +23,9 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from autobench.bench.closedloop import ClosedLoop
 from autobench.bench.datasets import Dataset, Prompt, load_dataset
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from autobench.bench.conversation import ConversationLoop
     from autobench.bench.tokenizer import BenchTokenizer
 
+T = TypeVar("T")
 ProgressFn = Callable[[int, int, float, int], None]  # (finished, total, elapsed_s, errors)
 
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
@@ -125,6 +126,9 @@ class BenchConfig:
     #: Service-level objectives in ms (``ttft``, ``tpot``, ``e2el``): the result counts the
     #: requests meeting all of them and their goodput (autobench.bench.slo).
     slo: dict[str, float] | None = None
+    #: Load generator processes (autobench.bench.fleet): each with its share of the concurrency
+    #: (or of the arrivals) and its own event loop; their records merged into one result.
+    workers: int = 1
     #: Tokens of prior context before each question, and a prefix shared by groups of prompts
     #: (autobench.bench.workload).
     depth: int = 0
@@ -160,6 +164,10 @@ class BenchConfig:
             raise BenchError(f"unknown endpoint {self.endpoint!r}", hint="use completions or chat")
         if self.concurrency < 1:
             raise BenchError("--concurrency must be at least 1")
+        if self.workers != 1:
+            from autobench.bench.fleet import check_workers
+
+            check_workers(self.workers, self.concurrency, self.num_prompts, multi_turn=self.multi_turn)
         if self.num_prompts + self.warmup > MAX_PROMPTS:
             raise BenchError(
                 f"--num-prompts + --warmup = {self.num_prompts + self.warmup:,} is more than {MAX_PROMPTS:,} prompts",
@@ -281,17 +289,44 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
             origin = local_file(dataset.path, config.dataset_sha256)
         dataset.origin = origin
         dataset = add_context(dataset, config.depth, config.shared_prefix, tok, config.seed)
-    runner = _Runner(config, dataset, progress)
     factory, loop_name = loop_factory()
+    if config.workers > 1:
+        from autobench.bench.fleet import run_fleet
+
+        result = run_fleet(config, dataset)
+        result.data["event_loop"] = loop_name
+        return result
+    runner = _Runner(config, dataset, progress)
     with asyncio.Runner(loop_factory=factory) as r:
         try:
-            result = r.run(runner.run_interruptible())
+            result = r.run(runner.run_interruptible(runner.run))
         except asyncio.CancelledError:
             if runner.interrupted:  # Ctrl-C before the measured run started, or a second Ctrl-C
                 raise KeyboardInterrupt from None
             raise
     result.data["event_loop"] = loop_name
     return result
+
+
+def poisson_arrivals(rate: float, n: int, seed: int) -> list[float]:
+    """``n`` arrival times (s from the start) of a Poisson process of ``rate`` per second, seeded."""
+    rng = random.Random(seed)
+    arrivals = []
+    t = 0.0
+    for _ in range(n):
+        t += rng.expovariate(rate)
+        arrivals.append(t)
+    return arrivals
+
+
+async def wait_until(t: float) -> None:
+    """Sleep until ``perf_counter() >= t``: the loop's timer for most of it (it may fire up to a
+    millisecond early), then yielding to I/O until the time has come."""
+    delay = t - time.perf_counter()
+    if delay > 0:
+        await asyncio.sleep(delay)
+    while time.perf_counter() < t:
+        await asyncio.sleep(0)
 
 
 def choose_tokenizer(config: BenchConfig) -> tuple[BenchTokenizer | None, str | None]:
@@ -331,6 +366,8 @@ class _Runner:
         self.stream_tokens = config.max_tokens  # set from the prompts in run()
         self.chat = config.endpoint == "chat"
         self.conversations: ConversationLoop | None = None  # a multi-turn run's loop
+        #: Rate mode's send times (s from t0) when given (a load generator's share); else drawn.
+        self.arrivals: list[float] | None = None
 
     # ---- request bodies ---------------------------------------------------
     def body(self, p: Prompt) -> bytes:
@@ -354,10 +391,11 @@ class _Runner:
         return json.dumps(b, separators=(",", ":"), allow_nan=False).encode()
 
     # ---- main flow --------------------------------------------------------
-    async def run_interruptible(self) -> BenchResult:
-        """``run()``; on the main thread, Ctrl-C (SIGINT) during the measured run stops it
-        like a time cap without grace: nothing new is sent, requests in flight are cancelled
-        (incomplete), and the partial result says ``interrupted``."""
+    async def run_interruptible(self, body: Callable[[], Awaitable[T]]) -> T:
+        """``body()`` (``run``, or a load generator's session); on the main thread, Ctrl-C
+        (SIGINT) during the measured run stops it like a time cap without grace: nothing new is
+        sent, requests in flight are cancelled (incomplete), and the partial result says
+        ``interrupted``."""
         loop = asyncio.get_running_loop()
         self._top = asyncio.current_task()
         installed = False
@@ -368,7 +406,7 @@ class _Runner:
             except (NotImplementedError, RuntimeError, ValueError):  # no signal support here
                 pass
         try:
-            return await self.run()
+            return await body()
         finally:
             if installed:
                 loop.remove_signal_handler(signal.SIGINT)
@@ -390,38 +428,17 @@ class _Runner:
         c = self.cfg
         self.stop_event = asyncio.Event()
         auth = c.auth_headers()
-        pool = self.pool = Pool(self.base, c.connect_timeout, headers=auth)
-
-        def request(p: Prompt) -> bytes:
-            return pool.request_bytes("POST", self.path, self.body(p), accept="text/event-stream")
-
-        bodies = [request(p) for p in self.ds.prompts]
-        warm_bodies = [request(p) for p in self.ds.warmup]
-        # the stream caps (autobench.bench.stream.stream_caps) follow the most tokens any request asks for
-        self.stream_tokens = max((p.max_tokens for p in [*self.ds.prompts, *self.ds.warmup]), default=c.max_tokens)
+        self.pool = Pool(self.base, c.connect_timeout, headers=auth)
         try:
-            served = await self._preflight()
-            await self._open_connections()
-            if warm_bodies:
-                await self._closed_loop(warm_bodies, [], min(c.concurrency, len(warm_bodies)), warm=True)
+            served, bodies = await self.prepare()
             before = await self._scrape() if c.scrape_metrics else None
-            gc.collect()
-            gc.freeze()
-            thresholds = gc.get_threshold()
-            gc.set_threshold(max(thresholds[0], YOUNG_GC_THRESHOLD), *thresholds[1:])
-            try:
-                t0, t_end, cap_hit, cpu, lag = await self._measure(bodies)
-            finally:
-                gc.set_threshold(*thresholds)
-                gc.unfreeze()
+            t0, t_end, cap_hit, cpu, lag = await self.measure(bodies)
             after = await self._scrape() if c.scrape_metrics and not self.interrupted else None
         finally:
-            pool.close()
+            self.pool.close()
         spec = spec_delta(before, after) if before is not None and after is not None else None
         prefix = prefix_delta(before, after) if before is not None and after is not None else None
-        for r in self.records:
-            if r.status == INFLIGHT:
-                r.status = INCOMPLETE
+        self.end_in_flight()
         stats = ClientStats(cpu_seconds=cpu, loop_lag_s=self.lags, served_models=served)
         result = build_result(
             self.cfg,
@@ -442,6 +459,49 @@ class _Runner:
 
             add_turns(result.data, self.ds.prompts, self.records, self.conversations)
         return result
+
+    async def prepare(self) -> tuple[list[str] | None, list[bytes]]:
+        """Everything before the clock: the requests built whole, the model checked (GET
+        /v1/models), the connections opened, the warm-up; (served models, request bytes)."""
+        c = self.cfg
+        pool = self.pool
+        assert pool is not None
+
+        def request(p: Prompt) -> bytes:
+            return pool.request_bytes("POST", self.path, self.body(p), accept="text/event-stream")
+
+        bodies = [request(p) for p in self.ds.prompts]
+        warm_bodies = [request(p) for p in self.ds.warmup]
+        # the stream caps (autobench.bench.stream.stream_caps) follow the most tokens any request asks for
+        self.stream_tokens = max((p.max_tokens for p in [*self.ds.prompts, *self.ds.warmup]), default=c.max_tokens)
+        served = await self._preflight()
+        await self._open_connections()
+        if warm_bodies:
+            await self._closed_loop(warm_bodies, [], min(c.concurrency, len(warm_bodies)), warm=True)
+        return served, bodies
+
+    async def measure(
+        self, bodies: list[bytes], t_start: float | None = None
+    ) -> tuple[float, float, bool, float, list[float]]:
+        """The measured run (garbage collector frozen and quiet), from ``t_start`` (perf_counter,
+        waited for; default now): (t0, t_end, time cap hit, CPU seconds, loop lags)."""
+        gc.collect()
+        gc.freeze()
+        thresholds = gc.get_threshold()
+        gc.set_threshold(max(thresholds[0], YOUNG_GC_THRESHOLD), *thresholds[1:])
+        try:
+            if t_start is not None:
+                await wait_until(t_start)
+            return await self._measure(bodies, t_start)
+        finally:
+            gc.set_threshold(*thresholds)
+            gc.unfreeze()
+
+    def end_in_flight(self) -> None:
+        """Requests still in flight when the run ended were cancelled: incomplete."""
+        for r in self.records:
+            if r.status == INFLIGHT:
+                r.status = INCOMPLETE
 
     async def _get(self, path: str, body: bytes | None = None) -> tuple[int, str] | None:
         """(status, text) of one small request, or None when it could not be made."""
@@ -493,12 +553,14 @@ class _Runner:
             return None
         return spec_counters(got[1])
 
-    async def _measure(self, bodies: list[bytes]) -> tuple[float, float, bool, float, list[float]]:
+    async def _measure(
+        self, bodies: list[bytes], t_start: float | None = None
+    ) -> tuple[float, float, bool, float, list[float]]:
         c = self.cfg
         assert self.stop_event is not None
         lag_task = asyncio.ensure_future(self._lag_monitor())
         cpu0 = time.process_time()
-        t0 = time.perf_counter()
+        t0 = time.perf_counter() if t_start is None else t_start
         self.t0 = t0
         prog = asyncio.ensure_future(self._progress_loop(len(bodies))) if self.progress else None
         if c.request_rate is None:
@@ -580,12 +642,7 @@ class _Runner:
     async def _rate_loop(self, bodies: list[bytes], t0: float) -> None:
         c = self.cfg
         assert c.request_rate is not None and self.stop_event is not None
-        rng = random.Random(c.seed)
-        arrivals = []
-        t = 0.0
-        for _ in bodies:
-            t += rng.expovariate(c.request_rate)
-            arrivals.append(t)
+        arrivals = self.arrivals if self.arrivals is not None else poisson_arrivals(c.request_rate, len(bodies), c.seed)
         sem = asyncio.Semaphore(c.concurrency)
         tasks: list[asyncio.Task[None]] = []
         freed = [0.0]  # when the last slot came free (perf_counter)

@@ -104,6 +104,14 @@ def _field_map(pairs: tuple[str, ...]) -> FieldMap | None:
     help="After the cap, in-flight requests may finish this long; then they are cancelled and counted incomplete.",
 )
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Load generator processes, each with its share of --concurrency (or of the arrivals) and its "
+    "own event loop, started together; their raw samples are merged into one result.",
+)
 @click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--temperature", type=Finite(), default=None)
 @click.option("--top-p", type=Finite(), default=None)
@@ -216,6 +224,7 @@ def bench(
     max_seconds: float | None,
     grace_seconds: float,
     concurrency: int,
+    workers: int,
     max_tokens: int,
     temperature: float | None,
     top_p: float | None,
@@ -264,6 +273,7 @@ def bench(
         max_seconds=max_seconds,
         grace_seconds=grace_seconds,
         concurrency=concurrency,
+        workers=workers,
         max_tokens=max_tokens,
         temperature=temperature,
         top_p=top_p,

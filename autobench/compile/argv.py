@@ -376,6 +376,8 @@ def _autobench_bench_lines(recipe: Recipe) -> Lines:
     if b.max_seconds is not None:
         lines.append(_opt("--max-seconds", num(b.max_seconds)))
     lines.append(_opt("--concurrency", str(b.concurrency)))
+    if b.workers > 1:
+        lines.append(_opt("--workers", str(b.workers)))
     lines.append(_opt("--max-tokens", str(output_tokens(recipe))))
     if b.request_rate is not None:
         lines.append(_opt("--request-rate", num(only(b.request_rate))))

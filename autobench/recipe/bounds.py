@@ -20,6 +20,7 @@ grid cells          10,000          cells x repeats of one run, each a full benc
 tokens              16,777,216      2^24: above the longest contexts served (10M)
 prompts             10,000,000      num_prompts (warmup the same)
 concurrency         100,000         requests in flight from one client
+load generators     64              bench.workers: processes of one bench client
 request rate        1,000,000 /s
 seconds             30 days         max_seconds, ready_timeout_s, cluster_timeout_s
 ==================  ==============  ==================================================
@@ -39,6 +40,7 @@ MAX_CELLS = 10_000
 MAX_TOKENS = 2**24
 MAX_PROMPTS = 10_000_000
 MAX_CONCURRENCY = 100_000
+MAX_WORKERS = 64
 MAX_REQUEST_RATE = 1_000_000.0
 MAX_SECONDS = 30 * 86_400.0
 
@@ -62,5 +64,6 @@ __all__ = [
     "MAX_REQUEST_RATE",
     "MAX_SECONDS",
     "MAX_TOKENS",
+    "MAX_WORKERS",
     "grid_size",
 ]

@@ -626,6 +626,11 @@ class Bench(StrictModel):
     repeat: Annotated[int, Field(ge=1, le=B.MAX_REPEAT)] = Field(
         1, description="Bench every cell this many times (rounds: every cell once, then again)."
     )
+    workers: Annotated[int, Field(ge=1, le=B.MAX_WORKERS)] = Field(
+        1,
+        description="Load generator processes of the autobench client, each with its share of the "
+        "concurrency or rate and its own event loop; their raw samples merged into one result.",
+    )
     schedule: Annotated[list[ScheduleEntry], Field(max_length=B.MAX_CELLS)] | None = Field(
         None,
         description="The cells in this order instead of the grid's, e.g. [{concurrency: 16}, {concurrency: 1}]; "
@@ -637,6 +642,33 @@ class Bench(StrictModel):
     sampler: Sampler | None = None
     slo: Slo | None = Field(None, description="Service-level objectives (ms) for goodput.")
     ready_timeout_s: Annotated[float, Field(gt=0, le=B.MAX_SECONDS)] = 1800
+
+    @model_validator(mode="after")
+    def _workers_need_our_client(self) -> Bench:
+        low = min(self.concurrency) if isinstance(self.concurrency, list) else self.concurrency
+        why = None
+        if self.workers > 1 and self.client != "autobench":
+            why = (
+                f"bench.workers {self.workers} needs client autobench (vllm bench serve is one process)",
+                "drop bench.workers, or set bench.client: autobench",
+            )
+        elif self.workers > 1 and self.dataset.multi_turn:
+            why = (
+                f"bench.workers {self.workers} with bench.dataset.multi_turn: conversations run in one load generator",
+                "drop bench.workers",
+            )
+        elif self.workers > low:
+            why = (
+                f"bench.workers {self.workers} is more than bench.concurrency {low}",
+                "each load generator needs at least one request in flight: fewer workers",
+            )
+        if why is not None:
+            raise PydanticCustomError(
+                "grid_axis",  # worded like an axis's own error (the loader shows message and hint)
+                "{message}",
+                {"message": why[0], "hint": why[1], "index": None},
+            )
+        return self
 
     @model_validator(mode="after")
     def _grid_within_bounds(self) -> Bench:
@@ -750,6 +782,7 @@ LATER_KEYS: tuple[tuple[str, ...], ...] = (
     ("bench", "dataset", "shared_prefix"),
     ("bench", "dataset", "category"),
     ("bench", "dataset", "multi_turn"),
+    ("bench", "workers"),
 )
 
 

@@ -186,6 +186,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Cell | None = None) 
         num_prompts=b.num_prompts,
         max_seconds=b.max_seconds,
         concurrency=only(b.concurrency),
+        workers=b.workers,
         max_tokens=output_tokens(recipe),
         temperature=s.temperature if s else None,
         top_p=s.top_p if s else None,

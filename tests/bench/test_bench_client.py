@@ -241,9 +241,9 @@ def test_gc_settings_of_the_measured_run_are_restored(synth: Any) -> None:
     seen: list[tuple[int, ...]] = []
     orig = client_mod._Runner._measure
 
-    async def spy(self: Any, bodies: list[bytes]) -> Any:
+    async def spy(self: Any, bodies: list[bytes], t_start: float | None = None) -> Any:
         seen.append(gc.get_threshold())
-        return await orig(self, bodies)
+        return await orig(self, bodies, t_start)
 
     srv = synth(ttft_ms=1, itl_ms=1)
     client_mod._Runner._measure = spy  # type: ignore[method-assign]

@@ -109,6 +109,9 @@ def test_a_lost_connection_calls_after_once_and_abort_never() -> None:
         loop.close()
 
 
+COMPLETION = b'{"model":"m","prompt":"hi there","max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}'
+
+
 def run_loop(url: str, n: int, conc: int, **kw: Any) -> tuple[list[RequestRecord], Pool, float]:
     records: list[RequestRecord] = []
 
@@ -120,15 +123,7 @@ def run_loop(url: str, n: int, conc: int, **kw: Any) -> tuple[list[RequestRecord
         )
         loop = ClosedLoop(
             pool=pool,
-            bodies=[
-                pool.request_bytes(
-                    "POST",
-                    "/v1/completions",
-                    b'{"model":"m","prompt":"hi there","max_tokens":3,'
-                    b'"stream":true,"stream_options":{"include_usage":true}}',
-                )
-            ]
-            * n,
+            bodies=[pool.request_bytes("POST", "/v1/completions", COMPLETION)] * n,
             prompt_tokens=[2] * n,
             records=records,
             conc=conc,
@@ -192,7 +187,7 @@ def test_cancelling_drops_the_requests_in_flight(synth: Any) -> None:
         await pool.prefill(1)  # the second slot has to connect (a task): cancelled too
         loop = ClosedLoop(
             pool=pool,
-            bodies=[pool.request_bytes("GET", "/v1/models")] * 4,
+            bodies=[pool.request_bytes("POST", "/v1/completions", COMPLETION)] * 4,
             prompt_tokens=[1] * 4,
             records=records,
             conc=2,

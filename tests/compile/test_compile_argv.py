@@ -482,3 +482,27 @@ def test_an_embedding_bench_with_the_vllm_client_is_benched_on_embeddings() -> N
         "openai-chat",
         "/v1/chat/completions",
     )
+
+
+def test_bench_workers_reach_the_autobench_client_and_are_refused_where_they_cannot_run():
+    """Issue #34: bench.workers is --workers of autobench bench; one is the default, not written."""
+    argv = bench_argv(_minimal(bench={"workers": 2, "concurrency": 8}), home="/h")
+    assert argv[argv.index("--workers") + 1] == "2" and argv.index("--workers") == argv.index("--concurrency") + 2
+    assert "--workers" not in bench_argv(_minimal(bench={"concurrency": 8}), home="/h")
+    for bench, words in [
+        ({"workers": 2, "client": "vllm"}, "needs client autobench"),
+        ({"workers": 4, "concurrency": [2, 8]}, "bench.workers 4 is more than bench.concurrency 2"),
+        ({"workers": 65, "concurrency": 100}, "less than or equal to 64"),
+        ({"workers": 2, "dataset": {"multi_turn": True}}, "conversations run in one load generator"),
+    ]:
+        with pytest.raises(Exception, match=words):
+            _minimal(bench=bench)
+
+
+def test_bench_workers_left_at_one_keep_a_recipes_digest():
+    from autobench.recipe.schema import trim_later_defaults
+
+    data = _minimal(bench={"concurrency": 8}).model_dump(mode="json")
+    assert "workers" not in trim_later_defaults(data)["bench"]
+    two = _minimal(bench={"concurrency": 8, "workers": 2}).model_dump(mode="json")
+    assert trim_later_defaults(two)["bench"]["workers"] == 2

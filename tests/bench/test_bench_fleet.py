@@ -1,0 +1,277 @@
+"""Several load generators (autobench.bench.fleet, autobench.bench.worker), in-process: the shares,
+the clock offset, the rows and the merge (percentiles from the merged records, never averaged),
+and the whole protocol with each load generator on a thread (a real multi-process run is
+tests/bench/test_bench_fleet_processes.py, integration)."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import threading
+from typing import Any
+
+import pytest
+
+from autobench.bench import fleet
+from autobench.bench import worker as worker_mod
+from autobench.bench.client import BenchConfig, run_bench
+from autobench.bench.fleet import Report, clock_offset, concurrency_shares, merge, record_of, row_of, shares
+from autobench.bench.record import OK, RequestRecord
+from autobench.errors import BenchError
+from autobench.samples import percentile
+
+
+def test_shares_deal_every_prompt_once_and_split_concurrency_evenly() -> None:
+    assert shares(7, 3) == [[0, 3, 6], [1, 4], [2, 5]]
+    assert shares(0, 2) == [[], []]
+    assert concurrency_shares(10, 3) == [4, 3, 3] and concurrency_shares(4, 4) == [1, 1, 1, 1]
+    assert concurrency_shares(1024, 2) == [512, 512]
+
+
+@pytest.mark.parametrize(
+    ("workers", "conc", "prompts", "words"),
+    [
+        (0, 4, 8, "between 1 and 64"),
+        (65, 100, 100, "between 1 and 64"),
+        (3, 2, 8, "more than --concurrency 2"),
+        (3, 4, 2, "more than --num-prompts 2"),
+    ],
+)
+def test_impossible_worker_counts_are_refused(workers: int, conc: int, prompts: int, words: str) -> None:
+    with pytest.raises(BenchError, match=words):
+        fleet.check_workers(workers, conc, prompts)
+    with pytest.raises(BenchError, match=words):
+        BenchConfig(base_url="http://h:1", model="m", workers=workers, concurrency=conc, num_prompts=prompts).check()
+    with pytest.raises(BenchError, match="--multi-turn runs in one load generator"):
+        BenchConfig(base_url="http://h:1", model="m", workers=2, concurrency=4, multi_turn=True).check()
+    fleet.check_workers(1, 1, 1, multi_turn=True)
+    fleet.check_workers(1, 1, 1)
+    fleet.check_workers(64, 64, 64)
+
+
+def test_the_clock_offset_comes_from_the_shortest_round_trip() -> None:
+    # worker clock = parent + 5.0; the 2nd ping is the fastest (0.002 s), answered mid-way
+    pings = [(10.0, 15.004, 10.01), (11.0, 16.001, 11.002), (12.0, 17.0, 12.02)]
+    offset, rtt = clock_offset(pings)
+    assert offset == pytest.approx(5.0) and rtt == pytest.approx(0.002)
+    with pytest.raises(ValueError):
+        clock_offset([])
+
+
+def rec(index: int, start: float, ttft: float, **more: Any) -> RequestRecord:
+    r = RequestRecord(index, 3)
+    r.status = OK
+    r.scheduled, r.dispatch, r.start = start - 0.001, start, start
+    r.first, r.last, r.end = start + ttft, start + ttft + 0.02, start + ttft + 0.021
+    r.gaps = [0.01, 0.01]
+    r.n_chunks, r.prompt_tokens, r.completion_tokens = 3, 4, 3
+    r.finish_reason = "length"
+    for k, v in more.items():
+        setattr(r, k, v)
+    return r
+
+
+def test_a_row_is_the_record_in_the_parents_clock() -> None:
+    r = rec(2, 100.0, 0.05, first_srv=100.04, arr_srv=100.0005, arrival=99.99)
+    row = json.loads(json.dumps(row_of(r)))  # what travels
+    back = record_of(row, offset=50.0, index=7)
+    assert back.index == 7 and back.status == OK and back.gaps == [0.01, 0.01]
+    for name in fleet.TIME_FIELDS:
+        assert getattr(back, name) == pytest.approx(getattr(r, name) - 50.0), name
+    unsent = RequestRecord(3, 1)  # never written: its zero times stay "none", not -offset
+    back = record_of(row_of(unsent), offset=50.0)
+    assert (back.start, back.scheduled, back.first, back.index) == (0.0, 0.0, None, 3)
+    with pytest.raises(BenchError, match="fields"):
+        record_of(row[:-1])
+
+
+def test_the_merge_keeps_every_record_and_its_percentiles_are_the_unions() -> None:
+    # worker 0: fast requests; worker 1 (clock +1000 s): slow ones
+    a = Report(rows=[row_of(rec(i, 10.0 + i, 0.010 * (i + 1))) for i in range(4)], t0=10.0, t_end=15.0, cpu=0.5)
+    b = Report(
+        rows=[row_of(rec(i, 1010.5 + i, 0.200 + 0.010 * i)) for i in range(2)],
+        t0=1010.0,
+        t_end=1016.0,
+        cpu=0.25,
+        offset=1000.0,
+        lags=[0.001],
+    )
+    m = merge([a, b], [[0, 2, 4, 6], [1, 3]])
+    assert sorted(r.index for r in m.records) == [0, 1, 2, 3, 4, 6]
+    assert [r.index for r in m.records] == [0, 1, 2, 3, 4, 6]  # in send order, one clock
+    assert (m.t0, m.t_end, m.cpu, m.lags) == (10.0, 16.0, 0.75, [0.001])
+    ttfts = [1000 * (r.first - r.start) for r in m.records]  # type: ignore[operator]
+    assert sorted(ttfts) == pytest.approx([10, 20, 30, 40, 200, 210])
+    # the p99 of the union, not the mean of the two generators' p99s
+    union = percentile(ttfts, 99)
+    assert union == pytest.approx(209.5) and union != pytest.approx((percentile(ttfts[:4], 99) + 209.9) / 2)
+    with pytest.raises(BenchError, match="prompt 5"):
+        merge([Report(rows=[row_of(rec(5, 1.0, 0.1))])], [[0, 1]])
+
+
+def test_messages_are_checked() -> None:
+    assert json.loads(fleet.message("ping")) == {"t": "ping"}
+    assert fleet.read_message(b'{"t":"pong","clock":1.5}\n', ("pong",), "w")["clock"] == 1.5
+    for line, words in [
+        (b"", "ended before"),
+        (b"garbage\n", "not JSON"),
+        (b'{"t":"ready"}\n', "expected pong"),
+        (b"[1]\n", "expected pong"),
+    ]:
+        with pytest.raises(BenchError, match=words):
+            fleet.read_message(line, ("pong",), "w")
+    with pytest.raises(BenchError, match="model 'x' rejected") as e:
+        fleet.read_message(
+            fleet.message("error", message="model 'x' rejected", hint="fix --model"), ("pong", "error"), "w"
+        )
+    assert e.value.hint == "fix --model"
+
+
+class ThreadGenerator:
+    """A load generator on a thread of this process, over two pipes (the protocol unchanged)."""
+
+    def __init__(self, number: int):
+        r1, w1 = os.pipe()
+        r2, w2 = os.pipe()
+        self.to_worker = os.fdopen(w1, "wb", buffering=0)
+        self.from_worker = os.fdopen(r2, "rb")
+        worker_in, worker_out = os.fdopen(r1, "rb"), os.fdopen(w2, "wb")
+        self.code: list[int] = []
+
+        def run() -> None:
+            try:
+                self.code.append(worker_mod.serve(worker_in, worker_out))
+            finally:
+                worker_out.close()
+                worker_in.close()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        self.who = f"load generator {number}"
+
+    def send(self, data: bytes) -> None:
+        self.to_worker.write(data)
+
+    def read(self, *expect: str) -> dict[str, Any]:
+        return fleet.read_message(self.from_worker.readline(), (*expect, "error"), self.who)
+
+    def close(self) -> None:
+        self.to_worker.close()
+        self.thread.join(30)
+        self.from_worker.close()
+
+
+def threaded_fleet(cfg: BenchConfig) -> Any:
+    from autobench.bench.client import choose_tokenizer  # noqa: F401  (the same path as run_bench)
+    from autobench.bench.datasets import load_dataset
+
+    ds = load_dataset(
+        kind=None,
+        path=None,
+        num_prompts=cfg.num_prompts,
+        warmup=cfg.warmup,
+        max_tokens=cfg.max_tokens,
+        seed=cfg.seed,
+        min_prompt_tokens=4,
+        max_prompt_tokens=1024,
+        random_input_len=cfg.random_input_len,
+        random_range_ratio=0.0,
+    )
+    gens: list[ThreadGenerator] = []
+
+    def spawn(w: int) -> ThreadGenerator:
+        gens.append(ThreadGenerator(w))
+        return gens[-1]
+
+    return fleet.run_fleet(cfg, ds, spawn=spawn), ds, gens
+
+
+def test_two_threaded_generators_measure_every_prompt_once(synth: Any) -> None:
+    srv = synth(ttft_ms=2, itl_ms=1)
+    cfg = BenchConfig(
+        base_url=srv.base_url,
+        model="m",
+        num_prompts=12,
+        concurrency=4,
+        max_tokens=5,
+        random_input_len=16,
+        workers=2,
+        warmup=2,
+        tokenizer="estimated",
+    )
+    res, ds, gens = threaded_fleet(cfg)
+    d = res.to_json_dict()
+    assert [g.code for g in gens] == [[0], [0]]
+    assert (d["completed"], d["failed"], d["dispatched"], d["not_dispatched"]) == (12, 0, 12, 0)
+    assert d["total_output_tokens"] == 12 * 5 and d["itl_samples"] == 12 * 4
+    w = d["workers"]
+    assert w["count"] == 2 and [g["concurrency"] for g in w["generators"]] == [2, 2]
+    assert [g["requests"] for g in w["generators"]] == [6, 6] and [g["prompts"] for g in w["generators"]] == [6, 6]
+    for g in w["generators"]:  # one process, one clock: the offset is within its round trip
+        assert abs(g["clock_offset_ms"]) <= g["clock_round_trip_ms"] / 2 + 1e-6
+    # the merged samples hold every request of both, as the ledger's cell will
+    assert res.samples is not None and len(res.samples) == 12
+    assert res.samples.count(OK) == 12 and all(r.dispatch_ms is not None for r in res.samples.requests())
+    assert d["median_ttft_ms"] == pytest.approx(percentile(res.samples.values("ttft_ms"), 50), abs=0.001)
+    assert d["dataset"]["prompts_sha256"] == ds.fingerprint()
+    # the same prompts as one process would send: the bodies are built from the parent's dataset
+    assert d["spec_decode_available"] is False and d["interrupted"] is False
+
+
+def test_rate_mode_deals_the_one_schedule(synth: Any) -> None:
+    srv = synth(ttft_ms=1, itl_ms=1)
+    cfg = BenchConfig(
+        base_url=srv.base_url,
+        model="m",
+        num_prompts=10,
+        concurrency=4,
+        max_tokens=3,
+        random_input_len=16,
+        workers=2,
+        request_rate=200.0,
+        seed=3,
+        tokenizer="estimated",
+    )
+    res, _, _ = threaded_fleet(cfg)
+    d = res.to_json_dict()
+    assert d["completed"] == 10 and d["client"]["schedule_adherence_ms"] is not None
+    assert res.samples is not None
+    from autobench.bench.client import poisson_arrivals
+
+    planned = poisson_arrivals(200.0, 10, 3)
+    # every request left at or after its planned time (both generators kept the parent's schedule)
+    starts = sorted(r.start_s for r in res.samples.requests())  # type: ignore[type-var]
+    assert all(s >= p - 1e-6 for s, p in zip(starts, planned, strict=True))
+
+
+def test_a_generator_refusing_its_plan_is_one_error(synth: Any) -> None:
+    srv = synth(ttft_ms=1, itl_ms=1)
+    cfg = BenchConfig(
+        base_url=srv.base_url,
+        model="nope",
+        num_prompts=4,
+        concurrency=2,
+        max_tokens=3,
+        random_input_len=16,
+        workers=2,
+        tokenizer="estimated",
+    )
+    with pytest.raises(BenchError, match="model 'nope' rejected"):
+        threaded_fleet(cfg)
+
+
+def test_the_worker_refuses_another_protocol_version() -> None:
+    out = io.BytesIO()
+    plan = json.dumps({"t": "plan", "version": 99}).encode() + b"\n"
+    assert worker_mod.serve(io.BytesIO(plan), out) == 5
+    msg = json.loads(out.getvalue())
+    assert msg["t"] == "error" and "protocol version 99" in msg["message"]
+
+
+def test_one_worker_is_the_single_process_path(synth: Any) -> None:
+    srv = synth(ttft_ms=1, itl_ms=1)
+    d = run_bench(
+        BenchConfig(base_url=srv.base_url, model="m", num_prompts=4, concurrency=2, max_tokens=3, random_input_len=16)
+    ).to_json_dict()
+    assert "workers" not in d and d["completed"] == 4
