@@ -14,7 +14,7 @@ host), one message per line, ``{"t": TYPE, ...}``:
 parent -> worker
     ``plan``   version, worker number, the bench settings the worker needs (never a secret:
                the API key is read by the worker from its own environment, by name), its prompts
-               ``[text, estimated tokens, max_tokens]`` and warm-up prompts, and in rate mode
+               ``[text, estimated tokens, max_tokens, category, later turns]`` and warm-up prompts, and in rate mode
                its send times (s from the common start)
     ``ping``   (clock synchronisation; answered at once)
     ``start``  ``at``: the common start, in the *worker's* clock
@@ -272,6 +272,11 @@ def read_message(line: bytes, expect: Iterable[str], who: str) -> dict[str, obje
     return {str(k): v for k, v in msg.items()}
 
 
+def prompt_row(p: Prompt) -> list[object]:
+    """A prompt on the wire: ``[text, estimated tokens, max_tokens, category, later turns]``."""
+    return [p.text, p.est_tokens, p.max_tokens, p.category, list(p.turns)]
+
+
 def plan_message(
     cfg: BenchConfig,
     worker: int,
@@ -288,8 +293,8 @@ def plan_message(
         worker=worker,
         workers=workers,
         config={name: getattr(cfg, name) for name in CONFIG_FIELDS} | {"concurrency": concurrency},
-        prompts=[[p.text, p.est_tokens, p.max_tokens] for p in prompts],
-        warmup=[[p.text, p.est_tokens, p.max_tokens] for p in warmup],
+        prompts=[prompt_row(p) for p in prompts],
+        warmup=[prompt_row(p) for p in warmup],
         arrivals=list(arrivals) if arrivals is not None else None,
         stream_tokens=stream_tokens,
     )

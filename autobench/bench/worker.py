@@ -25,9 +25,18 @@ def _dataset(plan: dict[str, object]) -> Dataset:
     from autobench.bench.datasets import Dataset, Prompt
 
     def prompts(rows: object) -> list[Prompt]:
-        if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 3 for r in rows):
-            raise BenchError("the plan's prompts are not [text, tokens, max_tokens] rows")
-        return [Prompt(str(t), fleet.number(e, "tokens"), fleet.number(m, "max_tokens")) for t, e, m in rows]
+        if not isinstance(rows, list) or not all(isinstance(r, list) and len(r) == 5 for r in rows):
+            raise BenchError("the plan's prompts are not [text, tokens, max_tokens, category, turns] rows")
+        return [
+            Prompt(
+                str(t),
+                fleet.number(e, "tokens"),
+                fleet.number(m, "max_tokens"),
+                category=c if isinstance(c, str) else None,
+                turns=tuple(str(x) for x in turns) if isinstance(turns, list) else (),
+            )
+            for t, e, m, c, turns in rows
+        ]
 
     return Dataset(
         kind="worker", path=None, prompts=prompts(plan["prompts"]), warmup=prompts(plan["warmup"]), available=0

@@ -275,3 +275,14 @@ def test_one_worker_is_the_single_process_path(synth: Any) -> None:
         BenchConfig(base_url=srv.base_url, model="m", num_prompts=4, concurrency=2, max_tokens=3, random_input_len=16)
     ).to_json_dict()
     assert "workers" not in d and d["completed"] == 4
+
+
+def test_a_prompt_travels_whole() -> None:
+    from autobench.bench.datasets import Prompt
+
+    p = Prompt("hé", 3, 9, category="code", turns=("and then?", "why"))
+    plan = fleet.plan_message(BenchConfig(base_url="http://h:1", model="m"), 0, 1, 1, [p], [], None, 9)
+    got = worker_mod._dataset(json.loads(plan))
+    assert got.prompts == [p] and got.warmup == []
+    with pytest.raises(BenchError, match="rows"):
+        worker_mod._dataset({"prompts": [["x", 1, 2]], "warmup": []})
