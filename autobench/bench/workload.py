@@ -171,7 +171,11 @@ def add_context(
     check_depth(depth)
     if shared_prefix is not None:
         shared_prefix.check()
-    rng = random.Random(f"autobench-context-{seed}")
+    # One stream per (seed, depth, prefix): the cells of a depth grid get contexts of their own.
+    # With the same stream, depth 512's contexts began with depth 256's, and on the real vLLM
+    # testbed the 512 cell hit the prefix cache for 640 of its tokens (benchmarks/workloads_real.py).
+    sp = f"{shared_prefix.prompts}:{shared_prefix.length}" if shared_prefix is not None else "-"
+    rng = random.Random(f"autobench-context-{seed}-{depth}-{sp}")
 
     def shaped(prompts: list[Prompt]) -> list[Prompt]:
         return context_prompts(prompts, depth=depth, shared_prefix=shared_prefix, tokenizer=tokenizer, rng=rng)

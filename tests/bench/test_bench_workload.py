@@ -188,3 +188,16 @@ def test_shared_prefix_hit_rate_from_metrics(synth: Any, tok_dir: Path) -> None:
     assert d["prefix_cache_queries"] == 8 * 88
     assert d["prefix_cache_hits"] == 6 * 64
     assert d["prefix_cache_hit_rate"] == pytest.approx(6 * 64 / (8 * 88))
+
+
+def test_depth_cells_do_not_share_their_contexts(tok: BenchTokenizer) -> None:
+    """With one random stream for every depth, depth 512's contexts began with depth 256's: on the
+    real vLLM testbed the 512 cell then hit the prefix cache (640 tokens).  Each (seed, depth,
+    prefix) has its own stream now; the same seed and depth give the same contexts."""
+    ds = Dataset("random", None, prompts_of(tok, 6), [], 6)
+    a, b = add_context(ds, 256, None, tok, seed=0), add_context(ds, 512, None, tok, seed=0)
+    firsts = {tuple(tok.encode(p.text)[:16]) for p in [*a.prompts, *b.prompts]}
+    assert len(firsts) == 12
+    assert add_context(ds, 256, None, tok, seed=0).fingerprint() == a.fingerprint()
+    c = add_context(ds, 256, SharedPrefix(2, 16), tok, seed=0)
+    assert tok.encode(c.prompts[0].text)[:16] != tok.encode(a.prompts[0].text)[:16]
