@@ -46,10 +46,14 @@ def plan(
     Exit 0 when at least one treatment is left to run; 6 when every one is pruned.
     """
     from autobench.experiment import load_experiment, plan_experiment
+    from autobench.experiment.execute import rules_runtime
     from autobench.experiment.plan import PRUNED, preflight_predictor
+    from autobench.run import RunOptions
 
     exp = load_experiment(file)
-    result = plan_experiment(exp, predictor=preflight_predictor(vllm_version, offline=offline), runtime=runtime)
+    predictor = preflight_predictor(vllm_version, offline=offline)
+    # each treatment as `experiment run` will check it: a multi-node one by the multi-node driver's rules
+    result = plan_experiment(exp, predictor=predictor, runtime=rules_runtime(RunOptions(runtime=runtime)))
     if as_json:
         print_json(result.to_json_dict())
     else:

@@ -76,7 +76,7 @@ class TreatmentOutcome:
         return {**planned, **done}
 
 
-Done = Callable[[LoadedRecipe], "Booted | None"]
+Done = Callable[[LoadedRecipe], Booted | None]
 
 
 def _head(n: int, total: int, planned: PlannedTreatment) -> str:

@@ -169,6 +169,7 @@ def test_a_treatment_is_written_as_a_recipe_with_the_planned_digest(tmp_path) ->
     assert text.startswith("# sweep-\u00e9t\u00e9 t1: max_num_seqs=4 NOTE=caf\u00e9 (autobench experiment run)\n{\n  ")
     assert text.endswith("}\n") and "caf\u00e9" in text  # UTF-8 as written, not \\u escapes
     doc = json.loads(text.split("\n", 1)[1])
+    assert text.split("\n", 1)[1] == json.dumps(doc, indent=2, ensure_ascii=False) + "\n"  # as written, no escapes
     assert doc["bench"] == {"concurrency": [1, 8]} and doc["engine"] == {"max_num_seqs": 4}
     assert doc["extends"] == str((tmp_path / "r.yaml").resolve()) and doc["name"] == "small"
     loaded = load_recipe(written)
