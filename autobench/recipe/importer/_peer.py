@@ -21,6 +21,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from autobench.recipe.importer import _benchy
 from autobench.recipe.importer import _common as common
 from autobench.recipe.importer._command import apply_flags, fill, parse_command, split_flags
 from autobench.recipe.importer._source import MAX_NODES, Imported, Options, Src, shown
@@ -75,7 +76,7 @@ SPARKRUN_KEYS = {
         )
     },
     "runtime_config": "sparkrun's runtime settings",
-    "benchmark": "autobench's bench: section runs the bench",
+    "benchmark": "",  # llama-benchy's depth and prefix caching carried (_benchy), the rest noted
     "post_exec": "commands run after the server is up; autobench's bench: section runs the bench",
     "post_commands": "commands run on the control machine after the server is up",
     "stop_after_post": "sparkrun's lifecycle",
@@ -151,6 +152,8 @@ def convert(src: Src, fmt: str, options: Options) -> Imported:
         )
     recipe["meta"]["tags"] = [fmt]
     common.bench(recipe)
+    if not eugr:
+        _benchy.carry(recipe, src, out)
     out.data = {"name": name, **recipe}
     return out
 
