@@ -120,6 +120,7 @@ TESTS: dict[str, list[str]] = {
         "tests/bench/test_bench_dataset_bounded.py",
     ],
     "autobench/bench/source.py": ["tests/hub/test_hub_dataset_bench.py"],
+    "autobench/recipe/importer/_benchy.py": ["tests/recipe/test_recipe_import_benchy.py"],
     "autobench/escape.py": ["tests/test_escape_formats.py", "tests/security/test_echoed_values.py"],
     "autobench/digits.py": ["tests/test_digits_limits.py"],
     "autobench/recipe/bounds.py": ["tests/recipe/test_recipe_bounds.py"],

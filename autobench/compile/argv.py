@@ -21,7 +21,7 @@ from autobench.recipe.loader import LoadedRecipe
 from autobench.recipe.rules import flag_name
 
 if TYPE_CHECKING:
-    from autobench.recipe.schema import Recipe
+    from autobench.recipe.schema import Dataset, Recipe
 
 Lines = list[list[Word]]
 
@@ -342,6 +342,25 @@ def _vllm_bench_lines(recipe: Recipe) -> Lines:
     return lines
 
 
+def _dataset_source_lines(d: Dataset) -> Lines:
+    """Where ``autobench bench`` reads its prompts: a local file, or a Hub dataset's repo, file and
+    revision (fetched into the HF cache by the bench, docs/datasets.md); its sha256 and mapping."""
+    lines: Lines = []
+    if d.path:
+        lines.append(_opt("--dataset", d.path, path=True))
+    if d.repo and d.file:
+        lines.append(_opt("--dataset-repo", d.repo))
+        lines.append(_opt("--dataset-file", d.file))
+        if d.revision:
+            lines.append(_opt("--dataset-revision", d.revision))
+    if d.sha256:
+        lines.append(_opt("--dataset-sha256", d.sha256))
+    if d.fields is not None:
+        for role, name in d.fields.model_dump(exclude_none=True).items():
+            lines.append(_opt("--dataset-field", f"{role}={name}"))
+    return lines
+
+
 def _autobench_bench_lines(recipe: Recipe) -> Lines:
     """``autobench bench ...`` (the sampler's flags are added by bench_lines)."""
     b = recipe.bench
@@ -356,8 +375,7 @@ def _autobench_bench_lines(recipe: Recipe) -> Lines:
         lines.append(_opt("--endpoint", b.endpoint))
     if d.kind != "sharegpt":
         lines.append(_opt("--dataset-kind", d.kind))
-    if d.path:
-        lines.append(_opt("--dataset", d.path, path=True))
+    lines.extend(_dataset_source_lines(d))
     if d.kind == "random" and d.input_len is not None:
         lines.append(_opt("--random-input-len", str(d.input_len)))
     if d.depth is not None:

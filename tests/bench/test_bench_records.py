@@ -294,3 +294,27 @@ def test_a_turn_too_large_or_empty_skips_the_conversation(tmp_path, monkeypatch)
     ds = load_dataset(kind="jsonl", path=path, num_prompts=1, fields=FieldMap(turns="c"), min_prompt_tokens=1)
     assert [p.text for p in ds.prompts] == ["kept words"]
     assert ds.skipped == Counter({"record_too_large": 1, "empty_prompt": 1})
+
+
+def test_the_bounds_are_the_ones_docs_state():
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "datasets.md").read_text(encoding="utf-8")
+    assert records.MAX_DATASET_BYTES == 2**30 and "at most 1 GiB" in docs
+    assert records.MAX_RECORD_BYTES == 2**20 and "a line at most 1 MiB" in docs
+    assert records.BATCH_ROWS == 64 and "64 rows at a time" in docs
+
+
+def test_a_missing_file_and_a_bad_line_say_how_to_fix_them(tmp_path):
+    with pytest.raises(BenchError) as info:
+        read(str(tmp_path / "absent.json"), "sharegpt")
+    assert info.value.hint == "download ShareGPT_V3_unfiltered_cleaned_split.json or fix --dataset"
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"prompt": "ok"}\n{nope\n', encoding="utf-8")
+    with pytest.raises(BenchError) as info:
+        read(str(path), "jsonl")
+    assert info.value.location == f"{path}:2" and info.value.message.startswith("line is not valid JSON")
+    assert info.value.hint == (
+        'each line must be a JSON string, {"prompt": "...", "max_tokens": N} or {"prompt_tokens": N, "max_tokens": M}'
+    )
+    with pytest.raises(BenchError) as info:
+        read(str(path), "jsonl", FieldMap(prompt="prompt"))
+    assert info.value.hint == "each line must be one JSON object holding the mapped fields"

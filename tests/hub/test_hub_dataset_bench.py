@@ -263,3 +263,36 @@ def test_dataset_id_of_a_local_file_random_prompts_and_a_vllm_result(tmp_path, s
     )
     assert random.dataset_id is None
     assert BenchResult({"dataset": {"kind": "sharegpt"}}).dataset_id is None  # vLLM's result says nothing
+
+
+def test_the_compiled_bench_command_names_the_hub_dataset_and_runs_as_written(ds_hub, server, tmp_path, capsys):
+    """compile's `autobench bench` line carries the dataset source (repo, file, revision, sha256,
+    field mapping): the command, run as compiled against the fake Hub, benches that file."""
+    from autobench.compile import bench_argv
+    from autobench.recipe import load_recipe
+
+    path = _recipe(tmp_path, f'    sha256: "{V1_SHA256}"\n')
+
+    argv = bench_argv(load_recipe(path).recipe)
+    i = argv.index("--dataset-repo")
+    assert argv[i : i + 10] == [
+        "--dataset-repo",
+        DATASET_REPO,
+        "--dataset-file",
+        DATASET_FILE,
+        "--dataset-revision",
+        DATASET_OLD,
+        "--dataset-sha256",
+        V1_SHA256,
+        "--dataset-field",
+        "prompt=question",
+    ]
+    assert "--dataset" not in argv
+    argv[argv.index("--base-url") + 1] = server.base_url
+    argv[argv.index("--num-prompts") + 1] = "3"
+    argv[argv.index("--model") + 1] = "m"  # the synthetic server's name for its model
+    out = tmp_path / "r.json"
+    code, _, err = cli(capsys, *argv[1:], "--tokenizer", "estimated", "--result", str(out))
+    assert code == 0, err
+    ds = json.loads(out.read_text())["dataset"]
+    assert (ds["repo"], ds["revision"], ds["file_sha256"]) == (DATASET_REPO, DATASET_OLD, V1_SHA256)
