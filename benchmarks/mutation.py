@@ -74,6 +74,17 @@ EQUIVALENT = REPO / "benchmarks" / "mutation_equivalent.yaml"
 #: bounds (test_bench_empty_chunks, test_bench_client's accuracy run) are left out: on a loaded
 #: machine they fail with no mutant, and a flaky failure would count as a kill.
 TESTS: dict[str, list[str]] = {
+    "autobench/recipe/importer/_llmd.py": ["tests/recipe/test_recipe_import_llmd.py"],
+    "autobench/recipe/importer/_recipes.py": [
+        "tests/recipe/test_recipe_import_sources.py",
+        "tests/recipe/test_recipe_import.py",
+        "tests/recipe/test_recipe_import_hostile.py",
+    ],
+    "autobench/recipe/importer/_deploy.py": [
+        "tests/recipe/test_recipe_import_sources.py",
+        "tests/recipe/test_recipe_import.py",
+        "tests/recipe/test_recipe_import_hostile.py",
+    ],
     "autobench/compile/argv.py": [
         "tests/compile/test_compile_argv.py",
         "tests/compile/test_compile_script.py",

@@ -416,68 +416,6 @@ def test_dynamo_worker_is_vllm_serve_with_its_engine_args(tmp_path):
     assert recipe.model.repo == "Qwen/Qwen3-4B" and recipe.engine.max_model_len == 8192
 
 
-def test_llm_d_generated_command_is_llm_d_benchmarks_over_its_defaults(tmp_path):
-    recipe = _recipe(_one("llm-d-generated.yaml"), tmp_path)
-    argv = docker_argv(recipe, home="/h")
-    after = argv[argv.index("docker.io/vllm/vllm-openai:v0.21.0") + 1 :]
-    assert argv[argv.index("--entrypoint") + 1] == "" and after[:3] == ["vllm", "serve", "Qwen/Qwen3-8B"]
-    engine = recipe.engine
-    assert (engine.tensor_parallel_size, engine.max_model_len, engine.gpu_memory_utilization) == (2, 16384, 0.9)
-    assert engine.port == 8200 and engine.enable_prefix_caching is False and engine.max_num_seqs == 64
-    assert engine.enforce_eager is not True  # the scenario's common flags win over defaults.yaml
-    assert engine.extra_args == ["--block-size", "32", "--no-enable-log-requests"]
-    assert recipe.env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] == "1" and recipe.env["NCCL_DEBUG"] == "WARN"
-    assert recipe.topology.gpus_per_node == 2 and recipe.model.served_name == "Qwen/Qwen3-8B"
-
-
-def test_llm_d_custom_commands_become_roles_with_the_pods_values(tmp_path):
-    (imported,) = convert(CORPUS / "llm-d-pd-custom.yaml")
-    roles = imported.data["roles"]
-    assert roles["prefill"]["engine"]["tensor_parallel_size"] == 1 and roles["prefill"]["engine"]["port"] == 8000
-    assert roles["decode"]["engine"]["tensor_parallel_size"] == 4 and roles["decode"]["engine"]["port"] == 8200
-    assert roles["decode"]["engine"]["dtype"] == "bfloat16"  # ${accelerator.dtypeArgs} of defaults.yaml
-    assert roles["decode"]["container"] == {"ports": ["8200:8200"]}
-    assert imported.notes[0].startswith("42: skipped: stack kustomize-guide deploys llm-d's guide manifests")
-    assert any("not carried: export" in n and "preprocess step" in n for n in imported.notes)
-    written, _ = check_imported(imported, tmp_path)
-    assert load_recipe(written, "prefill").recipe.engine.port == 8000
-
-
-def _llm_d_checkout(tmp_path, scenario):
-    values = tmp_path / "config" / "templates" / "values"
-    values.mkdir(parents=True)
-    (values / "defaults.yaml").write_text((CORPUS / "config/templates/values/defaults.yaml").read_text())
-    folder = tmp_path / "config" / "scenarios"
-    folder.mkdir()
-    return _write(folder, scenario)
-
-
-def test_llm_d_refusals_name_their_reason(tmp_path):
-    with pytest.raises(RecipeError, match="merged over config/templates/values/defaults.yaml"):
-        convert(_write(tmp_path, "scenario:\n  - name: x\n"))
-    sim = "scenario:\n  - name: s\n    images:\n      vllm: {repository: ghcr.io/llm-d/llm-d-inference-sim, tag: v1}\n"
-    with pytest.raises(RecipeError, match="inference simulator, not vLLM"):
-        convert(_llm_d_checkout(tmp_path / "a", sim))
-    auto = "scenario:\n  - name: s\n    images:\n      vllm: {tag: auto}\n"
-    with pytest.raises(RecipeError, match="tag auto") as info:
-        convert(_llm_d_checkout(tmp_path / "b", auto))
-    assert "--image" in str(info.value)
-    assert convert(tmp_path / "b/config/scenarios/peer.yaml", image="vllm/vllm-openai:v0.21.0")[0].data
-    lws = "scenario:\n  - name: s\n    multinode: {enabled: true}\n"
-    with pytest.raises(RecipeError, match="no stack of this scenario runs a modelservice vLLM pod.*multinode"):
-        convert(_llm_d_checkout(tmp_path / "c", lws))
-    env = "scenario:\n  - name: s\n    decode:\n      vllm:\n        customCommand: vllm serve a/b --port $UNSET_PORT\n"
-    with pytest.raises(RecipeError, match=r"uses \$UNSET_PORT, set in the pod at run time"):
-        convert(_llm_d_checkout(tmp_path / "d", env))
-
-
-def test_llm_d_scenario_keys_are_carried_or_noted():
-    (imported,) = convert(CORPUS / "llm-d-generated.yaml")
-    assert "29: not carried: harness (autobench's bench: section runs the bench)" in imported.notes
-    assert "31: not carried: workDir (llm-d-benchmark's workspace)" in imported.notes
-    assert "5: not carried: decode replicas 2 (autobench benches one server)" in imported.notes
-
-
 def test_force_replaces_what_the_output_holds(tmp_path, capsys):
     out = tmp_path / "o"
     args = ["import", str(CORPUS / "eugr-qwen3-8b-solo.yaml"), "-o", str(out)]

@@ -215,12 +215,13 @@ def parse_command(src: Src, keys: tuple[Any, ...], text: str) -> Parsed:
     segments = _segments(src, keys, text)
     if not segments:
         raise src.fail(keys, "command is empty", "write the vllm serve command")
-    for n, words in enumerate(segments):
-        found = _serve(words)
-        if found is not None:
-            found.setup = [shlex.join(s) for s in segments[:n]]
-            found.after = [shlex.join(s) for s in segments[n + 1 :]]
-            return found
+    found_at = [(n, _serve(words)) for n, words in enumerate(segments)]
+    # `setup.sh && vllm serve ...`: an explicit serve wins over a `*.sh` wrapper before it
+    explicit = [(n, p) for n, p in found_at if p is not None and not p.command[0].endswith(".sh")]
+    for n, found in explicit or [(n, p) for n, p in found_at if p is not None][:1]:
+        found.setup = [shlex.join(s) for s in segments[:n]]
+        found.after = [shlex.join(s) for s in segments[n + 1 :]]
+        return found
     words = segments[-1]
     i = 0
     while i < len(words) and _ENV_WORD.match(words[i]):
