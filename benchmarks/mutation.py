@@ -147,6 +147,8 @@ TESTS: dict[str, list[str]] = {
     ],
     "autobench/bench/workload.py": ["tests/bench/test_bench_workload.py"],
     "autobench/bench/prefixcache.py": ["tests/bench/test_bench_prefix_cache.py"],
+    "autobench/bench/conversation.py": ["tests/bench/test_bench_conversation.py"],
+    "autobench/report/categories.py": ["tests/report/test_report_categories.py"],
     "autobench/bench/promscrape.py": [
         "tests/bench/test_bench_prefix_cache.py",
         "tests/bench/test_bench_metrics.py",

@@ -102,7 +102,7 @@ class _Builder:
     def words(self, n: int) -> str:
         from autobench.bench.datasets import _random_prompt
 
-        return _random_prompt(n, self.rng, None)[0] if n > 0 else ""
+        return _random_prompt(n, self.rng, None)[0]
 
     def before(self, n: int, rest: str) -> str:
         """Text ``t`` such that ``t + rest`` counts ``n`` tokens more than ``rest`` alone
@@ -214,9 +214,12 @@ def check_fits(dataset: Dataset, models: list[object], model: str, where: str) -
     longest = max(prompts, key=lambda p: p.est_tokens + p.max_tokens)
     need = longest.est_tokens + longest.max_tokens
     if need > limit:
-        depth = dataset.context.get("depth", 0)
+        ctx = dataset.context
+        parts = [f"depth {ctx['depth']:,}"] if ctx.get("depth") else []
+        if "shared_prefix_tokens" in ctx:
+            parts.append(f"shared prefix {ctx['shared_prefix_tokens']:,}")
         raise BenchError(
-            f"depth {depth:,}: a prompt of {longest.est_tokens:,} tokens (context included) plus "
+            f"{' + '.join(parts)}: a prompt of {longest.est_tokens:,} tokens (context included) plus "
             f"max_tokens {longest.max_tokens:,} is {need:,} tokens, over the server's max_model_len {limit:,}",
             location=where,
             hint="a smaller depth or shared prefix, or a server with a longer --max-model-len",

@@ -201,3 +201,63 @@ def test_depth_cells_do_not_share_their_contexts(tok: BenchTokenizer) -> None:
     assert add_context(ds, 256, None, tok, seed=0).fingerprint() == a.fingerprint()
     c = add_context(ds, 256, SharedPrefix(2, 16), tok, seed=0)
     assert tok.encode(c.prompts[0].text)[:16] != tok.encode(a.prompts[0].text)[:16]
+
+
+class _Overshooting:
+    """A tokenizer whose decoded text re-encodes one token longer (a leading space of its own):
+    the first guess overshoots by one, so the builder has to trim."""
+
+    allowed = list(range(26))
+
+    def encode(self, text: str) -> list[int]:
+        return [ord(ch) for ch in text]
+
+    def decode(self, ids: list[int]) -> str:
+        return " " + "".join(chr(97 + i) for i in ids)
+
+    def count(self, text: str) -> int:
+        return len(text) + 1  # a BOS
+
+
+@pytest.mark.parametrize("depth", [3, 8, 40])
+def test_a_first_guess_that_overshoots_is_trimmed(depth: int) -> None:
+    fake: Any = _Overshooting()
+    ps = [Prompt("question?", fake.count("question?"), 4)]
+    out = context_prompts(ps, depth=depth, tokenizer=fake, rng=random.Random(0))
+    assert fake.count(out[0].text) == depth + ps[0].est_tokens == out[0].est_tokens
+
+
+def test_estimated_context_is_words() -> None:
+    ps = prompts_of(None, 3)
+    for p, o in zip(ps, context_prompts(ps, depth=40, rng=random.Random(0)), strict=True):
+        context = o.text[: -len(p.text)]
+        assert len(context.split()) >= 20 and context.endswith("\n\n")
+
+
+def test_add_context_checks_its_arguments(tok: BenchTokenizer) -> None:
+    from autobench.bench.workload import MAX_CONTEXT_TOKENS
+
+    ds = Dataset("random", None, prompts_of(tok, 2), [], 2)
+    with pytest.raises(BenchError, match="--depth must be"):
+        add_context(ds, -1, None, tok)
+    with pytest.raises(BenchError, match="at least 1"):
+        add_context(ds, 0, SharedPrefix(0, 4), tok)
+    with pytest.raises(BenchError, match="over 10,000,000"):
+        SharedPrefix(1, MAX_CONTEXT_TOKENS + 1).check()
+    check_depth(MAX_CONTEXT_TOKENS)
+    SharedPrefix(1, MAX_CONTEXT_TOKENS).check()
+
+
+def test_model_len_takes_only_a_positive_whole_number() -> None:
+    for bad in (0, -5, 1.5, "1024", None, False):
+        assert model_len([{"id": "m", "max_model_len": bad}], "m") is None
+    assert model_len([{"id": "m", "max_model_len": 1}], "m") == 1
+
+
+def test_fits_checks_a_shared_prefix_alone(tok: BenchTokenizer) -> None:
+    ds = add_context(Dataset("random", None, prompts_of(tok, 2), [], 2), 0, SharedPrefix(2, 64), tok)
+    longest = max(p.est_tokens for p in ds.prompts)
+    with pytest.raises(BenchError, match=r"^h: shared prefix 64: a prompt of .* over the server's max_model_len"):
+        check_fits(ds, [{"id": "m", "max_model_len": longest}], "m", "h")
+    plain = add_context(Dataset("random", None, prompts_of(tok, 2), [], 2), 0, None, tok)
+    check_fits(plain, [{"id": "m", "max_model_len": 1}], "m", "h")  # the dataset's own prompts: not checked
