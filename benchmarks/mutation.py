@@ -156,6 +156,7 @@ TESTS: dict[str, list[str]] = {
     "autobench/bench/stream.py": [
         "tests/bench/test_bench_stream.py",
         "tests/bench/test_bench_stream_fastpath.py",
+        "tests/bench/test_bench_itl_reads.py",
         "tests/bench/test_bench_hostile_inputs.py",
         "tests/bench/test_bench_limits.py",
     ],
@@ -200,6 +201,7 @@ TESTS: dict[str, list[str]] = {
         "tests/bench/test_bench_result_build.py",
         "tests/bench/test_bench_result.py",
         "tests/compile/test_compile_bench_result.py",
+        "tests/test_quality_flags.py",
     ],
     "autobench/recipe/rules.py": [
         "tests/recipe/test_recipe_rules_exact.py",

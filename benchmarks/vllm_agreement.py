@@ -30,7 +30,14 @@ speed, which varies from run to run on a shared machine.  Every run's figures go
 
     .venv/bin/python benchmarks/vllm_agreement.py [--levels 16,4,1] [--repeat 15]
         [--num-prompts 256,96,32] [--nice -19] [--server-cpus 0] [--client-cpus 1]
-        [--input-len 64] [--output-len 64] [--workdir DIR] [--build-only] [--port PORT]
+        [--input-len 64] [--output-len 64] [--workdir DIR] [--build-only] [--port PORT] [--relay]
+
+``--relay`` sends both clients through a loopback relay (``Relay``) that counts, per response,
+the token events the server sent and the tokens its usage event reports: the server's tokens
+per chunk in the same run, which each client's count is checked against (the server merges
+several engine steps into one event when its API process falls behind, so this moves from run
+to run: 1.000-1.37 at load 10-13 on 2 cores).  The summary gives each client's count over the
+server's and how many runs have an ITL median of 0 or none (no gap measured).
 
 ``--nice`` sets the script's niceness first (root: -19); the server and both clients inherit
 it.  ``--server-cpus`` / ``--client-cpus`` run them under ``taskset`` (the server's worker is
@@ -171,6 +178,80 @@ def server_means(before: dict[str, tuple[float, float]], after: dict[str, tuple[
     return means
 
 
+class Relay:
+    """A loopback TCP relay between the clients and ``vllm serve`` that counts what the server sent:
+    per response, its token events (SSE events whose ``choices`` is not empty, the events vLLM's
+    completion stream yields per engine output, vllm/entrypoints/openai/completion/serving.py) and
+    the ``completion_tokens`` of its usage event.  It reads the bytes as they pass and never changes
+    them: the reference that each client's tokens per chunk is checked against, in the same run.
+
+    vLLM writes each event as one HTTP chunk (one ``yield`` of ``data: {...}\\n\\n``, compact JSON from
+    pydantic's ``model_dump_json``), so an event's text is contiguous in the raw stream; inside a
+    JSON string a quote is escaped, so ``"choices":[{`` cannot come from generated text."""
+
+    def __init__(self, upstream_port: int) -> None:
+        import asyncio
+        import threading
+
+        self.upstream = upstream_port
+        self.responses: list[tuple[float, int, int]] = []  # (time of its first token event, events, tokens)
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        self.port = 0
+
+        async def serve() -> None:
+            srv = await asyncio.start_server(self._conn, "127.0.0.1", 0)
+            self.port = srv.sockets[0].getsockname()[1]
+            ready.set()
+            await srv.serve_forever()
+
+        self.thread = threading.Thread(target=self.loop.run_until_complete, args=(serve(),), daemon=True)
+        self.thread.start()
+        ready.wait(10)
+
+    def take(self, n: int) -> tuple[int, int]:
+        """(token events, tokens) of the last ``n`` responses by their first token (the measured
+        requests: warm-ups and vLLM's initial test request come first), and clear the list."""
+        rs, self.responses = sorted(self.responses), []
+        last = rs[-n:]
+        return sum(r[1] for r in last), sum(r[2] for r in last)
+
+    async def _conn(self, reader: Any, writer: Any) -> None:
+        import asyncio
+
+        try:
+            up_r, up_w = await asyncio.open_connection("127.0.0.1", self.upstream)
+        except OSError:
+            writer.close()
+            return
+
+        async def pipe(src: Any, dst: Any, count: bool) -> None:
+            buf, events, first = b"", 0, 0.0
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    if count:
+                        buf += data
+                        cut = buf.rfind(b"\n\n")
+                        if cut >= 0:
+                            for seg in buf[: cut + 2].split(b"\n\n"):
+                                if b'"choices":[{' in seg:
+                                    events += 1
+                                    first = first or time.perf_counter()
+                                m = re.search(rb'"completion_tokens":(\d+)', seg)
+                                if m and b'"choices":[]' in seg:  # the usage event ends a response
+                                    self.responses.append((first, events, int(m.group(1))))
+                                    events, first = 0, 0.0
+                            buf = buf[cut + 2 :]
+                    await dst.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pipe(reader, up_w, False), pipe(up_r, writer, True))
+
+
 def write_prompts(model: Path, n: int, input_len: int, path: Path) -> list[int]:
     import random
 
@@ -257,14 +338,27 @@ NORM = (
 
 def normalized(d: dict[str, Any], c: int, output_len: int) -> dict[str, float]:
     srv = d["srv"]
+
+    def per_itl(key: str) -> float:  # None (no gap measured: autobench's ITL of a burst) stays out
+        v = d[key]
+        return v / srv["itl"] if v is not None else float("nan")
+
     return {
-        "tpot": d["mean_tpot_ms"] / srv["itl"],
-        "itl": d["mean_itl_ms"] / srv["itl"],
-        "tpot_med": d["median_tpot_ms"] / srv["itl"],
-        "itl_med": d["median_itl_ms"] / srv["itl"],
+        "tpot": per_itl("mean_tpot_ms"),
+        "itl": per_itl("mean_itl_ms"),
+        "tpot_med": per_itl("median_tpot_ms"),
+        "itl_med": per_itl("median_itl_ms"),
         "ttft": d["mean_ttft_ms"] - srv["ttft"],
         "busy": d["output_throughput"] * srv["e2el"] / 1000 / (c * output_len),
     }
+
+
+def _f(x: float | None, width: int, places: int) -> str:
+    return f"{x:>{width}.{places}f}" if x is not None else f"{'-':>{width}}"
+
+
+def _known(x: float | None) -> bool:
+    return x is not None and x == x  # neither None nor NaN
 
 
 def fmt(x: float) -> str:
@@ -290,13 +384,18 @@ def summary(runs: list[dict[str, Any]], levels: list[int]) -> None:
         rows += [(k, label, lambda r, k=k: r["srv"][k]) for k, label in SRV]
         rows += [(k, label, lambda r, k=k: r["norm"][k]) for k, label in NORM]
         for _, label, get in rows:
-            xa, xv = [get(r) for r in ab], [get(r) for r in vl]
+            xa, xv = [x for x in map(get, ab) if _known(x)], [x for x in map(get, vl) if _known(x)]
+            if not xa or not xv:
+                print(f"  {label:<10} no value ({len(xa)} + {len(xv)} runs have one)")
+                continue
+            ab_k = [r for r in ab if _known(get(r))]
+            vl_k = [r for r in vl if _known(get(r))]
             ma, mv = statistics.median(xa), statistics.median(xv)
             if label.startswith("TTFT-srv"):  # a difference in ms: paired differences
-                diffs = [get(x) - get(y) for x, y in zip(ab, vl, strict=False)]
+                diffs = [get(x) - get(y) for x, y in zip(ab_k, vl_k, strict=False)]
                 paired = f"paired diff {statistics.median(diffs):+.2f} ms [{min(diffs):+.2f}..{max(diffs):+.2f}]"
             else:
-                pairs = [get(x) / get(y) for x, y in zip(ab, vl, strict=False) if get(y)]
+                pairs = [get(x) / get(y) for x, y in zip(ab_k, vl_k, strict=False) if get(y)]
                 within = sum(1 for q in pairs if abs(q - 1) <= 0.02)
                 paired = (
                     f"paired {statistics.median(pairs):.3f} [{min(pairs):.3f}..{max(pairs):.3f}] "
@@ -320,6 +419,20 @@ def summary(runs: list[dict[str, Any]], levels: list[int]) -> None:
                 extra = f", gaps < 0.1 ms {100 * z:.1f} %"
                 if spans:
                     extra += f", duration - request span {1000 * statistics.median(spans):.1f} ms (median)"
+            srv = [r["_srv_tokens"] / r["_srv_events"] for r in rs if r.get("_srv_events")]
+            if srv and len(srv) == len(tpc):  # each run's count over the server's, from the relay
+                q = [x / y for x, y in zip(tpc, srv, strict=True)]
+                within = sum(1 for v in q if abs(v - 1) <= 0.02)
+                extra += (
+                    f", server tokens/chunk {statistics.median(srv):.3f} [{min(srv):.3f}..{max(srv):.3f}], "
+                    f"client/server {statistics.median(q):.4f} [{min(q):.4f}..{max(q):.4f}] "
+                    f"{within}/{len(q)} within 2 %"
+                )
+            itl = [r["median_itl_ms"] for r in rs if r["median_itl_ms"] is not None]
+            zero_itl = sum(1 for v in itl if v == 0)
+            extra += f", ITL median 0 in {zero_itl}/{len(rs)} runs, none (no gap measured) in {len(rs) - len(itl)}"
+            if itl:
+                extra += f", smallest {min(itl):.4f} ms"
             print(
                 f"  {name:<10} tokens/chunk {statistics.median(tpc) if tpc else float('nan'):.3f}, duration "
                 f"{statistics.median(dur):.2f} s [{min(dur):.2f}..{max(dur):.2f}], load average "
@@ -340,6 +453,12 @@ def main() -> None:
     ap.add_argument("--client-cpus", default=None, help="taskset list for both clients (default: none)")
     ap.add_argument("--build-only", action="store_true")
     ap.add_argument("--port", type=int, default=None, help="use a vllm serve already running on this port")
+    ap.add_argument(
+        "--relay",
+        action="store_true",
+        help="send both clients through a loopback relay that counts the server's token events and tokens "
+        "(the server's tokens per chunk, per run)",
+    )
     a = ap.parse_args()
     levels = [int(x) for x in a.levels.split(",")]
     counts_arg = [int(x) for x in a.num_prompts.split(",")]
@@ -356,6 +475,8 @@ def main() -> None:
         return
     port = a.port or free_port()
     proc = None if a.port else start_server(venv, model, port, work / "serve.log", a.server_cpus)
+    relay = Relay(port) if a.relay else None
+    client_port = relay.port if relay is not None else port
     runs: list[dict[str, Any]] = []
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     try:
@@ -377,27 +498,34 @@ def main() -> None:
         for c in levels:
             n = nprompts[c]
             # one warm-up pair per level, not reported
-            run_autobench(port, c, n, a, files[n], model, work / "warm-a.json")
-            run_vllm(port, c, n, a, files[n], venv, model, work / "warm-v.json")
+            run_autobench(client_port, c, n, a, files[n], model, work / "warm-a.json")
+            run_vllm(client_port, c, n, a, files[n], venv, model, work / "warm-v.json")
             for i in range(a.repeat):
                 for name in ("autobench", "vllm") if i % 2 == 0 else ("vllm", "autobench"):
                     out = work / f"{name}-c{c}-{i}.json"
                     load1 = os.getloadavg()[0]
                     before = scrape(port)
+                    if relay is not None:
+                        relay.take(0)
                     if name == "autobench":
-                        d = run_autobench(port, c, n, a, files[n], model, out)
+                        d = run_autobench(client_port, c, n, a, files[n], model, out)
                     else:
-                        d = run_vllm(port, c, n, a, files[n], venv, model, out)
+                        d = run_vllm(client_port, c, n, a, files[n], venv, model, out)
                     srv = server_means(before, scrape(port))
+                    if relay is not None:  # what the server sent for the run's completed requests
+                        ev, toks = relay.take(d["completed"])
+                        d["_srv_events"], d["_srv_tokens"] = ev, toks
                     d.update(c=c, i=i, client=name, srv=srv, load1=load1, out_tokens=d["total_output_tokens"])
                     d["norm"] = normalized(d, c, a.output_len)
                     runs.append(d)
                     tpc = d["out_tokens"] / d["_chunks"] if d.get("_chunks") else float("nan")
+                    srv_tpc = d["_srv_tokens"] / d["_srv_events"] if d.get("_srv_events") else None
                     print(
-                        f"{c:>4} {name:<10} {i:>3} {d['median_ttft_ms']:>8.2f} {d['median_tpot_ms']:>8.3f} "
-                        f"{d['median_itl_ms']:>7.3f} {d['median_e2el_ms']:>8.1f} {d['output_throughput']:>8.1f} | "
+                        f"{c:>4} {name:<10} {i:>3} {d['median_ttft_ms']:>8.2f} {_f(d['median_tpot_ms'], 8, 3)} "
+                        f"{_f(d['median_itl_ms'], 7, 3)} {d['median_e2el_ms']:>8.1f} {d['output_throughput']:>8.1f} | "
                         f"{srv['ttft']:>8.2f} {srv['itl']:>8.3f} {srv['e2el']:>9.1f} | "
-                        f"{d['total_input_tokens'] / max(d['completed'], 1):>10.1f}  {tpc:>9.3f}  {load1:>5.2f}",
+                        f"{d['total_input_tokens'] / max(d['completed'], 1):>10.1f}  {tpc:>9.3f}  {load1:>5.2f}"
+                        + (f"  server tok/chunk {srv_tpc:.3f}" if srv_tpc is not None else ""),
                         flush=True,
                     )
         summary(runs, levels)
@@ -410,6 +538,7 @@ def main() -> None:
                 os.killpg(proc.pid, 9)
         keep = ("c", "i", "client", "srv", "norm", "load1", "out_tokens", "duration", "completed", "_chunks", "_span")
         keep += ("_zero_gaps", "_gaps", "itl_samples", "total_input_tokens", "total_output_tokens")
+        keep += ("_srv_events", "_srv_tokens")
         keep += tuple(f"{s}_{m}_ms" for s in ("mean", "median", "p99") for m in ("ttft", "tpot", "itl", "e2el"))
         keep += ("output_throughput",)
         dump = work / f"agreement-{stamp}.json"

@@ -24,6 +24,8 @@ class RequestRecord:
         "last",
         "gaps",
         "n_chunks",
+        "shared_gaps",
+        "unseen_gaps",
         "prompt_tokens",
         "completion_tokens",
         "finish_reason",
@@ -54,8 +56,10 @@ class RequestRecord:
         self.start = 0.0  # st, perf_counter right before the request is written to the socket
         self.first: float | None = None
         self.last: float | None = None
-        self.gaps: list[float] = []
+        self.gaps: list[float] = []  # ITL samples (autobench.bench.stream: how events of one read share it)
         self.n_chunks = 0
+        self.shared_gaps = 0  # gaps in ``gaps`` that share one read's time with other token events
+        self.unseen_gaps = 0  # token events that came in the read of the first token: no gap measured
         self.prompt_tokens: int | None = None
         self.completion_tokens: int | None = None
         self.finish_reason: str | None = None
@@ -90,6 +94,8 @@ class Completed(NamedTuple):
     last: float
     gaps: list[float]
     n_chunks: int
+    shared_gaps: int
+    unseen_gaps: int
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str | None
@@ -113,6 +119,8 @@ def completed(records: list[RequestRecord]) -> list[Completed]:
                 r.last,
                 r.gaps,
                 r.n_chunks,
+                r.shared_gaps,
+                r.unseen_gaps,
                 r.prompt_tokens,
                 r.completion_tokens,
                 r.finish_reason,

@@ -218,6 +218,10 @@ def _totals(
         "mean_tokens_per_chunk": (total_out / chunks) if chunks else None,
         "token_chunks": chunks,
         "itl_samples": sum(len(r.gaps) for r in ok),
+        # ITL samples that are a share of one read's gap, and token events with no gap measured
+        # (in the first token's read): autobench.bench.stream
+        "itl_shared_samples": sum(r.shared_gaps for r in ok),
+        "itl_unseen_gaps": sum(r.unseen_gaps for r in ok),
         "finish_reasons": dict(Counter(r.finish_reason or "none" for r in ok)),
     }
 

@@ -14,6 +14,25 @@ else but an empty ``content``), which vLLM sends before the first token of a cha
 stream and which is not a token.  The usage chunk (``"choices": []``) is not one
 either.  Token *totals* come from the server's usage report.
 
+Inter-token gaps (ITL) when several token events arrive in one socket read.  A read brings
+whatever the kernel holds, so events the server wrote milliseconds apart arrive together when
+the client (or the server's API process, on a busy machine) was late; every event of the read is
+stamped with the read's time, and stamping each with its own gap would give exact zeros that
+were never measured (a median ITL of 0 ms when more than half the events share reads).  vLLM's
+own client stamps each event after parsing it (vllm/benchmarks/lib/endpoint_request_func.py), so
+its gaps inside a read are its parse time, microseconds: no more a measurement.  What the client
+does know: the k token events of a read arrived since the previous read that brought one.  So
+that read's gap is shared: it becomes k gaps of (t_read - t_previous) / k, the same even split
+TPOT makes over a whole request.  The sum of a request's gaps stays t_last - t_first and (unless
+events shared the first token's read) their number chunks - 1, so mean ITL is vLLM's (sum /
+count), and one read per event (the usual case) gives exactly vLLM's gaps.  Token events in the
+read of the *first* token have no earlier read to measure from: they get no gap at all
+(``unseen_gaps``); a whole answer in one read has no ITL (None, not 0; ``burst_stream`` says
+why).  Counted per request: ``shared_gaps`` (gaps that are a read's share) and ``unseen_gaps``;
+their totals are in the result (docs/bench.md).  What sharing cannot show: a stall that ended in
+a burst reads as k equal gaps, not one long and k - 1 short ones (the p99 is lower than the
+wire's).
+
 After the first token chunk, an event is taken as one more token chunk without
 parsing it when its bytes show a plain streaming chunk: ``"finish_reason":null``,
 ``"text":"`` (completions) or ``"delta":{"content":"`` (chat) and no
@@ -68,6 +87,7 @@ class StreamSink:
         "max_chunks",
         "max_bytes",
         "bytes_left",
+        "group",
     )
 
     def __init__(self, rec: RequestRecord, *, chat: bool, allow_missing_usage: bool, max_tokens: int = 256):
@@ -81,6 +101,7 @@ class StreamSink:
         self.allow_missing_usage = allow_missing_usage
         self.status = 0
         self.err_body: bytearray | None = None
+        self.group = 0  # token events in the latest read that share its gap (0: none measured yet)
 
     def on_head(self, status: int) -> None:
         self.status = self.rec.http_status = status
@@ -127,8 +148,16 @@ class StreamSink:
                     rec.end = now
                     rec.fail("overlong_stream", f"more than {self.max_chunks} token chunks (the cap for max_tokens)")
                     return False
-                rec.gaps.append(now - rec.last)  # type: ignore[operator]
-                rec.last = now
+                if now != rec.last:  # the first token event of this read (inline _gap: the hot path)
+                    if self.group > 1:
+                        self._share()
+                    rec.gaps.append(now - rec.last)  # type: ignore[operator]
+                    rec.last = now
+                    self.group = 1
+                elif self.group:
+                    self.group += 1
+                else:
+                    rec.unseen_gaps += 1
                 rec.n_chunks += 1
                 continue
             if ev == b"[DONE]":
@@ -142,6 +171,8 @@ class StreamSink:
     def on_end(self, now: float) -> None:
         rec = self.rec
         rec.end = now
+        if self.group > 1:
+            self._share()
         if self.err_body is not None:
             self._http_error(self.err_body, now)
             return
@@ -188,6 +219,29 @@ class StreamSink:
         text = bytes(body[:ERROR_BODY_LIMIT]).decode("utf-8", "replace")
         self.rec.fail(kind, f"HTTP {self.status}: {error_message(text)}")
 
+    def _gap(self, now: float) -> None:
+        """The inter-token gap of a token event after the first, read at ``now`` (module doc)."""
+        rec = self.rec
+        if now != rec.last:  # a new read: its first token event's gap is measured
+            if self.group > 1:
+                self._share()
+            rec.gaps.append(now - rec.last)  # type: ignore[operator]
+            rec.last = now
+            self.group = 1
+        elif self.group:  # the same read as the previous token event: it shares that gap
+            self.group += 1
+        else:  # the same read as the first token: no earlier read to measure from
+            rec.unseen_gaps += 1
+
+    def _share(self) -> None:
+        """The last read brought ``group`` token events: its gap (from the read before) becomes
+        ``group`` equal gaps, its time spread over the events it brought.  (The caller starts
+        the next group, or the stream has ended.)"""
+        k, gaps = self.group, self.rec.gaps
+        share = gaps.pop() / k
+        gaps.extend([share] * k)
+        self.rec.shared_gaps += k
+
     def _slow_event(self, ev: bytes, now: float) -> bool:
         """Parse one event; False when it failed the request."""
         rec = self.rec
@@ -212,14 +266,13 @@ class StreamSink:
                     rec.fail("overlong_stream", f"more than {self.max_chunks} token chunks (the cap for max_tokens)")
                     return False
                 if rec.first is None:
-                    rec.first = now
+                    rec.first = rec.last = now
                     srv = obj.get("t_srv")
                     rec.first_srv = srv if isinstance(srv, float) else None
                     arr = obj.get("t_arr")
                     rec.arr_srv = arr if isinstance(arr, float) else None
                 else:
-                    rec.gaps.append(now - rec.last)  # type: ignore[operator]
-                rec.last = now
+                    self._gap(now)
                 rec.n_chunks += 1
             fr = ch.get("finish_reason")
             if fr:
