@@ -89,6 +89,8 @@ ROW_FIELDS = (
     "end",
     "gaps",
     "n_chunks",
+    "shared_gaps",
+    "unseen_gaps",
     "prompt_tokens",
     "completion_tokens",
     "finish_reason",
