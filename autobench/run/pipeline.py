@@ -192,15 +192,23 @@ def fetch_dataset(loaded: LoadedRecipe) -> None:
     from autobench.bench.source import hub_file
     from autobench.run.local import dataset_options
 
+    from autobench.errors import HubError
+
     options = dataset_options(loaded, loaded.recipe)
     if "dataset_repo" in options and "dataset_file" in options:
-        hub_file(
-            options["dataset_repo"],
-            options["dataset_file"],
-            options.get("dataset_revision"),
-            options.get("dataset_sha256"),
-            options.get("dataset_sha256_from", "bench.dataset.sha256"),
-        )
+        try:
+            hub_file(
+                options["dataset_repo"],
+                options["dataset_file"],
+                options.get("dataset_revision"),
+                options.get("dataset_sha256"),
+                options.get("dataset_sha256_from", "bench.dataset.sha256"),
+            )
+        except HubError as exc:  # located where the recipe names what failed, as `lock` does
+            key = "sha256" if getattr(exc, "expected_from", None) == "bench.dataset.sha256" else "revision"
+            where = loaded.position("bench", "dataset", key) or loaded.position("bench", "dataset", "repo")
+            exc.location = exc.location or (str(where) if where else str(loaded.path))
+            raise
 
 
 def _start(

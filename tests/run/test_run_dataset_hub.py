@@ -68,5 +68,16 @@ def test_a_dataset_that_does_not_verify_refuses_the_run_before_anything_starts(h
     res = run_here(recipe, tmp_path, HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"))
     assert res.returncode == 3
     (line,) = res.stderr.strip().splitlines()
+    assert line.startswith(f"error: {recipe}:22:5: {DATASET_REPO}@{DATASET_OLD}: {DATASET_FILE} has sha256")
     assert f"{DATASET_FILE} has sha256 {V1_SHA256}, not {'0' * 64} (bench.dataset.sha256)" in line
+
+
+def test_a_dataset_repo_that_does_not_exist_refuses_the_run_at_its_recipe_line(hub, tmp_path):
+    recipe = _recipe(tmp_path)
+    recipe.write_text(recipe.read_text().replace(DATASET_REPO, "bench-org/gone"), encoding="utf-8")
+    res = run_here(recipe, tmp_path, HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"))
+    assert res.returncode == 3
+    (line,) = res.stderr.strip().splitlines()
+    assert line.startswith(f"error: {recipe}:20:5: bench-org/gone@{DATASET_OLD}: repository not found on {hub.url}")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "ledger.db").exists()
     assert not (tmp_path / "runs").exists() and not (tmp_path / "ledger.db").exists()
