@@ -190,9 +190,8 @@ def fetch_dataset(loaded: LoadedRecipe) -> None:
     """Fetch and verify the recipe's Hub dataset before anything starts (the bench reads it from
     the HF cache later, with no network call for a pinned sha).  Every cell reads one file."""
     from autobench.bench.source import hub_file
-    from autobench.run.local import dataset_options
-
     from autobench.errors import HubError
+    from autobench.run.local import dataset_options
 
     options = dataset_options(loaded, loaded.recipe)
     if "dataset_repo" in options and "dataset_file" in options:
