@@ -27,6 +27,7 @@ SETTINGS = settings(
 )
 
 HUGE = st.sampled_from([2**31, 10**18, 200_000_000, -1, 0, 10**400])
+LLMD_DEFAULTS = Path(__file__).resolve().parents[1] / "recipe/import_corpus/config/templates/values/defaults.yaml"
 PATHS = st.sampled_from(["../../../etc/passwd", "/etc/shadow", "~/x", "mods/../../x", "mods/fix", "@owner/mods/x"])
 FLAGS = st.sampled_from(
     [
@@ -116,7 +117,34 @@ def peer_documents(draw: Any) -> dict[str, Any]:
 
 @st.composite
 def other_documents(draw: Any) -> dict[str, Any]:
-    kind = draw(st.sampled_from(["vllm-recipes", "inferencex", "compose", "kubernetes", "helm", "srt", "config"]))
+    kind = draw(
+        st.sampled_from(["vllm-recipes", "inferencex", "compose", "kubernetes", "helm", "srt", "config", "llm-d"])
+    )
+    if kind == "llm-d":  # written into a checkout beside the corpus's defaults.yaml by _check
+        stack = {
+            "name": _pick(draw, TEXT),
+            "common": _pick(
+                draw, st.just({"model": {"name": "a/b", "huggingfaceId": "a/b"}, "parallelism": {"tensor": 2}})
+            ),
+            "decode": _pick(
+                draw,
+                st.fixed_dictionaries(
+                    {
+                        "replicas": HUGE,
+                        "parallelism": st.fixed_dictionaries({"tensor": HUGE, "dataLocal": HUGE}),
+                        "vllm": st.fixed_dictionaries(
+                            {"customCommand": _command(), "additionalFlags": st.lists(FLAGS)}
+                        ),
+                        "extraEnvVars": st.just([{"name": "A", "value": "${model.name}"}]),
+                    }
+                ),
+            ),
+            "prefill": _pick(draw, st.fixed_dictionaries({"enabled": st.booleans(), "replicas": HUGE})),
+            "images": _pick(draw, st.just({"vllm": {"repository": "vllm/vllm-openai", "tag": "auto"}})),
+            "accelerator": _pick(draw, st.fixed_dictionaries({"count": HUGE, "profile": TEXT})),
+            "kustomize": _pick(draw, st.fixed_dictionaries({"enabled": st.booleans()})),
+        }
+        return {"scenario": _pick(draw, st.lists(st.just(stack), max_size=2))}
     if kind == "vllm-recipes":
         return {
             "model": _pick(
@@ -189,11 +217,22 @@ def other_documents(draw: Any) -> dict[str, Any]:
         }
     if kind == "srt":
         return {
-            "model": {"path": _pick(draw, st.just("a/b")), "container": "c:1"},
+            "model": {"path": _pick(draw, st.sampled_from(["a/b", "hf:a/b", "alias", "/abs/dir"])), "container": "c:1"},
             "resources": {"gpus_per_node": _pick(draw, HUGE)},
             "backend": {
                 "type": _pick(draw, st.just("vllm")),
-                "vllm_config": _pick(draw, st.just({"aggregated": {"tensor-parallel-size": 2, "x": {"y": 1}}})),
+                "vllm_config": _pick(
+                    draw,
+                    st.sampled_from(
+                        [
+                            {"aggregated": {"tensor-parallel-size": 2, "x": {"y": 1}}},
+                            {
+                                "prefill": {"served-model-name": "a/b", "data-parallel-size": 64},
+                                "decode": {"served-model-name": "c/d"},
+                            },
+                        ]
+                    ),
+                ),
             },
         }
     return {
@@ -210,6 +249,10 @@ def _check(doc: dict[str, Any]) -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "peer.yaml"
+        if "scenario" in doc:  # an llm-d-benchmark checkout: the corpus's defaults.yaml above the scenario
+            values = Path(tmp) / "config" / "templates" / "values"
+            values.mkdir(parents=True)
+            (values / "defaults.yaml").write_text(LLMD_DEFAULTS.read_text(), encoding="utf-8")
         path.write_text(json.dumps(doc, ensure_ascii=False), encoding="utf-8")  # JSON is YAML
         try:
             vllmr = "model" in doc and isinstance(doc["model"], dict)

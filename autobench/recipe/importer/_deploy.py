@@ -586,14 +586,11 @@ def srt_slurm(src: Src, options: Options) -> Imported:
             out.notes.append(
                 f"{src.line('resources', key)}: not carried: resources.{shown(key, 40)} (workers and nodes of the job)"
             )
-    world = common.world(recipe) if "roles" not in recipe else 1
+    world = _gpus_of(recipe.get("engine", {})) if "roles" not in recipe else 1
     nodes = 1 if gpus is None or world <= gpus else -(-world // gpus)
     common.topology(recipe, src, out, nodes=nodes, gpus_per_node=gpus, executor=None, options=options, rule="srt-slurm")
     for role in recipe.get("roles", {}).values():  # a worker spans the nodes its TP x PP x DP needs
-        engine = role.get("engine", {})
-        size = 1
-        for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
-            size *= engine[key] if isinstance(engine.get(key), int) else 1
+        size = _gpus_of(role.get("engine", {}))
         per_node = options.gpus_per_node or gpus
         if per_node and size > per_node and options.nodes is None:
             span = -(-size // per_node)
@@ -604,6 +601,14 @@ def srt_slurm(src: Src, options: Options) -> Imported:
     common.bench(recipe)
     out.data = {"name": name, **recipe}
     return out
+
+
+def _gpus_of(engine: dict[str, Any]) -> int:
+    """The GPUs one srt-slurm worker takes: TP x PP x DP (srtctl places a worker's ranks)."""
+    size = 1
+    for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        size *= engine[key] if isinstance(engine.get(key), int) else 1
+    return size
 
 
 #: A Hugging Face repo id (owner/name), as the recipe schema's REPO_ID.
