@@ -250,45 +250,51 @@ def run_bench(
     return result
 
 
+def prepare_dataset(config: BenchConfig) -> Dataset:
+    """The prompts ``config`` benches, every check of them made (errors before any request): the
+    tokenizer, the file (a Hub dataset's fetched and verified), the category, the context."""
+    tok, why = choose_tokenizer(config)
+    if tok is None and config.require_tokenizer:
+        raise BenchError(
+            "refusing to estimate prompt lengths (--require-tokenizer): "
+            + (why or "--tokenizer estimated was asked for"),
+            hint="pass --tokenizer REPO|PATH (a tokenizer.json or a model directory), or drop --require-tokenizer",
+        )
+    origin = None
+    if config.dataset_repo is not None and config.dataset_file is not None:
+        origin = hub_file(
+            config.dataset_repo,
+            config.dataset_file,
+            config.dataset_revision,
+            config.dataset_sha256,
+            config.dataset_sha256_from,
+        )
+    dataset = load_dataset(
+        kind=config.dataset_kind,
+        path=str(origin.path) if origin is not None else config.dataset,
+        num_prompts=config.num_prompts,
+        warmup=config.warmup,
+        max_tokens=config.max_tokens,
+        seed=config.seed,
+        min_prompt_tokens=config.min_prompt_tokens,
+        max_prompt_tokens=config.max_prompt_tokens,
+        random_input_len=config.random_input_len,
+        random_range_ratio=config.random_range_ratio,
+        tokenizer=tok,
+        tokenizer_fallback=why,
+        fields=config.dataset_fields,
+        category=config.category,
+    )
+    if origin is None and dataset.path is not None:  # a local file: recorded by its sha256
+        origin = local_file(dataset.path, config.dataset_sha256)
+    dataset.origin = origin
+    return add_context(dataset, config.depth, config.shared_prefix, tok, config.seed)
+
+
 def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dataset | None) -> BenchResult:
     config.check()
     if dataset is None:
-        tok, why = choose_tokenizer(config)
-        if tok is None and config.require_tokenizer:
-            raise BenchError(
-                "refusing to estimate prompt lengths (--require-tokenizer): "
-                + (why or "--tokenizer estimated was asked for"),
-                hint="pass --tokenizer REPO|PATH (a tokenizer.json or a model directory), or drop --require-tokenizer",
-            )
-        origin = None
-        if config.dataset_repo is not None and config.dataset_file is not None:
-            origin = hub_file(
-                config.dataset_repo,
-                config.dataset_file,
-                config.dataset_revision,
-                config.dataset_sha256,
-                config.dataset_sha256_from,
-            )
-        dataset = load_dataset(
-            kind=config.dataset_kind,
-            path=str(origin.path) if origin is not None else config.dataset,
-            num_prompts=config.num_prompts,
-            warmup=config.warmup,
-            max_tokens=config.max_tokens,
-            seed=config.seed,
-            min_prompt_tokens=config.min_prompt_tokens,
-            max_prompt_tokens=config.max_prompt_tokens,
-            random_input_len=config.random_input_len,
-            random_range_ratio=config.random_range_ratio,
-            tokenizer=tok,
-            tokenizer_fallback=why,
-            fields=config.dataset_fields,
-            category=config.category,
-        )
-        if origin is None and dataset.path is not None:  # a local file: recorded by its sha256
-            origin = local_file(dataset.path, config.dataset_sha256)
-        dataset.origin = origin
-        dataset = add_context(dataset, config.depth, config.shared_prefix, tok, config.seed)
+        dataset = prepare_dataset(config)
     factory, loop_name = loop_factory()
     if config.workers > 1:
         from autobench.bench.fleet import run_fleet

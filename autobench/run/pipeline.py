@@ -151,6 +151,7 @@ def run_recipe(
         return RunOutcome(status="PLANNED", plan=plan, script=script, notes=notes, preflight=prediction)
     notes = runtime.check(loaded, compiled)
     fetch_dataset(loaded)  # a Hub dataset that cannot be had (or does not verify) refuses the run here
+    check_categories(loaded, plan)  # a category with too few prompts refuses the run here
 
     from autobench.ledger import open_ledger
 
@@ -208,6 +209,25 @@ def fetch_dataset(loaded: LoadedRecipe) -> None:
             where = loaded.position("bench", "dataset", key) or loaded.position("bench", "dataset", "repo")
             exc.location = exc.location or (str(where) if where else str(loaded.path))
             raise
+
+
+def check_categories(loaded: LoadedRecipe, plan: RunPlan) -> None:
+    """Load each category cell's prompts before anything starts, as its bench will: a category
+    with fewer usable prompts than the cell asks for is one located line and nothing is benched
+    (found at its own cell, the categories before it would have been benched on a booted server)."""
+    if loaded.recipe.bench.dataset.category is None or loaded.recipe.bench.client != "autobench":
+        return
+    from autobench.bench.client import prepare_dataset
+    from autobench.recipe.grid import cells
+    from autobench.run.local import bench_config
+
+    seen: set[tuple[object, ...]] = set()
+    for cell in cells(loaded.recipe):
+        cfg = bench_config(loaded, plan, cell)
+        key = (cfg.category, cfg.num_prompts, cfg.warmup, cfg.min_prompt_tokens, cfg.max_prompt_tokens)
+        if key not in seen:
+            seen.add(key)
+            prepare_dataset(cfg)
 
 
 def _start(

@@ -169,3 +169,30 @@ def test_ab036_the_vllm_client_sends_none_of_them(tmp_path: Path) -> None:
         ("AB036", "bench.dataset.shared_prefix"),
         ("AB036", "bench.dataset.multi_turn"),
     ]
+
+
+def test_a_category_with_too_few_prompts_refuses_the_run_before_anything_starts(tmp_path: Path) -> None:
+    import json
+
+    import inprocess
+
+    data = tmp_path / "d.jsonl"
+    with data.open("w") as f:
+        for i in range(10):
+            f.write(
+                json.dumps({"q": f"question number {i} " + "word " * 5, "task": "code" if i < 7 else "math"}) + "\n"
+            )
+    path = tmp_path / "cats.yaml"
+    path.write_text(
+        HEAD + "bench:\n  dataset: {kind: jsonl, path: " + str(data) + ", fields: {prompt: q, category: task}, "
+        "category: [code, math]}\n  num_prompts: 5\n"
+    )
+    runs, ledger = tmp_path / "runs", tmp_path / "ledger.db"
+    r = inprocess.autobench(
+        "run", path, "--runtime", "process", "--vllm-exec", "false", "--runs-dir", runs, "--ledger", ledger
+    )
+    assert r.returncode == 5, r.stdout + r.stderr
+    lines = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and f"{data}: category 'math' has 3 usable prompts, 5 asked" in lines[0], r.stderr
+    assert "code (7), math (3)" in lines[0]
+    assert not runs.exists() and not ledger.exists()  # nothing started, nothing recorded
