@@ -134,6 +134,12 @@ TESTS: dict[str, list[str]] = {
     "autobench/recipe/importer/_benchy.py": ["tests/recipe/test_recipe_import_benchy.py"],
     "autobench/escape.py": ["tests/test_escape_formats.py", "tests/security/test_echoed_values.py"],
     "autobench/digits.py": ["tests/test_digits_limits.py"],
+    "autobench/files.py": [
+        "tests/test_bounded_reads.py",
+        "tests/recipe/test_recipe_files_policy.py",
+        "tests/bench/test_bench_dataset_bounded.py",
+    ],
+    "autobench/run/collect.py": ["tests/run/test_run_collect_redact.py", "tests/run/test_run_k8s_collect.py"],
     "autobench/recipe/bounds.py": ["tests/recipe/test_recipe_bounds.py"],
     "autobench/redaction.py": [
         "tests/test_redaction.py",

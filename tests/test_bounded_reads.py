@@ -122,3 +122,43 @@ def test_a_lock_file_that_is_too_big_is_one_line(tmp_path):
     with pytest.raises(HubError) as info:
         read_lock(recipe)
     assert "lock file" in one_line(info.value)
+
+
+def _socket(path: Path) -> Path:
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    sock.close()  # the socket file stays
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "kind"),
+    [
+        (fifo, "a FIFO (named pipe)"),
+        (lambda p: Path("/dev/null"), "a character device"),
+        (lambda p: Path("/dev/loop0"), "a block device"),
+        (_socket, "a socket"),
+        (lambda p: (p.mkdir(), p)[1], "a directory"),
+    ],
+    ids=["fifo", "char", "block", "socket", "dir"],
+)
+def test_a_special_file_is_named_for_what_it_is(tmp_path, make, kind):
+    path = make(tmp_path / "x")
+    if not path.exists():
+        pytest.skip(f"{path} does not exist on this machine")
+    with pytest.raises(AutobenchError) as info:
+        files.read_regular(path, what="result file", limit=10)
+    assert one_line(info.value) == (
+        f"{path}: result file is {kind}, not a regular file (hint: give a regular file (special files such as "
+        "FIFOs and devices are refused: they can block or never end))"
+    )
+
+
+@pytest.mark.parametrize(
+    ("n", "text"),
+    [(0, "0 bytes"), (1023, "1023 bytes"), (1024, "1 KiB"), (1536, "1.5 KiB"), (2**20, "1 MiB"), (3 * 2**30, "3 GiB")],
+)
+def test_sizes_are_said_in_binary_units(n, text):
+    assert files.human_bytes(n) == text
