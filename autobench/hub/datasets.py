@@ -68,21 +68,6 @@ class DatasetFile:
     source: Literal["hub", "cache", "local"] = "local"
     resolved_at: str | None = None
 
-    @property
-    def ref(self) -> str:
-        """``repo@sha:file`` (a Hub file) or the local path."""
-        return f"{self.repo}@{self.sha}:{self.file}" if self.repo else str(self.path)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "repo": self.repo,
-            "revision": self.sha,
-            "file": self.file,
-            "path": str(self.path),
-            "file_sha256": self.sha256,
-            "size": self.size,
-        }
-
 
 def file_sha256(path: Path) -> tuple[str, int]:
     """(sha256 hex, size in bytes) of ``path``, read in 1 MiB chunks."""
