@@ -154,7 +154,9 @@ def median(xs: list[float]) -> float:
     return s[m] if len(s) % 2 else (s[m - 1] + s[m]) / 2
 
 
-def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, tmp: Path) -> dict[str, Any]:
+def level(
+    url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, tmp: Path, workers: int = 1
+) -> dict[str, Any]:
     n_prompts = conc * rounds
     kw: dict[str, Any] = {}
     if lengths is not None:
@@ -180,6 +182,7 @@ def level(url: str, conc: int, k: int, rounds: int, lengths: list[int] | None, t
         warmup=min(conc, 8),
         seed=1,
         **kw,
+        **({"workers": workers} if workers != 1 else {}),  # a client older than --workers runs too
     )
     d = run_bench(cfg).to_json_dict()
     if lengths is None:
@@ -303,6 +306,51 @@ COST_HEADER = (
 )
 
 
+RATE_HEADER = "   rate    C workers  ok/err  adh_md  adh_99  dd_md  dd_99 lag_99 cpu1c TTFTmed  srvErr bound  load"
+
+
+def rate_runs(a: argparse.Namespace, server_cpus: set[int] | None) -> None:
+    """Open loop: each rate for ``--rate-seconds`` of Poisson arrivals, the concurrency cap high
+    enough never to be reached (so the adherence is the client's alone), ``--repeat`` times
+    interleaved; per run the schedule adherence (actual - planned send) and the dispatch delay."""
+    proc, url, got = start_server(1, a.server_nice, 0.0, server_cpus)
+    rates = [float(x) for x in a.rates.split(",")]
+    try:
+        print(f"\n## open loop (Poisson arrivals); server at nice {got}; {a.rate_seconds:g} s of arrivals per run")
+        print(RATE_HEADER)
+        for _ in range(a.repeat):
+            for rate in rates:
+                n = max(a.workers, int(rate * a.rate_seconds))
+                conc = max(a.workers, int(rate * 1.5 * service_s(N_TOKENS, 1)) + 64)  # never the limit
+                cfg = BenchConfig(
+                    base_url=url,
+                    model="m",
+                    num_prompts=n,
+                    concurrency=conc,
+                    max_tokens=N_TOKENS,
+                    ignore_eos=True,
+                    random_input_len=32,
+                    seed=1,
+                    request_rate=rate,
+                    workers=a.workers,
+                )
+                d = run_bench(cfg).to_json_dict()
+                c = d["client"]
+                adh, dd = c["schedule_adherence_ms"] or {}, c["dispatch_delay_ms"] or {}
+                srv = (c["server_ttft_ms"] or {}).get("median")
+                print(
+                    f"{rate:>7g} {conc:>4} {a.workers:>7} {d['completed']:>5}/{d['failed']:<3} "
+                    f"{f(adh.get('median')):>6} {f(adh.get('p99')):>6} {f(dd.get('median')):>6} {f(dd.get('p99')):>6} "
+                    f"{f(c['loop_lag_ms']['p99']):>6} {f(c['cpu_fraction_of_one_core']):>5} "
+                    f"{f(d['median_ttft_ms']):>7} {f(None if srv is None else srv - TTFT_MS):>7} "
+                    f"{'yes' if d['client_bound_warning'] else 'no':>5} {os.getloadavg()[0]:>5.2f}",
+                    flush=True,
+                )
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--levels", default="1,8,64,256,512")
@@ -335,6 +383,13 @@ def main() -> None:
         default=0.0,
         help='fraction of token chunks the server sends with "text": "" (as vLLM with byte-level tokenizers)',
     )
+    ap.add_argument("--workers", type=int, default=1, help="load generator processes of the client (bench --workers)")
+    ap.add_argument(
+        "--rates",
+        default=None,
+        help="request rates (req/s) to run open-loop instead of the closed-loop levels: schedule adherence",
+    )
+    ap.add_argument("--rate-seconds", type=float, default=5.0, help="seconds of arrivals per rate")
     ap.add_argument("--server-cpus", default=None, help="CPUs of the server process, e.g. 0 (as taskset -c)")
     ap.add_argument("--client-cpus", default=None, help="CPUs of the client (this process), e.g. 1")
     ap.add_argument(
@@ -391,6 +446,10 @@ def main() -> None:
                 varied,
             )
         )
+    if a.rates:
+        rate_runs(a, server_cpus)
+        print(f"\n# load average at the end: {load_text()}")
+        return
     with tempfile.TemporaryDirectory() as td:
         for title, k, levels, rounds, lengths in cases:
             if not levels:
@@ -409,7 +468,7 @@ def main() -> None:
                 # into every level alike.
                 for rep in range(a.repeat):
                     for conc in concs:
-                        r = level(url, conc, k, rounds, lengths, Path(td))
+                        r = level(url, conc, k, rounds, lengths, Path(td), a.workers)
                         r["load"] = os.getloadavg()[0]
                         runs[conc].append(r)
                         print(

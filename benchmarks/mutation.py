@@ -203,6 +203,15 @@ TESTS: dict[str, list[str]] = {
         "tests/ledger/test_ledger_store.py",
         "tests/ledger/test_ledger_hardening.py",
     ],
+    "autobench/bench/closedloop.py": [
+        "tests/bench/test_bench_closedloop.py",
+        "tests/bench/test_bench_client.py",
+        "tests/bench/test_bench_transport.py",
+        "tests/bench/test_bench_interrupt.py",
+    ],
+    "autobench/bench/fleet.py": ["tests/bench/test_bench_fleet.py"],
+    "autobench/bench/samples_of.py": ["tests/bench/test_bench_result_build.py", "tests/bench/test_bench_client.py"],
+    "autobench/samples.py": ["tests/test_samples.py", "tests/ledger/test_ledger_cells.py"],
     "autobench/bench/result.py": [
         "tests/bench/test_bench_result_build.py",
         "tests/bench/test_bench_result.py",

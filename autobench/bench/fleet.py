@@ -430,6 +430,10 @@ def run_fleet(config: BenchConfig, dataset: Dataset, spawn: Callable[[int], Gene
                 report.interrupted = msg.get("interrupted") is True
                 break
         after = _scrape(config) if config.scrape_metrics and not interrupted.is_set() else None
+    except BenchError:
+        if interrupted.is_set():  # Ctrl-C before the start: the workers stopped at once, so do we
+            raise KeyboardInterrupt from None
+        raise
     finally:
         _restore_sigint(old)
         for gen in gens:
