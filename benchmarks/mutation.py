@@ -233,6 +233,14 @@ TESTS: dict[str, list[str]] = {
         "tests/report/test_report_hostile_ledger.py",
     ],
     "autobench/experiment/design.py": ["tests/experiment/test_experiment_design.py"],
+    "autobench/experiment/analysis.py": [
+        "tests/experiment/test_experiment_analysis.py",
+        "tests/experiment/test_experiment_page.py",
+    ],
+    "autobench/experiment/plan.py": [
+        "tests/experiment/test_experiment_plan.py",
+        "tests/experiment/test_experiment_design.py",
+    ],
     "autobench/experiment/definition.py": ["tests/experiment/test_experiment_design.py"],
     "autobench/experiment/execute.py": [
         "tests/experiment/test_experiment_execute.py",

@@ -73,9 +73,9 @@ class TreatmentRun:
     def gpus(self) -> int:
         recipe = self.planned.loaded.recipe
         engine = recipe.engine
-        per_node = recipe.topology.gpus_per_node
+        per_node = recipe.topology.gpus_per_node  # the schema keeps every size >= 1
         parallel = (engine.tensor_parallel_size or 1) * (engine.pipeline_parallel_size or 1)
-        return max(1, recipe.topology.nodes * per_node if per_node else parallel)
+        return recipe.topology.nodes * per_node if per_node else parallel
 
 
 @dataclass
@@ -123,14 +123,17 @@ def _median(cell: CellData, metric: str) -> float | None:
 def _pareto(points: list[Point]) -> list[Point]:
     """Points no other point beats: at least as high on throughput per GPU and at least as low
     on latency, and strictly better on one of them.  Fastest per GPU first."""
-    usable = [p for p in points if p.per_gpu is not None and p.latency is not None]
+    usable: list[tuple[Point, float, float]] = []
+    for p in points:
+        if p.per_gpu is not None and p.latency is not None:
+            usable.append((p, p.per_gpu, p.latency))
 
-    def beats(a: Point, b: Point) -> bool:
-        assert a.per_gpu is not None and b.per_gpu is not None and a.latency is not None and b.latency is not None
-        return a.per_gpu >= b.per_gpu and a.latency <= b.latency and (a.per_gpu > b.per_gpu or a.latency < b.latency)
+    def beats(speed: float, latency: float, of: tuple[Point, float, float]) -> bool:
+        _, other_speed, other_latency = of
+        return speed >= other_speed and latency <= other_latency and (speed > other_speed or latency < other_latency)
 
-    front = [p for p in usable if not any(beats(q, p) for q in usable if q is not p)]
-    return sorted(front, key=lambda p: p.per_gpu or 0.0, reverse=True)
+    front = [u for u in usable if not any(beats(s, lat, u) for q, s, lat in usable if q is not u[0])]
+    return [p for p, _, _ in sorted(front, key=operator.itemgetter(1), reverse=True)]
 
 
 def _effects(points: list[Point]) -> dict[str, dict[str, float]]:
@@ -195,10 +198,9 @@ def analyse(
             by_cell.setdefault(key, []).append(point)
     cells: list[CellAnalysis] = []
     for key, points in by_cell.items():
-        ranked = sorted(
-            points,
-            key=lambda p: (p.value is None, -(p.value or 0.0) if higher else (p.value or 0.0)),
-        )
+        valued = [(p.value, p) for p in points if p.value is not None]
+        ranked = [p for _, p in sorted(valued, key=operator.itemgetter(0), reverse=higher)]
+        ranked += [p for p in points if p.value is None]
         analysis = CellAnalysis(params_of[key], ranked)
         eligible = [p for p in ranked if p.value is not None and p.meets_slo]
         if eligible:

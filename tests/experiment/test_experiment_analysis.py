@@ -222,6 +222,14 @@ def test_a_treatment_without_the_metric_ranks_last_and_is_never_best(tmp_path) -
     assert _ids(by_tpot.points) == ["t1", "t2", "t3"]
 
 
+def test_equal_values_keep_the_treatments_order(tmp_path) -> None:
+    p = plan(write(tmp_path, K3, bench=ONE_CELL))
+    db = tmp_path / "l.db"
+    record(db, p, {tid: [cell(1, 2.0, decode=100.0)] for tid in ("t1", "t2", "t3")})
+    assert _ids(analyse(p, runs(db, p)).cells[0].points) == ["t1", "t2", "t3"]
+    assert _ids(analyse(p, runs(db, p), metric="tpot_median_ms").cells[0].points) == ["t1", "t2", "t3"]
+
+
 def test_a_run_that_is_not_done_leaves_its_treatment_not_run(tmp_path) -> None:
     p = plan(write(tmp_path, K3, bench=ONE_CELL))
     db = tmp_path / "l.db"
@@ -245,6 +253,7 @@ def test_the_json_form_names_every_part(tmp_path) -> None:
     )
     assert doc["slo"] == ["tpot_median_ms<=9"] and doc["threshold"] == 0.1 and doc["not_run"] == ["t3"]
     (c,) = doc["cells"]
+    assert c["params"] == {"concurrency": 1, "input_len": 16, "output_len": 64}
     assert c["label"] == "concurrency=1 input_len=16 output_len=64" and c["verdict"] == "faster"
     assert c["level"] == pytest.approx(0.95) and len(c["band"]) == 2
     best = c["best"]
@@ -309,14 +318,34 @@ def test_a_bad_slo_is_one_line(text: str, message: str, hint: str) -> None:
     assert message in err.value.message and (err.value.hint or "").startswith(hint)
 
 
+def test_the_hints_list_every_metric_there_is() -> None:
+    from autobench.ledger.verdict import HIGHER_IS_BETTER
+
+    with pytest.raises(UsageError) as err:
+        parse_slo("tpot<=70")
+    assert err.value.hint == "metrics: " + ", ".join(sorted(HIGHER_IS_BETTER))
+    assert "decode_tok_s, e2el_median_ms" in (err.value.hint or "")
+    with pytest.raises(UsageError) as err:
+        parse_slo("tpot_median_ms<=x")
+    assert err.value.hint == "e.g. tpot_median_ms<=70"
+    with pytest.raises(UsageError) as err:
+        parse_slo("tpot_median_ms")
+    assert err.value.hint == "write METRIC<=VALUE, e.g. tpot_median_ms<=70"
+
+
 def test_the_metric_and_the_latency_are_checked(tmp_path) -> None:
     p = plan(write(tmp_path, K3, bench=ONE_CELL))
-    with pytest.raises(UsageError, match="'speed' is not a metric"):
+    from autobench.ledger.verdict import HIGHER_IS_BETTER
+
+    with pytest.raises(UsageError) as err:
         analyse(p, [], metric="speed")
+    assert err.value.message == "'speed' is not a metric"
+    assert err.value.hint == "metrics: " + ", ".join(sorted(HIGHER_IS_BETTER))
     with pytest.raises(UsageError, match="'lag' is not a metric"):
         analyse(p, [], latency="lag")
     with pytest.raises(UsageError) as err:
         analyse(p, [], latency="decode_tok_s")
     assert err.value.message == "--latency decode_tok_s: not a latency (higher is better)"
-    assert "tpot_median_ms" in (err.value.hint or "") and "decode_tok_s" not in (err.value.hint or "")
+    latencies = sorted(k for k in HIGHER_IS_BETTER if k.endswith("_ms"))
+    assert err.value.hint == "latencies: " + ", ".join(latencies) and "tpot_median_ms, tpot_p99_ms" in err.value.hint
     assert math.isclose(analyse(p, []).threshold, 0.05) and analyse(p, []).cells == []
