@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from autobench.errors import AutobenchError, RecipeError
 from autobench.experiment.definition import Experiment
@@ -148,8 +148,7 @@ class _Memo:
 
     def config(self, repo: str, sha: str, *, label: str | None = None) -> dict[str, Any]:
         found = self._once(("config", repo, sha, label), lambda: self._inner.config(repo, sha, label=label))
-        assert isinstance(found, dict)
-        return found
+        return cast(dict[str, Any], found)  # what the inner reader's config returned
 
     def file(
         self, repo: str, sha: str, filename: str, *, label: str | None = None, required: bool = True
@@ -158,8 +157,7 @@ class _Memo:
             ("file", repo, sha, filename, label, required),
             lambda: self._inner.file(repo, sha, filename, label=label, required=required),
         )
-        assert found is None or isinstance(found, Path)
-        return found
+        return cast(Path | None, found)  # what the inner reader's file returned
 
 
 Predictor = Callable[[LoadedRecipe], tuple[str, str | None, str | None]]

@@ -280,3 +280,31 @@ def test_an_exclusion_keeps_a_listed_treatment_that_does_not_set_its_factor(tmp_
         tmp_path, "design: list\ntreatments: [{engine.max_num_seqs: 8}, {engine.max_num_seqs: 9}]\nmax_treatments: 2\n"
     )
     assert labels(at_most) == ["max_num_seqs=8", "max_num_seqs=9"]
+
+
+def test_a_label_names_factors_sharing_a_last_key_by_their_whole_key(tmp_path) -> None:
+    path = write(
+        tmp_path,
+        f"factors:\n  speculative.revision: ['{'a' * 40}']\n  model.revision: ['{'b' * 40}']\n"
+        "  engine.max_num_seqs: [8]\n",
+    )
+    assert labels(path) == ["speculative.revision=aaaaaaa model.revision=bbbbbbb max_num_seqs=8"]
+
+
+def test_a_full_design_looks_at_exactly_twenty_candidates_per_treatment_allowed(tmp_path) -> None:
+    """max_treatments 1: at most (1 + 1) x 20 = 40 excluded candidates are passed over.  The 41st
+    candidate kept is a design; the 41st excluded one is refused as too sparse."""
+    excluded = "".join(f"  - {{engine.max_num_seqs: {n}}}\n" for n in range(1, 41))
+    kept = write(
+        tmp_path, f"max_treatments: 1\nfactors:\n  engine.max_num_seqs: {list(range(1, 42))}\nexclude:\n{excluded}"
+    )
+    assert labels(kept) == ["max_num_seqs=41"]
+    one_more = excluded + "  - {engine.max_num_seqs: 41}\n"
+    levels = list(range(1, 43))
+    sparse = write(tmp_path, f"max_treatments: 1\nfactors:\n  engine.max_num_seqs: {levels}\nexclude:\n{one_more}")
+    with pytest.raises(RecipeError) as err:
+        treatments(load_experiment(sparse))
+    assert err.value.message == (
+        "the design has 42 candidate treatments and its exclusions leave 0 of the first 40: too sparse to plan "
+        "(at most 20 x max_treatments are looked at)"
+    )

@@ -8,9 +8,11 @@ import json
 from pathlib import Path
 
 import preflight_configs as c
+import pytest
 from preflight_helpers import seed_recipe
 
 from autobench.cli import main
+from autobench.errors import RecipeError
 from autobench.experiment import load_experiment, plan_experiment
 from autobench.experiment.plan import PRUNED, READY, UNPREDICTED, preflight_predictor
 from autobench.recipe import load_recipe
@@ -171,3 +173,117 @@ def test_the_shared_prediction_keys_on_every_input(tmp_path) -> None:
     ]
     keys = [c.key() for c in changed]
     assert base.key() not in keys and len(set(keys)) == len(keys)
+
+
+class _Reader:
+    """A Hub reader that counts what it is asked (``preflight.inputs.HubReader``)."""
+
+    def __init__(self) -> None:
+        self.settings, self.hub = object(), object()
+        self.calls: list[tuple[object, ...]] = []
+
+    def sha(self, repo: str, label: str) -> str:
+        self.calls.append(("sha", repo, label))
+        if repo == "org/down":
+            from autobench.errors import HubError
+
+            raise HubError("the fake hub is down")
+        return "f" * 40
+
+    def config(self, repo: str, sha: str, *, label: str | None = None) -> dict[str, object]:
+        self.calls.append(("config", repo, sha, label))
+        return {"repo": repo}
+
+    def file(self, repo: str, sha: str, filename: str, *, label: str | None = None, required: bool = True):  # type: ignore[no-untyped-def]
+        self.calls.append(("file", repo, filename, required))
+        return None if not required else Path("/weights") / filename
+
+
+def test_the_memo_asks_for_each_answer_once_and_remembers_errors() -> None:
+    from autobench.errors import HubError
+    from autobench.experiment.plan import _Memo
+
+    inner = _Reader()
+    memo = _Memo(inner)  # type: ignore[arg-type]
+    assert memo.settings is inner.settings and memo.hub is inner.hub
+    assert memo.sha("org/m", "main") == memo.sha("org/m", "main") == "f" * 40
+    first = memo.config("org/m", "f" * 40, label="main")
+    assert memo.config("org/m", "f" * 40, label="main") is first  # the same dict: a prediction key by identity
+    assert memo.config("org/m", "f" * 40) == {"repo": "org/m"}  # another label: asked again
+    assert memo.file("org/m", "s", "index.json", required=False) is None
+    assert memo.file("org/m", "s", "index.json", required=False) is None
+    assert memo.file("org/m", "s", "index.json") == Path("/weights/index.json")  # required by default
+    for _ in range(2):
+        with pytest.raises(HubError, match="the fake hub is down"):
+            memo.sha("org/down", "main")
+    assert inner.calls == [
+        ("sha", "org/m", "main"),
+        ("config", "org/m", "f" * 40, "main"),
+        ("config", "org/m", "f" * 40, None),
+        ("file", "org/m", "index.json", False),
+        ("file", "org/m", "index.json", True),
+        ("sha", "org/down", "main"),
+    ]
+
+
+def test_a_given_reader_is_the_one_asked(tmp_path) -> None:
+    (tmp_path / "r.yaml").write_text(seed_recipe(c.DRAFT_OLD, 5).replace(c.BASE_REPO, "org/down"), encoding="utf-8")
+    path = tmp_path / "exp.yaml"
+    path.write_text("recipe: r.yaml\nfactors:\n  speculative.num_speculative_tokens: [5, 8]\n", encoding="utf-8")
+    inner = _Reader()
+    plan = plan_experiment(load_experiment(path), predictor=preflight_predictor("0.23.1", resolver=inner))  # type: ignore[arg-type]
+    assert [(t.status, t.cause) for t in plan.treatments] == [(UNPREDICTED, "preflight: the fake hub is down")] * 2
+    assert inner.calls == [("sha", "org/down", c.BASE_SHA)]  # asked once for both treatments
+
+
+def test_a_prediction_that_cannot_be_made_leaves_the_treatment_in(hub, tmp_path) -> None:
+    """The configs are read, but this vLLM's hybrid layout is not encoded: no prediction, each
+    treatment stays in with the reason (computed once for the treatments that share inputs)."""
+    exp = load_experiment(_seed_experiment(tmp_path))
+    plan = plan_experiment(exp, predictor=preflight_predictor("0.10.0"))
+    assert {t.status for t in plan.treatments} == {UNPREDICTED}
+    causes = {t.cause for t in plan.treatments}
+    assert len(causes) == 1
+    (cause,) = causes
+    assert cause is not None and cause.startswith("preflight: cannot predict: the hybrid (mamba + attention)")
+
+
+def test_the_plan_digest_is_the_definition_and_each_treatments_digest_canonically(tmp_path) -> None:
+    import hashlib
+
+    from autobench.experiment.plan import plan_digest
+
+    path = _seed_experiment(tmp_path, "  env.NOTE: ['é', 'b']\n")
+    exp = load_experiment(path)
+    plan = plan_experiment(exp, predictor=lambda loaded: (READY, None, None))
+    blob = json.dumps(
+        {"definition": exp.doc.data, "treatments": [t.digest for t in plan.treatments]},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    assert '"é"' in blob  # written as itself, not \u00e9
+    assert plan.digest == "sha256:" + hashlib.sha256(blob.encode("utf-8")).hexdigest()
+    assert plan_digest(exp, list(plan.treatments)) == plan.digest
+
+
+def test_the_rules_are_checked_for_docker_unless_told(tmp_path) -> None:
+    """A recipe that publishes no port is an error for docker (AB022) and fine as a process."""
+    (tmp_path / "r.yaml").write_text(
+        "model: {repo: org/m, served_name: m}\ncontainer: {image: 'vllm/vllm-openai:v0.11.0'}\n"
+        "engine: {port: 8000, max_model_len: 4096}\nbench: {dataset: {kind: random}}\n",
+        encoding="utf-8",
+    )
+    path = tmp_path / "exp.yaml"
+    path.write_text("recipe: r.yaml\nfactors:\n  engine.max_num_seqs: [4, 8]\n", encoding="utf-8")
+    exp = load_experiment(path)
+    ready = lambda loaded: (READY, None, None)  # noqa: E731
+    with pytest.raises(RecipeError) as err:
+        plan_experiment(exp, predictor=ready)
+    assert err.value.message == (
+        "treatment t1 (max_num_seqs=4): AB022 engine.port: engine.port 8000 is not published (container.ports: none)"
+    )
+    assert err.value.location is not None and err.value.location.endswith("r.yaml:3:16")
+    assert len(plan_experiment(exp, predictor=ready, runtime="process").treatments) == 2
+    assert len(plan_experiment(exp, predictor=ready, runtime=None).treatments) == 2
+    assert len(plan_experiment(exp, predictor=ready, runtime=lambda loaded: "process").treatments) == 2
