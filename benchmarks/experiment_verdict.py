@@ -223,7 +223,7 @@ def main() -> int:
             root = Path(args.keep) if args.keep else Path(stack.enter_context(tempfile.TemporaryDirectory()))
             works = _run_trials(args, ks, root)
         loads.append(os.getloadavg()[0])
-        right_best = right_verdict_count = total = trials_right = 0
+        right_best = right_verdict_count = total = trials_right = wrong_claims = 0
         for work in works:
             seed = int(work.name.split("-")[1])
             cells = judge_trial(work, args.report_arg)
@@ -232,8 +232,10 @@ def main() -> int:
                 total += 1
                 right_best += bool(c["near"])
                 verdict = str(c["verdict"])
-                ok = verdict.split(" (")[0] == c["right"]
+                said = verdict.split(" (")[0]
+                ok = said == c["right"]
                 right_verdict_count += ok
+                wrong_claims += not ok and said != "inconclusive"  # a claim the truth contradicts
                 band = c["band"]
                 shown = "-" if not isinstance(band, list) else f"{band[0]:.3f}..{band[1]:.3f}"
                 print(
@@ -246,6 +248,7 @@ def main() -> int:
     print(f"best treatment right (within the threshold of the true best): {right_best}/{total} cells")
     print(f"verdict against the runner-up right: {right_verdict_count}/{total} cells")
     print(f"trials with every cell's best and verdict right: {trials_right}/{len(works)}")
+    print(f"wrong claims (faster or no change where the truth is the other): {wrong_claims}/{total} cells")
     print(
         f"{len(works)} trials, {elapsed:.0f} s, {args.jobs} at a time; load average (1 min) at the start "
         f"{loads[0]:.2f}, at the end {loads[1]:.2f}"
