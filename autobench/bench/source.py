@@ -47,7 +47,7 @@ def local_file(path: str, expected: str | None = None) -> DatasetFile:
             location=str(p),
             hint="the file changed: restore it, or write its new sha256 in the recipe (--dataset-sha256)",
         )
-    return DatasetFile(p, digest, size)
+    return DatasetFile(p, digest, size, "local")
 
 
 def hub_file(

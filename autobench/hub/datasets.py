@@ -61,11 +61,11 @@ class DatasetFile:
     path: Path  # the file to read (a Hub file: its snapshot path in the HF cache)
     sha256: str
     size: int
+    source: Literal["hub", "cache", "local"]
     repo: str | None = None  # None: a local file
     file: str | None = None  # the file inside the repo
     sha: str | None = None  # the repo's commit
     label: str | None = None  # the branch or tag the sha was taken from
-    source: Literal["hub", "cache", "local"] = "local"
     resolved_at: str | None = None
 
 
@@ -157,7 +157,7 @@ def fetch_dataset(
         path = read_cached_file(s, repo, sha, file, REPO_TYPE) if sha else None
         if sha is not None and path is not None:
             digest = verify(path, f"{repo}@{sha}", file, expected, expected_from, None)
-            return DatasetFile(path, digest, path.stat().st_size, repo, file, sha, label, "cache", utc_now())
+            return DatasetFile(path, digest, path.stat().st_size, "cache", repo, file, sha, label, utc_now())
         if s.offline:
             if sha is not None and cached_missing(s, repo, sha, file, REPO_TYPE):
                 raise _no_such_file(repo, revision, file, None, s.endpoint)
@@ -171,7 +171,7 @@ def fetch_dataset(
     write_ref(s, repo, revision, sha, REPO_TYPE)
     path = resolver.hub.download(repo, file, sha, label=revision, repo_type=REPO_TYPE)
     digest = verify(path, f"{repo}@{sha}", file, expected, expected_from, _hub_sha256(info, file))
-    return DatasetFile(path, digest, os.path.getsize(path), repo, file, sha, label, "hub", utc_now())
+    return DatasetFile(path, digest, os.path.getsize(path), "hub", repo, file, sha, label, utc_now())
 
 
 def file_ids(resolver: Resolver, repo: str, file: str, old: str, new: str) -> tuple[str | None, str | None]:

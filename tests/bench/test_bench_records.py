@@ -114,8 +114,9 @@ def test_a_mapped_line_that_is_not_an_object_is_refused_where_it_is(tmp_path):
 def test_a_mapping_must_name_prompt_or_turns(tmp_path):
     path = jsonl(tmp_path, [{"q": "a"}])
     for bad in (FieldMap(category="c"), FieldMap(prompt="q", turns="t")):
-        with pytest.raises(BenchError, match="exactly one of prompt or turns"):
+        with pytest.raises(BenchError, match="exactly one of prompt or turns") as info:
             read(path, "jsonl", bad)
+        assert info.value.hint == "e.g. --dataset-field prompt=question (or turns=messages)"
 
 
 def test_jsonl_without_a_mapping_reads_as_before(tmp_path):
