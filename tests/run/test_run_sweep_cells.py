@@ -5,6 +5,7 @@ their requests."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -52,3 +53,19 @@ def test_a_grid_run_is_one_run_with_six_cells_and_their_samples(make_recipe, tmp
         timeout=60,
     )
     assert verify.returncode == 0 and "ledger OK: 1 runs" in verify.stdout, verify.stdout + verify.stderr
+
+
+def test_a_run_with_two_load_generators_keeps_both_ones_samples_in_its_cell(make_recipe, tmp_path: Path):
+    """Issue #34: bench.workers 2 -- the cell's raw samples hold every request of both processes."""
+    recipe = make_recipe(concurrency=4, num_prompts=10, extra="  workers: 2\n")
+    res = run_cli(recipe, tmp_path, FAKE_VLLM_ARGS=FAST)
+    assert res.returncode == 0, res.stderr
+    [row] = ledger_rows(tmp_path)
+    with open_ledger(tmp_path / "ledger.db", create=False) as book:
+        [cell] = book.cells(row.id)
+        assert book.verify().ok
+    assert cell.samples is not None and len(cell.samples) == 10 and cell.samples.count("ok") == 10
+    assert all(r.dispatch_ms is not None for r in cell.samples.requests())  # samples format 2
+    [bench] = list(tmp_path.rglob("bench.json"))
+    generators = json.loads(bench.read_text())["workers"]["generators"]
+    assert [g["requests"] for g in generators] == [5, 5]
