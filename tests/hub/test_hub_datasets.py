@@ -260,3 +260,24 @@ def test_compile_frozen_refuses_a_dataset_revision_that_is_not_a_sha(recipe, cap
     (line,) = err.strip().splitlines()
     assert line.startswith(f"error: {recipe}:13:15: bench.dataset.revision: dataset revision 'main' of {DATASET_REPO}")
     assert "--frozen refuses it" in line and f"autobench lock {recipe}" in line
+
+
+def test_a_variant_that_names_another_dataset_revision_is_pinned_where_it_is_written(ds_hub, tmp_path, capsys):
+    recipe = tmp_path / "ds.yaml"
+    recipe.write_text(
+        recipe_text(revision=DATASET_OLD) + "variants:\n  newer:\n    bench:\n      dataset:\n        revision: v2\n",
+        encoding="utf-8",
+    )
+    ds_hub.repos[KEY].refs["v2"] = DATASET_NEW
+    code, _, err = run(capsys, "lock", "--no-images", str(recipe))
+    assert (code, err) == (0, "")
+    assert f"        revision: {DATASET_NEW}  # frozen: v2\n" in recipe.read_text()
+    entries = json.loads((tmp_path / "ds.yaml.lock.json").read_text())["references"]
+    variant = entries["variants.newer.dataset"]
+    assert (variant["sha"], variant["sha256"], variant["dataset_file"], variant["cell"]) == (
+        DATASET_NEW,
+        V2_SHA256,
+        DATASET_FILE,
+        "newer",
+    )
+    assert entries["dataset"]["sha"] == DATASET_OLD and entries["dataset"]["sha256"] == V1_SHA256
