@@ -55,8 +55,8 @@ class SyncResult:
     copied: int  # new in the destination
     present: int  # already there (skipped)
     head: tuple[int, str]  # the destination's head after the push
-    experiments: int = 0  # experiment records in the source
-    experiments_copied: int = 0  # new in the destination (the rest were there)
+    experiments: int  # experiment records in the source
+    experiments_copied: int  # new in the destination (the rest were there)
 
     def to_json_dict(self) -> dict[str, object]:
         return {
