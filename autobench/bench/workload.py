@@ -13,7 +13,10 @@ each question; sparkrun profiles carry it as ``depth``.)
 ``shared_prefix`` (``bench.dataset.shared_prefix: {prompts: N, length: L}``,
 ``--shared-prefix N:L``): the measured prompts, in the order they are sent, are taken in
 groups of N; each group's prompts start with the same prefix of L tokens (one prefix per
-group, different between groups), before the depth context and the question.  With the
+group, different between groups), before the depth context and the question.  Without a
+length (``{prompts: N}``, ``--shared-prefix N``) a group's prompts share their depth context
+instead (the group's first prompt's), as llama-benchy's ``--enable-prefix-caching`` sends a
+context twice, the second time from the cache.  With the
 server's prefix cache on, every prompt of a group after the first can reuse the prefix's
 KV blocks: the run's ``prefix_cache_hit_rate`` (``/metrics`` deltas,
 ``autobench.bench.promscrape``) shows how much it did.
@@ -46,32 +49,44 @@ MAX_CONTEXT_TOKENS = 10_000_000
 
 @dataclass(frozen=True)
 class SharedPrefix:
-    """``prompts`` consecutive prompts share one prefix of ``length`` tokens."""
+    """``prompts`` consecutive prompts share one prefix of ``length`` tokens; without a length
+    they share their depth context (the group's first prompt's): llama-benchy's
+    ``--enable-prefix-caching``, whose second request reuses the context the first loaded."""
 
     prompts: int
-    length: int
+    length: int | None = None
 
     def check(self) -> None:
-        if self.prompts < 1 or self.length < 1:
+        if self.prompts < 1 or (self.length is not None and self.length < 1):
             raise BenchError(
-                f"shared prefix {self.prompts}:{self.length}: both numbers must be at least 1",
+                f"shared prefix {self.text()}: both numbers must be at least 1",
                 hint="--shared-prefix N:L shares one prefix of L tokens among every N prompts",
             )
-        if self.length > MAX_CONTEXT_TOKENS:
+        if self.length is not None and self.length > MAX_CONTEXT_TOKENS:
             raise BenchError(f"shared prefix of {self.length:,} tokens is over {MAX_CONTEXT_TOKENS:,}")
+
+    def text(self) -> str:
+        """``N:L``, or ``N`` (the depth context shared), as ``--shared-prefix`` takes it."""
+        return str(self.prompts) if self.length is None else f"{self.prompts}:{self.length}"
 
 
 def parse_shared_prefix(text: str) -> SharedPrefix:
-    """``N:L`` (prompts per prefix, prefix tokens), as ``--shared-prefix`` takes it."""
+    """``N:L`` (prompts per prefix, prefix tokens), or ``N`` (every N prompts share their depth
+    context), as ``--shared-prefix`` takes it."""
     n, sep, length = text.partition(":")
-    if not sep or not n.strip().isdigit() or not length.strip().isdigit() or not n.isascii() or not length.isascii():
+    if not _whole(n) or (sep and not _whole(length)):
         raise BenchError(
-            f"--shared-prefix {text!r} is not N:L",
-            hint="e.g. --shared-prefix 8:512 (every 8 prompts share a prefix of 512 tokens)",
+            f"--shared-prefix {text!r} is not N:L or N",
+            hint="e.g. --shared-prefix 8:512 (every 8 prompts share a prefix of 512 tokens), or "
+            "--shared-prefix 2 with --depth D (every 2 prompts share one context of D tokens)",
         )
-    sp = SharedPrefix(int(n), int(length))
+    sp = SharedPrefix(int(n), int(length) if sep else None)
     sp.check()
     return sp
+
+
+def _whole(text: str) -> bool:
+    return text.strip().isdigit() and text.isascii()
 
 
 def check_depth(depth: int) -> None:
@@ -148,10 +163,13 @@ def context_prompts(
         return prompts
     b = _Builder(tokenizer, rng)
     out: list[Prompt] = []
-    prefix = ""
+    prefix = context = ""
     for i, p in enumerate(prompts):
-        body = b.before(depth, p.text) + p.text
-        if shared_prefix is not None and i % shared_prefix.prompts == 0:
+        first = shared_prefix is not None and i % shared_prefix.prompts == 0
+        if shared_prefix is None or shared_prefix.length is not None or first:
+            context = b.before(depth, p.text)  # the group's first context is the one shared
+        body = context + p.text
+        if first and shared_prefix is not None and shared_prefix.length is not None:
             # one new prefix per group, measured against the group's first prompt
             prefix = b.before(shared_prefix.length, body)
         text = prefix + body
@@ -174,7 +192,7 @@ def add_context(
     # One stream per (seed, depth, prefix): the cells of a depth grid get contexts of their own.
     # With the same stream, depth 512's contexts began with depth 256's, and on the real vLLM
     # testbed the 512 cell hit the prefix cache for 640 of its tokens (benchmarks/workloads_real.py).
-    sp = f"{shared_prefix.prompts}:{shared_prefix.length}" if shared_prefix is not None else "-"
+    sp = shared_prefix.text() if shared_prefix is not None else "-"
     rng = random.Random(f"autobench-context-{seed}-{depth}-{sp}")
 
     def shaped(prompts: list[Prompt]) -> list[Prompt]:
@@ -182,7 +200,9 @@ def add_context(
 
     context: dict[str, int] = {"depth": depth}
     if shared_prefix is not None:
-        context |= {"shared_prefix_prompts": shared_prefix.prompts, "shared_prefix_tokens": shared_prefix.length}
+        context["shared_prefix_prompts"] = shared_prefix.prompts
+        if shared_prefix.length is not None:  # else a group shares its depth context
+            context["shared_prefix_tokens"] = shared_prefix.length
     return replace(
         dataset,
         prompts=shaped(dataset.prompts),

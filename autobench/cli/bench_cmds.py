@@ -158,8 +158,9 @@ def _field_map(pairs: tuple[str, ...]) -> FieldMap | None:
 @click.option(
     "--shared-prefix",
     default=None,
-    metavar="N:L",
-    help="Every N prompts (in the order sent) share one prefix of L tokens (prefix-cache hit rate from /metrics).",
+    metavar="N:L|N",
+    help="Every N prompts (in the order sent) share one prefix of L tokens, or without :L their --depth "
+    "context (prefix-cache hit rate from /metrics).",
 )
 @click.option(
     "--category",

@@ -381,7 +381,8 @@ def _autobench_bench_lines(recipe: Recipe) -> Lines:
     if d.depth is not None:
         lines.append(_opt("--depth", str(d.depth)))
     if d.shared_prefix is not None:
-        lines.append(_opt("--shared-prefix", f"{d.shared_prefix.prompts}:{d.shared_prefix.length}"))
+        sp = d.shared_prefix
+        lines.append(_opt("--shared-prefix", str(sp.prompts) + (f":{sp.length}" if sp.length is not None else "")))
     if d.category is not None:
         lines.append(_opt("--category", str(d.category)))
     if d.multi_turn:

@@ -622,7 +622,7 @@ def _workloads(c: _Ctx) -> None:
         if d.multi_turn:
             c.add("AB036", ("bench", "dataset", "multi_turn"), "client vllm sends one turn per prompt")
     depth = largest(d.depth) or 0
-    prefix = d.shared_prefix.length if d.shared_prefix is not None else 0
+    prefix = (d.shared_prefix.length or 0) if d.shared_prefix is not None else 0  # no length: the depth's
     if isinstance(e.max_model_len, int) and (depth or prefix):
         need = depth + prefix + output_tokens(c.r)
         if need > e.max_model_len:

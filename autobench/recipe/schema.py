@@ -505,10 +505,14 @@ def _repo_file(value: str | None) -> str | None:
 
 class SharedPrefix(StrictModel):
     """Groups of ``prompts`` prompts, in the order sent, each group sharing one prefix of
-    ``length`` tokens (autobench.bench.workload)."""
+    ``length`` tokens, or without a length the group's depth context (autobench.bench.workload)."""
 
     prompts: Annotated[int, Field(ge=1, le=B.MAX_PROMPTS)] = Field(description="Prompts per prefix.")
-    length: Annotated[int, Field(ge=1, le=B.MAX_TOKENS)] = Field(description="Prefix length in tokens.")
+    length: Annotated[int, Field(ge=1, le=B.MAX_TOKENS)] | None = Field(
+        None,
+        description="Prefix length in tokens; omitted: the group shares its depth context (bench.dataset.depth "
+        "> 0), as llama-benchy's --enable-prefix-caching reuses a loaded context.",
+    )
 
 
 class Dataset(StrictModel):
@@ -557,6 +561,16 @@ class Dataset(StrictModel):
     @classmethod
     def _file_in_repo(cls, value: str | None) -> str | None:
         return _repo_file(value)
+
+    @model_validator(mode="after")
+    def _shared_context_needs_depth(self) -> Dataset:
+        sp, depth = self.shared_prefix, self.depth
+        if sp is not None and sp.length is None and not (max(depth) if isinstance(depth, list) else depth):
+            raise ValueError(
+                "shared_prefix without a length shares each group's depth context: set depth above 0 "
+                "(or give shared_prefix.length)"
+            )
+        return self
 
     @model_validator(mode="after")
     def _one_source(self) -> Dataset:

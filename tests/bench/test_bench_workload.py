@@ -119,7 +119,15 @@ def test_add_context_records_and_shapes_warmup(tok: BenchTokenizer) -> None:
 
 @pytest.mark.parametrize(
     ("text", "words"),
-    [("8", "not N:L"), ("a:3", "not N:L"), ("0:5", "at least 1"), ("2:0", "at least 1"), ("٣:4", "not N:L")],
+    [
+        ("8:", "not N:L"),
+        ("a:3", "not N:L"),
+        ("0:5", "at least 1"),
+        ("2:0", "at least 1"),
+        ("٣:4", "not N:L"),
+        ("0", "at least 1"),
+        ("", "not N:L"),
+    ],
 )
 def test_shared_prefix_refusals(text: str, words: str) -> None:
     with pytest.raises(BenchError, match=words):
@@ -128,6 +136,10 @@ def test_shared_prefix_refusals(text: str, words: str) -> None:
 
 def test_depth_refusals() -> None:
     assert parse_shared_prefix("8:512") == SharedPrefix(8, 512)
+    assert parse_shared_prefix("1:1") == SharedPrefix(1, 1)  # the smallest
+    with pytest.raises(BenchError) as err:
+        SharedPrefix(1, 0).check()
+    assert err.value.hint == "--shared-prefix N:L shares one prefix of L tokens among every N prompts"
     check_depth(0)
     for bad in (-1, True, 10_000_001):
         with pytest.raises(BenchError, match="depth"):
@@ -261,3 +273,27 @@ def test_fits_checks_a_shared_prefix_alone(tok: BenchTokenizer) -> None:
         check_fits(ds, [{"id": "m", "max_model_len": longest}], "m", "h")
     plain = add_context(Dataset("random", None, prompts_of(tok, 2), [], 2), 0, None, tok)
     check_fits(plain, [{"id": "m", "max_model_len": 1}], "m", "h")  # the dataset's own prompts: not checked
+
+
+def test_a_group_shares_its_depth_context_without_a_length(tok: BenchTokenizer) -> None:
+    """llama-benchy's prefix caching: each context sent twice, the second time from the cache."""
+    ps = prompts_of(tok, 6)
+    out = context_prompts(ps, depth=40, shared_prefix=SharedPrefix(2), tokenizer=tok, rng=random.Random(5))
+    ids = [tok.encode(o.text) for o in out]
+    for i, (p, o) in enumerate(zip(ps, out, strict=True)):
+        assert abs(tok.count(o.text) - (40 + p.est_tokens)) <= 1 and o.est_tokens == tok.count(o.text)
+        if i % 2:
+            assert ids[i][:38] == ids[i - 1][:38]  # the group's one context
+    assert len({tuple(x[:38]) for x in ids}) == 3
+    assert parse_shared_prefix("2") == SharedPrefix(2, None) and SharedPrefix(2).text() == "2"
+    ds = add_context(Dataset("random", None, ps, [], 6), 40, SharedPrefix(2), tok)
+    assert ds.context == {"depth": 40, "shared_prefix_prompts": 2}
+    assert add_context(Dataset("random", None, ps, [], 6), 0, SharedPrefix(2), tok).prompts == ps  # nothing to share
+
+
+def test_shared_depth_context_hits_the_synthetic_prefix_cache(synth: Any, tok_dir: Path) -> None:
+    srv = synth(ttft_ms=1, itl_ms=0.5, tokenizer=str(tok_dir))
+    d = _bench(srv.base_url, tok_dir, num_prompts=8, concurrency=1, depth=96, shared_prefix=SharedPrefix(2))
+    # 4 pairs: the second of each pair hits the context's whole blocks (BOS + 96 - 1 tokens -> 6 blocks of 16)
+    assert d["min_input_tokens"] == d["max_input_tokens"] == 96 + 24
+    assert d["prefix_cache_hits"] == 4 * 6 * 16

@@ -78,7 +78,14 @@ def test_a_schedule_names_a_category(tmp_path: Path) -> None:
         ("{kind: jsonl, path: d.jsonl, depth: -1}", "bench.dataset.depth: -1 is below the minimum 0"),
         ("{kind: jsonl, path: d.jsonl, depth: [0, 0]}", "bench.dataset.depth[1]: 0 is listed twice"),
         ("{kind: jsonl, path: d.jsonl, shared_prefix: {prompts: 0, length: 8}}", "bench.dataset.shared_prefix.prompts"),
-        ("{kind: jsonl, path: d.jsonl, shared_prefix: {prompts: 2}}", "bench.dataset.shared_prefix.length"),
+        (
+            "{kind: jsonl, path: d.jsonl, shared_prefix: {prompts: 2}}",
+            "shared_prefix without a length shares each group's depth context: set depth above 0",
+        ),
+        (
+            "{kind: jsonl, path: d.jsonl, depth: [0], shared_prefix: {prompts: 2}}",
+            "shared_prefix without a length shares each group's depth context",
+        ),
     ],
 )
 def test_bad_workload_keys_are_one_located_line(tmp_path: Path, dataset: str, message: str) -> None:
@@ -196,3 +203,21 @@ def test_a_category_with_too_few_prompts_refuses_the_run_before_anything_starts(
     assert len(lines) == 1 and f"{data}: category 'math' has 3 usable prompts, 5 asked" in lines[0], r.stderr
     assert "code (7), math (3)" in lines[0]
     assert not runs.exists() and not ledger.exists()  # nothing started, nothing recorded
+
+
+def test_a_shared_depth_context(tmp_path: Path) -> None:
+    from autobench.compile import bench_argv
+    from autobench.run.local import bench_config
+    from autobench.run.plan import build_plan
+
+    path = _recipe(tmp_path, "  dataset: {kind: jsonl, path: d.jsonl, depth: [0, 2048], shared_prefix: {prompts: 2}}\n")
+    loaded = load_recipe(path)
+    assert "--shared-prefix 2 " in " ".join(bench_argv(cell_recipe(loaded.recipe, cells(loaded.recipe)[1]))) + " "
+    plan = build_plan(loaded, runtime="process", runs_dir=tmp_path / "runs")
+    cfg = bench_config(loaded, plan, cells(loaded.recipe)[1])
+    assert cfg.depth == 2048 and cfg.shared_prefix is not None and cfg.shared_prefix.length is None
+    assert _codes(path) == []
+    deep = _recipe(
+        tmp_path, "  dataset: {kind: jsonl, path: d.jsonl, depth: 4095, shared_prefix: {prompts: 2}}\n  max_tokens: 2\n"
+    )
+    assert [code for code, _, _ in _codes(deep)] == ["AB037"]
