@@ -89,7 +89,7 @@ def _env(cluster, tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _argv(exp: Path, tmp_path: Path) -> list[str]:
+def _argv(exp: Path, tmp_path: Path, ledger: str | None = None) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -110,7 +110,7 @@ def _argv(exp: Path, tmp_path: Path) -> list[str]:
         "--vllm-exec",
         f"{sys.executable} -m autobench.run.standin",
         "--ledger",
-        str(tmp_path / "ledger.db"),
+        ledger or str(tmp_path / "ledger.db"),
         "--runs-dir",
         str(tmp_path / "runs"),
         "--json",
@@ -230,3 +230,30 @@ def test_the_array_script_passes_shellcheck(tmp_path) -> None:
     assert check.returncode == 0, check.stdout
     run = subprocess.run(["bash", str(script)], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
     assert run.returncode == 2 and "not an array task of this experiment" in run.stderr
+
+
+def test_the_tasks_record_into_the_teams_postgresql_ledger(cluster, tmp_path) -> None:
+    """The ledger a PostgreSQL URL: the tasks get it from their environment, append at once
+    (two tasks, both running) under the ledger's append lock, and the record links their runs."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "ledger"))
+    from ledger_backends import pg_schema, pg_url
+
+    exp = _experiment(tmp_path)
+    text = exp.read_text(encoding="utf-8").splitlines(keepends=True)
+    exp.write_text("".join(text[:-2]), encoding="utf-8")  # two treatments
+    with pg_schema() as schema:
+        url = pg_url(schema)
+        argv = _argv(exp, tmp_path, url)
+        res = subprocess.run(
+            argv, capture_output=True, text=True, timeout=300, env=_env(cluster, tmp_path), cwd=tmp_path
+        )
+        assert res.returncode == 0, res.stderr + cluster.logs()
+        (script,) = (tmp_path / "runs" / "experiments" / "exp").glob("array-*.sh")
+        assert "#SBATCH --array=0-1\n" in script.read_text() and schema not in script.read_text()
+        with open_ledger(url, create=False) as book:
+            runs = book.runs()
+            (record,) = book.experiments()
+            assert book.verify().ok
+    assert len(runs) == 2 and {r.status for r in runs} == {"DONE"} and _most_at_once(runs) == 2
+    by_digest = {r.recipe_digest: r.run_uid for r in runs}  # appended in the order the tasks ended
+    assert [t["run_uid"] for t in record.treatments] == [by_digest[t["digest"]] for t in record.treatments]
