@@ -305,3 +305,21 @@ def test_boot_goes_through_the_run_pipeline_with_the_treatment_file(tmp_path) ->
     assert booted == Booted("PLANNED", None, None)  # a dry run: planned by the pipeline, nothing recorded
     (written,) = (tmp_path / "exp").iterdir()
     assert written.name.startswith("t2-") and not (tmp_path / "runs").exists()
+
+
+def test_the_report_lists_the_pruned_treatments_of_the_last_record(tmp_path, capsys) -> None:
+    import json
+
+    from autobench.cli import main
+    from autobench.ledger import open_ledger
+    from autobench.ledger.experiments import new_experiment_values
+
+    path = write(tmp_path, "factors:\n  engine.max_num_seqs: [1, 2, 3, 4]\n")
+    plan = _plan(tmp_path, prune={2})
+    out = run_experiment(plan, lambda p: Booted("FAILED"), lambda loaded: None, echo=lambda _: None)
+    ledger = str(tmp_path / "ledger.db")
+    with open_ledger(ledger) as book:
+        book.record_experiment(new_experiment_values("exp", plan.digest, {}, [o.to_ledger_dict() for o in out]))
+    assert main(["experiment", "report", str(path), "--ledger", ledger, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["pruned"] == [{"id": "t2", "label": "max_num_seqs=2", "cause": "predicted failure at 2"}]
