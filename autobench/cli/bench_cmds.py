@@ -423,6 +423,13 @@ def _summary_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
     c = d["client"]
     rows.append(("client CPU ms / 1k tokens", _fmt(c["cpu_ms_per_1k_tokens"])))
     rows.append(("event-loop lag p99 (ms)", _fmt(c["loop_lag_ms"]["p99"])))
+    delay = c.get("dispatch_delay_ms") or {}
+    rows.append(("dispatch delay p50 / p99 (ms)", f"{_fmt(delay.get('median'))} / {_fmt(delay.get('p99'))}"))
+    if c.get("schedule_adherence_ms"):
+        adh = c["schedule_adherence_ms"]
+        rows.append(("schedule adherence p50 / p99 (ms)", f"{_fmt(adh.get('median'))} / {_fmt(adh.get('p99'))}"))
+    if d.get("workers"):
+        rows.append(("load generators", str(d["workers"]["count"])))
     rows.append(("tokens per chunk", _fmt(d.get("mean_tokens_per_chunk"))))
     flags = d.get("quality_flags") or {}
     rows.append(("quality flags", ", ".join(flags) if flags else "none"))
@@ -439,7 +446,8 @@ def _print_summary(d: dict[str, Any]) -> None:
     )
     if d.get("client_bound_warning"):
         say(
-            "warning: client-bound: the client itself was busy (CPU > 75% of a core or loop lag p99 > 5 ms); "
+            "warning: client-bound: the client itself was busy (CPU > 75% of a core, loop lag p99 > 5 ms or "
+            "dispatch delay p99 > 2 ms); "
             "latencies may be inflated (the result and its verdicts are marked client_bound)",
             err=True,
         )

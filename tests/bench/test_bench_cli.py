@@ -234,3 +234,21 @@ def test_fail_boot_prints_a_vllm_like_traceback_and_never_listens() -> None:
 def test_help_lists_both_commands() -> None:
     r = inprocess.autobench("--help")
     assert "bench" in r.stdout and "synthetic-server" in r.stdout
+
+
+def test_the_summary_shows_the_dispatch_delay_and_in_rate_mode_the_adherence(synth: Any) -> None:
+    from autobench.bench.client import BenchConfig, run_bench
+    from autobench.cli.bench_cmds import _summary_rows
+
+    srv = synth(ttft_ms=1, itl_ms=1)
+    base = {"base_url": srv.base_url, "model": "m", "num_prompts": 4, "concurrency": 2, "max_tokens": 3}
+    closed = dict(_summary_rows(run_bench(BenchConfig(**base)).to_json_dict()))  # type: ignore[arg-type]
+    d = run_bench(BenchConfig(**base, request_rate=500.0)).to_json_dict()  # type: ignore[arg-type]
+    rate = dict(_summary_rows(d))
+    delay = d["client"]["dispatch_delay_ms"]  # type: ignore[index]
+    assert rate["dispatch delay p50 / p99 (ms)"] == f"{delay['median']:.2f} / {delay['p99']:.2f}"
+    adh = d["client"]["schedule_adherence_ms"]  # type: ignore[index]
+    assert rate["schedule adherence p50 / p99 (ms)"] == f"{adh['median']:.2f} / {adh['p99']:.2f}"
+    assert "schedule adherence p50 / p99 (ms)" not in closed and "dispatch delay p50 / p99 (ms)" in closed
+    assert "load generators" not in closed
+    assert dict(_summary_rows({**d, "workers": {"count": 3}}))["load generators"] == "3"
