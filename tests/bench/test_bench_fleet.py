@@ -286,3 +286,17 @@ def test_a_prompt_travels_whole() -> None:
     assert got.prompts == [p] and got.warmup == []
     with pytest.raises(BenchError, match="rows"):
         worker_mod._dataset({"prompts": [["x", 1, 2]], "warmup": []})
+
+
+def test_each_generator_keeps_the_common_time_cap(synth: Any) -> None:
+    srv = synth(ttft_ms=10, itl_ms=50)  # 12 tokens: ~560 ms per request
+    cfg = BenchConfig(
+        base_url=srv.base_url, model="m", num_prompts=100, concurrency=4, max_tokens=12, random_input_len=16,
+        workers=2, max_seconds=0.25, grace_seconds=0.1, tokenizer="estimated",
+    )  # fmt: skip
+    res, _, gens = threaded_fleet(cfg)
+    d = res.to_json_dict()
+    assert [g.code for g in gens] == [[0], [0]]
+    # both cancelled their two requests after cap + grace: incomplete, never errors; the rest never sent
+    assert (d["completed"], d["failed"], d["incomplete"], d["not_dispatched"]) == (0, 0, 4, 96)
+    assert d["time_cap_hit"] is True and d["quality_flags"]["time_capped"]  # type: ignore[index]
