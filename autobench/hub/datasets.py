@@ -98,9 +98,9 @@ def _remove(path: Path) -> None:
         pass
 
 
-def _hub_sha256(info: DatasetInfo | None, file: str) -> str | None:
-    """The Hub's LFS sha256 of ``file`` (None: not listed as LFS)."""
-    for sib in (info.siblings if info is not None else None) or []:
+def _hub_sha256(info: DatasetInfo, file: str) -> str | None:
+    """The Hub's LFS sha256 of ``file`` (None: not listed as LFS, or no file list)."""
+    for sib in info.siblings or []:
         if sib.rfilename == file and sib.lfs is not None:
             return str(sib.lfs.sha256)
     return None

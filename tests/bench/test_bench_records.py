@@ -319,3 +319,40 @@ def test_a_missing_file_and_a_bad_line_say_how_to_fix_them(tmp_path):
     with pytest.raises(BenchError) as info:
         read(str(path), "jsonl", FieldMap(prompt="prompt"))
     assert info.value.hint == "each line must be one JSON object holding the mapped fields"
+
+
+def test_an_output_cap_of_one_is_a_cap_and_a_bool_is_not(tmp_path):
+    path = jsonl(
+        tmp_path,
+        [
+            {"prompt": "a", "max_tokens": 1},
+            {"prompt": "b", "max_tokens": True},
+            {"prompt": "c", "max_tokens": 2.0},
+            {"prompt_tokens": 1},
+            {"prompt_tokens": True},
+            {"prompt_tokens": records.MAX_RECORD_BYTES // 4 + 1},
+        ],
+    )
+    got, skipped = read(path, "jsonl")
+    assert got == [PromptRecord(("a",), max_tokens=1), PromptRecord(("",), prompt_tokens=1)]
+    assert skipped == Counter({"bad_max_tokens": 2, "bad_prompt_tokens": 2})
+    mapped = jsonl(tmp_path, [{"q": "a", "n": 1}, {"q": "b", "n": False}], name="m.jsonl")
+    got, skipped = read(mapped, "jsonl", FieldMap(prompt="q", max_tokens="n"))
+    assert got == [PromptRecord(("a",), max_tokens=1)] and skipped == Counter({"bad_max_tokens": 1})
+
+
+def test_a_line_that_is_not_utf8_is_refused_where_it_is(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'"fine"\n"\xff"\n')
+    with pytest.raises(BenchError) as info:
+        read(str(path), "jsonl")
+    assert (info.value.location, info.value.message) == (f"{path}:2", "line is not UTF-8 text (byte 1)")
+    sg = tmp_path / "sg.json"
+    sg.write_text("{}", encoding="utf-8")
+    with pytest.raises(BenchError) as info:
+        read(str(sg), "sharegpt")
+    assert info.value.message == "ShareGPT dataset must be a JSON array of conversations, got dict"
+    sg.write_text("[1,", encoding="utf-8")
+    with pytest.raises(BenchError) as info:
+        read(str(sg), "sharegpt")
+    assert info.value.hint == "ShareGPT V3 is one JSON array; use --dataset-kind jsonl for JSON lines"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -228,7 +229,7 @@ def test_a_cached_file_changed_on_disk_is_refused_and_removed(ds_hub):
     with pytest.raises(HubError) as info:
         fetch_dataset(resolver, DATASET_REPO, DATASET_OLD, DATASET_FILE, expected=V1_SHA256)
     assert f"has sha256 {V2_SHA256}, not {V1_SHA256} (bench.dataset.sha256)" in info.value.message
-    assert not got.path.exists() and not blob.exists()
+    assert not os.path.lexists(got.path) and not blob.exists()  # the snapshot link and its blob
     again = fetch_dataset(resolver, DATASET_REPO, DATASET_OLD, DATASET_FILE, expected=V1_SHA256)
     assert again.source == "hub" and file_sha256(again.path) == (V1_SHA256, len(DATASET_V1))
 
@@ -281,3 +282,30 @@ def test_a_variant_that_names_another_dataset_revision_is_pinned_where_it_is_wri
         "newer",
     )
     assert entries["dataset"]["sha"] == DATASET_OLD and entries["dataset"]["sha256"] == V1_SHA256
+
+
+def test_a_cached_file_that_cannot_be_read_is_one_line(tmp_path):
+    from autobench.hub.datasets import verify
+
+    with pytest.raises(HubError) as info:
+        verify(tmp_path, "org/d@abc", "data/x.jsonl", None, "bench.dataset.sha256", None)  # a directory
+    assert info.value.message.startswith("org/d@abc: cannot read data/x.jsonl (")
+    assert info.value.location == str(tmp_path)
+
+
+def test_an_answer_without_a_file_list_has_no_lfs_sha256_and_lists_every_file():
+    from huggingface_hub.hf_api import DatasetInfo
+
+    from autobench.hub.datasets import _hub_sha256, _listed
+
+    bare = DatasetInfo(id=DATASET_REPO, sha=DATASET_OLD)  # a Hub that sends no siblings
+    assert _hub_sha256(bare, DATASET_FILE) is None and _listed(bare, DATASET_FILE)
+    listed = DatasetInfo(
+        id=DATASET_REPO,
+        siblings=[
+            {"rfilename": "README.md"},
+            {"rfilename": DATASET_FILE, "lfs": {"sha256": V1_SHA256, "size": 1, "pointerSize": 1}},
+        ],
+    )
+    assert _hub_sha256(listed, DATASET_FILE) == V1_SHA256 and _hub_sha256(listed, "README.md") is None
+    assert _listed(listed, "README.md") and not _listed(listed, "data/other.jsonl")
