@@ -131,6 +131,8 @@ def build_result(
     if prefix is not None:
         data.update(M.prefix_cache_metrics(prefix))
     data["dataset"] = _dataset(ds)
+    if getattr(cfg, "category", None) is not None:  # the one category this bench sent
+        data["dataset"]["category"] = cfg.category
     data["client"] = _client(client, records, ok, duration, data["total_output_tokens"])
     lag_p99 = data["client"]["loop_lag_ms"]["p99"]
     cpu_frac = data["client"]["cpu_fraction_of_one_core"]

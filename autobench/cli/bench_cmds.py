@@ -420,6 +420,7 @@ def _summary_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("spec acceptance length", _fmt(d["spec_decode_acceptance_length"])))
         rows.append(("spec draft acceptance (%)", _fmt(d["spec_decode_acceptance_rate"], 1)))
         rows.append(("spec per-position", pp))
+    rows += _workload_rows(d)
     c = d["client"]
     rows.append(("client CPU ms / 1k tokens", _fmt(c["cpu_ms_per_1k_tokens"])))
     rows.append(("event-loop lag p99 (ms)", _fmt(c["loop_lag_ms"]["p99"])))
@@ -433,6 +434,40 @@ def _summary_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
     rows.append(("tokens per chunk", _fmt(d.get("mean_tokens_per_chunk"))))
     flags = d.get("quality_flags") or {}
     rows.append(("quality flags", ", ".join(flags) if flags else "none"))
+    return rows
+
+
+def _workload_rows(d: dict[str, Any]) -> list[tuple[str, str]]:
+    """The workload's own rows (docs/bench.md, "Workloads"): its category, context, the prefix
+    cache's hit rate, a multi-turn run's conversations and TTFT by turn."""
+    rows: list[tuple[str, str]] = []
+    ds = d.get("dataset") or {}
+    if ds.get("category") is not None:
+        rows.append(("category", str(ds["category"])))
+    if ds.get("depth"):
+        rows.append(("context depth (tokens)", _fmt(ds["depth"])))
+    if ds.get("shared_prefix_prompts"):
+        shared = f"{ds['shared_prefix_tokens']:,} tokens" if ds.get("shared_prefix_tokens") else "the depth context"
+        rows.append(("shared prefix", f"every {ds['shared_prefix_prompts']} prompts share {shared}"))
+    if d.get("prefix_cache_hit_rate") is not None:
+        rows.append(
+            (
+                "prefix cache hit rate",
+                f"{100 * d['prefix_cache_hit_rate']:.1f} % ({_fmt(d['prefix_cache_hits'])} of "
+                f"{_fmt(d['prefix_cache_queries'])} tokens)",
+            )
+        )
+    mt = d.get("multi_turn")
+    if isinstance(mt, dict):
+        rows.append(
+            (
+                "conversations (completed / all)",
+                f"{mt['conversations_completed']} / {mt['conversations']}, {mt['turns_sent']} of "
+                f"{mt['turns_planned']} turns sent",
+            )
+        )
+        by_turn = mt.get("ttft_by_turn_ms") or {}
+        rows.append(("TTFT median by turn (ms)", " / ".join(_fmt(v.get("median")) for v in by_turn.values())))
     return rows
 
 

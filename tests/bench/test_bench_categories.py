@@ -146,7 +146,7 @@ def test_a_category_grid_from_a_mapped_jsonl_file(synth: Any, tmp_path: Any) -> 
             tokenizer="estimated",
         )
         d = run_bench(cfg).to_json_dict()
-        assert d["completed"] == 24 and d["dataset"]["reused"] == 0
+        assert d["completed"] == 24 and d["dataset"]["reused"] == 0 and d["dataset"]["category"] == cat
         assert d["spec_decode_acceptance_length"] == pytest.approx(1 + sum(prof), rel=0.01), cat
     from autobench.errors import BenchError
 
@@ -163,3 +163,32 @@ def test_a_category_grid_from_a_mapped_jsonl_file(synth: Any, tmp_path: Any) -> 
                 tokenizer="estimated",
             )
         )
+
+
+def test_the_summary_names_the_workload() -> None:
+    from autobench.cli.bench_cmds import _workload_rows
+
+    d: dict[str, Any] = {
+        "dataset": {"category": "code", "depth": 4096, "shared_prefix_prompts": 2},
+        "prefix_cache_hit_rate": 0.25,
+        "prefix_cache_hits": 1024,
+        "prefix_cache_queries": 4096,
+        "multi_turn": {
+            "conversations": 4,
+            "conversations_completed": 3,
+            "turns_sent": 10,
+            "turns_planned": 12,
+            "ttft_by_turn_ms": {"1": {"median": 12.5}, "2": {"median": 30.0}},
+        },
+    }
+    assert _workload_rows(d) == [
+        ("category", "code"),
+        ("context depth (tokens)", "4096"),
+        ("shared prefix", "every 2 prompts share the depth context"),
+        ("prefix cache hit rate", "25.0 % (1024 of 4096 tokens)"),
+        ("conversations (completed / all)", "3 / 4, 10 of 12 turns sent"),
+        ("TTFT median by turn (ms)", "12.50 / 30.00"),
+    ]
+    d["dataset"] = {"depth": 0, "shared_prefix_prompts": 4, "shared_prefix_tokens": 512}
+    assert _workload_rows({"dataset": d["dataset"]}) == [("shared prefix", "every 4 prompts share 512 tokens")]
+    assert _workload_rows({"dataset": {}}) == []

@@ -297,3 +297,20 @@ def test_shared_depth_context_hits_the_synthetic_prefix_cache(synth: Any, tok_di
     # 4 pairs: the second of each pair hits the context's whole blocks (BOS + 96 - 1 tokens -> 6 blocks of 16)
     assert d["min_input_tokens"] == d["max_input_tokens"] == 96 + 24
     assert d["prefix_cache_hits"] == 4 * 6 * 16
+
+
+def test_the_bench_command_takes_depth_and_shared_prefix(synth: Any, tok_dir: Path) -> None:
+    import inprocess
+
+    srv = synth(ttft_ms=1, itl_ms=0.5, tokenizer=str(tok_dir))
+    r = inprocess.autobench(
+        "bench", "--base-url", srv.base_url, "--model", "m", "--num-prompts", "4", "--max-tokens", "2",
+        "--random-input-len", "24", "--depth", "40", "--shared-prefix", "2", "--tokenizer", str(tok_dir),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows = {line.split("  ")[0]: line for line in r.stdout.splitlines()}
+    assert "40" in rows["context depth (tokens)"]
+    assert "every 2 prompts share the depth context" in rows["shared prefix"]
+    assert "prefix cache hit rate" in rows
+    bad = inprocess.autobench("bench", "--base-url", srv.base_url, "--model", "m", "--shared-prefix", "2:x")
+    assert bad.returncode == 5 and bad.stderr.startswith("error: --shared-prefix '2:x' is not N:L or N")
