@@ -44,25 +44,26 @@ def test_the_corpus_depth_sweep_is_kept_as_a_grid_axis(tmp_path):
     (one,) = convert(CORPUS / "sparkrun-benchy-depth.yaml")
     d = dataset_of(one, tmp_path)
     assert d.depth == [0, 4096, 16384, 65536]
-    assert d.shared_prefix is None
+    assert d.shared_prefix is not None and (d.shared_prefix.prompts, d.shared_prefix.length) == (2, None)
     assert one.notes == [  # each with its line in the file
         "12: not carried: llama-benchy pp [2048]",
         "13: not carried: llama-benchy tg [32]",
         "11: not carried: benchmark timeout (sparkrun's runner)",
-        "15: not carried: prefix_caching (with several depths one shared prefix length cannot follow each cell)",
+        "15: prefix_caching: every 2 prompts share their depth context (bench.dataset.shared_prefix), "
+        "the second reusing the first's cache",
     ]
 
 
-def test_one_depth_with_prefix_caching_becomes_a_shared_prefix_of_that_depth(tmp_path):
+def test_one_depth_with_prefix_caching_shares_that_depth(tmp_path):
     one = imported(
         tmp_path, "benchmark:\n  framework: llama-benchy\n  args:\n    depth: [4096]\n    prefix_caching: true\n"
     )
     d = dataset_of(one, tmp_path)
     assert d.shared_prefix is not None
-    assert (d.shared_prefix.prompts, d.shared_prefix.length, d.depth) == (2, 4096, 0)
+    assert (d.shared_prefix.prompts, d.shared_prefix.length, d.depth) == (2, None, 4096)
     assert one.notes == [
-        "12: prefix_caching with depth 4096: every 2 prompts share a 4096-token prefix "
-        "(bench.dataset.shared_prefix), the second reusing the first's cache"
+        "12: prefix_caching: every 2 prompts share their depth context (bench.dataset.shared_prefix), "
+        "the second reusing the first's cache"
     ]
 
 
@@ -83,8 +84,8 @@ def test_depth_in_each_shape_sparkrun_accepts(tmp_path, block, depth):
 @pytest.mark.parametrize(
     ("block", "note"),
     [
-        ("benchmark:\n  depth: [0]\n  prefix_caching: true\n", "not carried: prefix_caching (depth is 0)"),
-        ("benchmark:\n  depth: [0, 64]\n  enable_prefix_caching: true\n", "not carried: prefix_caching (with several"),
+        ("benchmark:\n  depth: [0]\n  prefix_caching: true\n", "not carried: prefix_caching (no depth above 0)"),
+        ("benchmark:\n  prefix_caching: true\n", "not carried: prefix_caching (no depth above 0)"),
     ],
 )
 def test_prefix_caching_that_cannot_be_a_shared_prefix_is_noted(tmp_path, block, note):
@@ -98,7 +99,7 @@ def test_prefix_caching_false_or_a_string_flag(tmp_path):
     assert dataset_of(off, tmp_path).shared_prefix is None and not any("prefix" in n for n in off.notes)
     on = imported(tmp_path, 'benchmark:\n  depth: [256]\n  enable_prefix_caching: "true"\n')
     shared = dataset_of(on, tmp_path).shared_prefix
-    assert shared is not None and shared.length == 256
+    assert shared is not None and (shared.prompts, shared.length) == (2, None)
 
 
 def test_another_framework_is_noted_and_nothing_is_carried(tmp_path):

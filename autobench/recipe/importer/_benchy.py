@@ -15,12 +15,11 @@ Read at spark-arena/sparkrun 0041b8f and eugr/llama-benchy ae09cab:
   with the cached context".
 
 Carried: ``depth`` -> ``bench.dataset.depth`` (a list is a grid axis, as llama-benchy sweeps it);
-``prefix_caching`` with one depth D > 0 -> ``bench.dataset.shared_prefix: {prompts: 2, length: D}``
-(each pair of prompts shares the D tokens of context: the second reuses the first's cached
-prefix, as llama-benchy's inference step reuses its context load) and depth 0 (the shared prefix
-is the context).  With several depths one shared prefix length cannot follow each cell: the depth
-axis is kept and the prefix caching noted as not carried.  Every other llama-benchy argument is
-noted, with its line.
+``prefix_caching`` with a depth above 0 -> ``bench.dataset.shared_prefix: {prompts: 2}`` (no
+length: each pair of prompts shares its cell's depth context, the second reusing the first's
+cached prefix, as llama-benchy's inference step reuses its context load).  Without a depth above 0
+llama-benchy measures no prefix caching: noted.  Every other llama-benchy argument is noted, with
+its line.
 """
 
 from __future__ import annotations
@@ -105,17 +104,15 @@ def carry(recipe: dict[str, Any], src: Src, out: Imported) -> None:
         if key in BLOCK_KEYS - {"args", "framework"}:
             out.notes.append(f"{src.line('benchmark', key)}: not carried: benchmark {key} (sparkrun's runner)")
     dataset = recipe["bench"]["dataset"]
-    shared = [d for d in depths if d > 0]
-    if prefix and len(depths) == 1 and shared:
-        dataset["shared_prefix"] = {"prompts": 2, "length": shared[0]}
-        dataset["depth"] = 0
-        out.notes.append(
-            f"{src.line(*prefix_keys)}: prefix_caching with depth {shared[0]}: every 2 prompts share a "
-            f"{shared[0]}-token prefix (bench.dataset.shared_prefix), the second reusing the first's cache"
-        )
-        return
     if depths:
         dataset["depth"] = depths[0] if len(depths) == 1 else depths
-    if prefix:
-        why = "with several depths one shared prefix length cannot follow each cell" if shared else "depth is 0"
-        out.notes.append(f"{src.line(*prefix_keys)}: not carried: prefix_caching ({why})")
+    if not prefix:
+        return
+    if any(d > 0 for d in depths):
+        dataset["shared_prefix"] = {"prompts": 2}  # no length: each pair shares its cell's depth context
+        out.notes.append(
+            f"{src.line(*prefix_keys)}: prefix_caching: every 2 prompts share their depth context "
+            "(bench.dataset.shared_prefix), the second reusing the first's cache"
+        )
+    else:  # llama-benchy measures prefix caching only with depth > 0
+        out.notes.append(f"{src.line(*prefix_keys)}: not carried: prefix_caching (no depth above 0)")
