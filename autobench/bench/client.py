@@ -568,7 +568,8 @@ class _Runner:
         cpu0 = time.process_time()
         t0 = time.perf_counter() if t_start is None else t_start
         self.t0 = t0
-        prog = asyncio.ensure_future(self._progress_loop(len(bodies))) if self.progress else None
+        total = len(bodies) + (sum(len(p.turns) for p in self.ds.prompts) if c.multi_turn else 0)  # every turn
+        prog = asyncio.ensure_future(self._progress_loop(total)) if self.progress else None
         if c.request_rate is None:
             main = asyncio.ensure_future(self._closed_loop(bodies, self.records, c.concurrency, t_start=t0))
         else:
@@ -606,7 +607,7 @@ class _Runner:
         if main.done() and not main.cancelled() and main.exception() is not None:
             raise main.exception()  # type: ignore[misc]
         if self.progress:
-            self.progress(self.finished, len(bodies), t_end - t0, self.errors)
+            self.progress(self.finished, total, t_end - t0, self.errors)
         return t0, t_end, cap_hit, cpu, self.lags
 
     async def _closed_loop(

@@ -149,3 +149,16 @@ def test_conversations_from_a_mapped_jsonl_file(synth: Any, tmp_path: Any) -> No
     assert d["completed"] == 8 and d["multi_turn"]["turns_sent"] == 8
     # turn 1: 6 words; turn 2: 6 + the server's answer (5) + 5 words; never the reference answer
     assert d["total_input_tokens"] == 4 * (6 + 6 + ANSWER + 5)
+
+
+def test_progress_counts_every_turn(synth: Any) -> None:
+    srv = synth(ttft_ms=1, itl_ms=0.2)
+    seen: list[tuple[int, int]] = []
+    prompts = [_conv(i, 3) for i in range(3)]
+    cfg = BenchConfig(base_url=srv.base_url, model="m", num_prompts=3, max_tokens=ANSWER, multi_turn=True)
+    run_bench(
+        cfg,
+        progress=lambda done, total, _t, _e: seen.append((done, total)),
+        dataset=Dataset("jsonl", "c", prompts, [], 3),
+    )
+    assert seen[-1] == (9, 9)
