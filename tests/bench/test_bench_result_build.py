@@ -535,3 +535,21 @@ def test_schedule_adherence_is_send_minus_planned_arrival():
     assert build(cpu=0.1, lags=[0.001], recs=recs[:1])["client"]["schedule_adherence_ms"]["p99"] == pytest.approx(1.0)
     closed = build(cpu=0.1, lags=[0.001], recs=[ok_timed(100.5, 100.5)])["client"]
     assert closed["schedule_adherence_ms"] is None and closed["dispatch_delay_ms"]["p99"] == 0.0
+
+
+def test_the_start_burst_is_reported_but_not_judged():
+    """A closed loop's first C requests are all due at t0: no client writes them in one instant,
+    so their delay is in dispatch_delay_ms but the budget judges the requests due after it."""
+    burst = [ok_timed(T0 + 0.010 * (i + 1), T0 + (1e-7 if i else 0.0)) for i in range(3)]  # 10..30 ms late
+    steady = [ok_timed(100.501, 100.5), ok_timed(100.6005, 100.6)]  # 1.0 and 0.5 ms late
+    d = build(cpu=0.1, lags=[0.001], recs=[*burst, *steady])
+    c = d["client"]
+    assert c["dispatch_delay_ms"]["p99"] == pytest.approx(29.5999) and c["dispatch_delay_ms"]["median"] == pytest.approx(
+        10
+    )
+    assert c["dispatch_delay_after_start_ms"]["p99"] == pytest.approx(0.995)
+    assert d["client_bound_warning"] is False
+    late = build(cpu=0.1, lags=[0.001], recs=[*burst, ok_timed(100.504, 100.501)])  # 3 ms late after the start
+    assert late["client_bound_warning"] is True and "dispatch delay p99 3.0 ms" in late["quality_flags"]["client_bound"]
+    only_burst = build(cpu=0.1, lags=[0.001], recs=burst)["client"]
+    assert only_burst["dispatch_delay_after_start_ms"] is None and only_burst["dispatch_delay_ms"] is not None
