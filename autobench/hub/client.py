@@ -230,11 +230,11 @@ def translate(
         "the local HF cache with --offline / HF_HUB_OFFLINE=1"
     )
     # Order matters: GatedRepoError < RepositoryNotFoundError; Remote/LocalEntryNotFound < EntryNotFound.
+    page = f"{endpoint}/{repo}" if repo_type == "model" else f"{endpoint}/{repo_type}s/{repo}"
     if isinstance(exc, hf.GatedRepoError):
         msg, hint = (
             f"{where}: gated repo, this token has no access ({status or 'denied'})",
-            f"accept the repo's conditions at {endpoint}/{repo} with the account whose token is "
-            "in HF_TOKEN (or `hf auth login`)",
+            f"accept the repo's conditions at {page} with the account whose token is in HF_TOKEN (or `hf auth login`)",
         )
     elif isinstance(exc, hf.RepositoryNotFoundError):
         msg, hint = (
@@ -252,8 +252,7 @@ def translate(
             f"{where}: the Hub has no {name} at this revision",
             f"pin a revision of {repo} that contains {name} (is it a transformers model repo?)"
             if repo_type == "model"
-            else f"name a file the dataset repo has at this revision (its file list: {endpoint}/datasets/{repo}/tree/"
-            f"{revision or 'main'})",
+            else f"name a file the dataset repo has at this revision (its file list: {page}/tree/{revision or 'main'})",
         )
     elif isinstance(exc, hf.LocalEntryNotFoundError | hf.RevisionResolutionError | hf.OfflineModeIsEnabled):
         name = f"{filename} of " if filename else ""
@@ -387,14 +386,14 @@ class Hub:
             # huggingface_hub builds ModelInfo from the answer's JSON: a 2xx answer of another
             # shape ({} without "id", a list, a date that is no date) fails inside it
             if isinstance(exc, ValueError) and type(exc) is not ValueError:  # JSONDecodeError, HFValidationError
-                raise translate(exc, self.settings, repo, revision) from exc
+                raise translate(exc, self.settings, repo, revision, repo_type=kind) from exc
             raise HubError(
                 f"{ref(repo, revision)}: {self.settings.endpoint} does not answer like a Hugging Face Hub "
                 f"(its answer is not a {kind} description: {type(exc).__name__})",
                 hint="check HF_ENDPOINT (a proxy or login page may be answering instead)",
             ) from exc
         except Exception as exc:
-            raise translate(exc, self.settings, repo, revision) from exc
+            raise translate(exc, self.settings, repo, revision, repo_type=kind) from exc
 
     def download(
         self, repo: str, filename: str, sha: str, *, label: str | None = None, repo_type: str = "model"

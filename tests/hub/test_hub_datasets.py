@@ -309,3 +309,12 @@ def test_an_answer_without_a_file_list_has_no_lfs_sha256_and_lists_every_file():
     )
     assert _hub_sha256(listed, DATASET_FILE) == V1_SHA256 and _hub_sha256(listed, "README.md") is None
     assert _listed(listed, "README.md") and not _listed(listed, "data/other.jsonl")
+
+
+def test_a_gated_dataset_names_its_dataset_page(ds_hub, recipe, capsys):
+    ds_hub.repos[KEY].gated = "manual"
+    code, _, err = run(capsys, "lock", str(recipe))
+    assert code == 3
+    assert f"{DATASET_REPO}@main: gated repo, this token has no access (401)" in err
+    assert f"accept the repo's conditions at {ds_hub.url}/datasets/{DATASET_REPO} with the account" in err
+    assert not cached(DATASET_OLD).exists()
