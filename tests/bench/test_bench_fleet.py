@@ -39,8 +39,10 @@ def test_shares_deal_every_prompt_once_and_split_concurrency_evenly() -> None:
     ],
 )
 def test_impossible_worker_counts_are_refused(workers: int, conc: int, prompts: int, words: str) -> None:
-    with pytest.raises(BenchError, match=words):
+    with pytest.raises(BenchError, match=words) as e:
         fleet.check_workers(workers, conc, prompts)
+    if "concurrency" in words:
+        assert e.value.hint == "each load generator needs at least one request in flight: fewer workers"
     with pytest.raises(BenchError, match=words):
         BenchConfig(base_url="http://h:1", model="m", workers=workers, concurrency=conc, num_prompts=prompts).check()
     with pytest.raises(BenchError, match="--multi-turn runs in one load generator"):
@@ -55,7 +57,7 @@ def test_the_clock_offset_comes_from_the_shortest_round_trip() -> None:
     pings = [(10.0, 15.004, 10.01), (11.0, 16.001, 11.002), (12.0, 17.0, 12.02)]
     offset, rtt = clock_offset(pings)
     assert offset == pytest.approx(5.0) and rtt == pytest.approx(0.002)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="no clock pings"):
         clock_offset([])
 
 
