@@ -205,3 +205,22 @@ def test_cancelling_drops_the_requests_in_flight(synth: Any) -> None:
     pool = asyncio.run(main())
     assert len(records) == 2 and all(r.status == INFLIGHT and r.watchdog is None for r in records)
     assert all(c.closed for c in pool.all)
+
+
+def test_every_finished_requests_timer_is_cancelled(synth: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timer left armed after its request ended would fire later and fail that request (and drop
+    its connection, by then another request's) as a timeout."""
+    armed: list[asyncio.TimerHandle] = []
+    real = asyncio.BaseEventLoop.call_later
+
+    def call_later(self: Any, delay: float, callback: Any, *args: Any, **kw: Any) -> asyncio.TimerHandle:
+        handle = real(self, delay, callback, *args, **kw)
+        if getattr(callback, "__name__", "") == "_idle_check":
+            armed.append(handle)
+        return handle
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "call_later", call_later)
+    srv = synth(ttft_ms=1, itl_ms=1)
+    records, _, _ = run_loop(srv.base_url, 9, 2)
+    assert [r.status for r in records] == [OK] * 9
+    assert len(armed) == 9 and all(h.cancelled() for h in armed)
