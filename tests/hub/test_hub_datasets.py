@@ -318,3 +318,41 @@ def test_a_gated_dataset_names_its_dataset_page(ds_hub, recipe, capsys):
     assert f"{DATASET_REPO}@main: gated repo, this token has no access (401)" in err
     assert f"accept the repo's conditions at {ds_hub.url}/datasets/{DATASET_REPO} with the account" in err
     assert not cached(DATASET_OLD).exists()
+
+
+def test_a_split_of_the_hubs_parquet_conversion_is_a_file_at_refs_convert_parquet(ds_hub, tmp_path, capsys):
+    """The Hub publishes every dataset's config/split as parquet at the ref refs/convert/parquet
+    (`{config}/{split}/0000.parquet`): a split is named as that file at that revision, pinned like
+    any other."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from fakehub import FakeCommit
+
+    buf = io.BytesIO()
+    pq.write_table(pa.table({"question": ["What is a draft model?", "Translate: bonjour"], "task": ["qa", "mt"]}), buf)
+    data = buf.getvalue()
+    convert_sha = "c0" * 20
+    repo = ds_hub.repos[KEY]
+    repo.commits[convert_sha] = FakeCommit(
+        convert_sha,
+        {"default/test/0000.parquet": data},
+        lfs={"default/test/0000.parquet": hashlib.sha256(data).hexdigest()},
+    )
+    repo.refs["refs/convert/parquet"] = convert_sha
+    recipe = tmp_path / "split.yaml"
+    text = recipe_text(revision="refs/convert/parquet").replace("kind: jsonl", "kind: parquet")
+    recipe.write_text(text.replace(DATASET_FILE, "default/test/0000.parquet"), encoding="utf-8")
+    code, _, err = run(capsys, "lock", "--no-images", str(recipe))
+    assert (code, err) == (0, "")
+    assert f"    revision: {convert_sha}  # frozen: refs/convert/parquet\n" in recipe.read_text()
+    entry = json.loads((tmp_path / "split.yaml.lock.json").read_text())["references"]["dataset"]
+    assert (entry["label"], entry["sha"], entry["sha256"]) == (
+        "refs/convert/parquet",
+        convert_sha,
+        hashlib.sha256(data).hexdigest(),
+    )
+    code, out, _ = run(capsys, "outdated", "--json", str(recipe))
+    item = next(i for i in json.loads(out) if i["kind"] == "dataset")
+    assert (item["status"], item["label"]) == ("up-to-date", "refs/convert/parquet")
