@@ -302,3 +302,17 @@ def test_each_generator_keeps_the_common_time_cap(synth: Any) -> None:
     # both cancelled their two requests after cap + grace: incomplete, never errors; the rest never sent
     assert (d["completed"], d["failed"], d["incomplete"], d["not_dispatched"]) == (0, 0, 4, 96)
     assert d["time_cap_hit"] is True and d["quality_flags"]["time_capped"]  # type: ignore[index]
+
+
+def test_what_a_generator_sends_is_checked_field_by_field() -> None:
+    row = row_of(rec(0, 1.0, 0.1))
+    row[fleet.ROW_FIELDS.index("gaps")] = [0.5, "x", True, None, 2]
+    assert record_of(row).gaps == [0.5, 2.0]  # only numbers are gaps
+    for bad in ("1", True, None):
+        with pytest.raises(BenchError, match="index"):
+            fleet.number(bad, "index")
+    assert fleet.number(3.0, "index") == 3
+    assert fleet.seconds({"t": "done", "t0": 2}, "t0") == 2.0
+    for bad in ("2", False, None):
+        with pytest.raises(BenchError, match="'done' message has t0"):
+            fleet.seconds({"t": "done", "t0": bad}, "t0")
