@@ -356,3 +356,31 @@ def test_a_line_that_is_not_utf8_is_refused_where_it_is(tmp_path):
     with pytest.raises(BenchError) as info:
         read(str(sg), "sharegpt")
     assert info.value.hint == "ShareGPT V3 is one JSON array; use --dataset-kind jsonl for JSON lines"
+
+
+def test_sharegpt_skips_each_shape_it_cannot_use_once(tmp_path):
+    entries = [
+        {"conversations": [{"value": "no from: a human"}, {"from": "gpt", "value": "a"}]},
+        {"conversations": [{"from": "user", "value": "user role"}, {"from": "assistant", "value": "a"}]},
+        {"conversations": ["not a turn", {"from": "gpt", "value": "a"}]},
+        {"conversations": [{"from": "human", "value": 5}, {"from": "gpt", "value": "a"}]},
+        {"conversations": [{"from": "gpt", "value": "model first"}, {"from": "human", "value": "q"}]},
+        {"conversations": [{"from": "human", "value": "alone"}]},
+        {"conversations": "text"},
+        [],
+        {
+            "conversations": [
+                {"from": "human", "value": "one"},
+                "junk",
+                {"from": "human", "value": 7},
+                {"from": "human", "value": "two"},
+            ]
+        },
+    ]
+    path = tmp_path / "sg.json"
+    path.write_text(json.dumps(entries), encoding="utf-8")
+    got, skipped = read(str(path), "sharegpt")
+    assert got == [PromptRecord(("no from: a human",)), PromptRecord(("user role",)), PromptRecord(("one", "two"))]
+    assert skipped == Counter(
+        {"bad_turn": 2, "first_turn_not_human": 1, "fewer_than_2_turns": 1, "no_conversations": 2}
+    )
