@@ -65,10 +65,8 @@ class TextSink(StreamSink):
         parser = SSEParser()
         parts: list[str] = []
         for ev in [*parser.feed(bytes(self.raw)), *parser.finish()]:
-            if ev == b"[DONE]":
-                continue
             try:
-                obj = load_json(ev)
+                obj = load_json(ev)  # [DONE] and anything else that is not JSON carry no text
             except ValueError:
                 continue
             choices = obj.get("choices") if isinstance(obj, dict) else None
