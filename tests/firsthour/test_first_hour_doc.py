@@ -56,6 +56,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.integration
+@pytest.mark.timeout(600)  # the whole first hour, ~40 commands: over 120 s at load 25 (the script's own cap is 480 s)
 def test_every_command_of_the_first_hour_runs(tmp_path: Path):
     root = _layout(tmp_path)
     before = _tree(root)
