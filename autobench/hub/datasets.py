@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Literal
 
 from autobench.errors import HubError
@@ -112,7 +112,7 @@ def _listed(info: DatasetInfo, file: str) -> bool:
 
 def _no_such_file(repo: str, label: str, file: str, info: DatasetInfo | None, endpoint: str) -> HubError:
     names = sorted(sib.rfilename for sib in ((info.siblings if info is not None else None) or []))
-    near = [n for n in names if n.rsplit("/", 1)[-1].split(".")[-1] == file.rsplit(".", 1)[-1]][:5]
+    near = [n for n in names if PurePosixPath(n).suffix == PurePosixPath(file).suffix][:5]
     listed = f"; files of that kind there: {', '.join(near)}" if near else f"; it has {len(names)} files"
     return HubError(
         f"{ref(repo, label)}: the dataset repo has no file {file!r} at this revision{listed}",

@@ -202,7 +202,10 @@ def test_a_dataset_that_does_not_exist_is_one_located_line(ds_hub, recipe, capsy
 def test_the_missing_files_message_lists_the_files_of_its_kind(ds_hub, recipe, capsys):
     recipe.write_text(recipe.read_text().replace(DATASET_FILE, "data/prompt.jsonl"), encoding="utf-8")
     _, _, err = run(capsys, "lock", str(recipe))
-    assert f"files of that kind there: {DATASET_FILE}" in err
+    assert f"files of that kind there: {DATASET_FILE} (hint:" in err  # README.md is not one
+    recipe.write_text(recipe.read_text().replace("data/prompt.jsonl", "data/x.parquet"), encoding="utf-8")
+    _, _, err = run(capsys, "lock", str(recipe))
+    assert "the dataset repo has no file 'data/x.parquet' at this revision; it has 2 files (hint:" in err
     assert f"/datasets/{DATASET_REPO}/tree/main" in err
 
 

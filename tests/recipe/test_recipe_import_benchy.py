@@ -125,6 +125,8 @@ def test_another_framework_is_noted_and_nothing_is_carried(tmp_path):
 def test_a_bad_value_is_one_located_refusal(tmp_path, block, line, words):
     with pytest.raises(RecipeError) as info:
         imported(tmp_path, block)
+    if "args must be" in words:
+        assert info.value.hint == "write args: {depth: [0, 4096]}"
     assert f"peer.yaml:{line}:" in str(info.value.location) and words in info.value.message, (
         info.value.location,
         info.value.message,
