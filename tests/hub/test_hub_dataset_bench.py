@@ -296,3 +296,25 @@ def test_the_compiled_bench_command_names_the_hub_dataset_and_runs_as_written(ds
     assert code == 0, err
     ds = json.loads(out.read_text())["dataset"]
     assert (ds["repo"], ds["revision"], ds["file_sha256"]) == (DATASET_REPO, DATASET_OLD, V1_SHA256)
+
+
+def test_a_local_file_is_hashed_within_the_bound_and_an_unreadable_one_is_one_line(tmp_path, monkeypatch):
+    from autobench.bench import source
+
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(DATASET_V1)
+    got = source.local_file(str(path))
+    assert (got.sha256, got.size, got.source, got.repo) == (V1_SHA256, len(DATASET_V1), "local", None)
+    monkeypatch.setattr(source, "MAX_DATASET_BYTES", len(DATASET_V1) - 1)
+    with pytest.raises(BenchError) as info:
+        source.local_file(str(path))
+    assert (info.value.location, info.value.message) == (
+        str(path),
+        f"dataset file is over {len(DATASET_V1) - 1:,} bytes",
+    )
+    monkeypatch.setattr(source, "MAX_DATASET_BYTES", len(DATASET_V1))
+    assert source.local_file(str(path)).size == len(DATASET_V1)  # exactly the bound: read
+    with pytest.raises(BenchError) as info:
+        source.local_file(str(tmp_path))
+    assert info.value.location == str(tmp_path)
+    assert info.value.message.startswith("cannot read the dataset file (")
