@@ -335,9 +335,10 @@ def report_lines(analysis: Analysis) -> list[str]:
             t = p.treatment
             mark = "*" if p is cell.best else " "
             run_id = t.run.display_id if t.run else "-"
+            latency = "" if analysis.latency == analysis.metric else f"{analysis.latency}={fmt(p.latency)} "
             lines.append(
                 f" {mark} {t.planned.treatment.id:<5} {t.planned.treatment.label():<48} "
-                f"{analysis.metric}={fmt(p.value)} {analysis.latency}={fmt(p.latency)} "
+                f"{analysis.metric}={fmt(p.value)} {latency}"
                 f"acceptance={fmt(p.acceptance)} run {run_id}" + ("" if p.meets_slo else "  (misses the SLO)")
             )
         if cell.best is not None and cell.runner_up is not None:

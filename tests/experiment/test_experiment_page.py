@@ -226,3 +226,9 @@ def test_the_text_report_states_the_band_its_level_and_the_margin(tmp_path, caps
         r"best t2 against runner-up t3: faster \(band 0\.\d{3}\.\.0\.\d{3} at 97\.50%; no change within ±5%\)", out
     )
     assert len(found) == 2, out
+    # ranked by the latency it plots: each row names it once
+    rows = [line for line in out.splitlines() if line.startswith(("   t", " * t"))]
+    assert len(rows) == 6 and all(row.count("tpot_median_ms=") == 1 for row in rows)
+    main(["experiment", "report", str(exp), "--ledger", str(db)])
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("   t", " * t"))]
+    assert len(rows) == 6 and all("decode_tok_s=" in row and "tpot_median_ms=" in row for row in rows)
