@@ -150,12 +150,16 @@ def submit_array(script: Path, folder: Path, env: Mapping[str, str]) -> str:
     return job
 
 
-def array_state(job: str, env: Mapping[str, str]) -> tuple[dict[int, TaskState], bool]:
-    """Every started task's state, and whether the array has ended (also when the controller
-    no longer knows it: the ledger holds what the tasks did)."""
-    proc = _run([_tool("scontrol"), "show", "job", "-o", job], env)
+def array_state(job: str, env: Mapping[str, str]) -> tuple[dict[int, TaskState], bool | None]:
+    """Every started task's state, and whether the array has ended: True once the controller no
+    longer knows the job (``Invalid job id``: forgotten after MinJobAge; the ledger holds what the
+    tasks did), None when ``scontrol`` could not say (a busy controller): ask again."""
+    try:
+        proc = _run([_tool("scontrol"), "show", "job", "-o", job], env)
+    except RunError:  # no answer within the command timeout
+        return {}, None
     if proc.returncode != 0:
-        return {}, True
+        return {}, True if "invalid job id" in proc.stderr.lower() else None
     return parse_tasks(proc.stdout)
 
 
@@ -192,6 +196,7 @@ class SlurmArray:
         self.job: str | None = None
         self.script: Path | None = None
         self.seen: dict[int, str] = {}  # each task's last state said
+        self.tasks: dict[int, TaskState] = {}  # each started task's last known state
 
     def __call__(self, todo: Sequence[PlannedTreatment]) -> dict[str, Booted]:
         from autobench.ledger import open_ledger
@@ -204,7 +209,7 @@ class SlurmArray:
             start = book.head()[0]
         tasks: dict[int, TaskState] = {}
         reported: dict[int, Booted] = {}
-        self.seen = {}
+        self.seen, self.tasks = {}, {}
         with SignalGuard() as guard:
             with guard.deferred():  # an array submitted is an array to cancel: its id first
                 self.job = job = submit_array(self.script, self.folder, self.env)
@@ -234,9 +239,11 @@ class SlurmArray:
         seen = self.seen
         positions = {p.treatment.id: n for n, p in enumerate(self.plan.treatments, 1)}
         total = len(self.plan.treatments)
+        tasks = self.tasks
         while True:
-            tasks, ended = array_state(job, self.env)
-            for i, task in sorted(tasks.items()):
+            now, ended = array_state(job, self.env)
+            tasks.update(now)  # a forgotten job's tasks keep their last known state
+            for i, task in sorted(now.items()):
                 if i >= len(todo) or seen.get(i) == task.state:
                     continue
                 seen[i] = task.state

@@ -7,6 +7,7 @@ test_experiment_slurm.py (integration)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,18 @@ def test_task_states_from_real_scontrol_lines() -> None:
     assert parse_tasks(failed) == ({1: TaskState(1, "FAILED", None, 2)}, True)
     mixed = failed + "\nJobId=8 ArrayJobId=8 ArrayTaskId=2-3%1 JobState=PENDING Reason=JobArrayTaskLimit\n"
     assert parse_tasks(mixed) == ({1: TaskState(1, "FAILED", None, 2)}, False)
+
+
+def test_a_busy_controller_is_asked_again_and_a_forgotten_job_has_ended(tmp_path, monkeypatch) -> None:
+    from autobench.experiment.array import array_state
+
+    scontrol = tmp_path / "scontrol"
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    for body, expected in (
+        ('echo "slurm_load_jobs error: Invalid job id specified" >&2; exit 1', ({}, True)),
+        ('echo "slurm_load_jobs error: Socket timed out on send/recv operation" >&2; exit 1', ({}, None)),
+        (f"cat <<'EOF'\n{SAMPLE['running']}EOF", parse_tasks(SAMPLE["running"])),
+    ):
+        scontrol.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
+        scontrol.chmod(0o755)
+        assert array_state("7", dict(os.environ)) == expected
