@@ -925,6 +925,11 @@ def _in_json(value: str | None, flag: str, have: dict[str, list[str | None]]) ->
     return False
 
 
+#: Secret flags whose value the import passes by name, and the variable that carries it (vLLM's
+#: api_server falls back to envs.VLLM_API_KEY; huggingface_hub reads HF_TOKEN).
+BY_NAME = {"--api-key": "VLLM_API_KEY", "--hf-token": "HF_TOKEN"}
+
+
 def _flag_problems(imp: Any, e: Expect, words: list[str], image: str) -> tuple[list[str], int, int]:
     """(problems, flags equal, flags) of the reference's flags against the compiled argv."""
     compiled = pairs(words[words.index(image) + 1 :]) if image in words else []
@@ -941,6 +946,9 @@ def _flag_problems(imp: Any, e: Expect, words: list[str], image: str) -> tuple[l
         total += 1
         got = have.get(f)
         ok = got is not None and any(same_value(v, g) or (v is None and g in (None, "true")) for g in got)
+        by_name = BY_NAME.get(f)  # a secret flag's value travels by name: vLLM reads VLLM_API_KEY itself
+        if by_name and any(w in (by_name, f"{by_name}=") for w in words[: words.index(image)] if image in words):
+            ok = True
         if ok or ("." in f and _in_json(v, f, have)):
             equal += 1
         elif any(f in note and "not carried" in note for note in imp.notes):
@@ -1113,6 +1121,7 @@ def main(argv: list[str] | None = None) -> int:
     rows, reasons, examples = tally.rows, tally.reasons, tally.examples
     cli_codes: Counter[int] = Counter()
     cli_done: set[str] = set()
+    slowest: tuple[float, str] = (0.0, "")
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="conformance-") as tmp:
         for root in args.dirs:
@@ -1137,7 +1146,9 @@ def main(argv: list[str] | None = None) -> int:
                     folder = Path(tempfile.mkdtemp(dir=tmp))
                     if args.cli and str(path) not in cli_done:
                         cli_done.add(str(path))
+                        t0 = time.monotonic()
                         code, lines = cli_exit(path, {k: v for k, v in opts.items() if k != "fmt"}, folder)
+                        slowest = max(slowest, (time.monotonic() - t0, f"{source}/{rel}"))
                         cli_codes[code] += 1
                         if code not in (0, 2) or (code != 0 and lines != 1):
                             examples["cli not 0 nor one located line"].append(
@@ -1179,7 +1190,11 @@ def main(argv: list[str] | None = None) -> int:
             f"flags equal {c['flags_equal']}/{ft} ({100 * c['flags_equal'] / max(1, ft):.1f}%)"
         )
     if args.cli:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"autobench import per file: exit codes {dict(sorted(cli_codes.items()))}")
+        print(f"slowest file {slowest[0]:.1f} s ({slowest[1]}); peak memory of the whole run {peak:.0f} MiB")
     print(f"elapsed {elapsed:.0f}s")
     for cls, items in sorted(examples.items()):
         print(f"\n{cls} ({len(items)}):")

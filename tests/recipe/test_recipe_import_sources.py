@@ -310,6 +310,48 @@ def test_kubernetes_host_directory_volumes_are_mounted_where_the_pod_reads_them(
     assert "13: not carried: init container init-model" in notes
 
 
+def test_kubernetes_volume_shapes_are_read_or_refused_at_their_line(tmp_path):
+    base = (CORPUS / "k8s-hostpath-model.yaml").read_text()
+    odd = base.replace("      volumes:\n", "      volumes:\n        - just-a-string\n        - hostPath: {path: /x}\n")
+    (imported,) = convert(_write(tmp_path, odd))  # a volume that is not a named mapping names nothing
+    assert imported.data["container"]["volumes"] == ["/root/models:/models:ro"]
+    rw = base.replace("              readOnly: true\n", "")
+    assert convert(_write(tmp_path, rw))[0].data["container"]["volumes"] == ["/root/models:/models"]
+    sub = base.replace("              readOnly: true\n", "              subPath: coder\n")
+    (imported,) = convert(_write(tmp_path, sub))
+    assert "volumes" not in imported.data["container"]
+    assert any("not carried: volume mount /models (subPath or ':')" in n for n in imported.notes)
+    relative = base.replace("path: /root/models", "path: root/models")
+    (imported,) = convert(_write(tmp_path, relative))
+    assert any("volume model-hostpath at /models (hostPath: not a host directory)" in n for n in imported.notes)
+    (imported,) = convert(
+        _write(
+            tmp_path,
+            base.replace(
+                "- mountPath: /models\n              name: model-hostpath\n              readOnly",
+                "- mountPath: models\n              name: model-hostpath\n              readOnly",
+            ),
+        )
+    )
+    assert "volumes" not in imported.data["container"]  # a relative mountPath is no container path
+    missing = base.replace(
+        "              name: model-hostpath\n              readOnly",
+        "              name: nowhere\n              readOnly",
+    )
+    (imported,) = convert(_write(tmp_path, missing))
+    assert any("volume nowhere at /models (unknown volume: not a host directory)" in n for n in imported.notes)
+    bad = base.replace("            - mountPath: /dev/shm\n              name: dshm\n", "            - /dev/shm\n")
+    with pytest.raises(RecipeError, match="volumeMounts: each must be a mapping"):
+        convert(_write(tmp_path, bad))
+    text = base.replace(
+        "          volumeMounts:\n            - mountPath: /models\n              name: model-hostpath\n"
+        "              readOnly: true\n            - mountPath: /dev/shm\n              name: dshm\n",
+        "          volumeMounts: /models\n",
+    )
+    with pytest.raises(RecipeError, match=r"volumeMounts: must be a list"):
+        convert(_write(tmp_path, text))
+
+
 def test_production_stack_values_go_through_the_charts_flags(tmp_path):
     recipe = _recipe(_one("helm-production-stack.yaml"), tmp_path)
     assert recipe.model.repo == "meta-llama/Llama-3.1-8B-Instruct" and recipe.engine.max_model_len == 16384
