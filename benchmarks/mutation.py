@@ -209,7 +209,7 @@ TESTS: dict[str, list[str]] = {
         "tests/bench/test_bench_transport.py",
         "tests/bench/test_bench_interrupt.py",
     ],
-    "autobench/bench/fleet.py": ["tests/bench/test_bench_fleet.py"],
+    "autobench/bench/fleet.py": ["tests/bench/test_bench_fleet.py", "tests/bench/test_bench_fleet_processes.py"],
     "autobench/bench/samples_of.py": ["tests/bench/test_bench_result_build.py", "tests/bench/test_bench_client.py"],
     "autobench/samples.py": ["tests/test_samples.py", "tests/ledger/test_ledger_cells.py"],
     "autobench/bench/result.py": [

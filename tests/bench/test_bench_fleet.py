@@ -9,6 +9,7 @@ import io
 import json
 import os
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -316,3 +317,101 @@ def test_what_a_generator_sends_is_checked_field_by_field() -> None:
     for bad in ("2", False, None):
         with pytest.raises(BenchError, match="'done' message has t0"):
             fleet.seconds({"t": "done", "t0": bad}, "t0")
+
+
+class ScriptedGenerator:
+    """A load generator that answers the parent from a script (the parent's side of the protocol);
+    its clock runs ``offset`` seconds ahead of the parent's."""
+
+    def __init__(self, rows: list[list[object]], done: dict[str, object], offset: float):
+        self.sent: list[dict[str, Any]] = []
+        self.offset = offset
+        self.script: list[bytes | None] = [fleet.message("ready", served=["m"])]
+        self.script += [None] * fleet.PINGS  # pongs, read from the clock when asked
+        self.script += [fleet.message("records", rows=rows), fleet.message("done", **done)]
+        self.closed = False
+
+    def send(self, data: bytes) -> None:
+        self.sent.append(json.loads(data))
+
+    def read(self, *expect: str) -> dict[str, object]:
+        line = self.script.pop(0) or fleet.message("pong", clock=time.perf_counter() + self.offset)
+        return fleet.read_message(line, (*expect, "error"), "scripted")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_the_parent_side_of_the_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autobench.bench.client import poisson_arrivals
+    from autobench.bench.datasets import load_dataset
+
+    monkeypatch.setattr(fleet, "_scrape", lambda config: None)  # no server: no /metrics
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-on-the-wire")  # read by each worker by name
+    cfg = BenchConfig(
+        base_url="http://127.0.0.1:9", model="m", num_prompts=4, concurrency=2, max_tokens=3, workers=2,
+        random_input_len=8, tokenizer="estimated", request_rate=10.0,
+    )  # fmt: skip
+    ds = load_dataset(
+        kind=None, path=None, num_prompts=4, warmup=0, max_tokens=3, seed=0, min_prompt_tokens=4,
+        max_prompt_tokens=1024, random_input_len=8, random_range_ratio=0.0,
+    )  # fmt: skip
+    base = time.perf_counter()  # the parent's clock; worker w's reads base + 1000 * (w + 1)
+    a, b = base + 1000.0, base + 2000.0
+    done = {"cap_hit": False, "cpu": 0.25, "lags": [0.001, 0.003], "interrupted": False}
+    gens = [
+        ScriptedGenerator(
+            [row_of(rec(0, a + 0.1, 0.05)), row_of(rec(1, a + 0.2, 0.05))], {**done, "t0": a, "t_end": a + 1.0}, 1000.0
+        ),
+        ScriptedGenerator(
+            [row_of(rec(0, b + 0.15, 0.05)), row_of(RequestRecord(1, 3))],  # its second prompt never sent
+            {**done, "t0": b, "t_end": b + 1.5, "cap_hit": True, "interrupted": True},
+            2000.0,
+        ),
+    ]
+    res = fleet.run_fleet(cfg, ds, spawn=lambda w: gens[w])
+    d = res.to_json_dict()
+    assert all(g.closed for g in gens)
+    plans = [g.sent[0] for g in gens]
+    assert [p["t"] for p in plans] == ["plan", "plan"] and [p["worker"] for p in plans] == [0, 1]
+    assert [p["config"]["concurrency"] for p in plans] == [1, 1]
+    assert "sk-never-on-the-wire" not in json.dumps(plans) and plans[0]["config"]["api_key_env"] == "OPENAI_API_KEY"
+    planned = poisson_arrivals(10.0, 4, 0)
+    assert plans[0]["arrivals"] == [planned[0], planned[2]] and plans[1]["arrivals"] == [planned[1], planned[3]]
+    assert [m["t"] for m in gens[0].sent[1:]] == ["ping"] * fleet.PINGS + ["start"]
+    # one start, sent in each worker's own clock
+    starts = [g.sent[-1]["at"] - g.offset for g in gens]
+    assert starts[0] == pytest.approx(starts[1], abs=0.05) and starts[0] >= base + fleet.START_LEAD_S
+    offsets = [g["clock_offset_ms"] for g in d["workers"]["generators"]]  # type: ignore[index]
+    assert offsets == pytest.approx([1e6, 2e6], abs=50.0)
+    # the records back in the parent's clock: one run from the earliest start to the latest end
+    assert (d["completed"], d["incomplete"], d["dispatched"]) == (3, 1, 4)  # still in flight: incomplete
+    assert d["duration"] == pytest.approx(1.5, abs=0.05)
+    assert res.samples is not None
+    assert sorted(r.start_s for r in res.samples.requests() if r.start_s is not None) == pytest.approx(
+        [0.1, 0.15, 0.2], abs=0.05
+    )
+    assert d["interrupted"] is True and d["time_cap_hit"] is True
+    assert d["client"]["cpu_seconds"] == 0.5 and d["client"]["loop_lag_ms"]["max"] == pytest.approx(3.0)
+    assert d["workers"]["count"] == 2 and d["client"]["served_models"] == ["m"]
+    assert d["spec_decode_available"] is False
+
+
+def test_the_merge_of_nothing_unusual_is_not_capped_nor_interrupted() -> None:
+    m = merge([Report(rows=[row_of(rec(0, 10.0, 0.01))], t0=10.0, t_end=11.0)], [[0]])
+    assert (m.cap_hit, m.interrupted) == (False, False)
+
+
+def test_the_parent_reads_the_servers_counters_around_the_whole_run(synth: Any) -> None:
+    from autobench.bench.synthetic import chunk_plan
+
+    srv = synth(ttft_ms=1, itl_ms=1, tokens_per_chunk=2)
+    cfg = BenchConfig(
+        base_url=srv.base_url, model="m", num_prompts=6, concurrency=2, max_tokens=5, random_input_len=16,
+        workers=2, warmup=2, tokenizer="estimated",
+    )  # fmt: skip
+    d = threaded_fleet(cfg)[0].to_json_dict()
+    plan = chunk_plan(5, 2)  # 2, 2, 1
+    # both generators' measured requests, and not their warm-up (scraped after it, before the start)
+    assert d["spec_decode_available"] is True and d["spec_decode_num_drafts"] == 6 * len(plan)
+    assert d["spec_decode_accepted_tokens"] == 6 * (5 - len(plan))

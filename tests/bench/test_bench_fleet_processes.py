@@ -36,3 +36,40 @@ def test_two_load_generator_processes_make_one_result(synth: Any) -> None:
     assert all(abs(g["clock_offset_ms"]) <= g["clock_round_trip_ms"] / 2 + 1e-6 for g in gens)  # one host, one clock
     assert res.samples is not None and res.samples.count(OK) == 40
     assert d["client"]["cpu_seconds"] == pytest.approx(sum(g["cpu_seconds"] for g in gens))  # type: ignore[index]
+
+
+@pytest.mark.integration
+def test_a_generator_that_dies_is_one_error_with_its_last_words() -> None:
+    import sys
+
+    from autobench.bench import fleet
+    from autobench.errors import BenchError
+
+    gen = fleet._Generator(0, [sys.executable, "-c", "import sys; sys.stderr.write('first\\nboom: no luck\\n')"])
+    try:
+        with pytest.raises(BenchError, match=r"^load generator 0 ended before it answered: boom: no luck$"):
+            gen.read("ready")
+        gen.proc.wait(30)
+        with pytest.raises(BenchError, match=r"^load generator 0 is gone \(.*\): boom: no luck$"):
+            gen.send(fleet.message("ping"))
+    finally:
+        gen.close()
+    assert gen.proc.returncode == 0 and gen.errors.closed
+
+
+@pytest.mark.integration
+def test_a_generator_runs_the_parents_own_autobench(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Started from another folder with another PYTHONPATH, the worker still imports the parent's
+    autobench (the checkout it was started from)."""
+    import sys
+
+    import autobench
+    from autobench.bench import fleet
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    probe = "import autobench, sys; sys.stderr.write(autobench.__file__ + '\\n')"
+    gen = fleet._Generator(1, [sys.executable, "-c", probe])
+    gen.proc.wait(30)
+    assert gen.stderr_tail() == f": {autobench.__file__}"
+    gen.close()
