@@ -128,8 +128,7 @@ class _Builder:
         sep = SEPARATOR if n >= 8 else ""
         if self.tok is None:
             # the estimate counts characters: n tokens are 4n characters, the separator included
-            text = self.words(n)[: 4 * n - len(sep)].rstrip()  # 4n > len(sep): n >= 8 when there is one
-            return text + " " * (4 * n - len(sep) - len(text)) + sep
+            return (self.words(n) + " " * (4 * n))[: 4 * n - len(sep)] + sep  # exactly 4n characters
         tok = self.tok
         target = n + self.count(rest)
         seq = self.ids(max(1, n - len(tok.encode(sep))))

@@ -135,7 +135,12 @@ def test_shared_prefix_refusals(text: str, words: str) -> None:
 
 
 def test_depth_refusals() -> None:
-    assert parse_shared_prefix("8:512") == SharedPrefix(8, 512)
+    assert parse_shared_prefix("8:512") == SharedPrefix(8, 512) and SharedPrefix(8, 512).text() == "8:512"
+    with pytest.raises(BenchError) as bad:
+        parse_shared_prefix("x")
+    assert bad.value.hint is not None and bad.value.hint.startswith("e.g. --shared-prefix 8:512 (every 8 prompts")
+    with pytest.raises(BenchError, match="--depth must be a whole number"):
+        check_depth("5")  # type: ignore[arg-type]
     assert parse_shared_prefix("1:1") == SharedPrefix(1, 1)  # the smallest
     with pytest.raises(BenchError) as err:
         SharedPrefix(1, 0).check()
