@@ -266,3 +266,11 @@ def test_samples_is_a_leaf() -> None:
     code = "import sys, autobench.samples; print(sorted(m for m in sys.modules if m.startswith('autobench.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['autobench.errors', 'autobench.samples']"
+
+
+def test_columns_without_a_dispatch_delay_have_none() -> None:
+    s = Samples.of(
+        status=["ok", "error"], ttft_ms=[1.0, None], tpot_ms=[None, None], e2el_ms=[2.0, None], itl_ms=[[1.0], []],
+        prompt_tokens=[3, None], completion_tokens=[2, None], error_kind=[None, "timeout"], start_s=[0.0, 0.5],
+    )  # fmt: skip
+    assert [r.dispatch_ms for r in s.requests()] == [None, None] and encode(s)[0] == 1
