@@ -365,11 +365,15 @@ def test_the_parent_side_of_the_protocol(monkeypatch: pytest.MonkeyPatch) -> Non
         ),
         ScriptedGenerator(
             [row_of(rec(0, b + 0.15, 0.05)), row_of(RequestRecord(1, 3))],  # its second prompt never sent
-            {**done, "t0": b, "t_end": b + 1.5, "cap_hit": True, "interrupted": True},
+            {**done, "t0": b + 0.05, "t_end": b + 1.5, "cap_hit": True, "interrupted": True},
             2000.0,
         ),
     ]
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
     res = fleet.run_fleet(cfg, ds, spawn=lambda w: gens[w])
+    assert signal.getsignal(signal.SIGINT) is before  # the parent's Ctrl-C handler is put back
     d = res.to_json_dict()
     assert all(g.closed for g in gens)
     plans = [g.sent[0] for g in gens]
@@ -384,6 +388,9 @@ def test_the_parent_side_of_the_protocol(monkeypatch: pytest.MonkeyPatch) -> Non
     assert starts[0] == pytest.approx(starts[1], abs=0.05) and starts[0] >= base + fleet.START_LEAD_S
     offsets = [g["clock_offset_ms"] for g in d["workers"]["generators"]]  # type: ignore[index]
     assert offsets == pytest.approx([1e6, 2e6], abs=50.0)
+    # each generator's own start, from the earliest (the second reported 50 ms later)
+    assert [g["start_ms"] for g in d["workers"]["generators"]] == pytest.approx([0.0, 50.0], abs=50.0)  # type: ignore[index]
+    assert d["workers"]["generators"][1]["start_ms"] > 25.0  # type: ignore[index]
     # the records back in the parent's clock: one run from the earliest start to the latest end
     assert (d["completed"], d["incomplete"], d["dispatched"]) == (3, 1, 4)  # still in flight: incomplete
     assert d["duration"] == pytest.approx(1.5, abs=0.05)
