@@ -128,6 +128,7 @@ def test_jsonl_without_a_mapping_reads_as_before(tmp_path):
             {"prompt_tokens": 12},
             {"text": "x"},
             {"prompt": "q", "max_tokens": 0},
+            ["a", "list"],
         ],
     )
     got, skipped = read(path, "jsonl")
@@ -136,7 +137,7 @@ def test_jsonl_without_a_mapping_reads_as_before(tmp_path):
         PromptRecord(("p",), max_tokens=9),
         PromptRecord(("",), prompt_tokens=12),
     ]
-    assert skipped == Counter({"no_prompt_field": 1, "bad_max_tokens": 1})
+    assert skipped == Counter({"no_prompt_field": 2, "bad_max_tokens": 1})
 
 
 def test_sharegpt_records_hold_every_human_turn(tmp_path):

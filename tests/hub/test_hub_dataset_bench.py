@@ -312,6 +312,7 @@ def test_a_local_file_is_hashed_within_the_bound_and_an_unreadable_one_is_one_li
         str(path),
         f"dataset file is over {len(DATASET_V1) - 1:,} bytes",
     )
+    assert info.value.hint == "use a smaller file"
     monkeypatch.setattr(source, "MAX_DATASET_BYTES", len(DATASET_V1))
     assert source.local_file(str(path)).size == len(DATASET_V1)  # exactly the bound: read
     with pytest.raises(BenchError) as info:

@@ -359,3 +359,13 @@ def test_a_split_of_the_hubs_parquet_conversion_is_a_file_at_refs_convert_parque
     code, out, _ = run(capsys, "outdated", "--json", str(recipe))
     item = next(i for i in json.loads(out) if i["kind"] == "dataset")
     assert (item["status"], item["label"]) == ("up-to-date", "refs/convert/parquet")
+
+
+def test_the_missing_files_message_lists_at_most_five_of_its_kind(ds_hub, recipe, capsys):
+    files = ds_hub.repos[KEY].commits[DATASET_OLD].files
+    for i in range(6):
+        files[f"data/extra-{i}.jsonl"] = b'{"question": "q", "task": "t"}\n'
+    recipe.write_text(recipe.read_text().replace(DATASET_FILE, "data/none.jsonl"), encoding="utf-8")
+    _, _, err = run(capsys, "lock", str(recipe))
+    listed = err.split("files of that kind there: ", 1)[1].split(" (hint:", 1)[0]
+    assert listed.split(", ") == [f"data/extra-{i}.jsonl" for i in range(5)]  # sorted, the first five

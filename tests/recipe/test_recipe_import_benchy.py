@@ -127,7 +127,17 @@ def test_a_bad_value_is_one_located_refusal(tmp_path, block, line, words):
         imported(tmp_path, block)
     if "args must be" in words:
         assert info.value.hint == "write args: {depth: [0, 4096]}"
+    if "not a whole number" in words:
+        assert info.value.hint == "write depth: [0, 4096] (tokens of context before each prompt)"
     assert f"peer.yaml:{line}:" in str(info.value.location) and words in info.value.message, (
         info.value.location,
         info.value.message,
     )
+
+
+def test_the_largest_depth_is_carried_and_one_more_refused(tmp_path):
+    """The bound itself (the recipe then fails its own max_model_len check, AB037, as it should)."""
+    one = imported(tmp_path, "benchmark:\n  depth: [10000000]\n")
+    assert one.data["bench"]["dataset"]["depth"] == 10_000_000
+    with pytest.raises(RecipeError, match="from 0 to 10,000,000"):
+        imported(tmp_path, "benchmark:\n  depth: [10000001]\n")
