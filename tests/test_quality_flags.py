@@ -100,17 +100,23 @@ def test_a_vllm_result_raises_what_its_fields_show() -> None:
         (4.4, 2.9, True),  # more: steps merged in the server's output queue, or the stream interval
         (1.6, 1.0, True),  # an acceptance length of 1 (nothing accepted) allows what plain decoding does
         (1.6, None, True),  # no drafts counted: the chunks are not speculative decoding's
+        (1.5, None, False),  # the limit itself is not over it
+        (3.0, 2.0, False),
+        (2.0, 1.25, True),  # a length under 2 is still named
+        (1.6, float("inf"), True),  # not a length: plain decoding's limit
+        (1.6, "2.9", True),
+        (1.4, 0.5, False),  # below 1 (not vLLM's: 1 + accepted / drafts): one token a step
+        (1.6, 0.5, True),
     ],
 )
-def test_burst_stream_allows_a_spec_decode_step_per_chunk(per_chunk: float, length: float | None, burst: bool) -> None:
+def test_burst_stream_allows_a_spec_decode_step_per_chunk(per_chunk: float, length: object, burst: bool) -> None:
     fields = {**SOUND, "mean_tokens_per_chunk": per_chunk, "spec_decode_acceptance_length": length}
     flags = quality_flags(fields)
     assert ("burst_stream" in flags) is burst
-    if burst and length and length > 1:
-        assert (
-            flags["burst_stream"]
-            == f"{per_chunk:.2f} tokens per chunk against {length:.2f} per speculative-decoding step"
-        )
+    if burst:
+        spec = isinstance(length, float) and 1 < length < float("inf")
+        against = f" against {length:.2f} per speculative-decoding step" if spec else ""
+        assert flags["burst_stream"] == f"{per_chunk:.2f} tokens per chunk{against}"
 
 
 def test_no_drafts_needs_the_recipe_and_the_stream_interval_is_named() -> None:

@@ -397,8 +397,8 @@ def _tokens_per_step(d: Mapping[str, object]) -> float:
     stream interval 1), so a spec-decode stream carries that many tokens per chunk by design: only
     chunks well beyond it are bursts."""
     length = d.get("spec_decode_acceptance_length")
-    if isinstance(length, int | float) and not isinstance(length, bool) and math.isfinite(length) and length > 1:
-        return float(length)
+    if isinstance(length, int | float) and math.isfinite(length):
+        return max(1.0, float(length))
     return 1.0
 
 

@@ -250,6 +250,15 @@ def test_a_spec_decode_stream_is_no_burst():
     assert "burst_stream" not in spec["quality_flags"]
 
 
+def test_itl_counts_of_shared_reads_are_totalled_over_completed_requests():
+    recs = records()
+    recs[0].shared_gaps, recs[0].unseen_gaps = 2, 1
+    recs[1].shared_gaps, recs[1].unseen_gaps = 3, 4
+    recs[5].shared_gaps, recs[5].unseen_gaps = 50, 50  # incomplete: not counted
+    d = build(recs=recs)
+    assert (d["itl_samples"], d["itl_shared_samples"], d["itl_unseen_gaps"]) == (3, 5, 5)
+
+
 def test_goodput_needs_slos():
     d = build()
     assert (d["slo"], d["good_requests"], d["request_goodput"]) == (None, None, None)
