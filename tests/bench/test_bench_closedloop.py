@@ -182,9 +182,19 @@ def test_cancelling_drops_the_requests_in_flight(synth: Any) -> None:
     srv = synth(ttft_ms=1, itl_ms=1, stall_rate=1.0, stall_seconds=30)
     records: list[RequestRecord] = []
 
+    connecting: list[asyncio.Future[Conn]] = []
+    opened: list[Conn] = []
+
     async def main() -> Pool:
         pool = Pool(srv.base_url, 5.0)
         await pool.prefill(1)  # the second slot has to connect (a task): cancelled too
+        opened.extend(pool.all)
+
+        async def never_connects() -> Conn:
+            connecting.append(asyncio.get_running_loop().create_future())
+            return await connecting[-1]
+
+        pool.acquire = never_connects  # type: ignore[method-assign]
         loop = ClosedLoop(
             pool=pool,
             bodies=[pool.request_bytes("POST", "/v1/completions", COMPLETION)] * 4,
@@ -200,11 +210,13 @@ def test_cancelling_drops_the_requests_in_flight(synth: Any) -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        await asyncio.sleep(0)  # one turn of the loop: the connecting task takes its cancellation
+        assert len(connecting) == 1 and connecting[0].cancelled()
         return pool
 
     pool = asyncio.run(main())
     assert len(records) == 2 and all(r.status == INFLIGHT and r.watchdog is None for r in records)
-    assert all(c.closed for c in pool.all)
+    assert pool.all == set() and len(opened) == 1 and opened[0].closed  # dropped, and forgotten
 
 
 def test_every_finished_requests_timer_is_cancelled(synth: Any, monkeypatch: pytest.MonkeyPatch) -> None:
