@@ -19,7 +19,6 @@ import gc
 import json
 import math
 import os
-import random
 import signal
 import threading
 import time
@@ -34,9 +33,10 @@ from autobench.bench.promscrape import SpecCounters, prefix_delta, spec_counters
 from autobench.bench.record import ERROR, INCOMPLETE, INFLIGHT, RequestRecord
 from autobench.bench.records import FieldMap
 from autobench.bench.result import BenchResult, ClientStats, build_result
+from autobench.bench.schedule import poisson_arrivals
 from autobench.bench.source import hub_file, local_file
 from autobench.bench.stream import StreamSink, error_message
-from autobench.bench.transport import ConnectFailed, Pool
+from autobench.bench.transport import ConnectFailed, Pool, normalize_base_url
 from autobench.bench.workload import SharedPrefix, add_context, check_depth, check_fits
 from autobench.digits import load_json
 from autobench.errors import BenchError
@@ -220,14 +220,6 @@ class BenchConfig:
         return {"Authorization": f"Bearer {key}"}
 
 
-def normalize_base_url(url: str) -> str:
-    """Strip a trailing ``/`` and ``/v1``; ``localhost`` becomes ``127.0.0.1`` (IPv4, as vLLM's client)."""
-    url = url.rstrip("/")
-    if url.endswith("/v1"):
-        url = url[:-3]
-    return url.replace("://localhost", "://127.0.0.1", 1)
-
-
 def run_bench(
     config: BenchConfig, *, progress: ProgressFn | None = None, dataset: Dataset | None = None
 ) -> BenchResult:
@@ -312,17 +304,6 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
             raise
     result.data["event_loop"] = loop_name
     return result
-
-
-def poisson_arrivals(rate: float, n: int, seed: int) -> list[float]:
-    """``n`` arrival times (s from the start) of a Poisson process of ``rate`` per second, seeded."""
-    rng = random.Random(seed)
-    arrivals = []
-    t = 0.0
-    for _ in range(n):
-        t += rng.expovariate(rate)
-        arrivals.append(t)
-    return arrivals
 
 
 async def wait_until(t: float) -> None:

@@ -370,7 +370,7 @@ class Generator(Protocol):
 def run_fleet(config: BenchConfig, dataset: Dataset, spawn: Callable[[int], Generator] | None = None) -> BenchResult:
     """The bench over ``config.workers`` load generators, merged into one result; ``spawn(w)``
     starts load generator ``w`` (default: a local process, :func:`worker_command`)."""
-    from autobench.bench.client import poisson_arrivals
+    from autobench.bench.schedule import poisson_arrivals
 
     n = config.workers
     check_workers(n, config.concurrency, len(dataset.prompts), multi_turn=config.multi_turn)
@@ -456,9 +456,9 @@ def _result(
     after: Any,
     interrupted: bool,
 ) -> BenchResult:
-    from autobench.bench.client import normalize_base_url
     from autobench.bench.promscrape import prefix_delta, spec_delta
     from autobench.bench.result import ClientStats, build_result
+    from autobench.bench.transport import normalize_base_url
 
     merged = merge(reports, indices)
     for r in merged.records:
@@ -500,9 +500,8 @@ def _result(
 
 def _scrape(config: BenchConfig) -> Any:
     """The server's /metrics counters (the parent's own, once before and once after)."""
-    from autobench.bench.client import normalize_base_url
     from autobench.bench.promscrape import spec_counters
-    from autobench.bench.transport import ConnectFailed, Pool
+    from autobench.bench.transport import ConnectFailed, Pool, normalize_base_url
 
     async def one() -> Any:
         pool = Pool(normalize_base_url(config.base_url), config.connect_timeout, headers=config.auth_headers())

@@ -301,6 +301,14 @@ class _Stop(Exception):
     """Raised from a parser callback to stop parsing the rest of a buffer."""
 
 
+def normalize_base_url(url: str) -> str:
+    """Strip a trailing ``/`` and ``/v1``; ``localhost`` becomes ``127.0.0.1`` (IPv4, as vLLM's client)."""
+    url = url.rstrip("/")
+    if url.endswith("/v1"):
+        url = url[:-3]
+    return url.replace("://localhost", "://127.0.0.1", 1)
+
+
 class Pool:
     """Keep-alive connections to one origin (``scheme://host:port``), opened on demand."""
 
