@@ -94,8 +94,9 @@ class LogFile:
 
     def last_meaningful_line(self) -> str | None:
         """The server's last log record that says something (``autobench.logs.lines``: the
-        process prefix and vLLM's header dropped, progress-bar frames, banner art and autobench's
-        own notes skipped; the level kept when it is not INFO), or None."""
+        process prefix and vLLM's header dropped; progress-bar frames, banner art, indented
+        continuation lines and autobench's own notes skipped; the level kept when it is not INFO),
+        or None."""
         from autobench.logs.lines import split_records
 
         with self._lock:
@@ -104,6 +105,8 @@ class LogFile:
             if line.startswith("[autobench]"):
                 continue
             for rec in reversed(split_records(line)):
+                if rec.msg[:1].isspace():  # a continuation: a warning's source line, an indented part
+                    continue
                 msg = " ".join(rec.msg.split())
                 if sum(c.isascii() and c.isalpha() for c in msg) >= 3:
                     return msg if rec.level in (None, "INFO") else f"{rec.level} {msg}"

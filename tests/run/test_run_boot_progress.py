@@ -18,6 +18,10 @@ from autobench.run.runtimes import LogFile
 VLLM_BOOT = (
     "(APIServer pid=21366) INFO 12-07 16:13:29 [api_utils.py:347]    \u2580\u2580  \u2580\u2580\u2580\u2580\u2580 \u2580\n"
     "(APIServer pid=21366) INFO 12-07 16:13:29 [api_utils.py:347] \n"
+    "(EngineCore pid=13974) INFO 12-07 17:34:57 [ompmultiprocessing.py:185] CPU binding of the workers:\n"
+    "(EngineCore pid=13974) INFO 12-07 17:34:57 [ompmultiprocessing.py:185] \treserved_cpus=[1]\n"
+    "/v/lib/python3.11/site-packages/vllm/triton_utils/dispatcher.py:139: FutureWarning: reduce_op is deprecated\n"
+    '  wrapper = lookup(vars(value).get("kernel"))\n'
     "(EngineCore pid=23002) INFO 12-07 16:14:46 [cpu_model_runner.py:87] Warming up model for the compilation...\n"
     "Loading safetensors checkpoint shards: 100%|##########| 1/1 [00:00<00:00, 98.95it/s]\n"
     "\n"
@@ -79,6 +83,14 @@ def test_the_last_meaningful_server_line_from_the_log(tmp_path: Path) -> None:
     log.pump(io.BytesIO(VLLM_BOOT.encode())).join(5)
     # banner art, the progress bar and blank lines are skipped; vLLM's prefix and header dropped
     assert log.last_meaningful_line() == "Warming up model for the compilation..."
+    log.close()
+    # indented continuations (a multi-line record's parts, a warning's source line) are skipped
+    log = LogFile(tmp_path / "server2.log", {"HF_TOKEN": "hf_abcdefghijklmnopqrstuvwx"})
+    log.pump(io.BytesIO(VLLM_BOOT.split("(EngineCore pid=23002)")[0].encode())).join(5)
+    assert log.last_meaningful_line() == (
+        "/v/lib/python3.11/site-packages/vllm/triton_utils/dispatcher.py:139: FutureWarning: reduce_op is deprecated"
+    )
+    log.pump(io.BytesIO(VLLM_BOOT.encode())).join(5)
     log.note("readiness: waiting")  # autobench's own notes are not the server's
     assert log.last_meaningful_line() == "Warming up model for the compilation..."
     line = "(EngineCore pid=1) WARNING 12-07 16:15:47 [shm_broadcast.py:871] No   shared memory block in 60 s\n"
