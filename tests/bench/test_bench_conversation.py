@@ -105,7 +105,9 @@ def test_conversation_history() -> None:
             b'data: {"choices":[{"delta":{"role":"assistant","content":""}}]}\n\n'
             b'data: {"choices":[{"delta":{"content":"caf\xc3'
             b'\xa9"}}]}\r\n\r\ndata: {"choices":[],"usage":{"completion_tokens":1}}\n\n'
-            b"data: not json\n\n",
+            b"data: not json\n\n"
+            b'data: {"choices":{"0":{"text":"x"}}}\n\ndata: {"choices":[1]}\n\ndata: {"choices":"abc"}\n\n'
+            b'data: [1, 2]\n\ndata: {"choices":[{"delta":{"content":7}}]}\n\n',
             "café",
         ),
     ],

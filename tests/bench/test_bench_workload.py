@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,7 @@ def test_shared_prefix_groups_share_exact_token_ids(tok: BenchTokenizer) -> None
         assert ids[i][:48] == ids[lead][:48]
     groups = {tuple(x[:48]) for x in ids}
     assert len(groups) == 3  # prompts 0-3, 4-7, 8-9: one prefix each, all different
+    assert len({tuple(x[48:60]) for x in ids}) == 10  # after the prefix, each prompt its own context
 
 
 def test_add_context_records_and_shapes_warmup(tok: BenchTokenizer) -> None:
@@ -115,6 +117,8 @@ def test_add_context_records_and_shapes_warmup(tok: BenchTokenizer) -> None:
     assert add_context(ds, 30, SharedPrefix(2, 16), tok, seed=9).fingerprint() == out.fingerprint()
     assert add_context(ds, 30, SharedPrefix(2, 16), tok, seed=8).fingerprint() != out.fingerprint()
     assert add_context(ds, 0, None, tok).context == {"depth": 0}
+    assert add_context(ds).context == {"depth": 0} and add_context(ds).prompts == ds.prompts
+    assert add_context(ds, 30, None, tok).fingerprint() == add_context(ds, 30, None, tok, seed=0).fingerprint()
 
 
 @pytest.mark.parametrize(
@@ -152,14 +156,23 @@ def test_depth_refusals() -> None:
 
 
 def test_fits_refuses_a_context_over_max_model_len(tok: BenchTokenizer) -> None:
-    ds = add_context(Dataset("random", None, prompts_of(tok, 2), [], 2), 100, None, tok)
-    longest = max(p.est_tokens for p in ds.prompts)
-    models: list[object] = [{"id": "m", "max_model_len": longest + 8}]
-    check_fits(ds, models, "m", "http://h")  # exactly fits: prompt + max_tokens 8
+    short, long_ = Prompt("x", tok.count("x"), 30), Prompt("a much longer question " * 6, 0, 8)
+    long_ = replace(long_, est_tokens=tok.count(long_.text))
+    ds = add_context(Dataset("random", None, [short], [long_], 2), 100, None, tok)  # warm-up prompts count too
+    need = ds.warmup[0].est_tokens + 8  # the most tokens any request needs: the long one's
+    assert need > ds.prompts[0].est_tokens + 30
+    check_fits(ds, [{"id": "m", "max_model_len": need}], "m", "http://h")  # exactly fits
     with pytest.raises(BenchError) as err:
-        check_fits(ds, [{"id": "m", "max_model_len": longest + 7}], "m", "http://h")
-    assert str(err.value).startswith("http://h: depth 100: a prompt of ")
-    assert f"is {longest + 8:,} tokens, over the server's max_model_len {longest + 7:,}" in str(err.value)
+        check_fits(ds, [{"id": "m", "max_model_len": need - 1}], "m", "http://h")
+    assert str(err.value).startswith(f"http://h: depth 100: a prompt of {need - 8:,} tokens (context included)")
+    assert f"is {need:,} tokens, over the server's max_model_len {need - 1:,}" in str(err.value)
+    assert err.value.hint == "a smaller depth or shared prefix, or a server with a longer --max-model-len"
+    # a short prompt asking for many tokens needs the most
+    greedy = add_context(Dataset("random", None, [replace(short, max_tokens=1000)], [long_], 2), 100, None, tok)
+    most = greedy.prompts[0].est_tokens + 1000
+    check_fits(greedy, [{"id": "m", "max_model_len": most}], "m", "h")
+    with pytest.raises(BenchError, match=f"is {most:,} tokens"):
+        check_fits(greedy, [{"id": "m", "max_model_len": most - 1}], "m", "h")
     assert model_len([{"id": "x", "max_model_len": 5}, {"root": "m", "max_model_len": 9}], "m") == 9
     assert model_len([{"id": "m", "max_model_len": True}, "junk"], "m") is None
     check_fits(Dataset("random", None, prompts_of(tok, 2), [], 2), [{"id": "m", "max_model_len": 1}], "m", "h")
