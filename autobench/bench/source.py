@@ -54,8 +54,8 @@ def hub_file(
     repo: str,
     file: str,
     revision: str | None,
-    expected: str | None = None,
-    expected_from: str = "bench.dataset.sha256",
+    expected: str | None,
+    expected_from: str,
 ) -> DatasetFile:
     """A Hub dataset file on this machine (HF_ENDPOINT, HF_HOME, HF_HUB_OFFLINE read now)."""
     from autobench.hub.client import HubSettings

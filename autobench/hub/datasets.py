@@ -65,7 +65,6 @@ class DatasetFile:
     repo: str | None = None  # None: a local file
     file: str | None = None  # the file inside the repo
     sha: str | None = None  # the repo's commit
-    label: str | None = None  # the branch or tag the sha was taken from
     resolved_at: str | None = None
 
 
@@ -142,14 +141,12 @@ def fetch_dataset(
     revision: str | None,
     file: str,
     *,
-    label: str | None = None,
     expected: str | None = None,
     expected_from: str = "bench.dataset.sha256",
 ) -> DatasetFile:
     """``file`` of dataset ``repo`` at ``revision`` (branch, tag or sha; None: main) on this
     machine, verified.  A full sha already in the cache is read without the network."""
     revision = revision or "main"
-    label = label or revision
     s = resolver.settings
     where = ref(repo, revision)
     if is_sha(revision) or s.offline:
@@ -157,7 +154,7 @@ def fetch_dataset(
         path = read_cached_file(s, repo, sha, file, REPO_TYPE) if sha else None
         if sha is not None and path is not None:
             digest = verify(path, f"{repo}@{sha}", file, expected, expected_from, None)
-            return DatasetFile(path, digest, path.stat().st_size, "cache", repo, file, sha, label, utc_now())
+            return DatasetFile(path, digest, path.stat().st_size, "cache", repo, file, sha, utc_now())
         if s.offline:
             if sha is not None and cached_missing(s, repo, sha, file, REPO_TYPE):
                 raise _no_such_file(repo, revision, file, None, s.endpoint)
@@ -171,7 +168,7 @@ def fetch_dataset(
     write_ref(s, repo, revision, sha, REPO_TYPE)
     path = resolver.hub.download(repo, file, sha, label=revision, repo_type=REPO_TYPE)
     digest = verify(path, f"{repo}@{sha}", file, expected, expected_from, _hub_sha256(info, file))
-    return DatasetFile(path, digest, os.path.getsize(path), "hub", repo, file, sha, label, utc_now())
+    return DatasetFile(path, digest, os.path.getsize(path), "hub", repo, file, sha, utc_now())
 
 
 def file_ids(resolver: Resolver, repo: str, file: str, old: str, new: str) -> tuple[str | None, str | None]:

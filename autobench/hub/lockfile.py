@@ -346,7 +346,8 @@ def locked_dataset_sha256(recipe_path: Path, repo: str, sha: str | None, file: s
     at commit ``sha`` (None: no lock file, or no entry for exactly that file at that commit)."""
     if sha is None:
         return None
-    entry = ((read_lock(recipe_path) or {}).get("references") or {}).get("dataset")
+    lock = read_lock(recipe_path)  # its "references" is a mapping (read_lock refuses others)
+    entry = lock["references"].get("dataset") if lock is not None else None
     if not isinstance(entry, dict):
         return None
     if (entry.get("repo"), entry.get("sha"), entry.get("dataset_file")) != (repo, sha, file):
@@ -458,7 +459,7 @@ def pin_label(loaded: LoadedRecipe, spec: RefSpec, lock: dict[str, Any] | None) 
 
 
 def _lock_dataset(
-    recipe: Recipe, spec: RefSpec, label: str, resolver: Resolver, old: dict[str, Any] | None
+    recipe: Recipe, spec: RefSpec, resolver: Resolver, old: dict[str, Any] | None
 ) -> tuple[str, dict[str, Any]]:
     """Pin the recipe's Hub dataset: (sha, the lock entry's dataset facts).  The file is fetched
     into the HF cache and its sha256 checked against the recipe's ``sha256``, else against the
@@ -470,9 +471,7 @@ def _lock_dataset(
     expected, source = d.sha256, "bench.dataset.sha256"
     if expected is None and old and old.get("sha") == spec.revision and old.get("dataset_file") == d.file:
         expected, source = old.get("sha256"), "the lock file's sha256 for this commit"
-    got = fetch_dataset(
-        resolver, spec.repo, spec.revision, d.file, label=label, expected=expected, expected_from=source
-    )
+    got = fetch_dataset(resolver, spec.repo, spec.revision, d.file, expected=expected, expected_from=source)
     assert got.sha is not None
     return got.sha, {
         "dataset_file": got.file,
@@ -541,7 +540,7 @@ def _lock_matrix(recipe_path: Path, resolver: Resolver) -> tuple[list[tuple[Pin,
         try:
             if spec.kind == "dataset":
                 cell_recipe = load_recipe(recipe_path, cell).recipe
-                sha, dataset_entry = _lock_dataset(cell_recipe, spec, label, resolver, None)
+                sha, dataset_entry = _lock_dataset(cell_recipe, spec, resolver, None)
             else:
                 resolved = resolver.resolve(spec.repo, spec.revision, label=label)
                 sha = resolved.sha
@@ -604,7 +603,7 @@ def lock_recipe(recipe_path: str | Path, resolver: Resolver, *, extras: ExtraPin
         old = lock_entry(previous_lock, spec)
         try:
             if spec.kind == "dataset":
-                sha, dataset_entry = _lock_dataset(loaded.recipe, spec, label, resolver, old)
+                sha, dataset_entry = _lock_dataset(loaded.recipe, spec, resolver, old)
             else:
                 resolved = resolver.resolve(spec.repo, spec.revision, label=label)  # None: main
                 sha = resolved.sha

@@ -385,3 +385,17 @@ def test_sharegpt_skips_each_shape_it_cannot_use_once(tmp_path):
     assert skipped == Counter(
         {"bad_turn": 2, "first_turn_not_human": 1, "fewer_than_2_turns": 1, "no_conversations": 2}
     )
+
+
+def test_a_mapped_record_over_the_size_limit_is_skipped_and_fields_past_twenty_are_elided(tmp_path, monkeypatch):
+    monkeypatch.setattr(records, "MAX_RECORD_BYTES", 64)
+    path = jsonl(tmp_path, [{"q": "short prompt"}, {"q": "x" * 100}, {"q": "another one"}])
+    got, skipped = read(path, "jsonl", FieldMap(prompt="q"))
+    assert [r.text for r in got] == ["short prompt", "another one"]
+    assert skipped == Counter({"record_too_large": 1})
+    monkeypatch.undo()
+    wide = jsonl(tmp_path, [{f"f{i:02d}": i for i in range(22)}], name="wide.jsonl")
+    with pytest.raises(BenchError) as info:
+        read(wide, "jsonl", FieldMap(prompt="q"))
+    shown = ", ".join(f"'f{i:02d}'" for i in range(20))
+    assert info.value.message == f"no field 'q' (bench.dataset.fields.prompt); the record's fields: {shown} ..."

@@ -319,3 +319,28 @@ def test_a_local_file_is_hashed_within_the_bound_and_an_unreadable_one_is_one_li
         source.local_file(str(tmp_path))
     assert info.value.location == str(tmp_path)
     assert info.value.message.startswith("cannot read the dataset file (")
+
+
+def test_a_local_file_that_matches_its_sha256_is_read_and_one_that_does_not_says_how_to_fix(tmp_path):
+    from autobench.bench import source
+
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(DATASET_V1)
+    assert source.local_file(str(path), V1_SHA256).sha256 == V1_SHA256
+    with pytest.raises(BenchError) as info:
+        source.local_file(str(path), "2" * 64)
+    assert info.value.hint == "the file changed: restore it, or write its new sha256 in the recipe (--dataset-sha256)"
+
+
+def test_no_lock_sha256_for_a_dataset_that_follows_a_branch(tmp_path):
+    from autobench.hub.lockfile import locked_dataset_sha256
+
+    path = _recipe(tmp_path)
+    entry = {"repo": DATASET_REPO, "sha": DATASET_OLD, "dataset_file": DATASET_FILE, "sha256": V1_SHA256}
+    (tmp_path / "r.yaml.lock.json").write_text(json.dumps({"references": {"dataset": entry}}))
+    assert locked_dataset_sha256(path, DATASET_REPO, DATASET_OLD, DATASET_FILE) == V1_SHA256
+    assert locked_dataset_sha256(path, DATASET_REPO, None, DATASET_FILE) is None  # no commit: nothing to match
+    (tmp_path / "r.yaml.lock.json").write_text(json.dumps({"references": {"model": entry}}))
+    assert locked_dataset_sha256(path, DATASET_REPO, DATASET_OLD, DATASET_FILE) is None
+    (tmp_path / "r.yaml.lock.json").unlink()
+    assert locked_dataset_sha256(path, DATASET_REPO, DATASET_OLD, DATASET_FILE) is None

@@ -78,7 +78,8 @@ def test_one_depth_with_prefix_caching_shares_that_depth(tmp_path):
     ],
 )
 def test_depth_in_each_shape_sparkrun_accepts(tmp_path, block, depth):
-    assert dataset_of(imported(tmp_path, block), tmp_path).depth == depth
+    d = dataset_of(imported(tmp_path, block), tmp_path)
+    assert d.depth == depth and d.shared_prefix is None  # no prefix caching asked: none
 
 
 @pytest.mark.parametrize(
@@ -97,6 +98,8 @@ def test_prefix_caching_that_cannot_be_a_shared_prefix_is_noted(tmp_path, block,
 def test_prefix_caching_false_or_a_string_flag(tmp_path):
     off = imported(tmp_path, "benchmark:\n  depth: [256]\n  prefix_caching: false\n")
     assert dataset_of(off, tmp_path).shared_prefix is None and not any("prefix" in n for n in off.notes)
+    off_text = imported(tmp_path, 'benchmark:\n  depth: [256]\n  prefix_caching: " False "\n')
+    assert dataset_of(off_text, tmp_path).shared_prefix is None
     on = imported(tmp_path, 'benchmark:\n  depth: [256]\n  enable_prefix_caching: "true"\n')
     shared = dataset_of(on, tmp_path).shared_prefix
     assert shared is not None and (shared.prompts, shared.length) == (2, None)
@@ -127,6 +130,10 @@ def test_a_bad_value_is_one_located_refusal(tmp_path, block, line, words):
         imported(tmp_path, block)
     if "args must be" in words:
         assert info.value.hint == "write args: {depth: [0, 4096]}"
+    if "true or false" in words:
+        assert info.value.hint == "write true or false"
+    if "must be a mapping" in words and "args" not in words:
+        assert info.value.hint == "write benchmark: {framework: llama-benchy, ...}"
     if "not a whole number" in words:
         assert info.value.hint == "write depth: [0, 4096] (tokens of context before each prompt)"
     assert f"peer.yaml:{line}:" in str(info.value.location) and words in info.value.message, (
