@@ -422,3 +422,26 @@ def test_the_parent_reads_the_servers_counters_around_the_whole_run(synth: Any) 
     # both generators' measured requests, and not their warm-up (scraped after it, before the start)
     assert d["spec_decode_available"] is True and d["spec_decode_num_drafts"] == 6 * len(plan)
     assert d["spec_decode_accepted_tokens"] == 6 * (5 - len(plan))
+
+
+def test_a_server_without_metrics_has_no_counters() -> None:
+    import http.server
+
+    class NoMetrics(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            self.send_error(404)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NoMetrics)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        assert fleet._scrape(BenchConfig(base_url=url, model="m")) is None
+        assert fleet._scrape(BenchConfig(base_url="http://127.0.0.1:9", model="m", connect_timeout=2.0)) is None
+    finally:
+        srv.shutdown()
+        srv.server_close()

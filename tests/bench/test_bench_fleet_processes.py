@@ -73,3 +73,19 @@ def test_a_generator_runs_the_parents_own_autobench(tmp_path: Any, monkeypatch: 
     gen.proc.wait(30)
     assert gen.stderr_tail() == f": {autobench.__file__}"
     gen.close()
+
+
+@pytest.mark.integration
+def test_a_generator_that_speaks_garbage_is_named_without_its_stderr() -> None:
+    import sys
+
+    from autobench.bench import fleet
+    from autobench.errors import BenchError
+
+    script = "import sys; print('garbage', flush=True); sys.stderr.write('noise\\n'); sys.stderr.flush()"
+    gen = fleet._Generator(2, [sys.executable, "-c", script])
+    try:
+        with pytest.raises(BenchError, match=r"^load generator 2 sent a line that is not JSON: b'garbage\\n'$"):
+            gen.read("ready")
+    finally:
+        gen.close()
