@@ -168,3 +168,27 @@ def test_a_copied_record_whose_hash_does_not_match_its_content_is_not_appended(t
         assert team.experiments() == []  # one transaction: the good one went back out too
         assert team.import_experiments([{**values, "id": 5}, values]) == 2
         assert [r.id for r in team.experiments()] == [1, 2] and team.verify().ok  # the ids are its own
+
+
+def test_a_record_is_copied_byte_for_byte_and_a_run_uid_beside_a_display_id_wins(tmp_path) -> None:
+    """A record that names its runs by run_uid is copied as stored (not re-serialised), even
+    when its JSON is not autobench's canonical form; a treatment holding both a display id and
+    a run_uid keeps the run_uid (the display id, local to the source, is dropped unread)."""
+    from autobench.ledger.experiments import content_hash as record_hash
+    from autobench.ledger.sync import copy_runs
+
+    a, team = tmp_path / "box-a.db", tmp_path / "team.db"
+    with open_ledger(a) as book:
+        uid = book.append(make_run()).stable_id
+        spaced = json.dumps([_treatment("t1", action="ran", run_uid=uid)], indent=1)  # not canonical
+        row = {"name": "x", "plan_digest": PLAN, "recorded_at": "2026-12-07T00:00:00Z", "definition": "{}"}
+        row["treatments"] = spaced
+        both = {**row, "treatments": json.dumps([_treatment("t1", run="#9-ffffffff", run_uid=uid)])}
+        book.import_experiments([{**r, "content_hash": record_hash(r)} for r in (row, both)])
+        source = book.raw_experiments()
+    with open_ledger(a, create=False) as book, open_ledger(team) as destination:
+        result = copy_runs(book, destination)
+        copied = destination.raw_experiments()
+    assert (result.experiments, result.experiments_copied) == (2, 2)
+    assert copied[0]["treatments"] == spaced and copied[0]["content_hash"] == source[0]["content_hash"]
+    assert json.loads(str(copied[1]["treatments"]))[0]["run_uid"] == uid and "#9-" not in str(copied[1]["treatments"])
