@@ -121,6 +121,7 @@ def test_another_framework_is_noted_and_nothing_is_carried(tmp_path):
         ("benchmark:\n  depth: [20000000]\n", 9, "from 0 to 10,000,000"),
         ("benchmark:\n  depth: []\n", 9, "benchmark depth is empty"),
         ("benchmark:\n  prefix_caching: maybe\n", 9, "benchmark prefix_caching maybe is not true or false"),
+        ("benchmark:\n  prefix_caching: 1\n", 9, "benchmark prefix_caching 1 is not true or false"),
         ("benchmark:\n  args: [depth]\n", 9, "benchmark.args must be a mapping"),
         ("benchmark: llama-benchy\n", 8, "benchmark must be a mapping"),
     ],
@@ -130,6 +131,8 @@ def test_a_bad_value_is_one_located_refusal(tmp_path, block, line, words):
         imported(tmp_path, block)
     if "args must be" in words:
         assert info.value.hint == "write args: {depth: [0, 4096]}"
+    if "is empty" in words:
+        assert info.value.hint == "write depth: [0, 4096], or drop it (llama-benchy: [0])"
     if "true or false" in words:
         assert info.value.hint == "write true or false"
     if "must be a mapping" in words and "args" not in words:
@@ -148,3 +151,8 @@ def test_the_largest_depth_is_carried_and_one_more_refused(tmp_path):
     assert one.data["bench"]["dataset"]["depth"] == 10_000_000
     with pytest.raises(RecipeError, match="from 0 to 10,000,000"):
         imported(tmp_path, "benchmark:\n  depth: [10000001]\n")
+
+
+def test_a_depth_of_one_token_is_a_depth_above_zero(tmp_path):
+    shared = dataset_of(imported(tmp_path, "benchmark:\n  depth: [0, 1]\n  prefix_caching: true\n"), tmp_path)
+    assert shared.shared_prefix is not None and shared.depth == [0, 1]
