@@ -178,8 +178,8 @@ class ConversationLoop(ClosedLoop):
         """Build the conversation's next turn as request number ``len(bodies)``."""
         i = len(self.bodies_list)
         self.bodies_list.append(self.build(conv))
-        text = conv.turns[len(conv.answers)]
-        self.tokens_list.append(conv.prompt.est_tokens if not conv.answers else estimate_tokens(text))
+        # the prompt's length when the server reports no usage: the history's, estimated
+        self.tokens_list.append(conv.prompt.est_tokens if not conv.answers else estimate_tokens(conv.text()))
         self.conv_of[i] = conv
         self.turn_of[i] = len(conv.answers) + 1
         return i

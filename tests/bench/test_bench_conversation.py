@@ -164,3 +164,15 @@ def test_progress_counts_every_turn(synth: Any) -> None:
         dataset=Dataset("jsonl", "c", prompts, [], 3),
     )
     assert seen[-1] == (9, 9)
+
+
+def test_without_usage_a_later_turn_counts_its_whole_history(synth: Any) -> None:
+    from autobench.bench.datasets import estimate_tokens
+
+    srv = synth(ttft_ms=1, itl_ms=0.2, no_usage=True)
+    prompts = [_conv(0, 2)]
+    d = _run(srv.base_url, prompts, allow_missing_usage=True)
+    answer = " ".join(f" t{i}" for i in range(ANSWER)).replace("  ", " ")  # the synthetic server's words
+    conv = Conversation(prompts[0], (prompts[0].text, *prompts[0].turns), [answer])
+    assert d["usage_fallback_requests"] == 2
+    assert d["total_input_tokens"] == prompts[0].est_tokens + estimate_tokens(conv.text())

@@ -332,3 +332,13 @@ def test_the_bench_command_takes_depth_and_shared_prefix(synth: Any, tok_dir: Pa
     assert "prefix cache hit rate" in rows
     bad = inprocess.autobench("bench", "--base-url", srv.base_url, "--model", "m", "--shared-prefix", "2:x")
     assert bad.returncode == 5 and bad.stderr.startswith("error: --shared-prefix '2:x' is not N:L or N")
+
+
+def test_estimated_contexts_are_exact_even_when_the_words_fall_short() -> None:
+    """The words can end one character short of 4n; the padding makes up for it (a question of
+    one character is where a short context would show: ceil((4n - 1 + 1) / 4) is one short)."""
+    q = Prompt("x", 1, 4)
+    for n in range(1, 8):
+        for seed in range(60):
+            (o,) = context_prompts([q], depth=n, rng=random.Random(seed))
+            assert estimate_tokens(o.text) == n + 1 == o.est_tokens, (n, seed)
