@@ -162,3 +162,62 @@ def test_a_special_file_is_named_for_what_it_is(tmp_path, make, kind):
 )
 def test_sizes_are_said_in_binary_units(n, text):
     assert files.human_bytes(n) == text
+
+
+# -- the bounds themselves, at their edges (from the mutation run of files.py) -------------------
+
+
+def test_a_file_of_exactly_the_limit_is_read_whole(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 100)
+    assert files.read_regular(path, what="f", limit=100) == b"x" * 100
+    with pytest.raises(AutobenchError) as info:
+        files.read_regular(path, what="f", limit=99)
+    assert (
+        one_line(info.value)
+        == f"{path}: f is 100 bytes, over the 99 bytes limit (hint: split it or sample it into a smaller file)"
+    )
+
+
+def test_lines_of_a_file_of_exactly_the_limit_are_all_read_numbered_from_one(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"abc\n" * 25)  # 100 bytes
+    got = list(files.read_lines(path, what="f", limit=100, max_line=4))
+    assert got == [(n, b"abc\n") for n in range(1, 26)]  # a line of exactly max_line bytes is kept
+
+
+def test_a_line_one_byte_over_max_line_is_skipped_and_the_next_kept(tmp_path):
+    # max_line counts a line's bytes before its newline
+    path = tmp_path / "f"
+    path.write_bytes(b"abcd\nabcde\nok\n")
+    assert list(files.read_lines(path, what="f", limit=100, max_line=4)) == [(1, b"abcd\n"), (2, None), (3, b"ok\n")]
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda p: files.read_regular(p, what="f", limit=10),
+        lambda p: files.sha256_regular(p, what="f"),
+        lambda p: list(files.read_lines(p, what="f", limit=10, max_line=5)),
+    ],
+    ids=["read_regular", "sha256_regular", "read_lines"],
+)
+def test_a_read_error_is_one_line_naming_the_file(read):
+    # /proc/self/mem is a regular file whose read at offset 0 fails with EIO
+    with pytest.raises(AutobenchError) as info:
+        read("/proc/self/mem")
+    assert one_line(info.value) == "/proc/self/mem: cannot read f: Input/output error"
+
+
+def test_hashing_a_big_file_holds_one_block_at_a_time(tmp_path):
+    import tracemalloc
+
+    big = sparse(tmp_path / "big", 64 * 2**20)
+    tracemalloc.start()
+    try:
+        digest = files.sha256_regular(big, what="f")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert digest == hashlib.sha256(b"\0" * (64 * 2**20)).digest()
+    assert peak < 4 * 2**20, peak  # one 1 MiB block (and its copy), never the 64 MiB file
