@@ -251,7 +251,7 @@ def add_turns(
     """A multi-turn run's result: what was planned and sent, per-turn TTFT (``multi_turn``), and
     ``not_dispatched`` counted in turns (``num_prompts`` counts conversations)."""
     planned = planned_requests(prompts)
-    finished = sum(1 for c in loop.convs if c.answers and len(c.answers) == len(c.turns))
+    finished = sum(1 for c in loop.convs if len(c.answers) == len(c.turns))
     data["not_dispatched"] = planned - len(records)
     data["multi_turn"] = {
         "conversations": len(prompts),
@@ -274,7 +274,7 @@ def ttft_by_turn(records: Sequence[RequestRecord], turn_of: dict[int, int]) -> d
     by_turn: dict[int, list[float]] = {}
     for r in records:
         if r.status == OK and r.first is not None:
-            by_turn.setdefault(turn_of.get(r.index, 1), []).append(r.first - r.start)
+            by_turn.setdefault(turn_of[r.index], []).append(r.first - r.start)
     return {str(t): {"completed": len(v), **M.summarize(v, scale=1000.0)} for t, v in sorted(by_turn.items())}
 
 

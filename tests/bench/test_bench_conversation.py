@@ -176,3 +176,26 @@ def test_without_usage_a_later_turn_counts_its_whole_history(synth: Any) -> None
     conv = Conversation(prompts[0], (prompts[0].text, *prompts[0].turns), [answer])
     assert d["usage_fallback_requests"] == 2
     assert d["total_input_tokens"] == prompts[0].est_tokens + estimate_tokens(conv.text())
+
+
+def test_ttft_by_turn_counts_completed_turns_only() -> None:
+    from autobench.bench.conversation import ttft_by_turn
+    from autobench.bench.record import ERROR, OK
+
+    def rec(i: int, status: str, start: float, first: float | None) -> RequestRecord:
+        r = RequestRecord(i, 1)
+        r.status, r.start, r.first = status, start, first
+        return r
+
+    records = [
+        rec(0, OK, 0.0, 0.010),
+        rec(1, OK, 1.0, 1.030),
+        rec(2, ERROR, 1.9, 2.0),  # a token came, then the stream failed: not a completed turn
+        rec(3, ERROR, 3.0, None),
+        rec(4, OK, 5.0, 5.050),
+    ]
+    got = ttft_by_turn(records, {0: 1, 1: 2, 2: 2, 3: 1, 4: 2})
+    assert list(got) == ["1", "2"]
+    assert got["1"]["completed"] == 1 and got["1"]["median"] == pytest.approx(10.0)
+    assert got["2"]["completed"] == 2 and got["2"]["mean"] == pytest.approx(40.0)
+    assert got["2"]["median"] == pytest.approx(40.0) and got["2"]["p99"] == pytest.approx(49.8)

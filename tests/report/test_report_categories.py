@@ -83,3 +83,44 @@ def test_the_recipe_page_shows_acceptance_and_speedup_by_category() -> None:
     plain = render_recipe(build_recipe_view("base", {"base": [BASE]}))
     assert "by category" in plain  # the baseline benched categories too (no drafts: no acceptance)
     assert "| code | 1 | — | — | 100 | — | — |" in plain
+
+
+def test_odd_cells_and_figures() -> None:
+    from autobench.report.categories import CategoryRow
+
+    run = Run(
+        7,
+        "spec",
+        DONE,
+        cells=[
+            {
+                "params": {"category": "code", "repeat": 1},
+                "metrics": {"decode_tok_s": True, "spec_acceptance_length": 2.5},
+            },
+            {"params": None, "metrics": {"decode_tok_s": 5.0}},  # unreadable cells are left out
+            {"params": {"category": "x"}, "metrics": None},
+            {"params": None, "metrics": None},
+            {"params": ["category"], "metrics": {}},
+            {"params": {"category": "y"}, "metrics": ["decode_tok_s"]},
+        ],
+    )
+    row, empty = category_rows(run)
+    assert (row.category, row.decode_tok_s, row.acceptance_length) == ("code", None, 2.5)  # a flag is no figure
+    assert (empty.category, empty.repeats, empty.decode_tok_s) == ("x", 1, None)  # no metrics: its point, no figure
+    # a baseline cell written with its params in another order is the same grid point
+    base = Run(
+        8,
+        "base",
+        DONE,
+        cells=[{"params": {"repeat": 1, "concurrency": 2, "category": "c"}, "metrics": {"decode_tok_s": 10.0}}],
+    )
+    mine = Run(
+        9,
+        "spec",
+        DONE,
+        cells=[{"params": {"category": "c", "concurrency": 2, "repeat": 1}, "metrics": {"decode_tok_s": 30.0}}],
+    )
+    assert [r.speedup for r in category_rows(mine, [base])] == [3.0]
+    row = CategoryRow("c", "", 1, None, (0.73645, 0.5), None, 10.0, 1, 2)
+    assert row.positions == "0.736/0.5" and row.speedup is None
+    assert CategoryRow("c", "", 1, None, (), 5.0, 0.0, 1, 2).speedup is None
