@@ -151,8 +151,8 @@ def test_vllm_recipes_tp_is_the_sites_auto_fit_to_the_hardwares_memory(tmp_path)
     assert engine["tensor_parallel_size"] == 1  # 80 GB fit one H100 (640/8): the strategy's -tp wins base_args'
     assert convert(_vllmr(tmp_path, vram=81), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 8
     assert convert(_vllmr(tmp_path, vram=150), hardware="b200")[0].data["engine"]["tensor_parallel_size"] == 1
-    topology = convert(_vllmr(tmp_path, vram=81), hardware="h100", gpus_per_node=4)[0].data["topology"]
-    assert topology == {"gpus_per_node": 4}
+    data = convert(_vllmr(tmp_path, vram=81), hardware="h100", gpus_per_node=4)[0].data
+    assert data["topology"] == {"gpus_per_node": 4} and data["engine"]["tensor_parallel_size"] == 4
     with pytest.raises(RecipeError, match="fits TP to the GPU's memory") as info:
         convert(_vllmr(tmp_path, vram=81), gpus_per_node=8)
     assert "--hardware" in str(info.value)
@@ -176,6 +176,18 @@ def test_vllm_recipes_strategy_is_the_sites_recommendation(tmp_path):
     dep = "default_strategy: single_node_dep\ncompatible_strategies: [single_node_tp, single_node_dep]\n"
     engine = convert(_vllmr(tmp_path, extra=dep), hardware="h100")[0].data["engine"]
     assert engine["data_parallel_size"] == 8 and engine["enable_expert_parallel"] is True
+    granted = (
+        "default_strategy: single_node_dep\ncompatible_strategies: [single_node_tp]\n"
+        "strategy_hardware:\n  single_node_dep: {h100: supported}\n  single_node_tep: {h100: unsupported}\n"
+        "  other: unsupported\n"
+    )
+    engine = convert(_vllmr(tmp_path, extra=granted), hardware="h100")[0].data["engine"]
+    assert engine["data_parallel_size"] == 8  # a strategy_hardware grant offers it (effectiveCompatibleStrategies)
+    opted_out = granted.replace("single_node_dep: {h100: supported}", "single_node_dep: {h100: unsupported}")
+    engine = convert(_vllmr(tmp_path, extra=opted_out), hardware="h100")[0].data["engine"]
+    assert engine == {"tensor_parallel_size": 1}  # not offered: single_node_tp, 40 GB fit one H100
+    tp_later = "compatible_strategies: [single_node_tep, single_node_tp]\n"  # TP first when offered at all
+    assert convert(_vllmr(tmp_path, extra=tp_later), hardware="h100")[0].data["engine"] == {"tensor_parallel_size": 1}
     unlisted = "default_strategy: single_node_dep\ncompatible_strategies: [single_node_tep]\n"
     engine = convert(_vllmr(tmp_path, extra=unlisted), hardware="h100")[0].data["engine"]
     assert engine["tensor_parallel_size"] == 8 and engine["enable_expert_parallel"] is True  # the first offered
@@ -400,6 +412,26 @@ def test_srt_slurm_alias_without_a_name_for_the_model_is_refused_naming_model(tm
     with pytest.raises(RecipeError, match="its roles serve different names"):
         convert(_write(tmp_path, text))
     assert convert(path, model="a/b")[0].data["model"]["repo"] == "a/b"
+    with pytest.raises(RecipeError, match="its served-model-name qwen3-fp8 is not a Hub repo id"):
+        convert(_srt(tmp_path, "path: qwen3-32b-fp8", served="qwen3-fp8"))
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_yaml_that_does_not_read_is_passed_over(tmp_path):
+    (tmp_path / "srtslurm.yaml").write_text("model_paths: [\n")
+    (tmp_path / "r").mkdir()
+    big = "model_paths:\n  kimi-k2-nvfp4: hf:x/y\n" + "# x\n" * 300_000  # over 1 MiB: not read
+    (tmp_path / "r" / "srtslurm.yaml").write_text(big)
+    path = _write(tmp_path / "r", (CORPUS / "srt-slurm-alias.yaml").read_text())
+    (imported,) = convert(path)  # neither is read: the roles' served-model-name names the model
+    assert imported.data["model"]["repo"] == "nvidia/Kimi-K2-NVFP4"
+    assert not any("resolved by" in n for n in imported.notes)
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_served_model_name_written_with_underscores(tmp_path):
+    text = (CORPUS / "srt-slurm-alias.yaml").read_text().replace("served-model-name:", "served_model_name:")
+    assert convert(_write(tmp_path, text))[0].data["model"]["repo"] == "nvidia/Kimi-K2-NVFP4"
 
 
 @pytest.mark.usefixtures("_no_srtslurm_config")
@@ -416,15 +448,19 @@ def test_srt_slurm_alias_resolved_by_the_srtslurm_yaml_above_the_recipe(tmp_path
     (tmp_path / "recipes").mkdir()
     (imported,) = convert(_srt(tmp_path / "recipes", "path: qwen3-32b-fp8"))
     data = imported.data
+    assert f"6: model.path qwen3-32b-fp8 resolved by {tmp_path / 'srtslurm.yaml'}: /shared/models/Qwen3-32B-FP8" in (
+        imported.notes
+    )
     assert data["model"] == {"repo": "/shared/models/Qwen3-32B-FP8", "served_name": "Qwen3-32B-FP8"}
     assert data["container"]["volumes"] == ["/shared/models/Qwen3-32B-FP8:/shared/models/Qwen3-32B-FP8:ro"]
     (tmp_path / "out").mkdir()
     written, _ = check_imported(imported, tmp_path / "out")  # the directory is mounted: validates
     assert load_recipe(written, "decode").recipe.model.repo == "/shared/models/Qwen3-32B-FP8"
     assert convert(_srt(tmp_path / "recipes", "path: small"))[0].data["model"]["repo"] == "Qwen/Qwen3-0.6B"
-    (tmp_path / "srtslurm.yaml").write_text("model_paths:\n  qwen3-32b-fp8: models/../x\n")
-    with pytest.raises(RecipeError, match="not an absolute directory"):
-        convert(_srt(tmp_path / "recipes", "path: qwen3-32b-fp8"))
+    for target in ("models/x", "/shared/$USER/x", "/shared/../x"):  # srtctl expands $VARS: not here
+        (tmp_path / "srtslurm.yaml").write_text(f"model_paths:\n  qwen3-32b-fp8: {target}\n")
+        with pytest.raises(RecipeError, match="not an absolute directory"):
+            convert(_srt(tmp_path / "recipes", "path: qwen3-32b-fp8"))
 
 
 @pytest.mark.usefixtures("_no_srtslurm_config")
@@ -443,6 +479,38 @@ def test_srt_slurm_a_worker_wider_than_a_node_spans_nodes_in_its_role(tmp_path):
     assert "topology" not in imported.data["roles"]["prefill"]  # TP 2 fits a node
     written, _ = check_imported(imported, tmp_path)
     assert load_recipe(written, "decode").recipe.topology.nodes == 2
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_model_path_missing_and_empty_aliases(tmp_path):
+    for line in ('path: ""', "path: '  '", "container: c:1"):
+        text = (CORPUS / "srt-slurm-disagg.yaml").read_text().replace("path: Qwen/Qwen3-32B", line)
+        if line.startswith("container"):
+            text = text.replace("  container: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.0\n", "")
+        with pytest.raises(RecipeError, match="model.path: no model") as info:
+            convert(_write(tmp_path, text))
+        assert "hf:owner/name" in str(info.value)
+    (tmp_path / "srtslurm.yaml").write_text("model_paths:\n  qwen3-32b-fp8: ''\n  other: 7\n")
+    (tmp_path / "r").mkdir()
+    with pytest.raises(RecipeError, match="alias of the cluster's srtslurm.yaml"):  # an empty target: unresolved
+        convert(_srt(tmp_path / "r", "path: qwen3-32b-fp8"))
+    with pytest.raises(RecipeError, match="alias of the cluster's srtslurm.yaml"):
+        convert(_srt(tmp_path / "r", "path: other"))
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_aggregated_worker_nodes_count_tp_pp_and_dp(tmp_path):
+    base = (CORPUS / "srt-slurm-disagg.yaml").read_text()
+    agg = base[: base.index("    prefill:")] + "    aggregated:\n"
+    for flags, nodes in (
+        ("tensor-parallel-size: 16", 2),
+        ("pipeline-parallel-size: 3", 1),
+        ("tensor-parallel-size: 4\n      pipeline-parallel-size: 4", 2),
+        ("data-parallel-size: 24", 3),
+    ):
+        text = agg + "".join(f"      {f}\n" for f in flags.split("\n      "))
+        topology = convert(_write(tmp_path, text))[0].data["topology"]
+        assert topology.get("nodes", 1) == nodes, flags
 
 
 def test_srt_slurm_config_named_by_srtslurm_config_wins(tmp_path, monkeypatch):

@@ -665,7 +665,12 @@ def _srt_model(src: Src, cfg: dict[str, Any], options: Options, out: Imported) -
             "(pass --model to name another)"
         )
         return repo, None
-    why = "no served-model-name names the model" if not served else "its roles serve different names"
+    if not served:
+        why = "no served-model-name names the model"
+    elif len(served) == 1:
+        why = f"its served-model-name {shown(next(iter(served)), 60)} is not a Hub repo id"
+    else:
+        why = "its roles serve different names"
     raise src.fail(
         keys,
         f"model.path {shown(path)} is an alias of the cluster's srtslurm.yaml model_paths (not in the repository), "
