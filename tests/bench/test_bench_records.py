@@ -250,9 +250,12 @@ def test_from_row_takes_a_whole_number_category_and_refuses_a_bool(tmp_path):
     fields = FieldMap(prompt="p", category="c")
     assert from_row({"p": "x", "c": 3}, fields, skipped) == PromptRecord(("x",), "3")
     assert from_row({"p": "x", "c": True}, fields, skipped) is None
+    assert skipped == Counter({"bad_category": 1})
     assert from_row({"p": "x", "c": "  "}, fields, skipped) is None
-    assert from_row({"p": "x", "c": " spaced "}, fields, skipped) == PromptRecord(("x",), "spaced")
     assert skipped == Counter({"bad_category": 1, "no_category": 1})
+    assert from_row({"p": "x", "c": None}, fields, skipped) is None
+    assert skipped == Counter({"bad_category": 1, "no_category": 2})
+    assert from_row({"p": "x", "c": " spaced "}, fields, skipped) == PromptRecord(("x",), "spaced")
 
 
 # -- through load_dataset ---------------------------------------------------------------------
@@ -399,3 +402,12 @@ def test_a_mapped_record_over_the_size_limit_is_skipped_and_fields_past_twenty_a
         read(wide, "jsonl", FieldMap(prompt="q"))
     shown = ", ".join(f"'f{i:02d}'" for i in range(20))
     assert info.value.message == f"no field 'q' (bench.dataset.fields.prompt); the record's fields: {shown} ..."
+
+
+def test_a_kind_without_a_file_is_refused_by_the_reader(tmp_path):
+    with pytest.raises(BenchError) as info:
+        read(str(tmp_path / "x"), "random")
+    assert (info.value.message, info.value.hint) == (
+        "dataset kind 'random' has no file to read",
+        "use sharegpt, jsonl or parquet",
+    )
