@@ -372,3 +372,14 @@ def test_the_missing_files_message_lists_at_most_five_of_its_kind(ds_hub, recipe
     _, _, err = run(capsys, "lock", str(recipe))
     listed = err.split("files of that kind there: ", 1)[1].split(" (hint:", 1)[0]
     assert listed.split(", ") == [f"data/extra-{i}.jsonl" for i in range(5)]  # sorted, the first five
+
+
+@pytest.mark.parametrize("other", [{"sha": DATASET_NEW}, {"dataset_file": "data/other.jsonl"}])
+def test_a_previous_lock_of_another_commit_or_file_is_not_compared(ds_hub, tmp_path, capsys, other):
+    recipe = tmp_path / "ds.yaml"
+    recipe.write_text(recipe_text(revision=DATASET_OLD), encoding="utf-8")
+    entry = {"repo": DATASET_REPO, "sha": DATASET_OLD, "dataset_file": DATASET_FILE, "sha256": "0" * 64, **other}
+    (tmp_path / "ds.yaml.lock.json").write_text(json.dumps({"autobench_lock": 1, "references": {"dataset": entry}}))
+    code, _, err = run(capsys, "lock", "--no-images", str(recipe))
+    assert (code, err) == (0, "")
+    assert json.loads((tmp_path / "ds.yaml.lock.json").read_text())["references"]["dataset"]["sha256"] == V1_SHA256
