@@ -82,7 +82,8 @@ def test_a_generator_that_speaks_garbage_is_named_without_its_stderr() -> None:
     from autobench.bench import fleet
     from autobench.errors import BenchError
 
-    script = "import sys; print('garbage', flush=True); sys.stderr.write('noise\\n'); sys.stderr.flush()"
+    # its stderr is written before the garbage line, so it is there when the parent reads that line
+    script = "import sys; sys.stderr.write('noise\\n'); sys.stderr.flush(); print('garbage', flush=True)"
     gen = fleet._Generator(2, [sys.executable, "-c", script])
     try:
         with pytest.raises(BenchError, match=r"^load generator 2 sent a line that is not JSON: b'garbage\\n'$"):
