@@ -383,3 +383,31 @@ def test_a_previous_lock_of_another_commit_or_file_is_not_compared(ds_hub, tmp_p
     code, _, err = run(capsys, "lock", "--no-images", str(recipe))
     assert (code, err) == (0, "")
     assert json.loads((tmp_path / "ds.yaml.lock.json").read_text())["references"]["dataset"]["sha256"] == V1_SHA256
+
+
+def test_the_recipes_sha256_wins_over_the_previous_locks(ds_hub, tmp_path, capsys):
+    recipe = tmp_path / "ds.yaml"
+    recipe.write_text(recipe_text(revision=DATASET_OLD, extra=f"    sha256: {V1_SHA256}\n"), encoding="utf-8")
+    entry = {"repo": DATASET_REPO, "sha": DATASET_OLD, "dataset_file": DATASET_FILE, "sha256": "0" * 64}
+    (tmp_path / "ds.yaml.lock.json").write_text(json.dumps({"autobench_lock": 1, "references": {"dataset": entry}}))
+    code, _, err = run(capsys, "lock", "--no-images", str(recipe))
+    assert (code, err) == (0, "")
+
+
+def test_outdated_names_a_file_outside_lfs_by_its_git_blob(ds_hub, recipe, capsys):
+    from fakehub import git_blob_sha1
+
+    for commit in ds_hub.repos[KEY].commits.values():
+        commit.lfs.clear()  # a small file kept in git, not LFS
+    assert run(capsys, "lock", str(recipe))[0] == 0
+    ds_hub.move(KEY, "main", DATASET_NEW)
+    _, out, _ = run(capsys, "outdated", "--json", str(recipe))
+    item = next(i for i in json.loads(out) if i["kind"] == "dataset")
+    assert item["changes"] == [
+        {
+            "field": DATASET_FILE,
+            "old": f"blob:{git_blob_sha1(DATASET_V1)}",
+            "new": f"blob:{git_blob_sha1(DATASET_V2)}",
+            "breaking": False,
+        }
+    ]
