@@ -121,7 +121,7 @@ def _read_text(path: str) -> str:
 
 def _loads(text: str, where: str, what: str, hint: str) -> Any:
     """``json.loads`` whose every failure is one BenchError line (autobench.digits.load_json turns
-    a RecursionError into JSONLimitError itself)."""
+    a RecursionError or an over-long integer into a JSONLimitError itself)."""
     try:
         return load_json(text)
     except JSONLimitError as exc:
@@ -131,8 +131,6 @@ def _loads(text: str, where: str, what: str, hint: str) -> Any:
     except json.JSONDecodeError as exc:
         loc = f"{where}:{exc.lineno}:{exc.colno}" if what == "dataset" else where
         raise BenchError(f"{what} is not valid JSON: {exc.msg}", location=loc, hint=hint) from exc
-    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise BenchError(f"{what} has a value that cannot be read: {exc}", location=where, hint=hint) from exc
 
 
 def _lines(path: str) -> Iterator[tuple[int, str | None]]:

@@ -411,3 +411,17 @@ def test_a_kind_without_a_file_is_refused_by_the_reader(tmp_path):
         "dataset kind 'random' has no file to read",
         "use sharegpt, jsonl or parquet",
     )
+
+
+def test_json_past_the_readers_limits_is_one_line(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"prompt": "ok"}\n{"prompt_tokens": ' + "9" * 5000 + "}\n", encoding="utf-8")
+    with pytest.raises(BenchError) as info:
+        read(str(path), "jsonl")
+    assert info.value.location == f"{path}:2"
+    assert info.value.message.startswith("line has a value that cannot be read: a value that cannot be read (")
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 1000 + "]" * 1000 + "\n", encoding="utf-8")
+    with pytest.raises(BenchError) as info:
+        read(str(deep), "jsonl")
+    assert info.value.location == f"{deep}:1" and info.value.message.startswith("line is nested too deeply to read (")
