@@ -129,3 +129,15 @@ def test_synthetic_server_without_prefix_caching_counts_nothing(synth: Any) -> N
     cfg = BenchConfig(base_url=srv.base_url, model="m", num_prompts=4, max_tokens=4, read_timeout=10.0)
     d = run_bench(cfg).to_json_dict()
     assert (d["prefix_cache_queries"], d["prefix_cache_hits"], d["prefix_cache_hit_rate"]) == (0, 0, None)
+
+
+def test_cache_sizes() -> None:
+    c = PrefixCache()  # vLLM's GPU default: 16 tokens a block
+    c.lookup(list(range(40)))
+    assert c.lookup(list(range(40))) == 32
+    one = PrefixCache(block_size=1, max_blocks=1)  # the smallest
+    one.lookup([7, 8])
+    assert one.lookup([7, 8]) == 0  # only the last block (8) is kept: 7 was evicted
+    for bad in ({"block_size": 0}, {"max_blocks": 0}):
+        with pytest.raises(ValueError, match="at least 1"):
+            PrefixCache(**bad)

@@ -124,3 +124,63 @@ def test_odd_cells_and_figures() -> None:
     row = CategoryRow("c", "", 1, None, (0.73645, 0.5), None, 10.0, 1, 2)
     assert row.positions == "0.736/0.5" and row.speedup is None
     assert CategoryRow("c", "", 1, None, (), 5.0, 0.0, 1, 2).speedup is None
+
+
+def _c(params: dict[str, Any], **metrics: Any) -> dict[str, Any]:
+    return {"params": params, "metrics": metrics}
+
+
+def test_which_axes_name_a_row() -> None:
+    run = Run(
+        1,
+        "r",
+        DONE,
+        cells=[
+            _c({"category": "code", "concurrency": 4, "depth": 0, "repeat": 1}, decode_tok_s=1.0),
+            _c({"category": "code", "concurrency": 4, "depth": 0, "repeat": 2}, decode_tok_s=3.0),
+            _c({"category": "chat", "concurrency": 4, "depth": 0, "repeat": 1}, decode_tok_s=5.0),
+            _c({"concurrency": 4, "depth": 0, "repeat": 1}, decode_tok_s=7.0),  # no category: no row
+        ],
+    )
+    rows = category_rows(run)
+    # the repeats and the axes every row shares name no row
+    assert [(r.category, r.others, r.repeats, r.decode_tok_s) for r in rows] == [
+        ("code", "", 2, 2.0),
+        ("chat", "", 1, 5.0),
+    ]
+    two = Run(
+        2,
+        "r",
+        DONE,
+        cells=[_c({"category": "a", "concurrency": c, "depth": d}) for c in (1, 2) for d in (0, 8)],
+    )
+    assert [r.others for r in category_rows(two)] == [
+        "concurrency=1 depth=0",
+        "concurrency=1 depth=8",
+        "concurrency=2 depth=0",
+        "concurrency=2 depth=8",
+    ]
+
+
+def test_per_position_over_repeats_of_unequal_lengths() -> None:
+    run = Run(
+        1,
+        "r",
+        DONE,
+        cells=[
+            _c({"category": "a", "repeat": 1}, spec_per_position=[0.9, 0.8]),
+            _c({"category": "a", "repeat": 2}, spec_per_position=[0.7]),
+            _c({"category": "a", "repeat": 3}, spec_per_position={"0": 0.5}),  # not a list: left out
+            _c({"category": "a", "repeat": 4}, spec_per_position=[]),
+        ],
+    )
+    (row,) = category_rows(run)
+    assert row.per_position == pytest.approx((0.8, 0.8)) and row.repeats == 4
+
+
+def test_runs_without_cells() -> None:
+    none = {"id": 3, "status": "DONE", "cells": None}
+    assert category_rows(none) == []
+    base = {"id": 4, "status": "DONE", "cells": None}
+    (row,) = category_rows(Run(5, "r", DONE, cells=[_c({"category": "a"}, decode_tok_s=2.0)]), [base])
+    assert row.base_decode_tok_s is None and row.base_run_id is None
