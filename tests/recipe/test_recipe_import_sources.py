@@ -158,7 +158,7 @@ def test_vllm_recipes_tp_is_the_sites_auto_fit_to_the_hardwares_memory(tmp_path)
     assert "--hardware" in str(info.value)
     with pytest.raises(RecipeError, match="not a profile of") as info:
         convert(_vllmr(tmp_path), hardware="mi999")
-    assert "h100, b200, rtx4090" in str(info.value)
+    assert "h100, b200, rtx4090, cpu" in str(info.value)
 
 
 def test_vllm_recipes_tp_declared_by_variant_map_or_strategy_override(tmp_path):
@@ -168,6 +168,11 @@ def test_vllm_recipes_tp_declared_by_variant_map_or_strategy_override(tmp_path):
     # no key for this GPU: the site goes on to the strategy override, then the memory fit
     fit = convert(_vllmr(tmp_path, variant=tp_map, vram=90), hardware="rtx4090")[0].data["engine"]
     assert fit["tensor_parallel_size"] == 1  # a one-GPU node: its GPUs
+    assert convert(_vllmr(tmp_path, vram="true"), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 8
+    declared = "    tp: 4\n"
+    assert convert(_vllmr(tmp_path, variant=declared))[0].data["engine"]["tensor_parallel_size"] == 4  # no GPUs said
+    cpu = convert(_vllmr(tmp_path, variant=declared), hardware="cpu")[0].data["engine"]
+    assert cpu["tensor_parallel_size"] == 4  # a CPU profile's gpu_count is no limit (resolveSingleNodeTp)
     over = "strategy_overrides:\n  single_node_tp: {tp: 16}\n"
     assert convert(_vllmr(tmp_path, extra=over), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 8
 
@@ -325,10 +330,20 @@ def test_kubernetes_host_directory_volumes_are_mounted_where_the_pod_reads_them(
 def test_kubernetes_volume_shapes_are_read_or_refused_at_their_line(tmp_path):
     base = (CORPUS / "k8s-hostpath-model.yaml").read_text()
     odd = base.replace("      volumes:\n", "      volumes:\n        - just-a-string\n        - hostPath: {path: /x}\n")
+    odd = odd.replace(
+        "            - mountPath: /dev/shm\n", "            - mountPath: /data\n            - mountPath: /dev/shm\n"
+    )
     (imported,) = convert(_write(tmp_path, odd))  # a volume that is not a named mapping names nothing
     assert imported.data["container"]["volumes"] == ["/root/models:/models:ro"]
+    assert any("volume null at /data (unknown volume" in n for n in imported.notes)  # no name: no volume
     rw = base.replace("              readOnly: true\n", "")
     assert convert(_write(tmp_path, rw))[0].data["container"]["volumes"] == ["/root/models:/models"]
+    for host, target in (("/root/m:odels", "/models"), ("/root/models", "/mo:dels")):
+        colon = base.replace("path: /root/models", f"path: {host}").replace(
+            "- mountPath: /models\n              name: model-hostpath\n              readOnly",
+            f"- mountPath: {target}\n              name: model-hostpath\n              readOnly",
+        )
+        assert "volumes" not in convert(_write(tmp_path, colon))[0].data["container"]  # docker splits at ':'
     sub = base.replace("              readOnly: true\n", "              subPath: coder\n")
     (imported,) = convert(_write(tmp_path, sub))
     assert "volumes" not in imported.data["container"]
@@ -353,8 +368,9 @@ def test_kubernetes_volume_shapes_are_read_or_refused_at_their_line(tmp_path):
     (imported,) = convert(_write(tmp_path, missing))
     assert any("volume nowhere at /models (unknown volume: not a host directory)" in n for n in imported.notes)
     bad = base.replace("            - mountPath: /dev/shm\n              name: dshm\n", "            - /dev/shm\n")
-    with pytest.raises(RecipeError, match="volumeMounts: each must be a mapping"):
+    with pytest.raises(RecipeError, match="volumeMounts: each must be a mapping") as info:
         convert(_write(tmp_path, bad))
+    assert "write name: and mountPath:" in str(info.value)
     text = base.replace(
         "          volumeMounts:\n            - mountPath: /models\n              name: model-hostpath\n"
         "              readOnly: true\n            - mountPath: /dev/shm\n              name: dshm\n",
