@@ -561,3 +561,42 @@ def test_the_start_burst_is_reported_but_not_judged():
     assert late["client_bound_warning"] is True and "dispatch delay p99 3.0 ms" in late["quality_flags"]["client_bound"]
     only_burst = build(cpu=0.1, lags=[0.001], recs=burst)["client"]
     assert only_burst["dispatch_delay_after_start_ms"] is None and only_burst["dispatch_delay_ms"] is not None
+
+
+def test_the_dispatch_budget_is_exceeded_only_above_it(monkeypatch: pytest.MonkeyPatch):
+    from autobench.bench import result as R
+
+    recs = [ok_timed(100.5, 100.497), ok_timed(100.6, 100.599)]
+    p99 = build(cpu=0.1, lags=[0.001], recs=recs)["client"]["dispatch_delay_after_start_ms"]["p99"]
+    monkeypatch.setattr(R, "CLIENT_DISPATCH_P99_MS", p99)  # exactly at the budget: not over it
+    assert build(cpu=0.1, lags=[0.001], recs=recs)["client_bound_warning"] is False
+    monkeypatch.setattr(R, "CLIENT_DISPATCH_P99_MS", p99 * 0.999)
+    assert build(cpu=0.1, lags=[0.001], recs=recs)["client_bound_warning"] is True
+
+
+def test_a_request_due_within_the_slack_of_the_start_is_of_the_start():
+    from autobench.bench.result import START_SLACK_S
+
+    at_slack = ok_timed(100.01, T0 + START_SLACK_S)  # 10 ms late, but one of the start's burst
+    after = ok_timed(100.5005, 100.5)
+    c = build(cpu=0.1, lags=[0.001], recs=[at_slack, after])["client"]
+    assert c["dispatch_delay_after_start_ms"]["p99"] == pytest.approx(0.5)
+
+
+def test_due_to_server_arrival_reads_the_servers_stamp():
+    seen = ok_timed(100.5, 100.498)
+    seen.arr_srv = 100.5005  # the server read it 2.5 ms after it was due
+    unscheduled = ok_timed(100.6, 0.0)
+    unscheduled.arr_srv = 100.6005
+    c = build(cpu=0.1, lags=[0.001], recs=[seen, unscheduled])["client"]
+    assert c["due_to_server_arrival_ms"]["median"] == pytest.approx(2.5)
+    assert c["due_to_server_arrival_ms"]["p99"] == pytest.approx(2.5)
+    assert build(cpu=0.1, lags=[0.001], recs=[unscheduled])["client"]["due_to_server_arrival_ms"] is None
+
+
+def test_schedule_adherence_only_for_requests_that_were_sent():
+    unsent = record("incomplete", arrival=100.9, scheduled=100.9)  # its time came, but the run ended first
+    c = build(cpu=0.1, lags=[0.001], recs=[ok_timed(100.501, 100.5, arrival=100.5), unsent])["client"]
+    assert c["schedule_adherence_ms"]["median"] == pytest.approx(1.0) and c["schedule_adherence_ms"][
+        "p99"
+    ] == pytest.approx(1.0)
