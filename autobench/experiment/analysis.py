@@ -132,7 +132,7 @@ def _pareto(points: list[Point]) -> list[Point]:
         _, other_speed, other_latency = of
         return speed >= other_speed and latency <= other_latency and (speed > other_speed or latency < other_latency)
 
-    front = [u for u in usable if not any(beats(s, lat, u) for q, s, lat in usable if q is not u[0])]
+    front = [u for u in usable if not any(beats(s, lat, u) for _, s, lat in usable)]  # none beats itself
     return [p for p, _, _ in sorted(front, key=operator.itemgetter(1), reverse=True)]
 
 

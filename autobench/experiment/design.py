@@ -43,7 +43,7 @@ class Treatment:
 
     def label(self) -> str:
         """``num_speculative_tokens=5 revision=6c7242c`` (a full sha shortened to 7)."""
-        names = [key.rsplit(".", 1)[-1] for key, _, _ in self.levels]
+        names = [key.rpartition(".")[2] for key, _, _ in self.levels]
         parts = []
         for (key, level, _), name in zip(self.levels, names, strict=True):
             shown = name if names.count(name) == 1 else key

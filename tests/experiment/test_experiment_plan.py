@@ -58,6 +58,18 @@ def test_the_seeds_blocked_draft_is_pruned_with_the_page_size_cause(hub, tmp_pat
     assert by_label["num_speculative_tokens=5 revision=6c7242c"]["status"] == READY
     assert by_label["num_speculative_tokens=8 revision=6c7242c"]["status"] == READY
     assert (doc["ready"], doc["pruned"], doc["unpredicted"]) == (2, 2, 0)
+    assert (doc["experiment"], doc["file"], doc["recipe"], doc["design"]) == (
+        "exp",
+        str(exp),
+        str(tmp_path / "r.yaml"),
+        "full",
+    )
+    assert doc["digest"].startswith("sha256:") and len(doc["treatments"]) == 4
+    assert blocked["fix"] and blocked["unpinned"] == [] and blocked["digest"].startswith("sha256:")
+    assert blocked["levels"] == {"speculative.num_speculative_tokens": 8, "speculative.revision": c.DRAFT_NEW}
+    assert set(blocked) == {"id", "label", "levels", "digest", "status", "cause", "fix", "unpinned"}
+    ready = by_label["num_speculative_tokens=5 revision=6c7242c"]
+    assert (ready["cause"], ready["fix"]) == (None, None)
     # the human table says the same, one row per treatment
     code, out, _ = _run(capsys, "experiment", "plan", str(exp), "--vllm-version", "0.23.1")
     assert code == 0
