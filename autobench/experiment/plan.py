@@ -132,10 +132,13 @@ class _Memo:
     def hub(self) -> Hub:
         return self._inner.hub
 
-    def _once(self, key: tuple[object, ...], read: Callable[[], object]) -> object:
+    def _once(self, read: Callable[..., object], *args: object, **kwargs: object) -> object:
+        """``read(*args, **kwargs)`` the first time (a bound method of the inner reader: equal
+        and of equal hash on every access), its answer or error after."""
+        key = (read, args, tuple(sorted(kwargs.items())))
         if key not in self._seen:
             try:
-                self._seen[key] = read()
+                self._seen[key] = read(*args, **kwargs)
             except AutobenchError as exc:
                 self._seen[key] = exc
         found = self._seen[key]
@@ -144,20 +147,15 @@ class _Memo:
         return found
 
     def sha(self, repo: str, label: str) -> str:
-        return str(self._once(("sha", repo, label), lambda: self._inner.sha(repo, label)))
+        return str(self._once(self._inner.sha, repo, label))
 
     def config(self, repo: str, sha: str, *, label: str | None = None) -> dict[str, Any]:
-        found = self._once(("config", repo, sha, label), lambda: self._inner.config(repo, sha, label=label))
-        return cast(dict[str, Any], found)  # what the inner reader's config returned
+        return cast(dict[str, Any], self._once(self._inner.config, repo, sha, label=label))
 
     def file(
         self, repo: str, sha: str, filename: str, *, label: str | None = None, required: bool = True
     ) -> Path | None:
-        found = self._once(
-            ("file", repo, sha, filename, label, required),
-            lambda: self._inner.file(repo, sha, filename, label=label, required=required),
-        )
-        return cast(Path | None, found)  # what the inner reader's file returned
+        return cast(Path | None, self._once(self._inner.file, repo, sha, filename, label=label, required=required))
 
 
 Predictor = Callable[[LoadedRecipe], tuple[str, str | None, str | None]]

@@ -217,6 +217,13 @@ def test_a_treatment_without_the_metric_ranks_last_and_is_never_best(tmp_path) -
     assert (c.points[2].value, c.points[2].per_gpu, c.points[2].acceptance) == (None, None, None)
     assert _ids([c.best, c.runner_up]) == ["t2", "t3"]
     assert _ids(c.pareto) == ["t2"]  # t1 has no throughput per GPU to place it; t3 is beaten
+    # a treatment without the metric is no runner-up either
+    only = tmp_path / "only"
+    only.mkdir()
+    q = plan(write(only, K3, bench=ONE_CELL))
+    record(only / "l.db", q, {"t1": [no_decode], "t2": [cell(2, 3.0)]})
+    (alone,) = analyse(q, runs(only / "l.db", q)).cells
+    assert _ids([alone.best]) == ["t2"] and alone.runner_up is None and alone.verdict is None
     # ranked by TPOT (lower first), t1 has it and leads
     (by_tpot,) = analyse(p, runs(db, p), metric="tpot_median_ms").cells
     assert _ids(by_tpot.points) == ["t1", "t2", "t3"]
