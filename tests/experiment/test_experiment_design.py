@@ -222,7 +222,11 @@ def test_a_missing_recipe_is_located_at_the_recipe_key(tmp_path, capsys) -> None
     path.write_text("recipe: nowhere.yaml\nfactors:\n  engine.max_num_seqs: [8]\n")
     code = main(["experiment", "plan", str(path), "--json"])
     _, err = capsys.readouterr()
-    assert code == 2 and err.startswith(f"error: {path}:1:9: recipe: {tmp_path / 'nowhere.yaml'} is not a recipe file")
+    assert err == (
+        f"error: {path}:1:9: recipe: {tmp_path / 'nowhere.yaml'} is not a recipe file "
+        "(hint: the path is relative to the experiment file)\n"
+    )
+    assert code == 2
 
 
 def test_plan_json_lists_levels_and_digests(tmp_path, capsys) -> None:

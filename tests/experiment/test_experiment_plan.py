@@ -299,3 +299,26 @@ def test_the_rules_are_checked_for_docker_unless_told(tmp_path) -> None:
     assert len(plan_experiment(exp, predictor=ready, runtime="process").treatments) == 2
     assert len(plan_experiment(exp, predictor=ready, runtime=None).treatments) == 2
     assert len(plan_experiment(exp, predictor=ready, runtime=lambda loaded: "process").treatments) == 2
+
+
+def test_a_problem_of_the_recipe_itself_is_the_recipes_not_a_treatments(tmp_path) -> None:
+    """The recipe as written is loaded first: a key of its own that does not validate is reported
+    at its line in the recipe, not as the first treatment's problem."""
+    (tmp_path / "r.yaml").write_text(
+        "model: {repo: org/m, served_name: m}\nengine: {max_num_seq: 4}\nbench: {dataset: {kind: random}}\n",
+        encoding="utf-8",
+    )
+    path = tmp_path / "exp.yaml"
+    path.write_text("recipe: r.yaml\nfactors:\n  engine.max_model_len: [4096]\n", encoding="utf-8")
+    with pytest.raises(RecipeError) as err:
+        plan_experiment(load_experiment(path), predictor=lambda loaded: (READY, None, None), runtime=None)
+    assert not err.value.message.startswith("treatment") and "max_num_seq" in err.value.message
+    assert err.value.location is not None and err.value.location.startswith(str(tmp_path / "r.yaml") + ":2:")
+
+
+def test_without_a_predictor_the_preflight_predicts(hub, tmp_path) -> None:
+    exp = load_experiment(_seed_experiment(tmp_path))
+    default = plan_experiment(exp)
+    told = plan_experiment(exp, predictor=preflight_predictor())
+    assert [(t.status, t.cause) for t in default.treatments] == [(t.status, t.cause) for t in told.treatments]
+    assert {t.status for t in default.treatments} != {READY}  # the preflight answered, not a stand-in
