@@ -36,10 +36,7 @@ def parse_samples(text: str) -> list[tuple[str, dict[str, str], float]]:
     """Every sample line as (name, labels, value); comments and unparsable lines are skipped."""
     out: list[tuple[str, dict[str, str], float]] = []
     for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
+        m = _SAMPLE.match(line.strip())  # a comment or a blank line does not match
         if not m:
             continue
         try:
@@ -73,23 +70,27 @@ def spec_counters(text: str) -> SpecCounters:
                 c.prefix_queries += value
             else:
                 c.prefix_hits += value
-            continue
-        if not name.startswith("vllm:spec_decode") or not name.endswith("_total"):
-            continue
-        c.present = True
-        if name == DRAFTS:
-            c.drafts += value
-        elif name == DRAFT_TOKENS:
-            c.draft_tokens += value
-        elif name == ACCEPTED:
-            c.accepted += value
-        elif name == PER_POS:
-            try:
-                pos = int(labels.get("position", ""))
-            except ValueError:
-                continue
-            c.per_pos[pos] = c.per_pos.get(pos, 0.0) + value
+        elif name.startswith("vllm:spec_decode") and name.endswith("_total"):
+            _spec_sample(c, name, labels, value)
     return c
+
+
+def _spec_sample(c: SpecCounters, name: str, labels: dict[str, str], value: float) -> None:
+    """One spec-decode ``_total`` sample into ``c`` (a per-position one without a whole position
+    is left out)."""
+    c.present = True
+    if name == DRAFTS:
+        c.drafts += value
+    elif name == DRAFT_TOKENS:
+        c.draft_tokens += value
+    elif name == ACCEPTED:
+        c.accepted += value
+    elif name == PER_POS:
+        try:
+            pos = int(labels.get("position", ""))
+        except ValueError:
+            return
+        c.per_pos[pos] = c.per_pos.get(pos, 0.0) + value
 
 
 def spec_delta(before: SpecCounters, after: SpecCounters) -> SpecDecodeDelta | None:

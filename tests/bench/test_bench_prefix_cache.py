@@ -97,7 +97,7 @@ def test_cache_evicts_the_least_recently_used_block() -> None:
     c = PrefixCache(block_size=2, max_blocks=2)
     c.lookup([1, 2, 3])  # caches (1,2)
     c.lookup([5, 6, 7])  # caches (5,6)
-    c.lookup([1, 2, 3])  # hit, (1,2) most recent
+    assert c.lookup([1, 2, 3]) == 2  # both blocks kept: a hit, (1,2) now the most recent
     c.lookup([8, 9, 0])  # evicts (5,6)
     assert c.lookup([5, 6, 7]) == 0 and c.lookup([1, 2, 3]) == 0  # (1,2) went when (5,6) came back
     with pytest.raises(ValueError):
@@ -141,3 +141,12 @@ def test_cache_sizes() -> None:
     for bad in ({"block_size": 0}, {"max_blocks": 0}):
         with pytest.raises(ValueError, match="at least 1"):
             PrefixCache(**bad)
+
+
+def test_unreadable_sample_lines_are_skipped() -> None:
+    from autobench.bench.promscrape import parse_samples
+
+    text = 'vllm:prefix_cache_hits_total{engine="0"} 4\n9bad 1\nvllm:prefix_cache_queries_total notanumber\n'
+    assert parse_samples(text) == [("vllm:prefix_cache_hits_total", {"engine": "0"}, 4.0)]
+    c = spec_counters(text)
+    assert (c.prefix_hits, c.prefix_queries) == (4.0, 0.0)
