@@ -138,10 +138,9 @@ class ClosedLoop:
             self.done(rec)
         try:
             self._next(rec.end)
-        except BaseException as exc:  # a bug here must end the run, not vanish in a callback
+        except Exception as exc:  # a bug here must end the run, not vanish in a callback
             if self._finished is not None and not self._finished.done():
                 self._finished.set_exception(exc)
-            raise
 
     def _idle_check(self, rec: RequestRecord, conn: Conn) -> None:
         """The read timeout (as ``autobench.bench.client``'s): after ``read_timeout`` seconds

@@ -121,12 +121,14 @@ def run_loop(url: str, n: int, conc: int, **kw: Any) -> tuple[list[RequestRecord
         asyncio.get_running_loop().set_exception_handler(lambda _, context: problems.append(context))
         pool = Pool(url, 5.0)
         await pool.prefill(conc)
-        sink: Callable[[RequestRecord], StreamSink] = lambda r: StreamSink(  # noqa: E731
-            r, chat=False, allow_missing_usage=False, max_tokens=8
+        tokens = kw.pop("max_tokens", 3)
+        sink: Callable[[RequestRecord], StreamSink] = kw.pop("make_sink", None) or (
+            lambda r: StreamSink(r, chat=False, allow_missing_usage=False, max_tokens=max(8, tokens))
         )
+        body = COMPLETION.replace(b'"max_tokens":3', b'"max_tokens":%d' % tokens)
         loop = ClosedLoop(
             pool=pool,
-            bodies=[pool.request_bytes("POST", "/v1/completions", COMPLETION)] * n,
+            bodies=[pool.request_bytes("POST", "/v1/completions", body)] * n,
             prompt_tokens=[2] * n,
             records=records,
             conc=conc,
@@ -137,6 +139,7 @@ def run_loop(url: str, n: int, conc: int, **kw: Any) -> tuple[list[RequestRecord
         t0 = time.perf_counter() - 0.001  # due a millisecond ago
         await loop.run(t0)
         assert not loop._inflight  # every request ended or was dropped: none is left behind
+        assert all(not c.closed for c in pool.all)  # a dropped connection is forgotten, not kept
         pool.close()
         for _ in range(5):  # a few turns of the loop: late callbacks of closed connections run
             await asyncio.sleep(0)
@@ -181,13 +184,30 @@ def test_a_read_timeout_fails_the_request_and_the_slot_goes_on(synth: Any) -> No
     srv = synth(ttft_ms=1, itl_ms=1, stall_rate=1.0, stall_seconds=30)
     records, pool, _ = run_loop(srv.base_url, 3, 2, read_timeout=0.05)
     assert [(r.status, r.error_kind) for r in records] == [(ERROR, "timeout")] * 3
+    assert records[0].error_message == "no response head or SSE data event for 0.05 s"
     assert all(r.timed_out and r.end is not None for r in records)
     assert pool.all == set()  # timed-out connections were dropped, the rest closed
 
 
-def test_cancelling_drops_the_requests_in_flight(synth: Any) -> None:
+def watch_timers(monkeypatch: pytest.MonkeyPatch) -> list[asyncio.TimerHandle]:
+    """Every read-timeout timer the closed loop arms (the standard library's loop)."""
+    armed: list[asyncio.TimerHandle] = []
+    real = asyncio.BaseEventLoop.call_later
+
+    def call_later(self: Any, delay: float, callback: Any, *args: Any, **kw: Any) -> asyncio.TimerHandle:
+        handle = real(self, delay, callback, *args, **kw)
+        if getattr(callback, "__name__", "") == "_idle_check":
+            armed.append(handle)
+        return handle
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "call_later", call_later)
+    return armed
+
+
+def test_cancelling_drops_the_requests_in_flight(synth: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     srv = synth(ttft_ms=1, itl_ms=1, stall_rate=1.0, stall_seconds=30)
     records: list[RequestRecord] = []
+    armed = watch_timers(monkeypatch)
 
     connecting: list[asyncio.Future[Conn]] = []
     opened: list[Conn] = []
@@ -217,6 +237,8 @@ def test_cancelling_drops_the_requests_in_flight(synth: Any) -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
+        assert not loop._inflight and all(r.watchdog is None for r in records)
+        assert armed and all(h.cancelled() for h in armed)  # no read timeout left to fire
         await asyncio.sleep(0)  # one turn of the loop: the connecting task takes its cancellation
         assert len(connecting) == 1 and connecting[0].cancelled()
         return pool
@@ -229,17 +251,30 @@ def test_cancelling_drops_the_requests_in_flight(synth: Any) -> None:
 def test_every_finished_requests_timer_is_cancelled(synth: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A timer left armed after its request ended would fire later and fail that request (and drop
     its connection, by then another request's) as a timeout."""
-    armed: list[asyncio.TimerHandle] = []
-    real = asyncio.BaseEventLoop.call_later
-
-    def call_later(self: Any, delay: float, callback: Any, *args: Any, **kw: Any) -> asyncio.TimerHandle:
-        handle = real(self, delay, callback, *args, **kw)
-        if getattr(callback, "__name__", "") == "_idle_check":
-            armed.append(handle)
-        return handle
-
-    monkeypatch.setattr(asyncio.BaseEventLoop, "call_later", call_later)
+    armed = watch_timers(monkeypatch)
     srv = synth(ttft_ms=1, itl_ms=1)
     records, _, _ = run_loop(srv.base_url, 9, 2)
     assert [r.status for r in records] == [OK] * 9
     assert len(armed) == 9 and all(h.cancelled() for h in armed)
+
+
+def test_a_stream_that_keeps_coming_is_not_a_timeout(synth: Any) -> None:
+    """The read timeout counts time without progress, not the request's age: 16 chunks 25 ms apart
+    (0.4 s) with a 0.25 s timeout finish; the timer re-arms itself from the last progress."""
+    srv = synth(ttft_ms=5, itl_ms=25)
+    records, _, _ = run_loop(srv.base_url, 2, 2, read_timeout=0.25, max_tokens=16)
+    assert [(r.status, r.n_chunks) for r in records] == [(OK, 16), (OK, 16)]
+
+
+def test_a_bug_in_the_loop_ends_the_run_with_it(synth: Any) -> None:
+    srv = synth(ttft_ms=1, itl_ms=1)
+    made: list[int] = []
+
+    def sink(r: RequestRecord) -> StreamSink:
+        made.append(r.index)
+        if len(made) > 2:
+            raise RuntimeError("a bug in the sink")
+        return StreamSink(r, chat=False, allow_missing_usage=False)
+
+    with pytest.raises(RuntimeError, match="a bug in the sink"):
+        run_loop(srv.base_url, 5, 2, make_sink=sink)
