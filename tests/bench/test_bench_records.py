@@ -151,8 +151,9 @@ def test_sharegpt_records_hold_every_human_turn(tmp_path):
     path.write_text(json.dumps([{"conversations": conv}]), encoding="utf-8")
     got, _ = read(str(path), "sharegpt")
     assert got == [PromptRecord(("one", "two"))]
-    with pytest.raises(BenchError, match="applies to jsonl and parquet"):
+    with pytest.raises(BenchError, match="applies to jsonl and parquet") as info:
         read(str(path), "sharegpt", FieldMap(prompt="x"))
+    assert info.value.hint == "drop the mapping"
 
 
 # -- parquet ----------------------------------------------------------------------------------
@@ -425,3 +426,9 @@ def test_json_past_the_readers_limits_is_one_line(tmp_path):
     with pytest.raises(BenchError) as info:
         read(str(deep), "jsonl")
     assert info.value.location == f"{deep}:1" and info.value.message.startswith("line is nested too deeply to read (")
+
+
+def test_a_mapped_max_tokens_column_must_be_there(tmp_path):
+    path = parquet(tmp_path, {"p": ["a prompt"]})
+    with pytest.raises(BenchError, match=r"no column 'n' \(bench.dataset.fields.max_tokens\)"):
+        read(path, "parquet", FieldMap(prompt="p", max_tokens="n"))

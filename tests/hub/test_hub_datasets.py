@@ -92,7 +92,7 @@ def test_lock_pins_the_dataset_repo_to_a_sha_and_records_the_files_sha256(ds_hub
         "sha256": V1_SHA256,
         "size": len(DATASET_V1),
     }
-    assert entry["resolved_from"] == "hub"
+    assert entry["resolved_from"] == "hub" and entry["resolved_at"].endswith("Z")
     assert cached(DATASET_OLD).read_bytes() == DATASET_V1  # in the HF cache, as huggingface_hub lays it out
     # the dataset was asked of the dataset API and fetched from the dataset resolve route
     paths = [r.path for r in ds_hub.requests]
@@ -411,3 +411,22 @@ def test_outdated_names_a_file_outside_lfs_by_its_git_blob(ds_hub, recipe, capsy
             "breaking": False,
         }
     ]
+
+
+def test_offline_a_known_commit_without_its_file_is_not_cached_and_a_recorded_absence_is_no_file(
+    ds_hub, recipe, capsys
+):
+    assert run(capsys, "outdated", str(recipe))[0] == 0  # online: refs/main cached, no file fetched
+    offline = Resolver(HubSettings.from_env(offline=True))
+    with pytest.raises(HubError) as info:
+        fetch_dataset(offline, DATASET_REPO, "main", DATASET_FILE)
+    assert info.value.message.startswith(f"{DATASET_FILE} of {DATASET_REPO}@main is not in the local HF cache at ")
+    marker = cached(DATASET_OLD).parents[3] / ".no_exist" / DATASET_OLD / DATASET_FILE
+    marker.parent.mkdir(parents=True)
+    marker.touch()  # huggingface_hub's record that the file does not exist at that commit
+    with pytest.raises(HubError) as info:
+        fetch_dataset(offline, DATASET_REPO, "main", DATASET_FILE)
+    assert (
+        info.value.message
+        == f"{DATASET_REPO}@main: the dataset repo has no file {DATASET_FILE!r} at this revision; it has 0 files"
+    )
