@@ -432,3 +432,10 @@ def test_a_mapped_max_tokens_column_must_be_there(tmp_path):
     path = parquet(tmp_path, {"p": ["a prompt"]})
     with pytest.raises(BenchError, match=r"no column 'n' \(bench.dataset.fields.max_tokens\)"):
         read(path, "parquet", FieldMap(prompt="p", max_tokens="n"))
+
+
+def test_sharegpt_two_human_turns_in_a_row_are_both_turns(tmp_path):
+    path = tmp_path / "sg.json"
+    conv = [{"from": "human", "value": "first"}, {"from": "human", "value": "second"}]
+    path.write_text(json.dumps([{"conversations": conv}]), encoding="utf-8")
+    assert read(str(path), "sharegpt")[0] == [PromptRecord(("first", "second"))]
