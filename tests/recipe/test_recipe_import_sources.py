@@ -169,6 +169,12 @@ def test_vllm_recipes_tp_declared_by_variant_map_or_strategy_override(tmp_path):
     fit = convert(_vllmr(tmp_path, variant=tp_map, vram=90), hardware="rtx4090")[0].data["engine"]
     assert fit["tensor_parallel_size"] == 1  # a one-GPU node: its GPUs
     assert convert(_vllmr(tmp_path, vram="true"), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 8
+    assert convert(_vllmr(tmp_path, vram="'40'"), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 8
+    capped = convert(_vllmr(tmp_path, variant="    tp: 4\n"), gpus_per_node=2)[0].data["engine"]
+    assert capped["tensor_parallel_size"] == 2  # the declared tp capped at the GPUs, no profile needed
+    with pytest.raises(RecipeError, match="depends on the GPU") as info:
+        convert(_vllmr(tmp_path, variant="    tp: {h100: 2}\n"), gpus_per_node=8)
+    assert "--hardware" in str(info.value)
     declared = "    tp: 4\n"
     assert convert(_vllmr(tmp_path, variant=declared))[0].data["engine"]["tensor_parallel_size"] == 4  # no GPUs said
     cpu = convert(_vllmr(tmp_path, variant=declared), hardware="cpu")[0].data["engine"]
