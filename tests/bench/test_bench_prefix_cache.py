@@ -150,3 +150,33 @@ def test_unreadable_sample_lines_are_skipped() -> None:
     assert parse_samples(text) == [("vllm:prefix_cache_hits_total", {"engine": "0"}, 4.0)]
     c = spec_counters(text)
     assert (c.prefix_hits, c.prefix_queries) == (4.0, 0.0)
+
+
+def test_deltas_subtract_every_counter() -> None:
+    before = spec_counters(
+        'vllm:spec_decode_num_drafts_total{engine="0"} 10\n'
+        'vllm:spec_decode_num_draft_tokens_total{engine="0"} 30\n'
+        'vllm:spec_decode_num_accepted_tokens_total{engine="0"} 20\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 8\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="1"} 5\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0"} 99\n'  # no position: left out
+        'vllm:prefix_cache_queries_total{engine="0"} 100\n'
+        'vllm:prefix_cache_hits_total{engine="0"} 40\n'
+    )
+    after = spec_counters(
+        'vllm:spec_decode_num_drafts_total{engine="0"} 15\n'
+        'vllm:spec_decode_num_draft_tokens_total{engine="0"} 45\n'
+        'vllm:spec_decode_num_accepted_tokens_total{engine="0"} 29\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="0"} 12\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="1"} 8\n'
+        'vllm:spec_decode_num_accepted_tokens_per_pos_total{engine="0",position="2"} 2\n'
+        'vllm:prefix_cache_queries_total{engine="0"} 160\n'
+        'vllm:prefix_cache_hits_total{engine="0"} 70\n'
+    )
+    s = spec_delta(before, after)
+    assert s is not None
+    assert (s.drafts, s.draft_tokens, s.accepted, s.accepted_per_pos) == (5.0, 15.0, 9.0, (4.0, 3.0, 2.0))
+    assert prefix_delta(before, after) == PrefixCacheDelta(queries=60.0, hits=30.0)
+    # only _total samples are counters: a scrape of _created lines alone has none
+    created = spec_counters('vllm:spec_decode_num_drafts_created{engine="0"} 1.7e9\n')
+    assert not created.present and spec_delta(created, created) is None
