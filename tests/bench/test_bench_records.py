@@ -109,6 +109,7 @@ def test_a_mapped_line_that_is_not_an_object_is_refused_where_it_is(tmp_path):
     with pytest.raises(BenchError) as info:
         read(path, "jsonl", FieldMap(prompt="q"))
     assert info.value.location == f"{path}:2" and "a JSON str, not an object" in info.value.message
+    assert info.value.hint == "a field mapping reads JSON objects, one a line"
 
 
 def test_a_mapping_must_name_prompt_or_turns(tmp_path):
@@ -324,6 +325,7 @@ def test_a_missing_file_and_a_bad_line_say_how_to_fix_them(tmp_path):
     with pytest.raises(BenchError) as info:
         read(str(path), "jsonl", FieldMap(prompt="prompt"))
     assert info.value.hint == "each line must be one JSON object holding the mapped fields"
+    assert info.value.message.startswith("line is not valid JSON") and info.value.location == f"{path}:2"
 
 
 def test_an_output_cap_of_one_is_a_cap_and_a_bool_is_not(tmp_path):
@@ -439,3 +441,20 @@ def test_sharegpt_two_human_turns_in_a_row_are_both_turns(tmp_path):
     conv = [{"from": "human", "value": "first"}, {"from": "human", "value": "second"}]
     path.write_text(json.dumps([{"conversations": conv}]), encoding="utf-8")
     assert read(str(path), "sharegpt")[0] == [PromptRecord(("first", "second"))]
+
+
+def test_mapped_jsonl_skips_blank_lines_and_takes_a_prompt_length_up_to_its_bound(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"q": "one"}\n\n   \n{"q": "two"}\n', encoding="utf-8")
+    assert [r.text for r in read(str(path), "jsonl", FieldMap(prompt="q"))[0]] == ["one", "two"]
+    bound = records.MAX_RECORD_BYTES // 4
+    lengths = jsonl(tmp_path, [{"prompt_tokens": bound}, {"prompt_tokens": bound + 1}], name="n.jsonl")
+    got, skipped = read(lengths, "jsonl")
+    assert got == [PromptRecord(("",), prompt_tokens=bound)] and skipped == Counter({"bad_prompt_tokens": 1})
+
+
+def test_twenty_fields_are_shown_whole(tmp_path):
+    path = jsonl(tmp_path, [{f"f{i:02d}": i for i in range(20)}])
+    with pytest.raises(BenchError) as info:
+        read(path, "jsonl", FieldMap(prompt="q"))
+    assert info.value.message.endswith("'f19'")  # no " ..." at exactly twenty
