@@ -180,3 +180,13 @@ def test_deltas_subtract_every_counter() -> None:
     # only _total samples are counters: a scrape of _created lines alone has none
     created = spec_counters('vllm:spec_decode_num_drafts_created{engine="0"} 1.7e9\n')
     assert not created.present and spec_delta(created, created) is None
+
+
+def test_positions_of_either_scrape_and_none() -> None:
+    before = spec_counters('vllm:spec_decode_num_accepted_tokens_per_pos_total{position="1"} 4\n')
+    after = spec_counters('vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"} 3\n')
+    s = spec_delta(before, after)
+    assert s is not None and s.accepted_per_pos == (3.0, -4.0)  # a position only the earlier scrape had
+    drafts_only = spec_counters("vllm:spec_decode_num_drafts_total 5\n")
+    d = spec_delta(spec_counters(""), drafts_only)
+    assert d is not None and d.drafts == 5.0 and d.accepted_per_pos == ()
