@@ -600,3 +600,20 @@ def test_schedule_adherence_only_for_requests_that_were_sent():
     assert c["schedule_adherence_ms"]["median"] == pytest.approx(1.0) and c["schedule_adherence_ms"][
         "p99"
     ] == pytest.approx(1.0)
+
+
+def test_a_request_never_written_has_no_dispatch_delay():
+    unsent = record("incomplete", scheduled=100.9)  # due, but the run ended before it was written
+    res = build_result(
+        BenchConfig(base_url="http://h:1", model="m", num_prompts=2, concurrency=1),
+        dataset(),
+        [ok_timed(100.5005, 100.5), unsent],
+        t0=T0,
+        t_end=102.0,
+        time_cap_hit=False,
+        spec=None,
+        client=ClientStats(cpu_seconds=0.1, loop_lag_s=[0.001]),
+        base_url="http://h:1",
+    )
+    assert res.samples is not None
+    assert [r.dispatch_ms for r in res.samples.requests()] == [pytest.approx(0.5), None]
