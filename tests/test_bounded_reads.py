@@ -221,3 +221,57 @@ def test_hashing_a_big_file_holds_one_block_at_a_time(tmp_path):
         tracemalloc.stop()
     assert digest == hashlib.sha256(b"\0" * (64 * 2**20)).digest()
     assert peak < 4 * 2**20, peak  # one 1 MiB block (and its copy), never the 64 MiB file
+
+
+def test_a_missing_file_and_a_path_through_a_file_are_one_line(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(AutobenchError) as info:
+        files.read_regular(tmp_path / "none", what="f", limit=10, missing_hint="create it")
+    assert one_line(info.value) == f"{tmp_path / 'none'}: f not found (hint: create it)"
+    with pytest.raises(AutobenchError) as info:
+        files.read_regular(tmp_path / "f" / "x", what="f", limit=10)
+    assert one_line(info.value) == f"{tmp_path / 'f' / 'x'}: cannot read f: Not a directory"
+
+
+def test_open_failing_after_the_check_is_one_line(tmp_path, monkeypatch):
+    (tmp_path / "f").write_text("x")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(files.os, "open", refuse)
+    with pytest.raises(AutobenchError) as info:
+        files.read_regular(tmp_path / "f", what="f", limit=10)
+    assert one_line(info.value) == f"{tmp_path / 'f'}: cannot read f: Permission denied"
+
+
+def test_a_file_swapped_for_a_fifo_after_the_check_is_refused_without_blocking(tmp_path, monkeypatch):
+    # the path is checked with stat, then opened: a FIFO put there in between must neither block
+    # the open (O_NONBLOCK) nor be read (fstat on the open descriptor)
+    regular = os.stat(__file__)
+    path = fifo(tmp_path / "swapped")
+    real_stat = os.stat
+    monkeypatch.setattr(files.os, "stat", lambda p, *a, **k: regular if os.fspath(p) == str(path) else real_stat(p))
+    with pytest.raises(AutobenchError) as info:
+        files.read_regular(path, what="f", limit=10**9)
+    assert "is a FIFO (named pipe), not a regular file" in one_line(info.value)
+
+
+def test_a_last_line_of_exactly_max_line_bytes_is_kept(tmp_path):
+    path = tmp_path / "f"
+    path.write_bytes(b"ok\nabcd")  # no newline at the end
+    assert list(files.read_lines(path, what="f", limit=100, max_line=4)) == [(1, b"ok\n"), (2, b"abcd")]
+
+
+def test_no_folder_is_allowed_unless_named(tmp_path):
+    assert files.allowed_dirs({}) == []
+    assert files.allowed_dirs({files.ALLOW_ENV: f"{tmp_path}::"}) == [tmp_path.resolve()]
+
+
+def test_a_path_outside_the_tree_says_how_to_allow_it(tmp_path):
+    with pytest.raises(AutobenchError) as info:
+        files.confined("../x.sh", tmp_path / "r", what="mod", location="r.yaml:3:5", allow=[])
+    assert one_line(info.value) == (
+        f"r.yaml:3:5: mod '../x.sh' is outside the recipe's folder ({tmp_path / 'r'}) "
+        f"(hint: keep it inside the recipe's folder, or allow its folder with {files.ALLOW_ENV}=DIR)"
+    )

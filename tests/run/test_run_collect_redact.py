@@ -25,6 +25,7 @@ def test_a_secret_across_a_read_block_is_redacted_and_nuls_dropped(tmp_path, mon
     log.write_text(f"{head} token={SECRET}\nok\x00 line\nhf_{'a' * 34}\nlast line without newline {SECRET}")
     collect.redact_files([log], {"API_KEY": SECRET})
     text = log.read_text()
+    assert text.splitlines()[1] == "ok line"  # the NUL dropped, nothing in its place
     assert SECRET not in text and "\x00" not in text
     assert text.count("[REDACTED:API_KEY]") == 2
     assert "hf_" + "a" * 34 not in text
@@ -39,6 +40,14 @@ def test_a_clean_log_is_left_as_it_was(tmp_path):
     collect.redact_files([log], {"API_KEY": SECRET})
     assert log.stat().st_mtime == 1_000_000
     assert log.read_bytes() == b"INFO nothing secret\r\nline two\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["server.log"]  # no scratch copy left
+
+
+def test_bytes_that_are_not_utf8_are_replaced_and_the_secret_still_redacted(tmp_path):
+    log = tmp_path / "server.log"
+    log.write_bytes(b"bad \xff\xfe bytes " + SECRET.encode() + b"\n")
+    collect.redact_files([log], {"K": SECRET})
+    assert log.read_text() == "bad \ufffd\ufffd bytes [REDACTED:K]\n"
 
 
 def test_a_fifo_or_a_missing_file_is_skipped(tmp_path):
@@ -73,6 +82,8 @@ def test_the_log_gives_boot_facts_a_log_json_and_the_root_cause(tmp_path):
     assert rc is not None and rc.category == "gpu_memory"
     assert rc.message.startswith("ValueError: To serve at least one request with the model's max seq len (100000)")
     doc = json.loads((tmp_path / P.LOG_JSON).read_text())
+    keys = [k for k, _ in json.loads((tmp_path / P.LOG_JSON).read_text(), object_pairs_hook=lambda kv: kv)]
+    assert keys == sorted(keys)  # written with its keys sorted: the same log, the same bytes
     assert doc["root_cause"]["category"] == "gpu_memory" and (tmp_path / P.LOG_JSON).read_text().endswith("}\n")
     assert outcome.notes == [] and isinstance(outcome.boot, dict)
 
