@@ -380,3 +380,31 @@ def test_an_unknown_stack_key_is_noted_with_its_line(tmp_path):
     (imported,) = _stack(tmp_path, "mystery: 1\nharness: {name: x}")
     assert "3: not carried: mystery (not a key of the llm-d format)" in imported.notes
     assert "4: not carried: harness (autobench's bench: section runs the bench)" in imported.notes
+
+
+def test_common_value_kept_whole_where_the_section_default_is_no_mapping():
+    out = _llmd._expand_common({"common": {"shell": {"zz": 1}}}, {"decode": {"shell": "/bin/zsh"}})
+    assert out["decode"]["shell"] == {"zz": 1}
+
+
+def test_profile_auto_and_a_profile_outside_overlays_are_not_read(tmp_path):
+    evil = "accelerator:\n  dtypeArgs: '--dtype float16'\n"
+    cmd = "decode:\n  vllm: {customCommand: 'vllm serve a/b ${accelerator.dtypeArgs}'}"
+    (auto,) = _stack(tmp_path / "a", "accelerator: {profile: auto}\n" + cmd, overlays={"auto": evil})
+    assert auto.data["engine"]["dtype"] == "bfloat16"  # auto is the cluster's detection, never a file
+    scenario = "scenario:\n  - name: s\n    accelerator: {profile: ../evil}\n" + "".join(
+        f"    {line}\n" for line in cmd.split("\n")
+    )
+    path = _llm_d_checkout(tmp_path / "b", scenario, overlays={"other": "{}\n"})
+    (tmp_path / "b" / "config" / "templates" / "values" / "evil.yaml").write_text(evil)
+    assert convert(path)[0].data["engine"]["dtype"] == "bfloat16"
+    (named,) = _stack(tmp_path / "c", "accelerator: {profile: x1}\n" + cmd, overlays={"x1": evil})
+    assert named.data["engine"]["dtype"] == "float16"
+
+
+def test_config_variables_fill_only_plain_values_in_document_order():
+    root = {"a": {"b": "x", "m": {"k": 1}, "l": [1], "n": 0}, "s": "${a.b} ${a.m} ${a.l} ${a.zz} ${a.n} $a.b ${b}"}
+    root["items"] = ["${a.b}", {"deep": "${a.b}"}, 3]
+    _llmd._fill_config_vars(root, root)
+    assert root["s"] == "x ${a.m} ${a.l} ${a.zz} 0 $a.b ${b}"  # a mapping, a list or nothing stays as written
+    assert root["items"] == ["x", {"deep": "x"}, 3]
