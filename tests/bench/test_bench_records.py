@@ -458,3 +458,7 @@ def test_twenty_fields_are_shown_whole(tmp_path):
     with pytest.raises(BenchError) as info:
         read(path, "jsonl", FieldMap(prompt="q"))
     assert info.value.message.endswith("'f19'")  # no " ..." at exactly twenty
+    path = jsonl(tmp_path, [{f"f{i:02d}": i for i in range(21)}], name="w21.jsonl")
+    with pytest.raises(BenchError) as info:
+        read(path, "jsonl", FieldMap(prompt="q"))
+    assert info.value.message.endswith("'f19' ...")  # the twenty-first is left out
