@@ -252,9 +252,11 @@ def test_a_file_swapped_for_a_fifo_after_the_check_is_refused_without_blocking(t
     path = fifo(tmp_path / "swapped")
     real_stat = os.stat
     monkeypatch.setattr(files.os, "stat", lambda p, *a, **k: regular if os.fspath(p) == str(path) else real_stat(p))
+    open_fds = len(os.listdir("/proc/self/fd"))
     with pytest.raises(AutobenchError) as info:
         files.read_regular(path, what="f", limit=10**9)
     assert "is a FIFO (named pipe), not a regular file" in one_line(info.value)
+    assert len(os.listdir("/proc/self/fd")) == open_fds  # the refused descriptor was closed
 
 
 def test_a_last_line_of_exactly_max_line_bytes_is_kept(tmp_path):
