@@ -23,7 +23,7 @@ if str(RUN_TESTS) not in sys.path:
     sys.path.insert(0, str(RUN_TESTS))
 
 from run_helpers import free_port, run_env  # noqa: E402
-from slurm_cluster import NODES, PARTITION, SlurmCluster, available  # noqa: E402
+from slurm_cluster import NODES, PARTITION, running_cluster  # noqa: E402
 
 from autobench.errors import LedgerError  # noqa: E402
 from autobench.ledger import open_ledger  # noqa: E402
@@ -36,19 +36,7 @@ KS = (1, 2, 3, 4)
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    why = available()
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"Slurm is needed in CI: {why}")
-        pytest.skip(why)
-    c = SlurmCluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        c.start()
-    except Exception:
-        c.stop()
-        raise
-    yield c
-    c.stop()
+    yield from running_cluster(tmp_path_factory)
 
 
 def _experiment(tmp_path: Path, num_prompts: int = 16) -> Path:

@@ -17,7 +17,9 @@ import socket
 import stat
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 NODES = ("abnode1", "abnode2")  # two slurmd daemons on this machine: multi-node jobs run for real
 #: GPUs each node declares (gres.conf): no GPU exists here, so each "GPU" is a character device
@@ -151,3 +153,25 @@ PartitionName={PARTITION} Nodes={",".join(NODES)} Default=YES MaxTime=INFINITE S
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(timeout=10)
+
+
+def running_cluster(tmp_path_factory: Any) -> Iterator[SlurmCluster]:
+    """The body of a module-scoped ``cluster`` fixture: a started cluster, stopped afterwards;
+    skipped where Slurm is missing (failed in CI, which must have it)."""
+    import pytest
+
+    why = available()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"Slurm is needed in CI: {why}")
+        pytest.skip(why)
+    c = SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        c.start()
+    except Exception:
+        c.stop()
+        raise
+    try:
+        yield c
+    finally:
+        c.stop()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from run_helpers import FAKE_VLLM, free_port, recipe_text, run_env
-from slurm_cluster import NODES, PARTITION, SlurmCluster, available
+from slurm_cluster import NODES, PARTITION, running_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -24,19 +24,7 @@ FAST = "--ttft-ms 5 --itl-ms 2 --log-stats-interval 0.2"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    why = available()
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"Slurm is needed in CI: {why}")
-        pytest.skip(why)
-    c = SlurmCluster(tmp_path_factory.mktemp("slurm"))
-    try:
-        c.start()
-    except Exception:
-        c.stop()
-        raise
-    yield c
-    c.stop()
+    yield from running_cluster(tmp_path_factory)
 
 
 def _recipe(tmp_path: Path, name: str = "synth-slurm", **kw) -> Path:
