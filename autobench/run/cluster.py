@@ -168,12 +168,8 @@ class ClusterRuntime(RuntimeBase):
 
         plan, outcome, guard = run.plan, run.outcome, run.guard
         phase = "boot"
-        up = None
         try:
-            with guard.deferred():  # the driver exists before a signal can stop it
-                up = driver.start("up")
-            up.wait()
-            up = None
+            driver.start("up").wait()
             status, cause = read_status(plan.path(STATUS_FILE))
             if status == "REFUSED":
                 raise RunError(
@@ -203,11 +199,12 @@ class ClusterRuntime(RuntimeBase):
             outcome.root_cause_category = "interrupted"
             outcome.root_cause_message = f"interrupted by {exc.signame} during {phase}"
             run.echo(f"interrupted by {exc.signame} during {phase}; tearing every node down")
-            if up is not None:  # its trap tears the started nodes down
-                driver.stop(up)
+            driver.stop_running()  # then the status file says whether up handed the nodes over
         finally:
             guard.disarm()
-            if phase == "bench":
+            # The nodes are the run's to tear down once `up` handed them over (READY), whenever
+            # a signal came; before that, up's own trap tore down what it had started.
+            if phase == "bench" or read_status(plan.path(STATUS_FILE))[0] == "READY":
                 driver.down()
 
     @staticmethod
@@ -255,7 +252,9 @@ class _Driver:
         self.bench_threads: list[BenchThread] = []
 
     def start(self, mode: str) -> subprocess.Popen[bytes]:
-        with self.run.plan.path(DRIVER_LOG).open("ab") as log:
+        """Start a phase; a signal meanwhile is raised only once the phase is in :attr:`groups`
+        (a phase spawned but not recorded would outlive the run)."""
+        with self.run.guard.deferred(), self.run.plan.path(DRIVER_LOG).open("ab") as log:
             proc = subprocess.Popen(
                 ["bash", str(self.run.plan.path("driver.sh")), mode],
                 stdin=subprocess.DEVNULL,
@@ -264,8 +263,14 @@ class _Driver:
                 env=self.env,
                 start_new_session=True,
             )
-        self.groups.append(proc)
+            self.groups.append(proc)
         return proc
+
+    def stop_running(self, grace_s: float = 120) -> None:
+        """Stop every phase still running (``up``'s trap tears down what it started)."""
+        for proc in self.groups:
+            if proc.poll() is None:
+                self.stop(proc, grace_s)
 
     def stop(self, proc: subprocess.Popen[bytes], grace_s: float = 120) -> None:
         """SIGTERM to the phase's group (the driver's trap tears down), SIGKILL after ``grace_s``."""
@@ -278,17 +283,14 @@ class _Driver:
 
     def down(self) -> None:
         """End the watch; ``driver.sh down`` fetches the head's log and tears every node down."""
-        for proc in self.groups:
-            if proc.poll() is None:
-                self.stop(proc, grace_s=30)
+        self.stop_running(grace_s=30)
         self.start("down").wait()
         while self.bench_threads:  # an abandoned bench ends once the head is gone
             self.bench_threads.pop().join(10)
 
     def end(self) -> None:
+        self.stop_running()
         for proc in self.groups:
-            if proc.poll() is None:
-                self.stop(proc)
             _signal_group(proc, signal.SIGKILL)  # anything the phase left behind (an ssh child)
 
 
