@@ -7,14 +7,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from autobench.cli.options import gpu_request_option, json_option, ledger_option, print_json, print_table
+from autobench.cli.options import json_option, ledger_option, print_json, print_table
 from autobench.cli.output import say
+from autobench.cli.run_options import run_options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
     from autobench.experiment.analysis import Analysis
     from autobench.experiment.plan import ExperimentPlan
+    from autobench.run.outcome import RunOptions
 
 
 def _runtime_option(text: str) -> Callable[[F], F]:
@@ -74,24 +76,17 @@ def plan(
 
 @experiment.command("run")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option(
-    "--runtime",
-    type=click.Choice(["docker", "process", "slurm"]),
-    default="docker",
-    show_default=True,
-    help="Where each treatment boots: docker, process, or slurm (a job array, one task per treatment). "
+@run_options(
+    runtime="Where each treatment boots: docker, process, or slurm (a job array, one task per treatment). "
     "A multi-node treatment (topology.nodes > 1) runs on the multi-node driver.",
+    gpus_per_node="slurm: GPUs per task (default: the most any treatment needs; 0: request none).",
+    time_limit="slurm: each task's time limit (default: boot + bench + 5 min).",
+    container="slurm: each task runs the server on the node (none) or in Docker (docker); "
+    "pyxis and apptainer are refused.",
+    force="Boot pruned treatments too (predicted not to boot).",
 )
-@click.option("--vllm-exec", default=None, metavar="CMD", help="process runtime: the vllm command [default: vllm].")
-@click.option("--runs-dir", default="runs", show_default=True, help="Where run folders (and treatment files) go.")
 @click.option("--rerun", is_flag=True, help="Boot treatments that already have a DONE run of their digest.")
-@click.option("--force", is_flag=True, help="Boot pruned treatments too (predicted not to boot).")
-@click.option("--allow-unpinned", is_flag=True, help="Run treatments whose Hub revisions are not full shas.")
-@click.option("--vllm-version", default=None, metavar="X.Y.Z", help="Predict boots under this vLLM's rules.")
 @click.option("--offline", is_flag=True, default=None, help="Read configs from the local HF cache only.")
-@click.option("--ready-timeout", type=click.FloatRange(min=1), default=None, help="Seconds to wait for each server.")
-@click.option("--hosts", default=None, metavar="HEAD,WORKER,...", help="Multi-node treatments: the hosts, head first.")
-@click.option("--remote", default=None, metavar="CMD", help="Multi-node treatments: how the driver reaches a host.")
 @click.option(
     "--max-parallel",
     type=click.IntRange(min=1),
@@ -99,50 +94,15 @@ def plan(
     show_default=True,
     help="slurm: array tasks running at once (sbatch --array=0-N%P).",
 )
-@click.option("--partition", default=None, help="slurm: the partition to submit to.")
-@click.option("--account", default=None, help="slurm: the account to charge.")
-@click.option(
-    "--time", "time_limit", default=None, help="slurm: each task's time limit (default: boot + bench + 5 min)."
-)
-@click.option(
-    "--gpus-per-node",
-    type=click.IntRange(min=0),
-    default=None,
-    help="slurm: GPUs per task (default: the most any treatment needs; 0: request none).",
-)
-@gpu_request_option
-@click.option(
-    "--container",
-    type=click.Choice(["none", "docker"]),
-    default="none",
-    show_default=True,
-    help="slurm: each task runs the server on the node (none) or in Docker.",
-)
-@ledger_option
 @json_option("Print JSON: {experiment, plan, treatments: [{id, label, digest, action, status, run, run_uid, cause}]}.")
 @click.pass_context
 def run(
     ctx: click.Context,
     file: str,
-    runtime: str,
-    vllm_exec: str | None,
-    runs_dir: str,
+    options: RunOptions,
     rerun: bool,
-    force: bool,
-    allow_unpinned: bool,
-    vllm_version: str | None,
     offline: bool | None,
-    ready_timeout: float | None,
-    hosts: str | None,
-    remote: str | None,
     max_parallel: int,
-    partition: str | None,
-    account: str | None,
-    time_limit: str | None,
-    gpus_per_node: int | None,
-    gpu_request: str,
-    container: str,
-    ledger_url: str | None,
     as_json: bool,
 ) -> None:
     """Run the experiment FILE: one boot per treatment, each recorded like any run.
@@ -169,33 +129,15 @@ def run(
     from autobench.ledger import open_ledger
     from autobench.ledger.experiments import new_experiment_values
     from autobench.recipe.loader import LoadedRecipe
-    from autobench.run import RunOptions
 
-    options = RunOptions(
-        runtime=runtime,
-        runs_dir=runs_dir,
-        ledger=ledger_url,
-        allow_unpinned=allow_unpinned,
-        vllm_exec=vllm_exec,
-        ready_timeout_s=ready_timeout,
-        force=force,
-        vllm_version=vllm_version,
-        live=False,
-        hosts=tuple(h.strip() for h in hosts.split(",")) if hosts else (),
-        remote=remote,
-        partition=partition,
-        account=account,
-        time_limit=time_limit,
-        gpus_per_node=gpus_per_node,
-        gpu_request=gpu_request,
-        container=container,
-    )
+    options = replace(options, live=False)  # treatments' progress lines interleave with the experiment's
+    runtime, container, ledger_url, force = options.runtime, options.container, options.ledger, options.force
     # each treatment is validated for the runtime it boots on (a Slurm task's: the node's)
     node = replace(options, runtime="docker" if container == "docker" else "process") if runtime == "slurm" else options
     exp = load_experiment(file)
-    predictor = preflight_predictor(vllm_version, offline=offline)
+    predictor = preflight_predictor(options.vllm_version, offline=offline)
     plan = plan_experiment(exp, predictor=predictor, runtime=rules_runtime(node))
-    folder = Path(runs_dir) / "experiments" / exp.name
+    folder = Path(options.runs_dir) / "experiments" / exp.name
 
     def echo(text: str) -> None:
         say(text, err=True)

@@ -21,6 +21,8 @@ from typing import Any, TypeVar, overload
 
 import click
 
+from autobench.cli.option_group import Spec
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 LEDGER_HELP = "Ledger database: a path or SQLAlchemy URL [env AUTOBENCH_LEDGER; default ./ledger.db]."
@@ -49,28 +51,33 @@ class Group(click.Group):
                 formatter.write_dl(rows)
 
 
+#: ``--ledger PATH|URL`` as the parameter ``ledger_url`` (default: $AUTOBENCH_LEDGER, else ./ledger.db).
+LEDGER = Spec(
+    ("--ledger", "ledger_url"),
+    {"envvar": "AUTOBENCH_LEDGER", "default": None, "metavar": "PATH|URL", "help": LEDGER_HELP},
+)
+
+#: ``--gpu-request`` as the parameter ``gpu_request``: how a Slurm job asks for its GPUs.
+GPU_REQUEST = Spec(
+    ("--gpu-request",),
+    {
+        "type": click.Choice(["gpus-per-node", "gres"]),
+        "default": "gpus-per-node",
+        "show_default": True,
+        "help": "slurm: ask for GPUs as #SBATCH --gpus-per-node=N or as #SBATCH --gres=gpu:N (sites that "
+        "configure GPUs only as a generic resource).",
+    },
+)
+
+
 def ledger_option(func: F) -> F:
-    """``--ledger PATH|URL`` as the parameter ``ledger_url`` (default: $AUTOBENCH_LEDGER, else ./ledger.db)."""
-    return click.option(
-        "--ledger",
-        "ledger_url",
-        envvar="AUTOBENCH_LEDGER",
-        default=None,
-        metavar="PATH|URL",
-        help=LEDGER_HELP,
-    )(func)
+    """:data:`LEDGER` on the command."""
+    return LEDGER.option()(func)
 
 
 def gpu_request_option(func: F) -> F:
-    """``--gpu-request`` as the parameter ``gpu_request``: how a Slurm job asks for its GPUs."""
-    return click.option(
-        "--gpu-request",
-        type=click.Choice(["gpus-per-node", "gres"]),
-        default="gpus-per-node",
-        show_default=True,
-        help="slurm: ask for GPUs as #SBATCH --gpus-per-node=N or as #SBATCH --gres=gpu:N (sites that "
-        "configure GPUs only as a generic resource).",
-    )(func)
+    """:data:`GPU_REQUEST` on the command (compile --target slurm; run options carry it too)."""
+    return GPU_REQUEST.option()(func)
 
 
 @overload
@@ -149,7 +156,9 @@ def print_table(
 
 
 __all__ = [
+    "GPU_REQUEST",
     "JSON_HELP",
+    "LEDGER",
     "LEDGER_HELP",
     "gpu_request_option",
     "json_option",

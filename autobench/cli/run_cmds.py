@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from autobench.cli.options import gpu_request_option, json_option, ledger_option, print_json
-from autobench.cli.params import Finite
+from autobench.cli.options import json_option, print_json
+from autobench.cli.run_options import run_options
+
+if TYPE_CHECKING:
+    from autobench.run.outcome import RunOptions
 
 
 def _echo_err(text: str) -> None:
@@ -19,107 +22,11 @@ def _echo_err(text: str) -> None:
 
 @click.command("run")
 @click.argument("recipe", type=click.Path(dir_okay=False))
-@click.option(
-    "--runtime",
-    type=click.Choice(["docker", "process", "slurm"]),
-    default="docker",
-    show_default=True,
-    help="docker: the compiled `docker run` command; process: `vllm serve ...` as a child process; "
-    "slurm: sbatch the compiled job script and follow it (docs/slurm.md).",
-)
-@click.option("--partition", default=None, help="slurm: the partition to submit to.")
-@click.option(
-    "--gpus-per-node",
-    type=click.IntRange(min=0),
-    default=None,
-    help="slurm: GPUs per node (default: topology.gpus_per_node, else TP x PP x DP over the nodes; 0: request none).",
-)
-@gpu_request_option
-@click.option("--account", default=None, help="slurm: the account to charge.")
-@click.option(
-    "--time", "time_limit", default=None, help="slurm: the job's time limit (default: boot + bench cap + 5 min)."
-)
-@click.option(
-    "--container",
-    type=click.Choice(["none", "docker", "pyxis", "apptainer"]),
-    default="none",
-    show_default=True,
-    help="slurm: how the node runs the server.",
-)
-@click.option(
-    "--vllm-exec",
-    default=None,
-    metavar="CMD",
-    help='process runtime: the command that replaces `vllm` (shell words), e.g. "/opt/vllm/bin/vllm".',
-)
-@ledger_option
-@click.option(
-    "--runs-dir",
-    default="runs",
-    show_default=True,
-    type=click.Path(file_okay=False),
-    help="Run folders go here: <runs-dir>/<UTC timestamp>-<recipe>/.",
-)
-@click.option(
-    "--allow-unpinned",
-    is_flag=True,
-    help="Run even if Hub revisions are not pinned to a commit sha (noted in the ledger).",
-)
-@click.option(
-    "--ready-timeout",
-    type=Finite(min=0, min_open=True),
-    default=None,
-    help="Boot timeout in seconds (default: the recipe's bench.ready_timeout_s).",
-)
-@click.option(
-    "--grace",
-    type=Finite(min=0),
-    default=10.0,
-    show_default=True,
-    help="process runtime: seconds between SIGTERM and SIGKILL at teardown.",
-)
-@click.option(
-    "--pull",
-    is_flag=True,
-    help="docker runtime: `docker pull` the pinned image digest when the local image lacks it "
-    "(without it, a missing or different local image is refused).",
-)
-@click.option("--force", is_flag=True, help="Run even when preflight predicts a boot failure.")
-@click.option(
-    "--vllm-version",
-    default=None,
-    metavar="X.Y.Z",
-    help="vLLM version for preflight when the image tag does not say it.",
-)
-@click.option(
-    "--hosts",
-    default=None,
-    metavar="HEAD,WORKER,...",
-    help="Multi-node recipes: the hosts, head first (overrides topology.hosts).",
-)
-@click.option(
-    "--remote",
-    default=None,
-    metavar="CMD",
-    help="Multi-node recipes: how the driver reaches a host [env AUTOBENCH_REMOTE; default ssh -o BatchMode=yes].",
-)
-@click.option(
-    "--profile",
-    type=click.Path(dir_okay=False),
-    default=None,
-    help="A bench profile (YAML of bench keys: concurrency: [1, 4, 16], repeat: 2, schedule: ...) "
-    "merged onto the recipe's bench (docs/recipes.md).",
-)
+@run_options()
 @click.option(
     "--live/--no-live",
     default=None,
     help="Progress as a live display (default: when stderr is a terminal) or plain lines.",
-)
-@click.option(
-    "--require-tokenizer",
-    is_flag=True,
-    help="Refuse to estimate prompt lengths: a model without a tokenizer fails the bench instead of "
-    "recording figures flagged prompts_estimated.",
 )
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
 @json_option("Print the outcome (or the plan) as JSON on stdout.")
@@ -127,29 +34,10 @@ def _echo_err(text: str) -> None:
 def run(
     ctx: click.Context,
     recipe: str,
-    runtime: str,
-    vllm_exec: str | None,
-    ledger_url: str | None,
-    runs_dir: str,
-    allow_unpinned: bool,
-    ready_timeout: float | None,
-    grace: float,
-    pull: bool,
-    force: bool,
-    vllm_version: str | None,
+    options: RunOptions,
+    live: bool | None,
     dry_run: bool,
     as_json: bool,
-    partition: str | None,
-    gpus_per_node: int | None,
-    gpu_request: str,
-    account: str | None,
-    time_limit: str | None,
-    container: str,
-    hosts: str | None = None,
-    remote: str | None = None,
-    profile: str | None = None,
-    live: bool | None = None,
-    require_tokenizer: bool = False,
 ) -> None:
     """Run a recipe end to end and record the outcome in the ledger.
 
@@ -159,32 +47,11 @@ def run(
     and SIGTERM) -> parse the log -> append DONE / BLOCKED / FAILED / ABORTED.
     Exit status: 0 DONE, 6 BLOCKED or FAILED, 130 ABORTED.
     """
-    from autobench.run import RunOptions, run_recipe
+    from dataclasses import replace
 
-    options = RunOptions(
-        runtime=runtime,
-        runs_dir=runs_dir,
-        ledger=ledger_url,
-        allow_unpinned=allow_unpinned,
-        vllm_exec=vllm_exec,
-        ready_timeout_s=ready_timeout,
-        grace_s=grace,
-        dry_run=dry_run,
-        pull=pull,
-        partition=partition,
-        gpus_per_node=gpus_per_node,
-        gpu_request=gpu_request,
-        account=account,
-        time_limit=time_limit,
-        container=container,
-        force=force,
-        vllm_version=vllm_version,
-        hosts=tuple(h.strip() for h in hosts.split(",")) if hosts else (),
-        remote=remote,
-        profile=profile,
-        live=live,
-        require_tokenizer=require_tokenizer,
-    )
+    from autobench.run import run_recipe
+
+    options = replace(options, live=live, dry_run=dry_run)
     outcome = run_recipe(recipe, options, echo=_echo_err)
     if as_json:
         doc: dict[str, Any] = outcome.plan.to_json_dict() if dry_run else outcome.to_json_dict()

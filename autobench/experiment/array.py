@@ -88,7 +88,16 @@ def run_args(options: RunOptions) -> list[str]:
         args += ["--ready-timeout", repr(options.ready_timeout_s)]
     if options.vllm_version:
         args += ["--vllm-version", options.vllm_version]
-    for flag, on in (("--allow-unpinned", options.allow_unpinned), ("--force", options.force)):
+    if options.grace_s != RunOptions.grace_s:  # the default goes without saying
+        args += ["--grace", repr(options.grace_s)]
+    if options.profile is not None:
+        args += ["--profile", str(Path(options.profile).resolve())]
+    for flag, on in (
+        ("--allow-unpinned", options.allow_unpinned),
+        ("--force", options.force),
+        ("--pull", options.pull),
+        ("--require-tokenizer", options.require_tokenizer),
+    ):
         if on:
             args.append(flag)
     return args
