@@ -5,17 +5,21 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from autobench.cli.bench_options import bench_options
 from autobench.cli.options import json_option, print_json, print_table
 from autobench.cli.output import say
 from autobench.cli.params import Finite
 from autobench.errors import BenchError, UsageError
 
 if TYPE_CHECKING:
-    from autobench.bench.records import FieldMap
+    from autobench.bench.client import BenchConfig
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _float_list(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[float, ...]:
@@ -43,137 +47,8 @@ def _category_profile(text: str) -> tuple[str, tuple[float, ...]]:
         raise click.BadParameter(f"{text!r}: {exc.message}", param_hint="--category-profile") from exc
 
 
-def _sha256(text: str | None) -> str | None:
-    if text is not None and (len(text) != 64 or any(c not in "0123456789abcdef" for c in text)):
-        raise click.BadParameter(f"{text!r} is not a sha256 (64 lower-case hex digits)", param_hint="--dataset-sha256")
-    return text
-
-
-def _field_map(pairs: tuple[str, ...]) -> FieldMap | None:
-    """``prompt=question category=task`` -> FieldMap; a bad pair is a usage error (exit 2)."""
-    from autobench.bench.records import FieldMap
-
-    if not pairs:
-        return None
-    roles: dict[str, str] = {}
-    for pair in pairs:
-        role, sep, name = pair.partition("=")
-        if not sep or not name or role not in ("prompt", "turns", "category", "max_tokens") or role in roles:
-            raise click.BadParameter(
-                f"{pair!r} is not ROLE=NAME with ROLE one of prompt, turns, category, max_tokens (each once)",
-                param_hint="--dataset-field",
-            )
-        roles[role] = name
-    return FieldMap(**roles)
-
-
 @click.command("bench")
-@click.option("--base-url", required=True, help="Server root, e.g. http://127.0.0.1:8000 (a /v1 suffix is ok).")
-@click.option("--model", required=True, help="Served model name (checked against GET /v1/models).")
-@click.option("--endpoint", type=click.Choice(["completions", "chat"]), default="completions", show_default=True)
-@click.option(
-    "--dataset-kind",
-    type=click.Choice(["sharegpt", "random", "jsonl", "parquet"]),
-    default=None,
-    help="Default: jsonl for *.jsonl, parquet for *.parquet, sharegpt for other files, random without a dataset.",
-)
-@click.option("--dataset", "dataset_path", default=None, help="Dataset file (ShareGPT V3 JSON, JSONL or parquet).")
-@click.option("--dataset-repo", default=None, help="A Hub dataset repo (owner/name) instead of --dataset.")
-@click.option("--dataset-file", default=None, help="The file in --dataset-repo, e.g. data/test.parquet.")
-@click.option("--dataset-revision", default=None, help="Branch, tag or commit sha of --dataset-repo (default main).")
-@click.option("--dataset-sha256", default=None, help="The dataset file's sha256; a file that differs is refused.")
-@click.option(
-    "--dataset-field",
-    "dataset_fields",
-    multiple=True,
-    metavar="ROLE=NAME",
-    help="jsonl/parquet: the field holding the prompt (or turns), category or max_tokens, e.g. prompt=question.",
-)
-@click.option("--num-prompts", type=click.IntRange(min=1), default=1000, show_default=True)
-@click.option(
-    "--max-seconds",
-    type=Finite(min=0, min_open=True),
-    default=None,
-    help="Time cap: stop sending new requests after this many seconds.",
-)
-@click.option(
-    "--grace-seconds",
-    type=Finite(min=0),
-    default=30.0,
-    show_default=True,
-    help="After the cap, in-flight requests may finish this long; then they are cancelled and counted incomplete.",
-)
-@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option(
-    "--workers",
-    type=click.IntRange(1, 64),
-    default=1,
-    show_default=True,
-    help="Load generator processes, each with its share of --concurrency (or of the arrivals) and its "
-    "own event loop, started together; their raw samples are merged into one result.",
-)
-@click.option("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--temperature", type=Finite(), default=None)
-@click.option("--top-p", type=Finite(), default=None)
-@click.option("--top-k", type=int, default=None)
-@click.option("--presence-penalty", type=Finite(), default=None)
-@click.option("--ignore-eos", is_flag=True, help="Ask the server to generate max-tokens tokens.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the prompt sample and arrivals.")
-@click.option(
-    "--warmup",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Warm-up requests (distinct prompts), excluded from the results.",
-)
-@click.option(
-    "--request-rate",
-    type=Finite(min=0, min_open=True),
-    default=None,
-    help="Poisson arrivals at this many requests/s (capped by --concurrency); default: closed loop.",
-)
-@click.option(
-    "--read-timeout",
-    type=Finite(min=0, min_open=True),
-    default=300.0,
-    show_default=True,
-    help="Seconds without a byte before a request counts as a timeout.",
-)
-@click.option(
-    "--allow-missing-usage",
-    is_flag=True,
-    help="Count tokens as chunks when the server sends no usage (else: error no_usage).",
-)
-@click.option("--min-prompt-tokens", type=click.IntRange(min=1), default=4, show_default=True)
-@click.option("--max-prompt-tokens", type=click.IntRange(min=1), default=1024, show_default=True)
-@click.option("--random-input-len", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--random-range-ratio", type=Finite(0, 1, max_open=True), default=0.0, show_default=True)
-@click.option(
-    "--depth",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Tokens of prior context put before every question (counted with the tokenizer).",
-)
-@click.option(
-    "--shared-prefix",
-    default=None,
-    metavar="N:L|N",
-    help="Every N prompts (in the order sent) share one prefix of L tokens, or without :L their --depth "
-    "context (prefix-cache hit rate from /metrics).",
-)
-@click.option(
-    "--category",
-    default=None,
-    metavar="NAME",
-    help="Bench only the prompts of this category (the dataset's category field; too few is an error).",
-)
-@click.option(
-    "--multi-turn",
-    is_flag=True,
-    help="Send each record's turns as one conversation, in order, the model's answers appended (per-turn TTFT).",
-)
-@click.option("--label", default=None, help="Free-text label stored in the result.")
+@bench_options()
 @click.option(
     "--api-key-env",
     "api_key_env",
@@ -182,126 +57,22 @@ def _field_map(pairs: tuple[str, ...]) -> FieldMap | None:
     help="Environment variable holding the server's API key (sent as a Bearer token; must be set). "
     "Default: OPENAI_API_KEY when set.",
 )
-@click.option(
-    "--tokenizer",
-    default=None,
-    metavar="REPO|PATH",
-    help="Tokenizer that measures prompt lengths: a Hub repo id (fetched at --tokenizer-revision, or read "
-    "from the HF cache offline), a tokenizer.json or a model directory; 'estimated' for characters / 4. "
-    "Default: --model when it is a Hub repo id, else the estimate (with a warning).",
-)
-@click.option(
-    "--tokenizer-revision", default=None, metavar="REV", help="Branch, tag or commit sha of --tokenizer (default main)."
-)
-@click.option(
-    "--require-tokenizer",
-    is_flag=True,
-    help="Refuse to estimate prompt lengths: without a tokenizer the bench fails instead of flagging "
-    "the result prompts_estimated.",
-)
-@click.option(
-    "--slo",
-    default=None,
-    metavar="ttft=MS,tpot=MS,e2el=MS",
-    help="Service-level objectives (ms): the result counts the requests meeting all of them and "
-    "their rate (goodput, as vllm bench serve --goodput).",
-)
 @click.option("--result", "result_path", default=None, help="Write the result JSON to this file.")
 @json_option("Print the result JSON on stdout.")
 @click.pass_context
 def bench(
     ctx: click.Context,
-    base_url: str,
-    model: str,
-    endpoint: str,
-    dataset_kind: str | None,
-    dataset_path: str | None,
-    dataset_repo: str | None,
-    dataset_file: str | None,
-    dataset_revision: str | None,
-    dataset_sha256: str | None,
-    dataset_fields: tuple[str, ...],
-    num_prompts: int,
-    max_seconds: float | None,
-    grace_seconds: float,
-    concurrency: int,
-    workers: int,
-    max_tokens: int,
-    temperature: float | None,
-    top_p: float | None,
-    top_k: int | None,
-    presence_penalty: float | None,
-    ignore_eos: bool,
-    seed: int,
-    warmup: int,
-    request_rate: float | None,
-    read_timeout: float,
-    allow_missing_usage: bool,
-    min_prompt_tokens: int,
-    max_prompt_tokens: int,
-    random_input_len: int,
-    random_range_ratio: float,
-    depth: int,
-    shared_prefix: str | None,
-    category: str | None,
-    multi_turn: bool,
-    label: str | None,
+    config: BenchConfig,
     api_key_env: str | None,
-    tokenizer: str | None,
-    tokenizer_revision: str | None,
-    require_tokenizer: bool,
-    slo: str | None,
     result_path: str | None,
     as_json: bool,
 ) -> None:
     """Benchmark an OpenAI-compatible streaming server (closed loop or Poisson arrivals)."""
-    from autobench.bench.client import BenchConfig, run_bench
-    from autobench.bench.slo import parse_slo
-    from autobench.bench.workload import parse_shared_prefix
+    from autobench.bench.client import run_bench
 
-    cfg = BenchConfig(
-        base_url=base_url,
-        model=model,
-        endpoint=endpoint,
-        dataset_kind=dataset_kind,
-        dataset=dataset_path,
-        dataset_repo=dataset_repo,
-        dataset_file=dataset_file,
-        dataset_revision=dataset_revision,
-        dataset_sha256=_sha256(dataset_sha256),
-        dataset_fields=_field_map(dataset_fields),
-        num_prompts=num_prompts,
-        max_seconds=max_seconds,
-        grace_seconds=grace_seconds,
-        concurrency=concurrency,
-        workers=workers,
-        max_tokens=max_tokens,
-        temperature=temperature,
-        top_p=top_p,
-        top_k=top_k,
-        presence_penalty=presence_penalty,
-        ignore_eos=ignore_eos,
-        seed=seed,
-        warmup=warmup,
-        request_rate=request_rate,
-        read_timeout=read_timeout,
-        allow_missing_usage=allow_missing_usage,
-        min_prompt_tokens=min_prompt_tokens,
-        max_prompt_tokens=max_prompt_tokens,
-        random_input_len=random_input_len,
-        random_range_ratio=random_range_ratio,
-        depth=depth,
-        shared_prefix=parse_shared_prefix(shared_prefix) if shared_prefix is not None else None,
-        category=category,
-        multi_turn=multi_turn,
-        label=label,
-        tokenizer=tokenizer,
-        tokenizer_revision=tokenizer_revision,
-        require_tokenizer=require_tokenizer,
-        slo=parse_slo(slo) if slo is not None else None,
-    )
+    cfg = config
     if api_key_env is not None:  # a name given explicitly must be set
-        cfg = dataclasses.replace(cfg, api_key_env=api_key_env, api_key_required=True)
+        cfg = dataclasses.replace(config, api_key_env=api_key_env, api_key_required=True)
     with _Progress(enabled=not as_json and sys.stderr.isatty()) as prog:
         result = run_bench(cfg, progress=prog.update)
     if result_path:
@@ -493,6 +264,11 @@ def _print_summary(d: dict[str, Any]) -> None:
             say(f"warning: FLAG {flags_text({name: why}, meaning=True)}", err=True)
 
 
+def _fraction(flag: str, text: str) -> Callable[[F], F]:
+    """A synthetic-server option: the fraction (0 to 1, default 0) of requests or streams treated so."""
+    return click.option(flag, type=Finite(0, 1), default=0.0, show_default=True, help=text)
+
+
 @click.command("synthetic-server")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
@@ -542,49 +318,16 @@ def _print_summary(d: dict[str, Any]) -> None:
     default=None,
     help="Fixed output length (default: honour max_tokens).",
 )
-@click.option(
-    "--error-rate",
-    type=Finite(0, 1),
-    default=0.0,
-    show_default=True,
-    help="Fraction of requests answered with --error-status.",
-)
+@_fraction("--error-rate", "Fraction of requests answered with --error-status.")
 @click.option("--error-status", type=click.IntRange(400, 599), default=500, show_default=True)
-@click.option(
-    "--midstream-error-rate",
-    type=Finite(0, 1),
-    default=0.0,
-    show_default=True,
-    help='Fraction of streams that send an {"error": ...} event half-way.',
-)
-@click.option(
-    "--drop-rate",
-    type=Finite(0, 1),
-    default=0.0,
-    show_default=True,
-    help="Fraction of streams closed abruptly half-way.",
-)
-@click.option(
-    "--non-json-rate",
-    type=Finite(0, 1),
-    default=0.0,
-    show_default=True,
-    help="Fraction of streams that send a non-JSON event half-way.",
-)
-@click.option(
-    "--stall-rate",
-    type=Finite(0, 1),
-    default=0.0,
-    show_default=True,
-    help="Fraction of requests that wait --stall-seconds before answering.",
-)
+@_fraction("--midstream-error-rate", 'Fraction of streams that send an {"error": ...} event half-way.')
+@_fraction("--drop-rate", "Fraction of streams closed abruptly half-way.")
+@_fraction("--non-json-rate", "Fraction of streams that send a non-JSON event half-way.")
+@_fraction("--stall-rate", "Fraction of requests that wait --stall-seconds before answering.")
 @click.option("--stall-seconds", type=Finite(min=0), default=30.0, show_default=True)
-@click.option(
+@_fraction(
     "--empty-chunk-rate",
-    type=Finite(0, 1),
-    default=0.0,
-    show_default=True,
-    help='Fraction of token chunks sent with empty text ("text": "", as vLLM does for a token '
+    'Fraction of token chunks sent with empty text ("text": "", as vLLM does for a token '
     "ending inside a UTF-8 sequence); they still count as tokens.",
 )
 @click.option(

@@ -1,6 +1,6 @@
 """Options that reach a command as one typed value.
 
-    SPECS = (Spec(("--grace",), {"type": Finite(min=0), "default": 10.0, "help": "..."}), ...)
+    SPECS = (opt("--grace", "grace_s", type=Finite(min=0), default=10.0, help="..."), ...)
 
     @option_group(SPECS, "options", build)   # build(values: dict[str, Any]) -> the typed value
     def command(..., options: RunOptions) -> None: ...
@@ -42,6 +42,11 @@ class Spec:
         return click.option(*self.decls, **{**self.attrs, **changes})
 
 
+def opt(*decls: str, **attrs: Any) -> Spec:
+    """A :class:`Spec` written as ``click.option`` is called."""
+    return Spec(decls, attrs)
+
+
 def option_group(
     specs: Sequence[Spec],
     dest: str,
@@ -72,4 +77,4 @@ def option_group(
     return decorate
 
 
-__all__ = ["Spec", "option_group"]
+__all__ = ["Spec", "opt", "option_group"]
