@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import heapq
 import json
 import math
 import os
@@ -241,6 +242,8 @@ class SyntheticServer:
         self.counters.per_pos = [[0] * n_pos, [0] * n_pos]
         self.conns: set[HttpConn] = set()
         self.pacer = Pacer()  # parsing and chunk emission in slices, so arrivals are read promptly
+        self.spinner = Spinner(self)
+        self.ticker = Ticker()
         self._streams: set[_Stream] = set()
         self._models_body = b""
         # At a raised priority (nice < 0) a first chunk spinning to its time yields the CPU on each
@@ -580,6 +583,93 @@ class SyntheticServer:
             self.close_all()
 
 
+# What follows a token chunk's text up to its t_srv stamp: [not the last chunk, the last].
+_TEXT_TAILS = (
+    b'","logprobs":null,"finish_reason":null,"stop_reason":null}],"t_srv":',
+    b'","logprobs":null,"finish_reason":"length","stop_reason":null}],"t_srv":',
+)
+_CHAT_TAILS = (
+    b'"},"logprobs":null,"finish_reason":null}],"t_srv":',
+    b'"},"logprobs":null,"finish_reason":"length"}],"t_srv":',
+)
+
+
+class Spinner:
+    """The first chunks whose timers fired ``FIRST_EARLY`` ahead, waiting for their exact time.
+
+    One spin for all of them: each turn of the loop sends every first chunk whose time has come
+    (in time order, through the pacer) and, while any wait, comes back with ``call_soon`` (the
+    loop keeps serving sockets) after one ``sched_yield`` at a raised priority.  A spin per
+    stream cost, with C first chunks due within a few milliseconds, C callbacks and C yields on
+    every turn; a yield can hand the CPU to another session's process for a time slice.
+    """
+
+    __slots__ = ("srv", "heap", "seq", "scheduled")
+
+    def __init__(self, srv: SyntheticServer):
+        self.srv = srv
+        self.heap: list[tuple[float, int, _Stream]] = []
+        self.seq = 0  # ties in time keep their order of arrival
+        self.scheduled = False
+
+    def add(self, s: _Stream) -> None:
+        """``s``'s early timer fired: spin with the others to its ``target``."""
+        s.handle = None
+        s.spinning = True
+        heapq.heappush(self.heap, (s.target, self.seq, s))
+        self.seq += 1
+        if not self.scheduled:
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self.spin)
+
+    def spin(self) -> None:
+        self.scheduled = False
+        heap, pacer = self.heap, self.srv.pacer
+        now = time.perf_counter()
+        while heap and heap[0][0] - SPIN_SLACK <= now:
+            s = heapq.heappop(heap)[2]
+            if s.spinning:  # not cancelled meanwhile
+                s.spinning = False
+                pacer.run(s._due)
+        if heap:
+            if self.srv.spin_yield:
+                os.sched_yield()
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self.spin)
+
+
+class Ticker:
+    """The timers of the chunks after the first: one loop timer per millisecond of aim.
+
+    uvloop's (libuv's) timers count whole milliseconds, so chunks aimed within the same
+    millisecond share one timer, fired in the order they were added; at C = 1,024 streams in
+    lockstep that is ~50 chunks a timer instead of a timer (a heap entry and a handle) each.
+    The timer error this adds (half a millisecond either way) is what the server's tracked
+    median timer error (``overshoot``) already absorbs.
+    """
+
+    __slots__ = ("buckets",)
+
+    def __init__(self) -> None:
+        self.buckets: dict[int, list[_Stream]] = {}
+
+    def add(self, s: _Stream, now: float) -> None:
+        key = round(s.aim * 1000)
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            bucket = self.buckets[key] = []
+            # call_later from "now" (not call_at): uvloop's loop.time() is a cached millisecond clock.
+            asyncio.get_running_loop().call_later(max(0.0, key / 1000 - now), self.fire, key)
+        bucket.append(s)
+        s.ticking = True
+
+    def fire(self, key: int) -> None:
+        for s in self.buckets.pop(key):
+            if s.ticking:  # not cancelled meanwhile
+                s.ticking = False
+                s._fire()
+
+
 class _Stream:
     """One completion request: its chunk schedule, driven by timer callbacks."""
 
@@ -606,6 +696,8 @@ class _Stream:
         "head",
         "running",
         "steps",
+        "spinning",
+        "ticking",
     )
 
     def __init__(
@@ -645,12 +737,15 @@ class _Stream:
         self.created = int(time.time())
         self.head = b""
         self.running = False
+        self.spinning = False  # waiting in the server's Spinner for its first chunk's time
+        self.ticking = False  # waiting in the server's Ticker for its next chunk's timer
 
     def shift(self, seconds: float) -> None:
         self.target += seconds
 
     def cancel(self) -> None:
         """The connection went away (or the server stops): stop emitting."""
+        self.spinning = self.ticking = False
         if self.handle is not None:
             self.handle.cancel()
             self.handle = None
@@ -674,20 +769,10 @@ class _Stream:
             # (call_soon, the loop keeps serving I/O) to the exact time.  uvloop's timers
             # count in whole milliseconds from a cached clock and scatter by +-1 ms.
             self.aim = self.target - FIRST_EARLY
-            self.handle = loop.call_later(max(0.0, self.aim - now), self._spin)
+            self.handle = loop.call_later(max(0.0, self.aim - now), srv.spinner.add, self)
             return
         self.aim = self.target - srv.overshoot
-        # call_later from "now" (not call_at): uvloop's loop.time() is a cached millisecond clock.
-        self.handle = loop.call_later(max(0.0, self.aim - now), self._fire)
-
-    def _spin(self) -> None:
-        if time.perf_counter() < self.target - SPIN_SLACK:
-            if self.srv.spin_yield:
-                os.sched_yield()
-            self.handle = asyncio.get_running_loop().call_soon(self._spin)  # type: ignore[assignment]
-            return
-        self.handle = None
-        self.srv.pacer.run(self._due)
+        srv.ticker.add(self, now)
 
     def _due(self) -> None:
         if self.stream:
@@ -696,7 +781,6 @@ class _Stream:
             self._answer_whole()
 
     def _fire(self) -> None:
-        self.handle = None
         srv = self.srv
         if srv.config.timer_compensation:
             # Track the median timer error (a stochastic median: robust to the long tail of a
@@ -755,6 +839,7 @@ class _Stream:
         spec = cfg.spec_enabled
         early = srv.overshoot
         empty = cfg.empty_chunk_rate
+        tails = _CHAT_TAILS if self.chat else _TEXT_TAILS
         while self.idx < len(plan) and (due or self.target - early <= pc()):
             due = False
             idx = self.idx
@@ -765,17 +850,20 @@ class _Stream:
             e = self.emitted
             # A token whose text ends inside a UTF-8 sequence: vLLM sends "text": "".
             empty_text = empty and fault_hit(empty, self.n + idx)
-            toks = "" if empty_text else "".join([f" t{e + i}" for i in range(size)])
-            self.emitted = e + size
-            finish = '"length"' if self.emitted >= self.n_out else "null"
-            stamp = f'"t_srv":{pc():.9f}' + (f',"t_arr":{self.t_arr:.9f}' if idx == 0 else "")
-            if self.chat:
-                tail = f'"}},"logprobs":null,"finish_reason":{finish}}}],{stamp}}}\n\n'
+            if empty_text:
+                toks = b""
+            elif size == 1:
+                toks = b" t%d" % e
             else:
-                tail = f'","logprobs":null,"finish_reason":{finish},"stop_reason":null}}],{stamp}}}\n\n'
-            if idx == 0 and self.chat:
-                parts.append(self._role_chunk())
-            parts.append(self.head + toks.encode() + tail.encode())
+                toks = b"".join([b" t%d" % (e + i) for i in range(size)])
+            self.emitted = e + size
+            tail = tails[self.emitted >= self.n_out]
+            if idx:
+                parts.append(b"%b%b%b%.9f}\n\n" % (self.head, toks, tail, pc()))
+            else:
+                if self.chat:
+                    parts.append(self._role_chunk())
+                parts.append(b'%b%b%b%.9f,"t_arr":%.9f}\n\n' % (self.head, toks, tail, pc(), self.t_arr))
             if spec:
                 counters.step(self.engine, size if self.steps is None else self.steps[idx], cfg.steps_draft_tokens)
             counters.generation_tokens += size
