@@ -76,6 +76,7 @@ class Expect:
     label: str
     engine: str = "vllm"  # the engine it starts; not "vllm" = the import must refuse it
     model: str | None = None
+    revision: str | None = None  # the model revision the source pins, when it pins one
     image: str | None = None
     flags: list[tuple[str, str | None]] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
@@ -505,15 +506,20 @@ def helm_expect(d: dict[str, Any], label: str) -> list[Expect]:
     return out
 
 
-def srt_model(path: Any, cfg: dict[str, Any]) -> str | None:
+def srt_model(path: Any, cfg: dict[str, Any], identity: Any = None) -> str | None:
     """The model srtctl serves for ``model.path`` (core/runtime.py: ``hf:`` ids; an alias of the
     cluster's srtslurm.yaml ``model_paths``, not in the checkout: the directory holding the
-    checkpoint the roles' ``--served-model-name`` names, when they name one Hub repo)."""
+    checkpoint ``identity.model.repo`` declares (core/schema.py IdentityModelConfig, verified
+    against the run's fingerprint), else the one the roles' ``--served-model-name`` names, when
+    they name one Hub repo)."""
     path = str(path or "")
     if path.startswith("hf:"):
         return path[3:]
     if re.fullmatch(r"[\w.-]+/[\w.-]+", path):
         return path
+    declared = ((identity or {}).get("model") or {}).get("repo") if isinstance(identity, dict) else None
+    if isinstance(declared, str) and re.fullmatch(r"[\w.-]+/[\w.-]+", declared):
+        return declared
     served = {
         str(f.get("served-model-name") or f.get("served_model_name"))
         for f in cfg.values()
@@ -527,7 +533,13 @@ def srt_expect(d: dict[str, Any], label: str) -> list[Expect]:
     model = d.get("model") or {}
     cfg = backend.get("vllm_config") or {}
     out = []
-    expected_model = srt_model(model.get("path"), cfg)
+    expected_model = srt_model(model.get("path"), cfg, d.get("identity"))
+    ident = d.get("identity") if isinstance(d.get("identity"), dict) else {}
+    declared = (ident.get("model") or {}) if isinstance(ident.get("model"), dict) else {}
+    # the model directory holds identity's revision (verified at run time); an hf: id is
+    # downloaded by vLLM at its default branch
+    from_dir = not str(model.get("path") or "").startswith("hf:")
+    revision = declared.get("revision") if from_dir and declared.get("repo") == expected_model else None
     roles = [r for r in cfg if r in ("prefill", "decode") and isinstance(cfg[r], dict)]
     for role, flags in cfg.items():
         if not isinstance(flags, dict):
@@ -546,6 +558,9 @@ def srt_expect(d: dict[str, Any], label: str) -> list[Expect]:
                 words += ["--" + str(k), json.dumps(v) if isinstance(v, (dict, list)) else str(v)]
         e.flags = pairs(words)
         e.env = {str(k): str(v) for k, v in (backend.get(f"{role}_environment") or {}).items()}
+        # worker_stage.py: the recipe's top-level environment over the role's
+        e.env.update({str(k): str(v) for k, v in (d.get("environment") or {}).items()})
+        e.revision = str(revision) if revision else None
         e.nodes = None
         out.append(e)
     return out
@@ -657,6 +672,9 @@ def llm_d_expect(d: dict[str, Any], label: str, path: Path) -> list[Expect]:
     if defaults_file is None:
         return [Expect(label, source_error="no defaults.yaml")]
     defaults = YAML(typ="safe").load(defaults_file.read_text())
+    checkout = defaults_file.parents[3]
+    if not (checkout / "config/templates/jinja/_macros.j2").is_file():
+        return [Expect(label, source_error="no _macros.j2")]
     out = []
     stacks = [s for s in d.get("scenario") or [] if isinstance(s, dict)]
     for stack in stacks:
@@ -705,8 +723,12 @@ def llm_d_expect(d: dict[str, Any], label: str, path: Path) -> list[Expect]:
             if why or "inference-sim" in image or str(img.get("tag")) == "auto":
                 e.source_error = why or "not vLLM / auto tag"
                 continue
-            env = _llmd_env(v, role)
-            script = _llmd_script(v, role)
+            env = _llmd_env(checkout, v, role)
+            script = _llmd_macros(checkout, v, f"build_vllm_command({role!r})").replace("\\\n", " ")
+            if "set_llmdbench_environment.py" in script.partition("vllm serve")[0]:
+                # the preprocess re-exports each VLLM_* value holding ",," as the pod's own
+                # (set_llmdbench_environment.py: index 0 without LeaderWorkerSet, pod 0 with it)
+                env |= {k: x.split(",,")[0] for k, x in env.items() if "VLLM_" in k and ",," in x}
             script = re.sub(
                 r"\$\{(\w+)\}|\$(\w+)", lambda m, env=env: env.get(m.group(1) or m.group(2), m.group(0)), script
             )
@@ -745,80 +767,31 @@ def _llmd_var(v: dict[str, Any], m: re.Match[str]) -> str:
     return m.group(0) if value is None or isinstance(value, (dict, list)) else json.dumps(str(value))[1:-1]
 
 
-def _llmd_env(v: dict[str, Any], role: str) -> dict[str, str]:
-    r, vc, m = v.get(role) or {}, v.get("vllmCommon") or {}, v.get("model") or {}
-    rv, fl, par = r.get("vllm") or {}, vc.get("flags") or {}, r.get("parallelism") or {}
+def _llmd_macros(checkout: Path, v: dict[str, Any], call: str) -> str:
+    """``call`` (``build_vllm_command('decode')`` ...) rendered from the checkout's own
+    ``config/templates/jinja/_macros.j2`` with the merged values, in an environment set up as
+    ``render_plans.py`` ``_get_jinja_env`` sets it (trim_blocks, lstrip_blocks, its compact
+    ``tojson``; ``toyaml`` is only used by macros not called here)."""
+    from jinja2 import Environment
 
-    def s(x: Any, default: str = "") -> str:
-        return default if x is None else str(x).lower() if isinstance(x, bool) else str(x)
+    env = Environment(autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
+    env.filters["tojson"] = lambda x: "null" if x is None else json.dumps(x, separators=(",", ":"))
+    env.filters["toyaml"] = lambda x: json.dumps(x)
+    macros = (checkout / "config/templates/jinja/_macros.j2").read_text(encoding="utf-8") + "\n"
+    values = {"model_id_label": str(_dig(v, "model", "name") or ""), **v}
+    return env.from_string(macros + "{{ " + call + " }}").render(**values)
 
-    env = {
-        "MODEL_NAME": s(m.get("name")),
-        "MODEL_PATH": s(m.get("path")),
-        "VLLM_LOGGING_LEVEL": s(rv.get("loggingLevel"), s(vc.get("loggingLevel"), "INFO")),
-        "VLLM_INFERENCE_PORT": s(rv.get("servicePort"), s(vc.get("inferencePort"))),
-        "VLLM_METRICS_PORT": s(rv.get("port"), s(vc.get("vllmPort"))),
-        "VLLM_BLOCK_SIZE": s(m.get("blockSize"), "16"),
-        "VLLM_MAX_MODEL_LEN": s(m.get("maxModelLen"), "4096"),
-        "VLLM_LOAD_FORMAT": s(vc.get("loadFormat"), "auto"),
-        "VLLM_ACCELERATOR_MEM_UTIL": s(m.get("gpuMemoryUtilization"), "0.95"),
-        "VLLM_MAX_NUM_SEQ": s(m.get("maxNumSeq"), "256"),
-        "VLLM_MAX_NUM_BATCHED_TOKENS": s(m.get("maxNumBatchedTokens"), "256"),
-        "VLLM_TENSOR_PARALLELISM": s(par.get("tensor"), "1"),
-        "TP_SIZE": s(par.get("tensor"), "1"),
-        "DP_SIZE": s(par.get("data"), "1"),
-        "DP_SIZE_LOCAL": s(par.get("dataLocal"), "1"),
-        "UCX_TLS": s(vc.get("ucxTls"), "sm,cuda_ipc,cuda_copy,tcp"),
-    }
-    if fl.get("allowLongMaxModelLen"):
-        env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = s(fl["allowLongMaxModelLen"])
-    if fl.get("serverDevMode"):
-        env["VLLM_SERVER_DEV_MODE"] = s(fl["serverDevMode"])
-    for x in r.get("extraEnvVars") or []:
-        if isinstance(x, dict) and "value" in x:
-            env[str(x["name"])] = s(x["value"])
+
+def _llmd_env(checkout: Path, v: dict[str, Any], role: str) -> dict[str, str]:
+    """The vLLM container's env: ``_macros.j2`` ``build_ms_env_vars(role)`` rendered (the entries
+    with a value), plus the parallelism env the modelservice chart adds (``parallelismEnv``:
+    TP_SIZE, DP_SIZE, DP_SIZE_LOCAL; the chart is not in the checkout)."""
+    items = YAML(typ="safe").load(_llmd_macros(checkout, v, f"build_ms_env_vars({role!r})")) or []
+    env = {str(x["name"]): str(x["value"]) for x in items if isinstance(x, dict) and "value" in x}
+    par = (v.get(role) or {}).get("parallelism") or {}
+    for name, key in (("TP_SIZE", "tensor"), ("DP_SIZE", "data"), ("DP_SIZE_LOCAL", "dataLocal")):
+        env.setdefault(name, str(par.get(key) if par.get(key) is not None else 1))
     return env
-
-
-def _llmd_script(v: dict[str, Any], role: str) -> str:
-    """_macros.j2 build_vllm_command(role), from the README's table of generated flags."""
-    r, vc, m = v.get(role) or {}, v.get("vllmCommon") or {}, v.get("model") or {}
-    rv, fl = r.get("vllm") or {}, vc.get("flags") or {}
-    kv = vc.get("kvTransfer") or {}
-    tail = ""
-    if kv.get("enabled") is True:
-        j = {"kv_connector": kv.get("connector"), "kv_role": kv.get("role")}
-        if kv.get("extraConfig"):
-            j["kv_connector_extra_config"] = kv["extraConfig"]
-        tail = " --kv-transfer-config " + shlex.quote(json.dumps(j))
-    if rv.get("customCommand") is not None:
-        return str(rv["customCommand"]).strip() + tail
-    proxy_off = _dig(v, "routing", "proxy", "enabled") is False
-    port = "$VLLM_INFERENCE_PORT" if proxy_off or role == "prefill" else "$VLLM_METRICS_PORT"
-    hf = _dig(v, "modelservice", "uriProtocol") == "hf"
-    ref = (m.get("huggingfaceId") or m.get("name")) if hf else f"{m.get('cacheBase')}/{m.get('path')}"
-    words = [
-        f"vllm serve {ref} --host {vc.get('host')} --served-model-name {m.get('name')} --port {port}",
-        "--block-size $VLLM_BLOCK_SIZE --max-model-len $VLLM_MAX_MODEL_LEN",
-    ]
-    if int(str((r.get("parallelism") or {}).get("tensor") or 0)) > 0:
-        words.append("--tensor-parallel-size $VLLM_TENSOR_PARALLELISM")
-    if float(str(m.get("gpuMemoryUtilization") or 0)) > 0:
-        words.append("--gpu-memory-utilization $VLLM_ACCELERATOR_MEM_UTIL")
-    for key, flag in (
-        ("enforceEager", "--enforce-eager"),
-        ("disableLogRequests", "--no-enable-log-requests"),
-        ("disableUvicornAccessLog", "--disable-uvicorn-access-log"),
-        ("noPrefixCaching", "--no-enable-prefix-caching"),
-        ("enablePrefixCaching", "--enable-prefix-caching"),
-    ):
-        if fl.get(key):
-            words.append(flag)
-    if fl.get("chatTemplate"):
-        words.append("--chat-template " + shlex.quote(str(fl["chatTemplate"])))
-    if fl.get("chatTemplateContentFormat"):
-        words.append(f"--chat-template-content-format {fl['chatTemplateContentFormat']}")
-    return " ".join(words) + tail + "".join(f" {x}" for x in rv.get("additionalFlags") or [])
 
 
 def expect(fmt: str, d: dict[str, Any], label: str, path: Path | None = None) -> list[Expect]:
@@ -963,6 +936,8 @@ def _launch_problems(base: Any, e: Expect, words: list[str]) -> list[str]:
     problems = []
     if e.model and base.model.repo != e.model:
         problems.append(f"model {base.model.repo} != {e.model}")
+    if e.revision and base.model.revision != e.revision:
+        problems.append(f"revision {base.model.revision} != {e.revision}")
     if e.image and base.container.image != e.image:
         problems.append(f"image {base.container.image} != {e.image}")
     lp = launch_problem(words, base, e)

@@ -408,3 +408,50 @@ def test_config_variables_fill_only_plain_values_in_document_order():
     _llmd._fill_config_vars(root, root)
     assert root["s"] == "x ${a.m} ${a.l} ${a.zz} 0 $a.b ${b}"  # a mapping, a list or nothing stays as written
     assert root["items"] == ["x", {"deep": "x"}, 3]
+
+
+def test_per_replica_vllm_variants_are_split_as_llm_ds_preprocess_splits_them(tmp_path):
+    """config/scenarios/examples/gpu.yaml (llm-d-benchmark 8bc9f1dd) shape: decode replicas with
+    ``vllmVariants``; ``_macros.j2`` joins each value with ``,,`` and ``set_llmdbench_environment.py``
+    re-exports the pod's own (the first without LeaderWorkerSet)."""
+    body = (
+        "vllmCommon:\n  preprocessScript: python3 /setup/preprocess/set_llmdbench_environment.py"
+        " && source $HOME/llmdbench_env.sh\n"
+        "decode:\n  replicas: 2\n  vllmVariants:\n    - {maxModelLen: 2048, maxNumSeq: 64}\n"
+        "    - {maxModelLen: 4096, maxNumSeq: 16}\n"
+        "  vllm: {customCommand: vllm serve a/b --max-model-len $VLLM_MAX_MODEL_LEN --max-num-seqs $VLLM_MAX_NUM_SEQ"
+        " --max-num-batched-tokens $VLLM_MAX_NUM_BATCHED_TOKENS}"
+    )
+    (imported,) = _stack(tmp_path, body)
+    engine = imported.data["engine"]
+    assert (engine["max_model_len"], engine["max_num_seqs"], engine["max_num_batched_tokens"]) == (2048, 64, 256)
+    assert (
+        "2: not carried: decode vllmVariants after the first "
+        "(VLLM_MAX_MODEL_LEN=2048,,4096, VLLM_MAX_NUM_SEQ=64,,16: the first pod's values imported)"
+    ) in imported.notes
+    # the generated command reads the same variable; a variant without maxNumSeq in the first row
+    # leaves VLLM_MAX_NUM_SEQ to model.maxNumSeq
+    generated = body.split("  vllm: {customCommand")[0].replace(
+        "{maxModelLen: 2048, maxNumSeq: 64}", "{maxModelLen: 2048}"
+    )
+    assert _engine(tmp_path / "b", generated)["max_model_len"] == 2048
+    env = _llmd._pod_env({"decode": {"vllmVariants": [{"maxModelLen": 1}, "x", {"maxNumBatchedTokens": 5}]}}, "decode")
+    assert env["VLLM_MAX_MODEL_LEN"] == "1,,,," and env["VLLM_MAX_NUM_SEQ"] == "256"
+    assert env["VLLM_MAX_NUM_BATCHED_TOKENS"] == "256"
+    env = _llmd._pod_env({"decode": {"vllmVariants": [{"maxNumBatchedTokens": 5, "maxNumSeq": 2}, {}]}}, "decode")
+    assert (env["VLLM_MAX_MODEL_LEN"], env["VLLM_MAX_NUM_SEQ"], env["VLLM_MAX_NUM_BATCHED_TOKENS"]) == (
+        ",,",
+        "2,,",
+        "5,,",
+    )
+    # without the splitting preprocess vLLM would read "2048,,4096": refused, naming it
+    with pytest.raises(RecipeError, match=r"decode: VLLM_MAX_MODEL_LEN=2048,,4096 holds one value per replica"):
+        _stack(tmp_path / "c", body.replace("set_llmdbench_environment.py", "other.py"))
+    # the name after `vllm serve` does not count as the preprocess
+    with pytest.raises(RecipeError, match="set_llmdbench_environment.py, which this pod does not run"):
+        _stack(
+            tmp_path / "d",
+            body.replace("python3 /setup/preprocess/set_llmdbench_environment.py &&", "true &&").replace(
+                "vllm serve a/b", "vllm serve a/b --x set_llmdbench_environment.py"
+            ),
+        )

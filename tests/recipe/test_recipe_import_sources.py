@@ -428,7 +428,8 @@ def test_srt_slurm_alias_is_the_hub_repo_its_served_model_name_names():
 def test_srt_slurm_alias_without_a_name_for_the_model_is_refused_naming_model(tmp_path):
     with pytest.raises(RecipeError, match="alias of the cluster's srtslurm.yaml model_paths") as info:
         convert(_srt(tmp_path, "path: qwen3-32b-fp8"))
-    assert "no served-model-name names the model" in str(info.value) and "--model" in str(info.value)
+    assert "neither identity.model.repo nor a served-model-name names the model" in str(info.value)
+    assert "--model" in str(info.value)
     path = _srt(tmp_path, "path: qwen3-32b-fp8", served="Qwen/Qwen3-32B-FP8")
     text = path.read_text().replace("served-model-name: Qwen/Qwen3-32B-FP8", "served-model-name: other/x", 1)
     with pytest.raises(RecipeError, match="its roles serve different names"):
@@ -436,6 +437,84 @@ def test_srt_slurm_alias_without_a_name_for_the_model_is_refused_naming_model(tm
     assert convert(path, model="a/b")[0].data["model"]["repo"] == "a/b"
     with pytest.raises(RecipeError, match="its served-model-name qwen3-fp8 is not a Hub repo id"):
         convert(_srt(tmp_path, "path: qwen3-32b-fp8", served="qwen3-fp8"))
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_alias_is_the_hub_repo_identity_declares(tmp_path):
+    (imported,) = convert(CORPUS / "srt-slurm-identity.yaml")
+    data = imported.data
+    assert data["model"] == {"repo": "Qwen/Qwen3-30B-A3B-FP8", "revision": "0123456789abcdef0123456789abcdef01234567"}
+    assert any(
+        n.startswith("7: model.path qwen3-moe-fp8 is an alias") and "identity.model.repo declares" in n
+        for n in imported.notes
+    )
+    assert "16: not carried: identity.frameworks (versions srtctl checks in the running image)" in imported.notes
+    assert not any("identity.container" in n or "identity.model.revision" in n for n in imported.notes)
+    # every worker: its role's environment, then the recipe's top-level environment over it
+    roles = data["roles"]
+    assert roles["prefill"]["env"] == {"VLLM_ENGINE_READY_TIMEOUT_S": "7200", "PYTHONHASHSEED": "0"}
+    assert roles["decode"]["env"] == {
+        "VLLM_ENGINE_READY_TIMEOUT_S": "7200",
+        "NCCL_CUMEM_ENABLE": "1",
+        "PYTHONHASHSEED": "0",
+    }
+    decode = load_recipe(check_imported(imported, tmp_path)[0], "decode").recipe
+    assert decode.model.revision == "0123456789abcdef0123456789abcdef01234567" and decode.env["PYTHONHASHSEED"] == "0"
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_identity_carried_only_where_it_is_the_served_checkpoint(tmp_path):
+    base = (CORPUS / "srt-slurm-identity.yaml").read_text()
+    # a served-model-name is second to identity (srtctl verifies the checkpoint against identity)
+    text = base.replace(
+        "      tensor-parallel-size: 2\n", "      tensor-parallel-size: 2\n      served-model-name: other/x\n"
+    )
+    assert convert(_write(tmp_path, text))[0].data["model"]["repo"] == "Qwen/Qwen3-30B-A3B-FP8"
+    # hf: ids are downloaded by vLLM at the default branch: the declared revision is noted
+    (imported,) = convert(_write(tmp_path, base.replace('path: "qwen3-moe-fp8"', 'path: "hf:Qwen/Qwen3-30B-A3B-FP8"')))
+    assert imported.data["model"] == {"repo": "Qwen/Qwen3-30B-A3B-FP8"}
+    assert "13: not carried: identity.model.revision (vLLM downloads the hf: id's default branch)" in imported.notes
+    # a directory named like the repo holds the declared revision: carried
+    (imported,) = convert(_write(tmp_path, base.replace('path: "qwen3-moe-fp8"', 'path: "Qwen/Qwen3-30B-A3B-FP8"')))
+    assert imported.data["model"]["revision"] == "0123456789abcdef0123456789abcdef01234567"
+    # --model names another model: identity's repo and revision are noted, not carried
+    (imported,) = convert(CORPUS / "srt-slurm-identity.yaml", model="a/b")
+    assert imported.data["model"] == {"repo": "a/b"}
+    assert "12: not carried: identity.model.repo Qwen/Qwen3-30B-A3B-FP8 (the recipe serves a/b)" in imported.notes
+    assert "13: not carried: identity.model.revision (of another model)" in imported.notes
+    # a short sha is not pinned as written; another image and unknown keys are named
+    text = base.replace('revision: "0123456789abcdef0123456789abcdef01234567"', 'revision: "0123456"')
+    text = text.replace('    image: "vllm/vllm-openai:v0.21.0"', '    image: "vllm/vllm-openai:v0.22.0"\n    digest: x')
+    text = text.replace("  frameworks:", "  notes: x\n  frameworks:").replace(
+        '    revision: "0123456"', '    revision: "0123456"\n    size: 3'
+    )
+    (imported,) = convert(_write(tmp_path, text))
+    assert "revision" not in imported.data["model"]
+    assert "13: not carried: identity.model.revision (not a full 40-hex commit sha)" in imported.notes
+    assert "14: not carried: identity.model.size (not a key of the srt-slurm format)" in imported.notes
+    assert any(n.startswith("16: not carried: identity.container.image (recorded for") for n in imported.notes)
+    assert any(n.startswith("17: not carried: identity.container.digest (recorded for") for n in imported.notes)
+    assert "18: not carried: identity.notes (not a key of the srt-slurm format)" in imported.notes
+    with pytest.raises(RecipeError, match=r"12:\d+.*identity.model.repo qwen3 is not a Hub repo id"):
+        convert(_write(tmp_path, base.replace('repo: "Qwen/Qwen3-30B-A3B-FP8"', 'repo: "qwen3"')))
+    with pytest.raises(RecipeError, match=r"identity.model: must be a mapping"):
+        convert(_write(tmp_path, base.replace("  model:\n    repo:", "  model: x\n  m:\n    repo:")))
+    # an empty repo declares nothing: the alias is refused naming --model
+    with pytest.raises(RecipeError, match="neither identity.model.repo nor a served-model-name"):
+        convert(_write(tmp_path, base.replace('repo: "Qwen/Qwen3-30B-A3B-FP8"', 'repo: " "')))
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_top_level_environment_in_an_aggregated_recipe(tmp_path):
+    text = (CORPUS / "srt-slurm-alias.yaml").read_text()
+    text = text.replace("    prefill:\n", "    aggregated:\n").split("    decode:\n      served")[0]
+    text = text.replace("decode_environment:", "aggregated_environment:")
+    text = text.replace(
+        "model:\n  path:",
+        'environment:\n  VLLM_ENGINE_READY_TIMEOUT_S: "60"\n  ETCD_LEASE_TTL: "7200"\nmodel:\n  path:',
+    )
+    (imported,) = convert(_write(tmp_path, text))
+    assert imported.data["env"] == {"VLLM_ENGINE_READY_TIMEOUT_S": "60", "ETCD_LEASE_TTL": "7200"}
 
 
 @pytest.mark.usefixtures("_no_srtslurm_config")

@@ -560,9 +560,13 @@ def srt_slurm(src: Src, options: Options) -> Imported:
     if mount and "served_name" not in recipe["model"]:  # srtctl: --served-model-name the directory's name
         recipe["model"]["served_name"] = Path(mount).name
     used = {f"{k}_environment" for k in (roles_in if len(roles_in) == 2 else [main_key])}
+    # srtctl's worker env: the role's <role>_environment, then the recipe's top-level environment
+    # over it (cli/mixins/worker_stage.py: env_to_set.update(self.runtime.environment))
+    every = common.env_of(src, ("environment",), src.data.get("environment"))
     if len(roles_in) != 2:
         env = common.env_of(src, ("backend", f"{main_key}_environment"), backend.get(f"{main_key}_environment"))
         common.put_env(recipe, env, src, ("backend", f"{main_key}_environment"), out)
+        common.put_env(recipe, every, src, ("environment",), out)
     else:  # each worker runs with its own role's environment (backend.<role>_environment)
         roles = {}
         for role, flags in roles_in.items():
@@ -574,6 +578,7 @@ def srt_slurm(src: Src, options: Options) -> Imported:
                 engine["extra_args"] = engine.pop("extra_args")
             ekeys = ("backend", f"{role}_environment")
             common.put_env(scratch, common.env_of(src, ekeys, backend.get(f"{role}_environment")), src, ekeys, out)
+            common.put_env(scratch, every, src, ("environment",), out)
             roles[role] = scratch
         recipe["roles"] = roles
         recipe["engine"] = {k: v for k, v in recipe.get("engine", {}).items() if k in ("host", "port")}
@@ -596,6 +601,7 @@ def srt_slurm(src: Src, options: Options) -> Imported:
             span = -(-size // per_node)
             hosts = [f"node{k}" for k in range(span)]
             role["topology"] = {"nodes": span, "gpus_per_node": per_node, "executor": "native", "hosts": hosts}
+    _identity(src, recipe, path_is_hf=str(dig(src.data, "model", "path") or "").strip().startswith("hf:"), out=out)
     common.account(src, out, SRT_KEYS)
     recipe["meta"]["tags"] = ["srt-slurm"]
     common.bench(recipe)
@@ -657,6 +663,14 @@ def _srt_model(src: Src, cfg: dict[str, Any], options: Options, out: Imported) -
             return target, target
     if _REPO_ID.fullmatch(path):
         return path, None
+    declared = _identity_repo(src)
+    if declared is not None:
+        out.notes.append(
+            f"{src.line(*keys)}: model.path {shown(path)} is an alias of the cluster's srtslurm.yaml model_paths "
+            f"(not in the repository); imported as the Hub repo its identity.model.repo declares, {shown(declared)} "
+            "(srtctl verifies the checkpoint against it; pass --model to name another)"
+        )
+        return declared, None
     if len(served) == 1 and _REPO_ID.fullmatch(next(iter(served))):
         repo = next(iter(served))
         out.notes.append(
@@ -666,7 +680,7 @@ def _srt_model(src: Src, cfg: dict[str, Any], options: Options, out: Imported) -
         )
         return repo, None
     if not served:
-        why = "no served-model-name names the model"
+        why = "neither identity.model.repo nor a served-model-name names the model"
     elif len(served) == 1:
         why = f"its served-model-name {shown(next(iter(served)), 60)} is not a Hub repo id"
     else:
@@ -677,6 +691,77 @@ def _srt_model(src: Src, cfg: dict[str, Any], options: Options, out: Imported) -
         f"and {why}",
         "pass --model owner/name, or put the cluster's srtslurm.yaml beside the recipe",
     )
+
+
+#: A full commit sha, the only revision srt-slurm's identity pins that autobench pins as written.
+_FULL_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def _identity(src: Src, recipe: dict[str, Any], *, path_is_hf: bool, out: Imported) -> None:
+    """``identity:`` (srt-slurm ``IdentityConfig``: what should be running, verified at run time,
+    never used to launch). ``model.revision`` is the revision the model directory holds: carried
+    when the imported model is the declared repo read from a directory (an alias or a path; with
+    ``hf:`` vLLM downloads the default branch, so it is noted); the container image is carried when
+    it is the one launched; ``frameworks`` is noted."""
+    ident = src.get(("identity",), dict, {})
+    declared = _identity_repo(src)
+    revision = src.get(("identity", "model", "revision"), str)
+    for key in ident:
+        where = src.line("identity", key)
+        if key == "model":
+            for sub in src.get(("identity", "model"), dict, {}):
+                if sub not in ("repo", "revision"):
+                    out.notes.append(
+                        f"{src.line('identity', 'model', sub)}: not carried: identity.model.{shown(sub, 40)} "
+                        "(not a key of the srt-slurm format)"
+                    )
+            if declared is not None and declared != recipe["model"]["repo"]:
+                out.notes.append(
+                    f"{src.line('identity', 'model', 'repo')}: not carried: identity.model.repo {shown(declared)} "
+                    f"(the recipe serves {shown(recipe['model']['repo'])})"
+                )
+            if revision is None or not revision.strip():
+                continue
+            if declared == recipe["model"]["repo"] and not path_is_hf and _FULL_SHA.fullmatch(revision.strip()):
+                recipe["model"]["revision"] = revision.strip()
+            else:
+                why = (
+                    "vLLM downloads the hf: id's default branch"
+                    if path_is_hf and declared == recipe["model"]["repo"]
+                    else "not a full 40-hex commit sha"
+                    if declared == recipe["model"]["repo"]
+                    else "of another model"
+                )
+                out.notes.append(
+                    f"{src.line('identity', 'model', 'revision')}: not carried: identity.model.revision ({why})"
+                )
+        elif key == "container":
+            image = src.get(("identity", "container", "image"), str)
+            for sub in src.get(("identity", "container"), dict, {}):
+                if sub != "image" or image != recipe["container"]["image"]:
+                    out.notes.append(
+                        f"{src.line('identity', 'container', sub)}: not carried: identity.container.{shown(sub, 40)} "
+                        "(recorded for reproduction; the launch runs model.container)"
+                    )
+        elif key == "frameworks":
+            out.notes.append(f"{where}: not carried: identity.frameworks (versions srtctl checks in the running image)")
+        else:
+            out.notes.append(f"{where}: not carried: identity.{shown(key, 40)} (not a key of the srt-slurm format)")
+
+
+def _identity_repo(src: Src) -> str | None:
+    """The Hub repo ``identity.model.repo`` declares (srt-slurm ``core/schema.py``
+    ``IdentityModelConfig``: the checkpoint the model directory must hold, checked by srtctl
+    against the run's fingerprint and the Hub), or None when the recipe declares none."""
+    keys = ("identity", "model", "repo")
+    src.get(("identity",), dict)
+    src.get(("identity", "model"), dict)
+    repo: str | None = src.get(keys, str)
+    if repo is None or not repo.strip():
+        return None
+    if not _REPO_ID.fullmatch(repo.strip()):
+        raise src.fail(keys, f"identity.model.repo {shown(repo)} is not a Hub repo id", "write it as owner/name")
+    return repo.strip()
 
 
 def _served_names(cfg: dict[str, Any]) -> set[str]:

@@ -296,6 +296,7 @@ def _stack(
     gpus: dict[str, int | None] = {}
     for mode in modes:
         script, env = _script(values, mode)
+        _per_replica(src, keys, script, env, mode, out)
         for var in sorted({a or b for a, b in _SHELL_VAR.findall(script)} - set(env)):
             if re.search(rf"\$\{{?{var}\b", script.partition("vllm serve")[2]):
                 raise src.fail(
@@ -354,6 +355,35 @@ def _stack(
     common.bench(recipe)
     out.data = {"name": name, **recipe}
     return out
+
+
+#: llm-d's preprocess script, which re-exports each ``VLLM_*`` value holding ``,,`` as the pod's own.
+_SPLITTER = "set_llmdbench_environment.py"
+
+
+def _per_replica(src: Src, keys: tuple[Any, ...], script: str, env: dict[str, str], mode: str, out: Imported) -> None:
+    """``vllmVariants`` values (``VLLM_MAX_MODEL_LEN="2048,,8192"``, one per replica) as the pod
+    autobench benches gets them: llm-d's preprocess script (``set_llmdbench_environment.py``)
+    re-exports each ``VLLM_*`` variable holding ``,,`` with the pod's value (its LWS index; the
+    first value without LeaderWorkerSet), before ``vllm serve``; without that script vLLM would
+    read the joined text."""
+    joined = {k: v for k, v in env.items() if "VLLM_" in k and ",," in v}
+    if not joined:
+        return
+    name, value = next(iter(sorted(joined.items())))
+    if _SPLITTER not in script.partition("vllm serve")[0]:
+        raise src.fail(
+            keys,
+            f"{mode}: {name}={shown(value, 40)} holds one value per replica (vllmVariants), split only by "
+            f"llm-d's preprocess script {_SPLITTER}, which this pod does not run",
+            "run it in vllmCommon.preprocessScript, as llm-d-benchmark's config/README.md says",
+        )
+    for k, v in joined.items():
+        env[k] = v.split(",,")[0]
+    out.notes.append(
+        f"{src.line(*keys)}: not carried: {mode} vllmVariants after the first "
+        f"({', '.join(f'{k}={shown(v, 40)}' for k, v in sorted(joined.items()))}: the first pod's values imported)"
+    )
 
 
 def _fill_shell_vars(script: str, env: dict[str, str]) -> str:
@@ -434,6 +464,16 @@ def _pod_env(values: dict[str, Any], mode: str) -> dict[str, str]:
         "DP_SIZE": _s(par.get("data"), "1"),
         "DP_SIZE_LOCAL": _s(par.get("dataLocal"), "1"),
     }
+    variants = cfg.get("vllmVariants")
+    if isinstance(variants, list) and variants:  # one value per replica, joined with ",,"
+        rows = [v if isinstance(v, dict) else {} for v in variants]
+        for var, key in (
+            ("VLLM_MAX_MODEL_LEN", "maxModelLen"),
+            ("VLLM_MAX_NUM_SEQ", "maxNumSeq"),
+            ("VLLM_MAX_NUM_BATCHED_TOKENS", "maxNumBatchedTokens"),
+        ):
+            if var == "VLLM_MAX_MODEL_LEN" or key in rows[0]:
+                env[var] = ",,".join(_s(row.get(key)) for row in rows)
     if flags.get("allowLongMaxModelLen"):
         env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = _s(flags["allowLongMaxModelLen"])
     if flags.get("serverDevMode"):
