@@ -312,7 +312,17 @@ def _bench_job(spec: _Spec, bench_image: str) -> dict[str, Any]:
     script = "\n".join(
         [
             "set -u",
-            f"until {wait} 2>/dev/null; do sleep 5; done",
+            # Boot progress (the bench pod cannot read the server pod's log): every 10 s of the wait,
+            # the time elapsed and what is awaited.  No $( in the script: the kubelet expands $(NAME).
+            "start=$SECONDS next=10",
+            f"until {wait} 2>/dev/null; do",
+            "  (( t = SECONDS - start ))",
+            "  if (( t >= next )); then",
+            "    (( m = t / 60, s = t % 60, next = (t / 10 + 1) * 10 ))",
+            f'    printf \'boot: %d:%02d elapsed, %s not ready yet\\n\' "$m" "$s" {shlex.quote(url + "/health")}',
+            "  fi",
+            "  sleep 5",
+            "done",
             f"{bench}",
             "code=$?",
             # The result JSON, whole, between two marker lines at the end of the Job's log: `autobench

@@ -2,7 +2,9 @@
 benches the head in-process (every cell of the grid, raw samples, the tokenizer, as a
 single-node run), the driver watches the nodes during the bench and tears them down.
 
-    driver.sh up        claim every node (the node guard), start them, wait for the server
+    driver.sh up        claim every node (the node guard), start them, wait for the server;
+                        every 10 s the driver's last step and the head's last log line
+                        (driver.sh serverlog, once the head is started) are printed
     driver.sh watch     (during the bench) every node still runs and answers, else FAILED
     bench cells         autobench.run.local's bench loop against http://HEAD:PORT
     driver.sh down      the head's log fetched back into server.log, every node torn down
@@ -22,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
+import re
 import shlex
 import signal
 import socket
@@ -38,11 +41,13 @@ from autobench.run import plan as P
 from autobench.run.collect import log_cause, log_facts, redact_files
 from autobench.run.outcome import Echo, RowFacts, RunOptions, RunOutcome, now
 from autobench.run.plan import RunPlan, run_dir_for, unpinned_refs
+from autobench.run.progress import wait_booting
 from autobench.run.protocol import Compiled, Run, RuntimeBase
 from autobench.run.signals import RunInterrupted
 
 if TYPE_CHECKING:
     from autobench.run.local import BenchThread
+    from autobench.run.progress import BootProgress
 
 DRIVER_LOG = "driver.log"
 STATUS_FILE = "status"
@@ -169,7 +174,7 @@ class ClusterRuntime(RuntimeBase):
         plan, outcome, guard = run.plan, run.outcome, run.guard
         phase = "boot"
         try:
-            driver.start("up").wait()
+            wait_booting(driver.start("up"), boot_progress(run, driver.env))
             status, cause = read_status(plan.path(STATUS_FILE))
             if status == "REFUSED":
                 raise RunError(
@@ -292,6 +297,74 @@ class _Driver:
         self.stop_running()
         for proc in self.groups:
             _signal_group(proc, signal.SIGKILL)  # anything the phase left behind (an ssh child)
+
+
+#: What ``driver.sh serverlog`` prints of its own when the head has no log yet (docker: no such
+#: container; Ray: no serve log before ``serve``): not the server's words.
+_NO_LOG_YET = re.compile(r"^(Error response from daemon: |cat: \S*autobench-serve\.log: )")
+#: How long one fetch of the head's log may take (it runs between two progress lines).
+FETCH_TIMEOUT_S = 10.0
+
+
+def boot_progress(run: Run, env: Mapping[str, str]) -> BootProgress:
+    """The boot's progress while ``driver.sh up`` runs: the driver's last step (driver.log) and
+    the head's last meaningful log line (:func:`head_log_line`), redacted."""
+    from autobench.run.progress import BootProgress
+
+    plan = run.plan
+
+    def head_line() -> str | None:
+        line = head_log_line(plan.path("driver.sh"), plan.path(DRIVER_LOG), env)
+        return run.redact(line) if line else None
+
+    def step() -> str | None:
+        line = driver_step(plan.path(DRIVER_LOG))
+        return run.redact(f"driver: {line}") if line else None
+
+    return BootProgress(run.echo, head_line, state=step)
+
+
+def driver_step(driver_log: Path) -> str | None:
+    """The driver's last step: its last ``autobench: ...`` line in driver.log, or None."""
+    from autobench.run.progress import log_tail
+
+    said = [line[len("autobench: ") :] for line in log_tail(driver_log) if line.startswith("autobench: ")]
+    return said[-1].strip() if said else None
+
+
+def head_log_line(driver: Path, driver_log: Path, env: Mapping[str, str]) -> str | None:
+    """The head's last meaningful server log line (``driver.sh serverlog``), once the driver has
+    started the head; None before, or when the head could not be asked within FETCH_TIMEOUT_S."""
+    from autobench.run.progress import last_meaningful_line, log_tail
+
+    if not any(line.startswith("autobench: start node 0 ") for line in log_tail(driver_log)):
+        return None
+    text = _fetch(["bash", str(driver), "serverlog"], env, FETCH_TIMEOUT_S)
+    return last_meaningful_line(line for line in text.splitlines() if not _NO_LOG_YET.match(line))
+
+
+def _fetch(argv: list[str], env: Mapping[str, str], timeout_s: float) -> str:
+    """A short command's stdout ("" when it fails or takes longer than ``timeout_s``); run in its
+    own process group, killed whole whatever happens (a signal meanwhile included)."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=dict(env),
+            start_new_session=True,
+        )
+    except OSError:
+        return ""
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return out.decode("utf-8", errors="replace")
+    except subprocess.TimeoutExpired:
+        return ""
+    finally:
+        _signal_group(proc, signal.SIGKILL)
+        proc.wait()
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:

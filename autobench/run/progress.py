@@ -6,13 +6,20 @@ client does no extra work.  The main thread, which waits for the bench, calls :m
 every fraction of a second: the live display (rich) redraws from the stored numbers; plain
 mode writes one line when a cell starts, one when it ends, and one every ``every_s`` (30 s)
 in between.
+
+A boot's progress (:class:`BootProgress`): every 10 s of the boot, the time elapsed, where the
+boot is and the server's last meaningful log line (:func:`last_meaningful_line`), from the
+readiness poll of the local runtimes, around a multi-node driver's ``up``
+(:func:`wait_booting`) and while a Slurm job's phase is boot (:func:`log_tail` of its log).
 """
 
 from __future__ import annotations
 
+import subprocess
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from rich.live import Live
@@ -158,13 +165,25 @@ class BootProgress:
     is not minutes of silence.  The same line on a terminal and in a plain log (a terminal gains
     no redraw here: the lines are the record of where the boot spent its time).
 
+    ``state`` (optional) says where the boot is when the runtime knows more than "not ready yet"
+    (a multi-node driver's step, a Slurm job's phase); a runtime that cannot see the server's log
+    passes ``last_line=None`` and its lines carry the elapsed time and the state alone.
+
     ``__call__(elapsed)`` is the readiness poll's progress hook (:func:`autobench.run.readiness.
     wait_ready`); it prints only when ``elapsed`` has crossed the next multiple of ``every_s``, so
     the cadence is steady whatever the poll interval, and a line is not repeated for one crossing."""
 
-    def __init__(self, echo: Echo, last_line: Callable[[], str | None], *, every_s: float = BOOT_EVERY_S):
+    def __init__(
+        self,
+        echo: Echo,
+        last_line: Callable[[], str | None] | None,
+        *,
+        every_s: float = BOOT_EVERY_S,
+        state: Callable[[], str | None] | None = None,
+    ):
         self.echo = echo
         self.last_line = last_line
+        self.state = state
         self.every_s = every_s
         self._next = every_s
 
@@ -173,13 +192,81 @@ class BootProgress:
             return
         while self._next <= elapsed:
             self._next += self.every_s
-        line = self.last_line()
-        said = f"; server: {_shorten(line)}" if line else "; the server has logged nothing yet"
-        self.echo(f"boot: {_clock(elapsed)} elapsed, not ready yet{said}")
+        where = (self.state() if self.state is not None else None) or "not ready yet"
+        said = ""
+        if self.last_line is not None:
+            line = self.last_line()
+            said = f"; server: {_shorten(line)}" if line else "; the server has logged nothing yet"
+        self.echo(f"boot: {_clock(elapsed)} elapsed, {_shorten(where)}{said}")
 
 
 def _shorten(line: str) -> str:
     return line if len(line) <= BOOT_LINE_CHARS else line[: BOOT_LINE_CHARS - 1] + "..."
 
 
-__all__ = ["BOOT_EVERY_S", "BootProgress", "SweepProgress"]
+def last_meaningful_line(lines: Iterable[str]) -> str | None:
+    """The last server log record of ``lines`` that says something (``autobench.logs.lines``: the
+    process prefix and vLLM's header dropped; progress-bar frames, banner art, indented
+    continuation lines and autobench's own notes skipped; the level kept when it is not INFO),
+    or None."""
+    from autobench.logs.lines import split_records
+
+    for line in reversed(list(lines)):
+        if not line.strip() or line.startswith("[autobench]"):
+            continue
+        for rec in reversed(split_records(line)):
+            if rec.msg[:1].isspace():  # a continuation: a warning's source line, an indented part
+                continue
+            msg = " ".join(rec.msg.split())
+            if sum(c.isascii() and c.isalpha() for c in msg) >= 3:
+                return msg if rec.level in (None, "INFO") else f"{rec.level} {msg}"
+    return None
+
+
+#: How much of the end of a server log :func:`log_tail` reads (a boot's last lines are in it).
+TAIL_BYTES = 64 * 1024
+
+
+def log_tail(path: Path, max_bytes: int = TAIL_BYTES) -> list[str]:
+    """The last lines of the log file at ``path`` (its last ``max_bytes``; the first line, maybe
+    cut, dropped when the file is longer); [] when it cannot be read (not written yet)."""
+    try:
+        with path.open("rb") as fh:
+            size = fh.seek(0, 2)
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read(max_bytes)
+    except OSError:
+        return []
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    return lines[1:] if size > max_bytes else lines
+
+
+def wait_booting(
+    proc: Waitable,
+    progress: Callable[[float], None],
+    *,
+    step_s: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Wait for ``proc`` (a boot step run as a child: a multi-node driver's ``up``), calling
+    ``progress`` with the seconds elapsed every ``step_s`` it is still running; its exit code."""
+    start = clock()
+    while True:
+        try:
+            return proc.wait(timeout=step_s)
+        except subprocess.TimeoutExpired:
+            progress(clock() - start)
+
+
+class Waitable(Protocol):
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+__all__ = [
+    "BOOT_EVERY_S",
+    "BootProgress",
+    "SweepProgress",
+    "last_meaningful_line",
+    "log_tail",
+    "wait_booting",
+]

@@ -93,24 +93,13 @@ class LogFile:
                 self._recent.extend(line for line in text.split("\n") if line.strip())
 
     def last_meaningful_line(self) -> str | None:
-        """The server's last log record that says something (``autobench.logs.lines``: the
-        process prefix and vLLM's header dropped; progress-bar frames, banner art, indented
-        continuation lines and autobench's own notes skipped; the level kept when it is not INFO),
-        or None."""
-        from autobench.logs.lines import split_records
+        """The server's last log record that says something
+        (:func:`autobench.run.progress.last_meaningful_line`), or None."""
+        from autobench.run.progress import last_meaningful_line
 
         with self._lock:
             recent = list(self._recent)
-        for line in reversed(recent):
-            if line.startswith("[autobench]"):
-                continue
-            for rec in reversed(split_records(line)):
-                if rec.msg[:1].isspace():  # a continuation: a warning's source line, an indented part
-                    continue
-                msg = " ".join(rec.msg.split())
-                if sum(c.isascii() and c.isalpha() for c in msg) >= 3:
-                    return msg if rec.level in (None, "INFO") else f"{rec.level} {msg}"
-        return None
+        return last_meaningful_line(recent)
 
     def note(self, text: str) -> None:
         """A line from autobench itself (prefixed, so a reader can tell it apart)."""

@@ -3,7 +3,8 @@ record the outcome with the Slurm job id, its state and the node names.
 
     load + validate -> pin check -> compile --target slurm -> open the ledger
     sbatch --parsable --chdir RUN_DIR script.sh          (a refusal records nothing: nothing ran)
-    follow the job: scontrol show job (sacct when the controller has forgotten it)
+    follow the job: scontrol show job (sacct when the controller has forgotten it); during its
+        boot, every 10 s the time elapsed and the last line of RUN_DIR/server.log
     SIGINT / SIGTERM -> scancel the job, wait for it to end -> ABORTED
     parse RUN_DIR/server.log and bench.json -> append DONE | BLOCKED | FAILED | ABORTED
 
@@ -22,7 +23,7 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -184,8 +185,16 @@ def cancel(job_id: str, env: Mapping[str, str]) -> None:
     _run([_tool("scancel"), job_id], env)
 
 
-def follow(job_id: str, env: Mapping[str, str], echo: Echo, *, poll_s: float = POLL_S) -> JobInfo:
-    """Wait until the job ends (a signal raises RunInterrupted out of the wait)."""
+def follow(
+    job_id: str,
+    env: Mapping[str, str],
+    echo: Echo,
+    *,
+    poll_s: float = POLL_S,
+    tick: Callable[[JobInfo], None] | None = None,
+) -> JobInfo:
+    """Wait until the job ends (a signal raises RunInterrupted out of the wait); ``tick`` is
+    called with the job's state after every poll that finds it still going."""
     last = None
     missing_since: float | None = None
     while True:
@@ -201,6 +210,8 @@ def follow(job_id: str, env: Mapping[str, str], echo: Echo, *, poll_s: float = P
                 last = info.state
             if info.done:
                 return info
+            if tick is not None:
+                tick(info)
         time.sleep(poll_s)
 
 
@@ -211,6 +222,43 @@ def wait_end(job_id: str, env: Mapping[str, str], timeout_s: float = 120) -> Job
         time.sleep(POLL_S)
         info = job_info(job_id, env)
     return info
+
+
+class BootWatch:
+    """The job's boot seen from here: while the job runs and its ``phase`` file says boot, a
+    progress line every 10 s of the boot (:class:`autobench.run.progress.BootProgress`) with the
+    server's last meaningful line, read from the end of RUN_DIR/server.log (the run folder is on
+    the filesystem the nodes share), redacted."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        echo: Echo,
+        redact: Callable[[str], str],
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        from autobench.run.progress import BootProgress
+
+        self.run_dir = run_dir
+        self.redact = redact
+        self.clock = clock
+        self.progress = BootProgress(echo, self.server_line)
+        self._since: float | None = None
+
+    def __call__(self, info: JobInfo) -> None:
+        if info.state != "RUNNING" or _phase(self.run_dir) != "boot":
+            return
+        now = self.clock()
+        if self._since is None:
+            self._since = now
+        self.progress(now - self._since)
+
+    def server_line(self) -> str | None:
+        from autobench.run.progress import last_meaningful_line, log_tail
+
+        line = last_meaningful_line(log_tail(self.run_dir / P.SERVER_LOG))
+        return self.redact(line) if line else None
 
 
 def _read(path: Path) -> str | None:
@@ -336,7 +384,7 @@ class SlurmRuntime(RuntimeBase):
         echo(f"run {plan.recipe_name}: slurm job {job_id}, folder {run_dir}")
         interrupted: str | None = None
         try:
-            info = follow(job_id, env, echo)
+            info = follow(job_id, env, echo, tick=BootWatch(run_dir, echo, run.redact))
         except RunInterrupted as exc:
             interrupted = exc.signame
             echo(f"interrupted by {exc.signame}: scancel {job_id}")

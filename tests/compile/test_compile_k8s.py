@@ -178,3 +178,35 @@ def test_compile_k8s_never_imports_the_hub():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.integration  # runs the Job's script under bash
+def test_the_bench_job_reports_its_wait_for_the_server_every_ten_seconds(capsys, tmp_path):
+    """Boot progress (issue #31) in the bench Job: the pod cannot read the server pod's log, so
+    while /health does not answer it prints the time elapsed and what it waits for, every 10 s
+    of the wait.  The script as compiled, under bash, with `python3` (the probe) answering on its
+    sixth call and `sleep` advancing bash's own clock instead of waiting."""
+    _, out, _ = _compile(capsys, ONE_NODE)
+    script = _docs(out)[-1]["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    wait = script[: script.index("autobench bench ")]
+    assert "$(" not in script  # the kubelet would expand $(NAME)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    probe = bindir / "python3"
+    probe.write_text('#!/bin/sh\nn=$(cat "$0.n" 2>/dev/null || echo 0)\necho $((n + 1)) > "$0.n"\n[ "$n" -ge 5 ]\n')
+    probe.chmod(0o755)
+    fake_sleep = "sleep() { SECONDS=$((SECONDS + $1)); }\n"
+    done = subprocess.run(
+        ["bash", "-c", fake_sleep + wait + "echo ready"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env={"PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}"},
+    )
+    assert done.returncode == 0, done.stderr
+    url = "http://ab-qwen3-5-122b-a10b-vllm-int4-autor-0dddad:8000/health"
+    assert done.stdout.splitlines() == [
+        f"boot: 0:10 elapsed, {url} not ready yet",
+        f"boot: 0:20 elapsed, {url} not ready yet",
+        "ready",
+    ]

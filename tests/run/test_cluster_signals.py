@@ -61,6 +61,7 @@ class _FakeDriver:
     def __init__(self, tmp_path: Path, status: str):
         self.tmp_path, self.status = tmp_path, status
         self.calls: list[str] = []
+        self.env: dict[str, str] = {}  # what `driver.sh serverlog` would run with (boot progress)
 
     def start(self, mode: str) -> _Phase:
         self.calls.append(mode)

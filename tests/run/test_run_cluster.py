@@ -427,3 +427,20 @@ def test_a_bad_flag_on_the_head_is_vllms_refusal_from_the_heads_log_not_a_lost_n
     run_dir = next((tmp_path / "runs").iterdir())
     assert "unrecognized arguments" in (run_dir / "server.log").read_text()  # fetched back from the head
     assert _live_containers(tmp_path) == []
+
+
+def test_a_slow_boot_prints_the_drivers_step_and_the_heads_last_line(tmp_path):
+    """Boot progress (issue #31) on the multi-node driver: the head "loads the model" for 13 s;
+    every 10 s of `up` the run prints the time elapsed, the driver's step and the head's last
+    log line, fetched with `driver.sh serverlog` through the remote command."""
+    bindir = install(tmp_path)
+    recipe = tmp_path / "c2.yaml"
+    recipe.write_text(cluster_recipe(free_port(), 2))
+    proc = _run(tmp_path, recipe, _env(tmp_path, bindir, FAKE_BOOT_DELAY="13"))
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err + out
+    boot = [line for line in err.splitlines() if line.startswith("boot: ")]
+    assert boot and boot[0].startswith("boot: 0:10 elapsed, driver: start node 1 (127.0.0.2); server: "), err
+    assert "Starting to load model (synthetic boot delay 13 s)" in boot[0]
+    (row,) = ledger_rows(tmp_path)
+    assert row.status == "DONE" and _live_containers(tmp_path) == []

@@ -64,6 +64,18 @@ def _args(recipe: Path, tmp_path: Path, *more: str) -> list[str]:
     ]
 
 
+def _run_job(cluster, tmp_path: Path, server_args: str) -> subprocess.CompletedProcess[str]:
+    """`autobench run --runtime slurm` of a fresh recipe, its stand-in server given ``server_args``."""
+    return subprocess.run(
+        _args(_recipe(tmp_path), tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(cluster, tmp_path, FAKE_VLLM_ARGS=server_args),
+        cwd=tmp_path,
+    )
+
+
 def _rows(tmp_path: Path):
     from autobench.ledger import open_ledger
 
@@ -103,15 +115,7 @@ def test_compiled_sbatch_script_passes_shellcheck(tmp_path):
 
 
 def test_run_on_slurm_is_done_with_the_job_id_in_the_ledger(cluster, tmp_path):
-    recipe = _recipe(tmp_path)
-    res = subprocess.run(
-        _args(recipe, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_env(cluster, tmp_path, FAKE_VLLM_ARGS=FAST),
-        cwd=tmp_path,
-    )
+    res = _run_job(cluster, tmp_path, FAST)
     assert res.returncode == 0, res.stderr + cluster.logs()
     outcome = json.loads(res.stdout)
     assert outcome["status"] == "DONE"
@@ -126,6 +130,16 @@ def test_run_on_slurm_is_done_with_the_job_id_in_the_ledger(cluster, tmp_path):
     run_dir = Path(outcome["run_dir"])
     assert (run_dir / f"slurm-{slurm['job_id']}.out").is_file() and (run_dir / "bench.json").is_file()
     assert "[autobench] server torn down" in (run_dir / "server.log").read_text()
+
+
+def test_a_slow_boot_prints_the_servers_last_line_from_the_shared_log(cluster, tmp_path):
+    """Boot progress (issue #31) on Slurm: while the job's phase is boot, every 10 s the run
+    prints the time elapsed and the last line of the server.log the job writes in the run folder."""
+    res = _run_job(cluster, tmp_path, FAST + " --boot-delay 14")
+    assert res.returncode == 0, res.stderr + cluster.logs()
+    boot = [line for line in res.stderr.splitlines() if line.startswith("boot: ")]
+    assert boot and boot[0].startswith("boot: 0:10 elapsed, not ready yet; server: "), res.stderr
+    assert "Starting to load model (synthetic boot delay 14 s)" in boot[0]
 
 
 def test_a_job_cancelled_with_scancel_is_recorded_with_that_cause(cluster, tmp_path):
