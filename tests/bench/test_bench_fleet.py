@@ -445,3 +445,58 @@ def test_a_server_without_metrics_has_no_counters() -> None:
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+# ---- from the mutation run of fleet.py (every mutant, 2026-12-07 evening) -----------------------
+def test_multi_turn_with_workers_says_how_to_fix_it() -> None:
+    with pytest.raises(BenchError) as e:
+        fleet.check_workers(2, 4, 8, multi_turn=True)
+    assert e.value.hint == "drop --workers (a conversation's turns are not dealt to several processes yet)"
+
+
+def test_the_clock_offset_picks_the_shortest_round_trip_not_the_closest_clock() -> None:
+    # ping 1: round trip 0.010 s, its worker clock right at its receive time; ping 2: round trip
+    # 0.002 s.  The answer is ping 2's (worker clock 16.001, mid-point 11.001 -> offset 5.0).
+    pings = [(10.0, 15.010, 10.010), (11.0, 16.001, 11.002)]
+    offset, rtt = clock_offset(pings)
+    assert offset == pytest.approx(5.0) and rtt == pytest.approx(0.002)
+
+
+def test_a_row_without_an_offset_keeps_its_times_and_a_bad_index_is_named() -> None:
+    r = rec(2, 100.0, 0.05)
+    back = record_of(json.loads(json.dumps(row_of(r))))
+    assert (back.index, back.start, back.first) == (2, 100.0, pytest.approx(100.05))
+    bad = row_of(r)
+    bad[0] = "two"
+    with pytest.raises(BenchError, match=r"^a load generator sent index 'two', not a number$"):
+        record_of(bad)
+    with pytest.raises(BenchError, match=r"^a load generator sent index 'two', not a number$"):
+        merge([Report(rows=[bad])], [[0, 1, 2]])
+
+
+def test_a_time_field_that_is_not_a_number_is_not_moved_by_the_offset() -> None:
+    row = row_of(rec(0, 100.0, 0.05))
+    row[fleet.ROW_FIELDS.index("first_srv")] = "soon"  # what a confused worker might send
+    back = record_of(row, offset=50.0)
+    assert back.first_srv == "soon" and back.start == pytest.approx(50.0)
+
+
+def test_the_merge_refuses_an_index_one_past_the_share() -> None:
+    with pytest.raises(BenchError, match="a load generator sent a record of prompt 2, it had 2"):
+        merge([Report(rows=[row_of(rec(2, 1.0, 0.1))])], [[0, 1]])
+    m = merge([Report(rows=[row_of(rec(1, 1.0, 0.1))])], [[0, 1]])
+    assert [r.index for r in m.records] == [1]
+
+
+def test_the_merge_puts_sent_records_in_send_order_and_unsent_ones_last_by_index() -> None:
+    unsent_a, unsent_b = RequestRecord(3, 1), RequestRecord(1, 1)  # never written: start 0.0
+    rows = [row_of(unsent_a), row_of(rec(2, 5.0, 0.1)), row_of(unsent_b), row_of(rec(0, 4.0, 0.1))]
+    m = merge([Report(rows=rows)], [[10, 11, 12, 13]])
+    assert [r.index for r in m.records] == [10, 12, 11, 13]
+
+
+def test_a_message_refuses_a_number_json_cannot_carry() -> None:
+    with pytest.raises(ValueError):
+        fleet.message("done", cpu=float("nan"))
+    with pytest.raises(ValueError):
+        fleet.message("done", cpu=float("inf"))
