@@ -129,6 +129,13 @@ class BenchConfig:
     #: Load generator processes (autobench.bench.fleet): each with its share of the concurrency
     #: (or of the arrivals) and its own event loop; their records merged into one result.
     workers: int = 1
+    #: Hosts that run the load generators, one each (instead of local processes), reached with
+    #: ``remote`` (e.g. ``ssh -o BatchMode=yes``: the words before the host) and started there as
+    #: ``worker_python -m autobench.bench.worker``; the protocol is the local one, over the
+    #: remote command's stdin/stdout (autobench.bench.fleet).
+    worker_hosts: tuple[str, ...] = ()
+    remote: str | None = None
+    worker_python: str = "python3"
     #: Tokens of prior context before each question, and a prefix shared by groups of prompts
     #: (autobench.bench.workload).
     depth: int = 0
@@ -164,10 +171,10 @@ class BenchConfig:
             raise BenchError(f"unknown endpoint {self.endpoint!r}", hint="use completions or chat")
         if self.concurrency < 1:
             raise BenchError("--concurrency must be at least 1")
-        if self.workers != 1:
-            from autobench.bench.fleet import check_workers
+        if self.workers != 1 or self.worker_hosts:
+            from autobench.bench.fleet import check_fleet
 
-            check_workers(self.workers, self.concurrency, self.num_prompts, multi_turn=self.multi_turn)
+            check_fleet(self)
         if self.num_prompts + self.warmup > MAX_PROMPTS:
             raise BenchError(
                 f"--num-prompts + --warmup = {self.num_prompts + self.warmup:,} is more than {MAX_PROMPTS:,} prompts",
@@ -288,7 +295,7 @@ def _run_bench(config: BenchConfig, *, progress: ProgressFn | None, dataset: Dat
     if dataset is None:
         dataset = prepare_dataset(config)
     factory, loop_name = loop_factory()
-    if config.workers > 1:
+    if config.workers > 1 or config.worker_hosts:
         from autobench.bench.fleet import run_fleet
 
         result = run_fleet(config, dataset)

@@ -7,9 +7,10 @@ per-request records to the parent, which merges them into one result: every stat
 computed from the merged records (percentiles of the union of the requests, never averaged
 percentiles), and the merged raw samples are what the ledger's cell keeps.
 
-The protocol is JSON lines over a byte stream (the worker's stdin and stdout here; the same
-stream over ``ssh host python -m autobench.bench.worker`` for a load generator on another
-host), one message per line, ``{"t": TYPE, ...}``:
+The protocol is JSON lines over a byte stream (the worker's stdin and stdout; for a load
+generator on another host, ``--worker-host``, the same stream through ``REMOTE HOST 'PYTHON -m
+autobench.bench.worker'``: :func:`remote_worker_command`), one message per line,
+``{"t": TYPE, ...}``:
 
 parent -> worker
     ``plan``   version, worker number, the bench settings the worker needs (never a secret:
@@ -44,6 +45,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -153,6 +155,37 @@ def check_workers(workers: int, concurrency: int, num_prompts: int, *, multi_tur
             "--multi-turn runs in one load generator",
             hint="drop --workers (a conversation's turns are not dealt to several processes yet)",
         )
+
+
+def check_fleet(config: BenchConfig) -> None:
+    """The load generators of ``config``: their number and, on other hosts, one per host, a way
+    to reach them and an interpreter there."""
+    check_workers(config.workers, config.concurrency, config.num_prompts, multi_turn=config.multi_turn)
+    hosts = config.worker_hosts
+    if not hosts:
+        return
+    if config.workers != len(hosts):
+        raise BenchError(
+            f"--workers {config.workers} with {len(hosts)} --worker-host: one load generator runs on each host",
+            hint=f"drop --workers (it follows the hosts), or give it as {len(hosts)}",
+        )
+    for host in hosts:
+        if not host.strip() or host.startswith("-") or any(c.isspace() for c in host):
+            raise BenchError(f"--worker-host {host!r} is not a host name", hint="e.g. --worker-host user@10.0.0.2")
+    if not config.remote or not shlex.split(config.remote):
+        raise BenchError(
+            "--worker-host needs a way to reach the hosts (--remote, or AUTOBENCH_REMOTE)",
+            hint="e.g. --remote 'ssh -o BatchMode=yes'",
+        )
+    if not config.worker_python.strip():
+        raise BenchError("--worker-python is empty", hint="the interpreter on the hosts, e.g. python3")
+
+
+def remote_worker_command(remote: str, host: str, python: str) -> list[str]:
+    """How load generator ``host`` is started: ``REMOTE HOST 'PYTHON -m autobench.bench.worker'``
+    (the cluster runtime's ``--remote`` convention: the words of ``remote``, the host, then one
+    command line for the remote shell)."""
+    return [*shlex.split(remote), host, shlex.join([*shlex.split(python), "-m", "autobench.bench.worker"])]
 
 
 # ---- clocks -------------------------------------------------------------------------
@@ -306,16 +339,25 @@ def plan_message(
 class _Generator:
     """One load generator process and its pipes."""
 
-    def __init__(self, number: int, command: Sequence[str]):
+    def __init__(self, number: int, command: Sequence[str], host: str | None = None):
         self.number = number
-        self.who = f"load generator {number}"
+        self.who = f"load generator {number}" + (f" on {host}" if host else "")
+        # on another host, the likely reason it ends before answering
+        self.hint = "autobench must be installed there: --worker-python names that Python" if host else None
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 - closed in close(), after the process
         # the worker imports the same autobench as its parent (a checkout run from its folder, too)
         root = str(Path(autobench.__file__).resolve().parent.parent)
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-        self.proc = subprocess.Popen(
-            list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, bufsize=0, env=env
-        )
+        try:
+            self.proc = subprocess.Popen(
+                list(command), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, bufsize=0, env=env
+            )
+        except OSError as exc:
+            self.errors.close()
+            raise BenchError(
+                f"{self.who} could not be started: {command[0]}: {exc.strerror or exc}",
+                hint="--remote names the command that reaches a host (e.g. ssh)" if host else None,
+            ) from exc
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin: IO[bytes] = self.proc.stdin
         self.stdout: IO[bytes] = self.proc.stdout
@@ -333,6 +375,7 @@ class _Generator:
         except BenchError as exc:
             if "ended before" in exc.message:
                 exc.message += self.stderr_tail()
+                exc.hint = exc.hint or self.hint
             raise
 
     def stderr_tail(self) -> str:
@@ -383,7 +426,14 @@ def run_fleet(config: BenchConfig, dataset: Dataset, spawn: Callable[[int], Gene
         else None
     )
     stream_tokens = max((p.max_tokens for p in [*dataset.prompts, *dataset.warmup]), default=config.max_tokens)
-    start_one = spawn if spawn is not None else (lambda w: _Generator(w, worker_command()))
+    hosts = config.worker_hosts
+    if spawn is not None:
+        start_one = spawn
+    elif hosts:
+        remote, python = config.remote or "", config.worker_python
+        start_one = lambda w: _Generator(w, remote_worker_command(remote, hosts[w], python), hosts[w])  # noqa: E731
+    else:
+        start_one = lambda w: _Generator(w, worker_command())  # noqa: E731
     gens: list[Generator] = []
     interrupted = threading.Event()
     old = _catch_sigint(interrupted)
@@ -491,6 +541,7 @@ def _result(
                 "clock_offset_ms": 1000.0 * r.offset,
                 "clock_round_trip_ms": 1000.0 * r.rtt,
                 "start_ms": 1000.0 * (r.t0 - r.offset - merged.t0),
+                "host": config.worker_hosts[w] if config.worker_hosts else None,
             }
             for w, r in enumerate(reports)
         ],
@@ -536,11 +587,13 @@ __all__ = [
     "PROTOCOL_VERSION",
     "ROW_FIELDS",
     "Report",
+    "check_fleet",
     "check_workers",
     "clock_offset",
     "concurrency_shares",
     "merge",
     "record_of",
+    "remote_worker_command",
     "row_of",
     "run_fleet",
     "shares",

@@ -54,6 +54,15 @@ def _field_map(ctx: click.Context, param: click.Parameter, pairs: tuple[str, ...
     return FieldMap(**roles)
 
 
+def _remote(ctx: click.Context, param: click.Parameter, text: str | None) -> str:
+    """``--remote``, else ``AUTOBENCH_REMOTE``, else the cluster runtime's default ssh."""
+    import os
+
+    from autobench.compile.cluster import DEFAULT_REMOTE
+
+    return text or os.environ.get("AUTOBENCH_REMOTE") or DEFAULT_REMOTE
+
+
 def _shared_prefix(ctx: click.Context, param: click.Parameter, text: str | None) -> SharedPrefix | None:
     from autobench.bench.workload import parse_shared_prefix
 
@@ -121,6 +130,29 @@ SPECS: tuple[Spec, ...] = (
         show_default=True,
         help="Load generator processes, each with its share of --concurrency (or of the arrivals) and its "
         "own event loop, started together; their raw samples are merged into one result.",
+    ),
+    opt(
+        "--worker-host",
+        "worker_hosts",
+        multiple=True,
+        metavar="HOST",
+        help="Run a load generator on this host (repeat for several; --workers follows their number), "
+        "reached with --remote and started there as --worker-python -m autobench.bench.worker.",
+    ),
+    opt(
+        "--remote",
+        default=None,
+        metavar="CMD",
+        callback=_remote,
+        help="How --worker-host hosts are reached [env AUTOBENCH_REMOTE; default ssh -o BatchMode=yes "
+        "with connect and keep-alive timeouts].",
+    ),
+    opt(
+        "--worker-python",
+        default="python3",
+        show_default=True,
+        metavar="CMD",
+        help="The Python with autobench installed on the --worker-host hosts.",
     ),
     opt("--max-tokens", type=click.IntRange(min=1), default=256, show_default=True),
     opt("--temperature", type=Finite(), default=None),
@@ -217,9 +249,14 @@ SPECS: tuple[Spec, ...] = (
 
 
 def build(values: dict[str, Any]) -> BenchConfig:
-    """The :class:`BenchConfig` of the options' values (each named as the field it fills)."""
+    """The :class:`BenchConfig` of the options' values (each named as the field it fills); with
+    ``--worker-host`` and no ``--workers``, one load generator per host."""
     from autobench.bench.client import BenchConfig
 
+    hosts = tuple(values.get("worker_hosts") or ())
+    values["worker_hosts"] = hosts
+    if hosts and values.get("workers", 1) == 1:
+        values["workers"] = len(hosts)
     return BenchConfig(**values)
 
 

@@ -500,3 +500,88 @@ def test_a_message_refuses_a_number_json_cannot_carry() -> None:
         fleet.message("done", cpu=float("nan"))
     with pytest.raises(ValueError):
         fleet.message("done", cpu=float("inf"))
+
+
+# ---- load generators on other hosts (--worker-host) ----------------------------------------------
+def test_a_remote_load_generator_is_started_with_the_remote_words_the_host_and_one_command_line() -> None:
+    argv = fleet.remote_worker_command("ssh -o BatchMode=yes -i '/k ey'", "u@10.0.0.2", "env A=1 /opt/v env/python")
+    assert argv == [
+        "ssh",
+        "-o",
+        "BatchMode=yes",
+        "-i",
+        "/k ey",
+        "u@10.0.0.2",
+        "env A=1 /opt/v env/python -m autobench.bench.worker",
+    ]
+    assert fleet.remote_worker_command("ssh", "h", "python3") == ["ssh", "h", "python3 -m autobench.bench.worker"]
+
+
+def remote_config(**more: Any) -> BenchConfig:
+    settings: dict[str, Any] = {
+        "base_url": "http://h:1",
+        "model": "m",
+        "concurrency": 4,
+        "num_prompts": 8,
+        "worker_hosts": ("a", "b"),
+        "workers": 2,
+        "remote": "ssh -o BatchMode=yes",
+    }
+    return BenchConfig(**{**settings, **more})
+
+
+@pytest.mark.parametrize(
+    ("more", "words", "hint"),
+    [
+        ({"workers": 3, "concurrency": 3}, "--workers 3 with 2 --worker-host", "drop --workers"),
+        ({"worker_hosts": ("a", "-oProxyCommand=x")}, "'-oProxyCommand=x' is not a host name", "--worker-host user@"),
+        ({"worker_hosts": ("a", "b c")}, "'b c' is not a host name", "--worker-host user@"),
+        ({"worker_hosts": ("a", " ")}, "' ' is not a host name", "--worker-host user@"),
+        ({"remote": None}, "needs a way to reach the hosts", "--remote 'ssh"),
+        ({"remote": " "}, "needs a way to reach the hosts", "--remote 'ssh"),
+        ({"worker_python": " "}, "--worker-python is empty", "python3"),
+        ({"workers": 3, "worker_hosts": ("a", "b", "c"), "concurrency": 2}, "more than --concurrency 2", "fewer"),
+    ],
+)
+def test_remote_load_generators_are_checked(more: dict[str, Any], words: str, hint: str) -> None:
+    with pytest.raises(BenchError, match=words) as e:
+        remote_config(**more).check()
+    assert hint in (e.value.hint or "")
+    remote_config().check()
+    remote_config(worker_hosts=("only",), workers=1).check()  # one host, one remote load generator
+
+
+def test_a_remote_command_that_does_not_exist_is_one_error() -> None:
+    with pytest.raises(BenchError, match=r"^load generator 1 on h could not be started: /nonexistent/ssh: ") as e:
+        fleet._Generator(1, ["/nonexistent/ssh", "h", "python3 -m autobench.bench.worker"], "h")
+    assert e.value.hint == "--remote names the command that reaches a host (e.g. ssh)"
+
+
+def test_the_cli_runs_one_load_generator_per_worker_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from autobench.cli.bench_options import bench_options
+    from autobench.compile.cluster import DEFAULT_REMOTE
+
+    seen: list[BenchConfig] = []
+
+    import click
+
+    @click.command()
+    @bench_options()
+    def cmd(config: BenchConfig) -> None:
+        seen.append(config)
+
+    base = ["--base-url", "http://h:1", "--model", "m", "--concurrency", "4"]
+    monkeypatch.delenv("AUTOBENCH_REMOTE", raising=False)
+    assert CliRunner().invoke(cmd, [*base, "--worker-host", "a", "--worker-host", "u@b"]).exit_code == 0
+    assert (seen[-1].worker_hosts, seen[-1].workers, seen[-1].remote) == (("a", "u@b"), 2, DEFAULT_REMOTE)
+    assert seen[-1].worker_python == "python3"
+    monkeypatch.setenv("AUTOBENCH_REMOTE", "ssh -p 2222")
+    assert CliRunner().invoke(cmd, [*base, "--worker-host", "a", "--worker-python", "/v/bin/python"]).exit_code == 0
+    assert (seen[-1].worker_hosts, seen[-1].workers, seen[-1].remote) == (("a",), 1, "ssh -p 2222")
+    assert seen[-1].worker_python == "/v/bin/python"
+    assert CliRunner().invoke(cmd, [*base, "--worker-host", "a", "--remote", "rsh"]).exit_code == 0
+    assert seen[-1].remote == "rsh"
+    assert CliRunner().invoke(cmd, base).exit_code == 0
+    assert (seen[-1].worker_hosts, seen[-1].workers) == ((), 1)
