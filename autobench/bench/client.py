@@ -36,7 +36,7 @@ from autobench.bench.result import BenchResult, ClientStats, build_result
 from autobench.bench.schedule import poisson_arrivals
 from autobench.bench.source import hub_file, local_file
 from autobench.bench.stream import StreamSink, error_message
-from autobench.bench.transport import ConnectFailed, Pool, normalize_base_url
+from autobench.bench.transport import Conn, ConnectFailed, Pool, normalize_base_url
 from autobench.bench.workload import SharedPrefix, add_context, check_depth, check_fits
 from autobench.digits import load_json
 from autobench.errors import BenchError
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 ProgressFn = Callable[[int, int, float, int], None]  # (finished, total, elapsed_s, errors)
+#: A request already written (rate mode): its connection and the future that ends with it.
+Started = tuple[Conn, "asyncio.Future[None]"]
 
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
@@ -642,9 +644,9 @@ class _Runner:
         tasks: list[asyncio.Task[None]] = []
         freed = [0.0]  # when the last slot came free (perf_counter)
 
-        async def one(rec: RequestRecord, body: bytes) -> None:
+        async def one(rec: RequestRecord, body: bytes, started: Started | None) -> None:
             try:
-                await self._send(rec, body)
+                await self._send(rec, body, started)
                 self._done(rec)
             finally:
                 freed[0] = rec.end or time.perf_counter()
@@ -675,7 +677,7 @@ class _Runner:
                 # is the server's: client_queue_time); the dispatch delay is the client's own.
                 rec.scheduled = max(target, freed[0]) if waited else target
                 self.records.append(rec)
-                tasks.append(asyncio.ensure_future(one(rec, body)))
+                tasks.append(asyncio.ensure_future(one(rec, body, self._write_now(rec, body))))
             await asyncio.gather(*tasks)
         except asyncio.CancelledError:
             for task in tasks:
@@ -704,24 +706,45 @@ class _Runner:
             self.progress(self.finished, total, time.perf_counter() - self.t0, self.errors)
 
     # ---- one request ------------------------------------------------------
-    async def _send(self, rec: RequestRecord, data: bytes) -> None:
+    def _write_now(self, rec: RequestRecord, data: bytes) -> Started | None:
+        """Write ``rec``'s request at once on an idle connection (None when none is idle): the
+        rate loop sends at the arrival time itself, not one loop turn later from the request's
+        task (that turn parsed whatever the poll had read first: ~0.4 ms median at 200 req/s)."""
+        pool = self.pool
+        assert pool is not None
+        rec.dispatch = rec.start = rec.io = time.perf_counter()
+        conn = pool.take_idle()
+        if conn is None:
+            return None
+        sink = self._sink(rec)
+        rec.start = rec.io = time.perf_counter()  # the request reaches the kernel right after
+        return conn, conn.send(data, sink)
+
+    async def _send(self, rec: RequestRecord, data: bytes, started: Started | None = None) -> None:
+        """Send ``rec``'s request (or, ``started``, wait for the one :meth:`_write_now` wrote)."""
         pool = self.pool
         assert pool is not None
         pc = time.perf_counter
-        rec.dispatch = rec.start = rec.io = pc()
-        try:
-            conn = await pool.acquire()
-        except ConnectFailed as exc:
-            rec.fail("connect", str(exc))
-            rec.end = pc()
-            return
+        if started is None:
+            rec.dispatch = rec.start = rec.io = pc()
+            try:
+                conn = await pool.acquire()
+            except ConnectFailed as exc:
+                rec.fail("connect", str(exc))
+                rec.end = pc()
+                return
+        else:
+            conn = started[0]
         task = asyncio.current_task()
         assert task is not None
-        sink = self._sink(rec)
         rec.watchdog = asyncio.get_running_loop().call_later(self.cfg.read_timeout, self._idle_check, rec, task)
         try:
-            rec.start = rec.io = pc()  # the request reaches the kernel right after
-            await conn.send(data, sink)
+            if started is None:
+                sink = self._sink(rec)
+                rec.start = rec.io = pc()  # the request reaches the kernel right after
+                await conn.send(data, sink)
+            else:
+                await started[1]
         except asyncio.CancelledError:
             conn.abort()
             # Our own read-timeout watchdog cancelled the request (and nothing else did).

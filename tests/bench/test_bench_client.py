@@ -147,6 +147,25 @@ def test_each_fault_is_its_own_error_kind(
     assert d["total_output_tokens"] == 12 * (8 - n_err)
 
 
+@pytest.mark.parametrize(
+    ("server_kw", "client_kw", "kind", "n_err"),
+    [
+        ({"stall_rate": 0.25, "stall_seconds": 5.0}, {"read_timeout": 0.3}, "timeout", 2),
+        ({"drop_rate": 0.5}, {}, "stream_dropped", 4),
+    ],
+)
+def test_rate_mode_requests_written_at_their_arrival_still_time_out_and_fail_alone(
+    synth: Any, server_kw: dict[str, Any], client_kw: dict[str, Any], kind: str, n_err: int
+) -> None:
+    # rate mode writes a request in the loop that waited for its arrival (no task hop); its task
+    # then only waits for the end: the read timeout and a broken stream still end it alone
+    srv = synth(ttft_ms=5, itl_ms=2, **server_kw)
+    d = run_bench(cfg(srv.base_url, request_rate=400.0, seed=3, **client_kw)).to_json_dict()
+    assert d["errors_by_kind"] == {kind: n_err}
+    assert d["failed"] == n_err and d["completed"] == 8 - n_err and d["incomplete"] == 0
+    assert d["total_output_tokens"] == 12 * (8 - n_err)
+
+
 def test_error_message_keeps_the_server_text(synth: Any) -> None:
     srv = synth(ttft_ms=1, itl_ms=1, error_rate=1.0)
     d = run_bench(cfg(srv.base_url, num_prompts=2)).to_json_dict()

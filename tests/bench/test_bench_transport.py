@@ -180,6 +180,9 @@ def test_server_closing_every_connection_costs_no_request(raw: Callable[..., Raw
     d = run_bench(cfg(srv.url)).to_json_dict()
     assert d["completed"] == 6 and d["failed"] == 0
     assert srv.connections >= 6  # a new connection per request, each one fine
+    again = raw(only_completions(lambda n: close_each))
+    d = run_bench(cfg(again.url, request_rate=500.0)).to_json_dict()  # rate mode: no idle one, open one
+    assert d["completed"] == 6 and d["failed"] == 0 and again.connections >= 6
 
 
 def test_garbage_and_silent_close_are_their_own_errors(raw: Callable[..., RawServer]) -> None:
