@@ -11,7 +11,13 @@ q accepts q, q^2, ... per position (fixed per draft and revision) and each verif
 ratio of any two treatments, whose right verdict is "faster" beyond the 5 % threshold and
 "no change" within it.  The report ranks by TPOT (--metric tpot_median_ms).
 
-    .venv/bin/python benchmarks/experiment_verdict.py [--trials 20] [--jobs 4] [--keep DIR]
+With ``--confirm N`` (default 4) the experiment is run with ``--confirm N``: the top two
+treatments of each cell (by TPOT) are then booted N more times each, interleaved, and the
+report judges the best against the runner-up across those boots (docs/experiments.md,
+"Confirmation boots"); ``--confirm 0`` is the single-boot verdict (one boot per treatment,
+the band from its requests).
+
+    .venv/bin/python benchmarks/experiment_verdict.py [--trials 20] [--jobs 4] [--confirm 4] [--keep DIR]
     .venv/bin/python benchmarks/experiment_verdict.py --reanalyse DIR   # the report again, on kept trials
 
 Trials run as child processes, ``--jobs`` at a time (each is one experiment: its own ledger,
@@ -31,6 +37,7 @@ import argparse
 import contextlib
 import io
 import json
+import math
 import os
 import socket
 import subprocess
@@ -67,8 +74,14 @@ def right_verdict(best: float, runner_up: float) -> str:
 
 
 def write_experiment(work: Path, seed: int, ks: list[int], prompts: int, repeat: int) -> Path:
+    """The trial's recipe and experiment files; a trial folder that has them already (kept by
+    ``--keep``) keeps its recipe, so its treatments keep their digests and the experiment
+    resumes: its screening boots are skipped, only missing confirmation boots run."""
     from autobench.tour import write_tokenizer
 
+    exp = work / "exp.yaml"
+    if exp.exists() and (work / "r.yaml").exists():
+        return exp
     model = work / "model"
     write_tokenizer(model)
     port = _port()
@@ -88,7 +101,6 @@ bench:
 """,
         encoding="utf-8",
     )
-    exp = work / "exp.yaml"
     exp.write_text(
         "recipe: r.yaml\nbench: {concurrency: [1, 8]}\nfactors:\n"
         f"  speculative.num_speculative_tokens: {ks}\n  speculative.revision: [{', '.join(REVISIONS)}]\n",
@@ -97,15 +109,17 @@ bench:
     return exp
 
 
-def run_trial(work: Path, seed: int, ks: list[int], prompts: int, repeat: int) -> int:
+def run_trial(work: Path, seed: int, ks: list[int], prompts: int, repeat: int, confirm: int) -> int:
     """One experiment run into ``work`` (its ledger and runs folder); the run's exit code."""
     from autobench.cli import main
 
     exp = write_experiment(work, seed, ks, prompts, repeat)
     exe = f"{sys.executable} -m autobench.run.standin"
+    more = ["--confirm", str(confirm), "--metric", "tpot_median_ms"] if confirm else []
     with contextlib.redirect_stdout(io.StringIO()):
         return main(["experiment", "run", str(exp), "--runtime", "process", "--vllm-exec", exe,
-                     "--runs-dir", str(work / "runs"), "--ledger", str(work / "ledger.db"), "--json"])  # fmt: skip
+                     "--runs-dir", str(work / "runs"), "--ledger", str(work / "ledger.db"),
+                     "--json", *more])  # fmt: skip
 
 
 def judge_trial(work: Path, extra: list[str]) -> list[dict[str, object]]:
@@ -141,6 +155,10 @@ def judge_trial(work: Path, extra: list[str]) -> list[dict[str, object]]:
                 # the best is right when its true TPOT is within the threshold of the true best's
                 "near": truth[best] <= truth[ranked[0]] * (1 + THRESHOLD),
                 "band": cell["band"],
+                "level": cell["level"],
+                "across_boots": cell["across_boots"],
+                "boots": {t["label"]: t["boots"] for t in cell["treatments"] if t["boots"]},
+                "truth": truth,
                 "measured": {t["label"]: t["tpot_median_ms"] for t in cell["treatments"]},
             }
         )
@@ -150,7 +168,7 @@ def judge_trial(work: Path, extra: list[str]) -> list[dict[str, object]]:
 def _child(args: argparse.Namespace, ks: list[int]) -> int:
     work = Path(args.work)
     os.environ["HF_HOME"] = str(work / "hf")
-    code = run_trial(work, args.trial, ks, args.prompts, args.repeat)
+    code = run_trial(work, args.trial, ks, args.prompts, args.repeat, args.confirm)
     if code != 0:
         print(f"trial {args.trial}: experiment run exited {code}", file=sys.stderr)
         return code
@@ -162,6 +180,30 @@ def _ks(text: str) -> list[int]:
         lo, hi = (int(x) for x in text.split("-"))
         return list(range(lo, hi + 1))
     return [int(x) for x in text.split(",")]
+
+
+def _spread(cells: list[dict[str, object]]) -> dict[str, list[float]]:
+    """Per cell, the deviations from the truth (log measured / true TPOT): of the screening boot of
+    every treatment (``screen``), and of each confirmation boot from its treatment's mean across
+    boots (``boot``): the noise the verdict has to see."""
+    out: dict[str, list[float]] = {}
+    for c in cells:
+        truth = c["truth"]
+        measured = c["measured"]
+        boots = c["boots"]
+        assert isinstance(truth, dict) and isinstance(measured, dict) and isinstance(boots, dict)
+        cell = str(c["cell"]).split()[0]
+        out.setdefault(f"{cell} screen", []).extend(
+            math.log(v / truth[label]) for label, v in measured.items() if v is not None
+        )
+        for values in boots.values():
+            logs = [math.log(v) for v in values]
+            mean = sum(logs) / len(logs)
+            out.setdefault(f"{cell} boot", []).extend(x - mean for x in logs)
+    return out
+
+
+LOADS: list[float] = []
 
 
 def _run_trials(args: argparse.Namespace, ks: list[int], root: Path) -> list[Path]:
@@ -176,10 +218,12 @@ def _run_trials(args: argparse.Namespace, ks: list[int], root: Path) -> list[Pat
             work = root / f"trial-{seed}"
             work.mkdir(parents=True, exist_ok=True)
             cmd = [sys.executable, __file__, "--trial", str(seed), "--work", str(work), "--ks", args.ks,
-                   "--prompts", str(args.prompts), "--repeat", str(args.repeat)]  # fmt: skip
+                   "--prompts", str(args.prompts), "--repeat", str(args.repeat),
+                   "--confirm", str(args.confirm)]  # fmt: skip
             log = (work / "trial.log").open("wb")
             running[seed] = (subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env), work)
         time.sleep(0.5)
+        LOADS.append(os.getloadavg()[0])
         for seed, (proc, work) in list(running.items()):
             if proc.poll() is None:
                 continue
@@ -204,6 +248,12 @@ def main() -> int:
         help="requests per bench cell (default: the fewest the bench does not flag few_samples)",
     )
     ap.add_argument("--repeat", type=int, default=1, help="bench.repeat: repeats of each cell per boot")
+    ap.add_argument(
+        "--confirm",
+        type=int,
+        default=4,
+        help="experiment run --confirm N: boots of each cell's top two treatments for the verdict (0: one boot)",
+    )
     ap.add_argument("--keep", metavar="DIR", help="keep each trial's folder (ledger, runs) under DIR")
     ap.add_argument("--reanalyse", metavar="DIR", help="judge the trials kept under DIR again; run nothing")
     ap.add_argument("--report-arg", action="append", default=[], help="passed to `experiment report`")
@@ -224,9 +274,12 @@ def main() -> int:
             works = _run_trials(args, ks, root)
         loads.append(os.getloadavg()[0])
         right_best = right_verdict_count = total = trials_right = wrong_claims = 0
+        spread: dict[str, list[float]] = {}
         for work in works:
             seed = int(work.name.split("-")[1])
             cells = judge_trial(work, args.report_arg)
+            for key, values in _spread(cells).items():
+                spread.setdefault(key, []).extend(values)
             trials_right += all(c["near"] and str(c["verdict"]).split(" (")[0] == c["right"] for c in cells)
             for c in cells:
                 total += 1
@@ -236,15 +289,27 @@ def main() -> int:
                 ok = said == c["right"]
                 right_verdict_count += ok
                 wrong_claims += not ok and said != "inconclusive"  # a claim the truth contradicts
-                band = c["band"]
+                band, level, boots = c["band"], c["level"], c["across_boots"]
                 shown = "-" if not isinstance(band, list) else f"{band[0]:.3f}..{band[1]:.3f}"
+                if isinstance(level, float):
+                    shown += f" at {level:.2%}"
+                shown += f" across {boots[0]}+{boots[1]} boots" if isinstance(boots, list) else " (one boot each)"
+                truth = c["truth"]
+                assert isinstance(truth, dict)
+                ratio = truth[c["runner_up"]] / truth[c["best"]]
                 print(
                     f"trial {seed:2d} {c['cell']}: best {c['best']} (true {c['true_best']}), runner-up "
-                    f"{c['runner_up']}; verdict {verdict} band {shown} (right: {c['right']})"
+                    f"{c['runner_up']} (true ratio {ratio:.3f}); verdict {verdict} band {shown} (right: {c['right']})"
                     + ("" if ok else "  WRONG")
                     + ("" if c["near"] else "  BEST WRONG")
                 )
     elapsed = time.perf_counter() - start
+    for key, values in sorted(spread.items()):
+        if len(values) > 1:
+            sd = math.sqrt(sum(v * v for v in values) / (len(values) - 1))
+            print(
+                f"{key}: SD of log TPOT {sd:.2%} over {len(values)} values, largest |dev| {max(map(abs, values)):.2%}"
+            )
     print(f"best treatment right (within the threshold of the true best): {right_best}/{total} cells")
     print(f"verdict against the runner-up right: {right_verdict_count}/{total} cells")
     print(f"trials with every cell's best and verdict right: {trials_right}/{len(works)}")
@@ -252,6 +317,11 @@ def main() -> int:
     print(
         f"{len(works)} trials, {elapsed:.0f} s, {args.jobs} at a time; load average (1 min) at the start "
         f"{loads[0]:.2f}, at the end {loads[1]:.2f}"
+        + (
+            f"; while running min {min(LOADS):.2f}, median {sorted(LOADS)[len(LOADS) // 2]:.2f}, max {max(LOADS):.2f}"
+            if LOADS
+            else ""
+        )
     )
     return 0
 

@@ -235,8 +235,10 @@ TESTS: dict[str, list[str]] = {
     "autobench/experiment/design.py": ["tests/experiment/test_experiment_design.py"],
     "autobench/experiment/analysis.py": [
         "tests/experiment/test_experiment_analysis.py",
+        "tests/experiment/test_experiment_confirm.py",
         "tests/experiment/test_experiment_page.py",
     ],
+    "autobench/experiment/confirm.py": ["tests/experiment/test_experiment_confirm.py"],
     "autobench/experiment/plan.py": [
         "tests/experiment/test_experiment_plan.py",
         "tests/experiment/test_experiment_design.py",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -15,7 +15,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 if TYPE_CHECKING:
     from autobench.experiment.analysis import Analysis
-    from autobench.experiment.plan import ExperimentPlan
+    from autobench.experiment.plan import ExperimentPlan, PlannedTreatment
     from autobench.run.outcome import RunOptions
 
 
@@ -78,7 +78,7 @@ def plan(
 @click.argument("file", type=click.Path(dir_okay=False))
 @run_options(
     runtime="Where each treatment boots: docker, process, or slurm (a job array, one task per treatment). "
-    "A multi-node treatment (topology.nodes > 1) runs on the multi-node driver.",
+    "A multi-node treatment (topology.nodes > 1) runs on the multi-node driver, or on Slurm as a task of its nodes.",
     gpus_per_node="slurm: GPUs per task (default: the most any treatment needs; 0: request none).",
     time_limit="slurm: each task's time limit (default: boot + bench + 5 min).",
     container="slurm: each task runs the server on the node (none) or in Docker (docker); "
@@ -94,7 +94,29 @@ def plan(
     show_default=True,
     help="slurm: array tasks running at once (sbatch --array=0-N%P).",
 )
-@json_option("Print JSON: {experiment, plan, treatments: [{id, label, digest, action, status, run, run_uid, cause}]}.")
+@click.option(
+    "--confirm",
+    "confirm_boots",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    metavar="N",
+    help="Then boot the top treatments of each bench cell N more times each, interleaved, so the report "
+    "judges the best against the runner-up across boots (N >= 2 for a band; docs/experiments.md).",
+)
+@click.option(
+    "--confirm-top",
+    type=click.IntRange(min=2),
+    default=2,
+    show_default=True,
+    help="--confirm: how many top treatments of each bench cell to confirm.",
+)
+@click.option("--metric", default="decode_tok_s", show_default=True, help="--confirm: rank treatments by this metric.")
+@click.option("--slo", "slos", multiple=True, metavar="METRIC<=VALUE", help="--confirm: only treatments meeting it.")
+@json_option(
+    "Print JSON: {experiment, plan, treatments: [{id, label, digest, action, status, run, run_uid, cause}], "
+    "confirm: [{id, round, status, run_uid}]}."
+)
 @click.pass_context
 def run(
     ctx: click.Context,
@@ -103,6 +125,10 @@ def run(
     rerun: bool,
     offline: bool | None,
     max_parallel: int,
+    confirm_boots: int,
+    confirm_top: int,
+    metric: str,
+    slos: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Run the experiment FILE: one boot per treatment, each recorded like any run.
@@ -112,11 +138,17 @@ def run(
     when run again.  With --runtime slurm the treatments to boot are one job array, each task
     recording its run into the ledger (docs/slurm.md).  Exit 0 when every treatment run is
     DONE, 6 when one is not, 130 after Ctrl-C (treatments left for the next run).
+
+    With --confirm N the top --confirm-top treatments of each bench cell (by --metric, among
+    those meeting every --slo) are then booted N times each, interleaved, for a verdict across
+    boots; the boots already recorded count.
     """
     from dataclasses import replace
     from pathlib import Path
 
     from autobench.experiment import load_experiment, plan_experiment
+    from autobench.experiment.analysis import analyse, parse_slo
+    from autobench.experiment.confirm import CONFIRM, Confirmation, confirm, one_by_one, select, treatment_runs
     from autobench.experiment.execute import (
         Booted,
         boot,
@@ -130,13 +162,20 @@ def run(
     from autobench.ledger.experiments import new_experiment_values
     from autobench.recipe.loader import LoadedRecipe
 
+    parsed = [parse_slo(s) for s in slos]
     options = replace(options, live=False)  # treatments' progress lines interleave with the experiment's
-    runtime, container, ledger_url, force = options.runtime, options.container, options.ledger, options.force
-    # each treatment is validated for the runtime it boots on (a Slurm task's: the node's)
-    node = replace(options, runtime="docker" if container == "docker" else "process") if runtime == "slurm" else options
+    runtime, ledger_url, force = options.runtime, options.ledger, options.force
+    # each treatment is validated for the runtime it boots on (a Slurm task's: the node's, or
+    # for a multi-node treatment its job script's in the task's allocation)
+    if runtime == "slurm":
+        from autobench.experiment.array import task_rules
+
+        rules = task_rules(options)
+    else:
+        rules = rules_runtime(options)
     exp = load_experiment(file)
     predictor = preflight_predictor(options.vllm_version, offline=offline)
-    plan = plan_experiment(exp, predictor=predictor, runtime=rules_runtime(node))
+    plan = plan_experiment(exp, predictor=predictor, runtime=rules)
     folder = Path(options.runs_dir) / "experiments" / exp.name
 
     def echo(text: str) -> None:
@@ -147,16 +186,32 @@ def run(
             done = book.runs(status="DONE", digest=loaded.digest, limit=1, newest_first=True)
         return Booted("DONE", done[0].display_id, done[0].stable_id) if done else None
 
+    def run_one(p: PlannedTreatment) -> Booted:
+        return boot(plan, p, folder, options, echo)
+
     if runtime == "slurm":
         from autobench.experiment.array import SlurmArray
 
         fan = SlurmArray(plan, folder, options, max_parallel, echo)
         outcomes = fan_out(plan, fan, done_run, rerun=rerun, force=force, echo=echo)
+        boot_round: Callable[[Sequence[PlannedTreatment]], Mapping[str, Booted]] = fan
     else:
-        outcomes = run_experiment(
-            plan, lambda p: boot(plan, p, folder, options, echo), done_run, rerun=rerun, force=force, echo=echo
-        )
+        outcomes = run_experiment(plan, run_one, done_run, rerun=rerun, force=force, echo=echo)
+        boot_round = one_by_one(run_one, echo)
+    confirmations: list[Confirmation] = []
+    stopped = False
+    if confirm_boots and exit_code(outcomes) != 130:
+        with open_ledger(ledger_url) as book:
+            runs = treatment_runs(book, plan, book.experiments(plan_digest=plan.digest))
+        analysis = analyse(plan, runs, metric=metric, slos=parsed)
+        chosen = select(analysis, confirm_top)
+        have = {tr.planned.digest: len(tr.boots) for tr in runs}
+        confirmations, stopped = confirm(chosen, have, confirm_boots, boot_round, echo=echo)
     treatments = [o.to_ledger_dict() for o in outcomes]
+    for entry in treatments:
+        mine = [c.to_ledger_dict() for c in confirmations if c.planned.treatment.id == entry["id"]]
+        if mine:
+            entry[CONFIRM] = mine
     with open_ledger(ledger_url) as book:
         record = book.record_experiment(new_experiment_values(exp.name, plan.digest, exp.doc.data, treatments))
     if as_json:
@@ -166,14 +221,27 @@ def run(
                 "record": record,
                 "plan": plan.digest,
                 "treatments": [o.to_json_dict() for o in outcomes],
+                "confirm": [
+                    {"id": c.planned.treatment.id, **c.to_ledger_dict(), "run": c.booted.display_id}
+                    for c in confirmations
+                ],
             }
         )
     else:
         for o in outcomes:
             t = o.planned.treatment
             say(f"{t.id:<5} {t.label():<48} {o.action:<8} {o.status or '-':<8} {o.display_id or ''}".rstrip())
+        for c in confirmations:
+            t = c.planned.treatment
+            shown = f"{t.id:<5} {t.label():<48} confirm {c.round:<2} {c.booted.status:<8} {c.booted.display_id or ''}"
+            say(shown.rstrip())
         say(f"experiment {exp.name}: record #{record} in the ledger (plan {plan.digest[:19]})")
-    ctx.exit(exit_code(outcomes))
+    code = exit_code(outcomes)
+    if stopped or any(c.booted.status == "ABORTED" for c in confirmations):
+        code = 130
+    elif code == 0 and any(c.booted.status != "DONE" for c in confirmations):
+        code = 6
+    ctx.exit(code)
 
 
 def _plan_for_ledger(file: str) -> ExperimentPlan:
@@ -218,18 +286,15 @@ def report(
     """Judge the experiment FILE from the ledger: per bench cell, the treatments ranked by a
     metric, the best under the SLOs against the runner-up (faster / no change / inconclusive,
     from the raw samples), the Pareto front, main effects and acceptance lengths."""
-    from autobench.experiment.analysis import TreatmentRun, analyse, parse_slo, to_json_dict
+    from autobench.experiment.analysis import analyse, parse_slo, to_json_dict
+    from autobench.experiment.confirm import treatment_runs
     from autobench.ledger import open_ledger
 
     parsed = [parse_slo(s) for s in slos]
     plan = _plan_for_ledger(file)
-    runs = []
     with open_ledger(ledger_url, create=False) as book:
-        for planned in plan.treatments:
-            done = book.runs(status="DONE", digest=planned.digest, limit=1, newest_first=True)
-            record = done[0] if done else None
-            runs.append(TreatmentRun(planned, record, book.cells(record.id) if record else ()))
         records = book.experiments(plan_digest=plan.digest)
+        runs = treatment_runs(book, plan, records)
     analysis = analyse(plan, runs, metric=metric, latency=latency, slos=parsed, threshold=threshold)
     pruned = [t for t in records[-1].treatments if t.get("action") == "pruned"] if records else []
     written = None
@@ -281,11 +346,14 @@ def report_lines(analysis: Analysis) -> list[str]:
             lines.append(
                 f" {mark} {t.planned.treatment.id:<5} {t.planned.treatment.label():<48} "
                 f"{analysis.metric}={fmt(p.value)} {latency}"
-                f"acceptance={fmt(p.acceptance)} run {run_id}" + ("" if p.meets_slo else "  (misses the SLO)")
+                f"acceptance={fmt(p.acceptance)} run {run_id}"
+                + (f" boots={len(p.boots)}" if p.boots else "")
+                + ("" if p.meets_slo else "  (misses the SLO)")
             )
         if cell.best is not None and cell.runner_up is not None:
+            across = f" across {cell.boots[0]} and {cell.boots[1]} boots" if cell.boots else ""
             band = (
-                f" (band {cell.band[0]:.3f}..{cell.band[1]:.3f} at {cell.level:.2%}; "
+                f" (band {cell.band[0]:.3f}..{cell.band[1]:.3f} at {cell.level:.2%}{across}; "
                 f"no change within ±{analysis.threshold:.0%})"
                 if cell.band is not None and cell.level is not None
                 else ""

@@ -29,6 +29,12 @@ def _echo_err(text: str) -> None:
     help="Progress as a live display (default: when stderr is a terminal) or plain lines.",
 )
 @click.option("--dry-run", is_flag=True, help="Show the plan and commands; run nothing.")
+@click.option(
+    "--in-allocation",
+    is_flag=True,
+    help="slurm: run the job script inside the Slurm job this runs in (an experiment's array task), "
+    "on its nodes, instead of submitting it with sbatch.",
+)
 @json_option("Print the outcome (or the plan) as JSON on stdout.")
 @click.pass_context
 def run(
@@ -37,6 +43,7 @@ def run(
     options: RunOptions,
     live: bool | None,
     dry_run: bool,
+    in_allocation: bool,
     as_json: bool,
 ) -> None:
     """Run a recipe end to end and record the outcome in the ledger.
@@ -51,7 +58,11 @@ def run(
 
     from autobench.run import run_recipe
 
-    options = replace(options, live=live, dry_run=dry_run)
+    if in_allocation and options.runtime != "slurm":
+        from autobench.errors import UsageError
+
+        raise UsageError(f"--in-allocation is for --runtime slurm, not {options.runtime}", hint="add --runtime slurm")
+    options = replace(options, live=live, dry_run=dry_run, in_allocation=in_allocation)
     outcome = run_recipe(recipe, options, echo=_echo_err)
     if as_json:
         doc: dict[str, Any] = outcome.plan.to_json_dict() if dry_run else outcome.to_json_dict()

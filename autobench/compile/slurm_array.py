@@ -6,7 +6,8 @@ K runs ``autobench run`` on treatment K's recipe file on its node, so every task
 and records its own run -- in the ledger ``$AUTOBENCH_LEDGER`` names, exported from the
 submitting environment and never written into the script.  All tasks of an array share one set
 of options (job_array.html: "All jobs must have the same initial options"), so the job asks for
-what the largest treatment needs.  Pure: no I/O besides reading the template.
+what the largest treatment needs, and ``nodes`` (every treatment of one array has the same node
+count: ``autobench.experiment.array`` submits one array per count).  Pure: no I/O besides reading the template.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def compile_array(
     gpu_request: str = "gpus-per-node",
     partition: str | None = None,
     account: str | None = None,
+    nodes: int = 1,
 ) -> str:
     """The array's sbatch script (see the module doc).  ``run_args``: the words after
     ``autobench run FILE --ledger "$AUTOBENCH_LEDGER"`` (runtime, runs folder, ...)."""
@@ -80,6 +82,7 @@ def compile_array(
                 plan=plan_digest,
                 job_name=f"autobench-exp-{name}"[:64],
                 array=array_spec(len(tasks), max_parallel),
+                nodes=nodes,
                 gpu_option=gpu_option,
                 time_limit=time_limit,
                 partition=partition,

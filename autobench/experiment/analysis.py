@@ -3,6 +3,12 @@ best one under the SLOs with a verdict against the runner-up (from the raw sampl
 ``compare`` judges two runs), the Pareto front of output tokens/s per GPU against a latency, the
 main effect of each factor, and the spec-decode acceptance length of each treatment.
 
+When the top treatments have confirmation boots (``experiment run --confirm N``,
+``autobench.experiment.confirm``), the best and the runner-up are picked among the confirmed
+ones by those boots, and the verdict is judged across them: each boot's value is one
+observation (Student's t band over boots), so the band holds the boot-to-boot noise that the
+requests of one boot cannot show.
+
 Pure: it reads run records and their cells (``autobench.ledger``), never the ledger itself.
 """
 
@@ -64,11 +70,13 @@ def parse_slo(text: str) -> Slo:
 
 @dataclass(frozen=True)
 class TreatmentRun:
-    """A treatment and its latest DONE run (None: not run yet), with that run's cells."""
+    """A treatment and its screening run (its latest DONE run that is no confirmation boot;
+    None: not run yet), with that run's cells, and its DONE confirmation boots with theirs."""
 
     planned: PlannedTreatment
     run: RunRecord | None
     cells: Sequence[CellRecord] = ()
+    boots: Sequence[tuple[RunRecord, Sequence[CellRecord]]] = ()
 
     def gpus(self) -> int:
         recipe = self.planned.loaded.recipe
@@ -89,6 +97,12 @@ class Point:
     latency: float | None
     acceptance: float | None
     meets_slo: bool
+    #: This cell in each confirmation boot (a boot without the cell or the metric is left out).
+    boots: list[CellData] = field(default_factory=list)
+
+    def boot_values(self, metric: str) -> list[float]:
+        """Each confirmation boot's value of ``metric`` (the median of its repeats)."""
+        return [v for v in (_median(c, metric) for c in self.boots) if v is not None]
 
 
 @dataclass
@@ -100,6 +114,8 @@ class CellAnalysis:
     verdict: str | None = None  # the best against the runner-up: faster | no change | inconclusive ...
     band: tuple[float, float] | None = None
     level: float | None = None  # the band's confidence level (corrected for the treatments compared)
+    #: Judged across confirmation boots: the boots of the best and of the runner-up; None: on one boot each.
+    boots: tuple[int, int] | None = None
     pareto: list[Point] = field(default_factory=list)
     effects: dict[str, dict[str, float]] = field(default_factory=dict)  # factor -> level -> mean
 
@@ -118,6 +134,24 @@ class Analysis:
 def _median(cell: CellData, metric: str) -> float | None:
     values = cell.values(metric)
     return statistics.median(values) if values else None
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    """The centre of the across-boot band (a mean of log values); the plain mean when a value is
+    not positive (the band is then of the difference of means, as ``log_t_band`` falls back)."""
+    return statistics.geometric_mean(values) if all(v > 0 for v in values) else statistics.fmean(values)
+
+
+def across_boots(point: Point, metric: str) -> CellData:
+    """The point's cell as the verdict sees it across boots: one repeat per confirmation boot
+    (the boot's value, its marks), no requests: the band is the boots' (``judge_metric``'s
+    repeats method)."""
+    repeats: list[dict[str, object]] = []
+    for cell in point.boots:
+        value = _median(cell, metric)
+        if value is not None:
+            repeats.append({metric: value, "client_bound": cell.client_bound, "flags": cell.flags})
+    return CellData(point.cell.params, list(repeats))
 
 
 def _pareto(points: list[Point]) -> list[Point]:
@@ -194,6 +228,7 @@ def analyse(
                 latency=_median(cell, latency),
                 acceptance=_median(cell, "spec_acceptance_length"),
                 meets_slo=all(s.holds(_median(cell, s.metric)) for s in slos),
+                boots=[c for run, cells in tr.boots for c in run_cells(run, cells) if cell_key(c.params) == key],
             )
             by_cell.setdefault(key, []).append(point)
     cells: list[CellAnalysis] = []
@@ -201,14 +236,24 @@ def analyse(
         valued = [(p.value, p) for p in points if p.value is not None]
         ranked = [p for _, p in sorted(valued, key=operator.itemgetter(0), reverse=higher)]
         ranked += [p for p in points if p.value is None]
+        # treatments with two or more confirmation boots lead, ranked by them (fresh data)
+        confirmed = [p for p in ranked if p.value is not None and p.meets_slo and len(p.boot_values(metric)) >= 2]
+        confirmed.sort(key=lambda p: geometric_mean(p.boot_values(metric)), reverse=higher)
+        if len(confirmed) >= 2:
+            ranked = confirmed + [p for p in ranked if p not in confirmed]
         analysis = CellAnalysis(params_of[key], ranked)
         eligible = [p for p in ranked if p.value is not None and p.meets_slo]
         if eligible:
             analysis.best = eligible[0]
         if len(eligible) > 1:
             analysis.runner_up = eligible[1]
+            best, runner = eligible[0].cell, eligible[1].cell
             analysis.level = band_level(len(eligible))
-            judged = judge_metric(metric, eligible[1].cell, eligible[0].cell, threshold=threshold, level=analysis.level)
+            if len(confirmed) >= 2:
+                best, runner = across_boots(eligible[0], metric), across_boots(eligible[1], metric)
+                analysis.level = band_level(len(confirmed))
+                analysis.boots = (len(best.repeats), len(runner.repeats))
+            judged = judge_metric(metric, runner, best, threshold=threshold, level=analysis.level)
             if judged is not None:
                 analysis.verdict, analysis.band = judged.label(), judged.band
         analysis.pareto = _pareto(points)
@@ -232,6 +277,8 @@ def to_json_dict(analysis: Analysis) -> dict[str, Any]:
             analysis.latency: p.latency,
             "spec_acceptance_length": p.acceptance,
             "meets_slo": p.meets_slo,
+            "boots": p.boot_values(analysis.metric),
+            "boot_runs": [r.display_id for r, _ in t.boots],
         }
 
     return {
@@ -251,6 +298,7 @@ def to_json_dict(analysis: Analysis) -> dict[str, Any]:
                 "verdict": c.verdict,
                 "band": list(c.band) if c.band else None,
                 "level": c.level,
+                "across_boots": list(c.boots) if c.boots else None,
                 "pareto": [point(p) for p in c.pareto],
                 "main_effects": c.effects,
             }

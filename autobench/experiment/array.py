@@ -14,13 +14,20 @@ each gets ``SLURM_ARRAY_TASK_ID``, the ``%`` of ``--array`` bounds how many run 
 only reads the ledger, so a run lands even if the controller is gone.  Pending tasks of a
 cancelled array never started: they are the experiment's "left" treatments, run by the next
 ``experiment run`` (the DONE ones are skipped by digest).
+
+A multi-node treatment (``topology.nodes`` K > 1) is a task of K nodes.  The tasks of one array
+share their options (``--nodes`` among them), so the treatments are grouped by node count, one
+array per group, submitted one after another (each bounded by ``--max-parallel``).  A K-node task
+runs ``autobench run --runtime slurm --in-allocation``: the treatment's own multi-node job script
+(``compile --target slurm``: one ``srun`` step per node, the head the task's first node) runs in
+the task's allocation, so its nodes are the ones Slurm gave the task.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +35,7 @@ from autobench.digits import is_digits
 from autobench.errors import RecipeError, RunError
 from autobench.experiment.execute import Booted, materialize, said
 from autobench.experiment.plan import ExperimentPlan, PlannedTreatment
+from autobench.recipe.loader import LoadedRecipe
 from autobench.run.outcome import Echo, RunOptions
 from autobench.run.signals import RunInterrupted, SignalGuard
 from autobench.run.slurm import _FIELD, TERMINAL, _first_line, _run, _tool, cancel, parse_exit
@@ -63,6 +71,19 @@ def parse_tasks(text: str) -> tuple[dict[int, TaskState], bool]:
     return tasks, ended
 
 
+def task_rules(options: RunOptions) -> Callable[[LoadedRecipe], str]:
+    """The runtime whose rules each treatment is validated for in an array: a single-node
+    treatment's task runs it on the node (process, or docker with ``--container docker``), a
+    multi-node one's the Slurm job script in the task's allocation."""
+    from dataclasses import replace
+
+    from autobench.experiment.execute import rules_runtime
+
+    on_node = rules_runtime(replace(options, runtime=NODE_RUNTIMES.get(options.container, "process")))
+    in_job = rules_runtime(replace(options, runtime="slurm"))
+    return lambda loaded: in_job(loaded) if loaded.recipe.topology.nodes > 1 else on_node(loaded)
+
+
 def job_ledger(ledger: str | None) -> str:
     """The ledger the tasks record into, as the nodes must name it: a file's absolute path
     (the folder must be shared with the nodes), a database URL as given."""
@@ -72,8 +93,10 @@ def job_ledger(ledger: str | None) -> str:
     return str(path.resolve()) if path is not None else url.render_as_string(hide_password=False)
 
 
-def run_args(options: RunOptions) -> list[str]:
-    """The words after ``autobench run FILE --ledger "$AUTOBENCH_LEDGER"`` in every task."""
+def run_args(options: RunOptions, nodes: int = 1, gpus: int | None = None) -> list[str]:
+    """The words after ``autobench run FILE --ledger "$AUTOBENCH_LEDGER"`` in every task of an
+    array of ``nodes``-node treatments: one node, the node's runtime; several, the treatment's
+    Slurm job script in the task's allocation (``gpus`` per node asked by its steps)."""
     node = NODE_RUNTIMES.get(options.container)
     if node is None:
         raise RecipeError(
@@ -81,7 +104,11 @@ def run_args(options: RunOptions) -> list[str]:
             "itself or in Docker",
             hint="use --container none or docker",
         )
-    args = ["--runtime", node, "--runs-dir", str(Path(options.runs_dir).resolve()), "--no-live"]
+    where = ["--runtime", node]
+    if nodes > 1:
+        where = ["--runtime", "slurm", "--in-allocation", "--container", options.container]
+        where += ["--gpus-per-node", str(gpus or 0), "--gpu-request", options.gpu_request]
+    args = [*where, "--runs-dir", str(Path(options.runs_dir).resolve()), "--no-live"]
     if options.vllm_exec:
         args += ["--vllm-exec", options.vllm_exec]
     if options.ready_timeout_s is not None:
@@ -110,20 +137,24 @@ def array_script(
     options: RunOptions,
     max_parallel: int,
 ) -> str:
-    """The array's sbatch script: one task per treatment of ``todo`` (written as ``files``),
-    asking for what the largest treatment needs (a job array's tasks share their options)."""
+    """The array's sbatch script: one task per treatment of ``todo`` (written as ``files``; all
+    of one node count), asking for what the largest treatment needs (a job array's tasks share
+    their options)."""
     from autobench.compile.slurm import default_time_limit
     from autobench.compile.slurm_array import ArrayTask, compile_array
     from autobench.recipe.facts import node_gpus
 
-    multi = [p for p in todo if p.loaded.recipe.topology.nodes > 1]
-    if multi:
-        first = multi[0]
+    counts = sorted({p.loaded.recipe.topology.nodes for p in todo})
+    if len(counts) > 1:
+        raise RecipeError(f"one job array per node count, not {counts}", hint="a bug: report it with the experiment")
+    nodes = counts[0] if counts else 1
+    if nodes > 1 and options.container == "docker":
+        first = next(p for p in todo if p.loaded.recipe.topology.nodes > 1)
         raise RecipeError(
-            f"treatment {first.treatment.id} ({first.treatment.label()}) runs on "
-            f"{first.loaded.recipe.topology.nodes} nodes: an experiment's Slurm array runs single-node treatments",
+            f"treatment {first.treatment.id} ({first.treatment.label()}) runs on {nodes} nodes: a multi-node "
+            "task runs its nodes' servers as srun steps, which --container docker cannot",
             location=str(plan.experiment.path),
-            hint="run it with --runtime docker (the multi-node driver), or on Slurm with `autobench run` per treatment",
+            hint="use --container none (the server on the nodes), or --runtime docker (the multi-node driver)",
         )
     gpus = options.gpus_per_node
     if gpus is None:
@@ -135,7 +166,8 @@ def array_script(
         name=plan.experiment.name,
         plan_digest=plan.digest,
         tasks=tasks,
-        run_args=run_args(options),
+        run_args=run_args(options, nodes, gpus),
+        nodes=nodes,
         max_parallel=max_parallel,
         time_limit=limit,
         gpus_per_node=gpus,
@@ -208,6 +240,20 @@ class SlurmArray:
         self.tasks: dict[int, TaskState] = {}  # each started task's last known state
 
     def __call__(self, todo: Sequence[PlannedTreatment]) -> dict[str, Booted]:
+        """Every treatment of ``todo`` booted: one array per node count (fewest nodes first),
+        one after another; after an interrupted array the later ones are not submitted."""
+        out: dict[str, Booted] = {}
+        for nodes in sorted({p.loaded.recipe.topology.nodes for p in todo}):
+            group = [p for p in todo if p.loaded.recipe.topology.nodes == nodes]
+            got, interrupted = self._array(group)
+            out.update(got)
+            if interrupted:
+                break
+        return out
+
+    def _array(self, todo: Sequence[PlannedTreatment]) -> tuple[dict[str, Booted], bool]:
+        """``todo`` (one node count) as one array: what each task did, and whether a signal
+        cancelled it."""
         from autobench.ledger import open_ledger
 
         files = [materialize(self.plan, p, self.folder) for p in todo]
@@ -219,6 +265,7 @@ class SlurmArray:
         tasks: dict[int, TaskState] = {}
         reported: dict[int, Booted] = {}
         self.seen, self.tasks = {}, {}
+        interrupted = False
         with SignalGuard() as guard:
             with guard.deferred():  # an array submitted is an array to cancel: its id first
                 self.job = job = submit_array(self.script, self.folder, self.env)
@@ -229,11 +276,13 @@ class SlurmArray:
             try:
                 tasks = self._follow(job, todo, start, reported)
             except RunInterrupted as exc:
+                interrupted = True
                 guard.disarm()
                 self.echo(f"interrupted by {exc.signame}: scancel {job} (the tasks not started are left)")
                 cancel(job, self.env)
                 tasks = self._follow(job, todo, start, reported, timeout_s=120)
-        return {todo[i].treatment.id: reported.get(i) or self._booted(job, todo, i, tasks[i], start) for i in tasks}
+        got = {todo[i].treatment.id: reported.get(i) or self._booted(job, todo, i, tasks[i], start) for i in tasks}
+        return got, interrupted
 
     def _follow(
         self,
@@ -283,4 +332,4 @@ class SlurmArray:
         )
 
 
-__all__ = ["SlurmArray", "TaskState", "array_script", "job_ledger", "parse_tasks", "run_args"]
+__all__ = ["SlurmArray", "TaskState", "array_script", "job_ledger", "parse_tasks", "run_args", "task_rules"]

@@ -54,6 +54,7 @@ class RunOptions:
     live: bool | None = None  # progress: a live display (True), plain lines (False), None: on a terminal
     replay_of: int | None = None  # the run this one replays (autobench replay RUN --run)
     require_tokenizer: bool = False  # the bench refuses to estimate prompt lengths
+    in_allocation: bool = False  # slurm: run the job's script in this Slurm job (an array task), not sbatch it
 
 
 @dataclass

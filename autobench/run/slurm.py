@@ -15,10 +15,17 @@ the server never became ready and 4 when the bench failed or a node's step ended
 Job states map to outcomes: COMPLETED -> DONE (a request completed), exit 3 -> BLOCKED,
 exit 4 -> FAILED, CANCELLED -> ABORTED (cause ``slurm_cancelled``), TIMEOUT -> FAILED
 (``slurm_timeout``), any other end state -> FAILED (``slurm_<state>``).
+
+``--in-allocation`` (``RunOptions.in_allocation``): the run is already inside a Slurm job that
+holds the nodes the recipe needs (an experiment's array task, ``autobench.experiment.array``),
+so the same script runs there with ``bash`` instead of ``sbatch``: its ``srun`` steps land on
+the allocation's nodes, and its exit status stands for the job's end state (0 COMPLETED, 143
+or a signal CANCELLED, any other FAILED with that exit code).
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import subprocess
@@ -156,6 +163,53 @@ def job_info(job_id: str, env: Mapping[str, str]) -> JobInfo | None:
     state, exit_code, nodes, partition, limit = ([*line.split("|"), "", "", "", "", ""])[:5]
     code, sig = parse_exit(exit_code)
     return JobInfo(job_id, state.split()[0], code, sig, nodes or None, None, partition or None, limit or None)
+
+
+def allocation(env: Mapping[str, str]) -> tuple[str, str | None]:
+    """(job id, node list) of the Slurm job this process runs in (an array task is named
+    ``ARRAYJOB_TASK``); RunError when there is none."""
+    job = env.get("SLURM_JOB_ID")
+    if not job:
+        raise RunError(
+            "--in-allocation: not inside a Slurm job (SLURM_JOB_ID is not set)",
+            hint="run it from an sbatch script or salloc, or leave --in-allocation out to submit a job",
+        )
+    array, task = env.get("SLURM_ARRAY_JOB_ID"), env.get("SLURM_ARRAY_TASK_ID")
+    return (f"{array}_{task}" if array and task else job), env.get("SLURM_JOB_NODELIST") or None
+
+
+def run_here(script: Path, run_dir: Path, env: Mapping[str, str], guard: Any, echo: Echo) -> tuple[JobInfo, str | None]:
+    """Run the job's script in this allocation (``bash``, its own process group, from the run
+    folder); its end as a JobInfo, and the signal that interrupted it (SIGTERM to the script,
+    whose trap tears the server down)."""
+    import os
+    import signal
+
+    job, nodes = allocation(env)
+    with guard.deferred(), (run_dir / f"slurm-{job}.out").open("ab") as out:  # a script started is one to stop
+        proc = subprocess.Popen(
+            ["bash", str(script)],
+            cwd=run_dir,
+            env={**env, "AUTOBENCH_RUN_DIR": str(run_dir)},
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    echo(f"slurm job {job}: the script runs in this allocation" + (f" on {nodes}" if nodes else ""))
+    interrupted: str | None = None
+    try:
+        rc = proc.wait()
+    except RunInterrupted as exc:
+        interrupted = exc.signame
+        guard.disarm()
+        echo(f"interrupted by {exc.signame}: SIGTERM to the job's script")
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        rc = proc.wait()
+    state = "COMPLETED" if rc == 0 else "CANCELLED" if rc in (143, -signal.SIGTERM) or interrupted else "FAILED"
+    code, sig = (None, -rc) if rc < 0 else (rc, 0)
+    return JobInfo(job, state, code, sig, nodes, None, env.get("SLURM_JOB_PARTITION"), None), interrupted
 
 
 def submit(script: Path, run_dir: Path, env: Mapping[str, str]) -> str:
@@ -370,7 +424,11 @@ class SlurmRuntime(RuntimeBase):
         return Compiled(plan, job)
 
     def check(self, loaded: LoadedRecipe, compiled: Compiled) -> list[str]:
-        _tool("sbatch")
+        if self.options.in_allocation:
+            allocation(self.env)
+            _tool("srun")
+        else:
+            _tool("sbatch")
         return []
 
     def place(self, plan: RunPlan) -> RunPlan:
@@ -379,20 +437,27 @@ class SlurmRuntime(RuntimeBase):
     def execute(self, run: Run) -> RowFacts:
         plan, outcome, echo, env = run.plan, run.outcome, run.echo, run.env
         run_dir = plan.run_dir
-        with run.guard.deferred():  # a job submitted is a job to cancel: its id first
-            job_id = submit(plan.path(P.SCRIPT), run_dir, env)
-        echo(f"run {plan.recipe_name}: slurm job {job_id}, folder {run_dir}")
         interrupted: str | None = None
-        try:
-            info = follow(job_id, env, echo, tick=BootWatch(run_dir, echo, run.redact))
-        except RunInterrupted as exc:
-            interrupted = exc.signame
-            echo(f"interrupted by {exc.signame}: scancel {job_id}")
-            run.guard.disarm()
-            cancel(job_id, env)
-            info = wait_end(job_id, env) or JobInfo(job_id, "CANCELLED", None, None, None, None, None, None)
-        finally:
-            run.guard.disarm()
+        if self.options.in_allocation:
+            try:
+                info, interrupted = run_here(plan.path(P.SCRIPT), run_dir, env, run.guard, echo)
+            finally:
+                run.guard.disarm()
+            job_id = info.job_id
+        else:
+            with run.guard.deferred():  # a job submitted is a job to cancel: its id first
+                job_id = submit(plan.path(P.SCRIPT), run_dir, env)
+            echo(f"run {plan.recipe_name}: slurm job {job_id}, folder {run_dir}")
+            try:
+                info = follow(job_id, env, echo, tick=BootWatch(run_dir, echo, run.redact))
+            except RunInterrupted as exc:
+                interrupted = exc.signame
+                echo(f"interrupted by {exc.signame}: scancel {job_id}")
+                run.guard.disarm()
+                cancel(job_id, env)
+                info = wait_end(job_id, env) or JobInfo(job_id, "CANCELLED", None, None, None, None, None, None)
+            finally:
+                run.guard.disarm()
         redact_files([run_dir / P.SERVER_LOG, *sorted(run_dir.glob("slurm-*.out"))], run.secrets)
         phase = _phase(run_dir)
         from autobench.recipe.grid import cells
@@ -411,8 +476,12 @@ class SlurmRuntime(RuntimeBase):
         log_cause(outcome, rc, ("not_ready", "bench_failed"))
         outcome.notes.insert(0, f"slurm job {job_id} on {info.nodes or '?'}: {info.state}")
         container = self.options.container
+        facts: dict[str, object] = {"runtime": "slurm", "slurm": info.to_json_dict(), "phase": phase}
+        facts["container"] = container
+        if self.options.in_allocation:
+            facts["in_allocation"] = True
         return RowFacts(
-            host_facts={"runtime": "slurm", "slurm": info.to_json_dict(), "phase": phase, "container": container},
+            host_facts=facts,
             # the image ran in the job's container
             image=run.loaded.recipe.container.image if container != "none" else None,
         )

@@ -272,7 +272,10 @@ def test_the_json_form_names_every_part(tmp_path) -> None:
         "output_tok_s_per_gpu",
         "spec_acceptance_length",
         "meets_slo",
+        "boots",
+        "boot_runs",
     }
+    assert best["boots"] == [] and best["boot_runs"] == [] and c["across_boots"] is None
     assert (best["treatment"], best["label"], best["meets_slo"]) == ("t1", "num_speculative_tokens=1", True)
     assert best["run"].startswith("#1-") and best["output_tok_s_per_gpu"] == pytest.approx(500.0)
     assert c["runner_up"]["treatment"] == "t2" and [t["treatment"] for t in c["treatments"]] == ["t1", "t2"]

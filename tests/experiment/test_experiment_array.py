@@ -115,20 +115,38 @@ def test_the_ledger_the_nodes_are_given(tmp_path, monkeypatch) -> None:
     assert job_ledger(None) == "postgresql://team:s3cret@db:5432/ledger"  # whole: it goes by environment
 
 
-def test_multi_node_treatments_and_bad_resources_are_refused_before_anything_is_submitted(tmp_path) -> None:
+def test_a_multi_node_array_asks_for_its_nodes_and_runs_each_job_script_in_its_task(tmp_path) -> None:
     two = "{topology.nodes: 2, topology.gpus_per_node: 1, engine.pipeline_parallel_size: 2}"
+    three = "{topology.nodes: 2, topology.gpus_per_node: 3, engine.pipeline_parallel_size: 2}"
     plan = plan_experiment(
-        load_experiment(write(tmp_path, f"design: list\ntreatments: [{{topology.nodes: 1}}, {two}]\n")),
+        load_experiment(write(tmp_path, f"design: list\ntreatments: [{{topology.nodes: 1}}, {two}, {three}]\n")),
         predictor=lambda loaded: (READY, None, None),
         runtime=None,
     )
-    files = [tmp_path / "a.yaml", tmp_path / "b.yaml"]
+    files = [tmp_path / "a.yaml", tmp_path / "b.yaml", tmp_path / "c.yaml"]
+    with pytest.raises(RecipeError, match=r"one job array per node count, not \[1, 2\]"):
+        array_script(plan, plan.treatments, files, RunOptions(), 1)  # the caller groups them
+    text = array_script(plan, plan.treatments[1:], files[1:], RunOptions(runs_dir="runs", gpu_request="gres"), 1)
+    lines = text.splitlines()
+    assert "#SBATCH --nodes=2" in lines and "#SBATCH --gres=gpu:3" in lines  # the largest treatment's GPUs per node
+    runs = str(Path("runs").resolve())
+    assert lines[-1] == (
+        'exec autobench run "${TREATMENTS[$task]}" --ledger "$AUTOBENCH_LEDGER" --runtime slurm --in-allocation '
+        f"--container none --gpus-per-node 3 --gpu-request gres --runs-dir {runs} --no-live"
+    )
+    no_gpus = array_script(plan, plan.treatments[1:2], files[1:2], RunOptions(gpus_per_node=0), 1)
+    assert "--gpus-per-node 0 --gpu-request gpus-per-node" in no_gpus and "#SBATCH --gpus" not in no_gpus
     with pytest.raises(RecipeError) as info:
-        array_script(plan, plan.treatments, files, RunOptions(), 1)
+        array_script(plan, plan.treatments[1:], files[1:], RunOptions(container="docker"), 1)
     assert str(info.value).startswith(
         f"{tmp_path / 'exp.yaml'}: treatment t2 (nodes=2 gpus_per_node=1 pipeline_parallel_size=2) runs on 2 nodes: "
-        "an experiment's Slurm array runs single-node treatments"
+        "a multi-node task runs its nodes' servers as srun steps, which --container docker cannot"
     )
+    assert run_args(RunOptions(), 1, 3)[:2] == ["--runtime", "process"]  # one node: gpus are the array's
+
+
+def test_bad_resources_are_refused_before_anything_is_submitted(tmp_path) -> None:
+    files = [tmp_path / "a.yaml", tmp_path / "b.yaml"]
     one = _plan(tmp_path)
     for options, words in (
         (RunOptions(partition="gpu;rm"), "--partition must be a Slurm name"),
@@ -171,3 +189,56 @@ def test_a_busy_controller_is_asked_again_and_a_forgotten_job_has_ended(tmp_path
         scontrol.write_text(f"#!/bin/sh\n{body}\n", encoding="utf-8")
         scontrol.chmod(0o755)
         assert array_state("7", dict(os.environ)) == expected
+
+
+def _mixed(tmp_path: Path):  # type: ignore[no-untyped-def]
+    two = "{topology.nodes: 2, topology.gpus_per_node: 1, engine.pipeline_parallel_size: 2}"
+    body = f"design: list\ntreatments: [{two}, {{topology.nodes: 1}}, {two[:-1]}, engine.max_num_seqs: 4}}]\n"
+    return plan_experiment(load_experiment(write(tmp_path, body)), predictor=lambda loaded: (READY, None, None))
+
+
+def test_the_treatments_are_one_array_per_node_count_fewest_nodes_first(tmp_path) -> None:
+    from autobench.experiment.array import SlurmArray
+    from autobench.experiment.execute import Booted
+
+    plan = _mixed(tmp_path)
+    arrays: list[list[str]] = []
+
+    def one_array(todo):  # type: ignore[no-untyped-def]
+        arrays.append([p.treatment.id for p in todo])
+        return {p.treatment.id: Booted("DONE", run_uid=p.treatment.id) for p in todo}, False
+
+    fan = SlurmArray(plan, tmp_path, RunOptions(), 2, echo=lambda _: None, env={})
+    fan._array = one_array  # type: ignore[method-assign]  # what sbatch would run: the grouping is the unit here
+    got = fan(plan.treatments)
+    assert arrays == [["t2"], ["t1", "t3"]] and sorted(got) == ["t1", "t2", "t3"]
+    arrays.clear()
+    assert fan(plan.treatments[::2]) == {"t1": Booted("DONE", run_uid="t1"), "t3": Booted("DONE", run_uid="t3")}
+    assert arrays == [["t1", "t3"]]
+
+
+def test_an_interrupted_array_submits_no_later_one(tmp_path) -> None:
+    from autobench.experiment.array import SlurmArray
+    from autobench.experiment.execute import Booted
+
+    plan = _mixed(tmp_path)
+    arrays: list[list[str]] = []
+
+    def cancelled(todo):  # type: ignore[no-untyped-def]
+        arrays.append([p.treatment.id for p in todo])
+        return {todo[0].treatment.id: Booted("ABORTED")}, True
+
+    fan = SlurmArray(plan, tmp_path, RunOptions(), 2, echo=lambda _: None, env={})
+    fan._array = cancelled  # type: ignore[method-assign]
+    assert fan(plan.treatments) == {"t2": Booted("ABORTED")} and arrays == [["t2"]]
+
+
+def test_each_treatment_is_validated_for_what_its_task_runs(tmp_path) -> None:
+    from autobench.experiment.array import task_rules
+
+    plan = _mixed(tmp_path)
+    two, one = plan.treatments[0].loaded, plan.treatments[1].loaded
+    rules = task_rules(RunOptions(runtime="slurm"))
+    assert (rules(two), rules(one)) == ("slurm", "process")  # the job script in the allocation; the node's runtime
+    in_docker = task_rules(RunOptions(runtime="slurm", container="docker"))
+    assert (in_docker(two), in_docker(one)) == ("docker", "docker")

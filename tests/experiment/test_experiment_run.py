@@ -120,3 +120,52 @@ def test_an_experiment_runs_each_treatment_once_and_the_report_names_the_known_b
     assert all(p["spec_acceptance_length"] is not None for p in cell["treatments"])
     code, out, _ = _run(capsys, "experiment", "report", str(exp), "--ledger", ledger)
     assert code == 0 and f"best {cell['best']['treatment']} against runner-up" in out
+
+
+@pytest.mark.timeout(400)  # nine boots: 75 s at load 10
+def test_confirmation_boots_reboot_the_top_two_interleaved_and_the_report_judges_across_them(tmp_path, capsys) -> None:
+    _recipe(tmp_path)
+    exp = tmp_path / "exp.yaml"
+    exp.write_text("recipe: r.yaml\nfactors:\n  speculative.num_speculative_tokens: [1, 3, 6]\n", encoding="utf-8")
+    ledger = str(tmp_path / "ledger.db")
+    run_it = ["experiment", "run", str(exp), "--runtime", "process", "--ledger", ledger, "--json"]
+    run_it += ["--vllm-exec", f"{sys.executable} -m autobench.run.standin", "--runs-dir", str(tmp_path / "runs")]
+    run_it += ["--metric", "tpot_median_ms"]
+    code, out, err = _run(capsys, *run_it, "--confirm", "2")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [t["action"] for t in doc["treatments"]] == ["ran"] * 3
+    # k=3 and k=6 are the stand-in world's top two (k=1 is 40 % slower): two rounds of both
+    assert [(c["id"], c["round"], c["status"]) for c in doc["confirm"]] == [
+        ("t2", 1, "DONE"),
+        ("t3", 1, "DONE"),
+        ("t2", 2, "DONE"),
+        ("t3", 2, "DONE"),
+    ]
+    assert "confirmation round 2/2: t2, t3" in err
+    with open_ledger(ledger) as book:
+        assert book.count() == 7
+        (record,) = book.experiments(name="exp")
+        kept = {t["id"]: t.get("confirm") for t in record.treatments}
+        assert kept["t1"] is None and [c["run_uid"] for c in kept["t3"]] == [c["run_uid"] for c in doc["confirm"][1::2]]
+    code, out, err = _run(
+        capsys, "experiment", "report", str(exp), "--ledger", ledger, "--metric", "tpot_median_ms", "--json"
+    )
+    assert code == 0, err
+    (cell,) = json.loads(out)["cells"]
+    assert cell["across_boots"] == [2, 2] and cell["best"]["label"] == "num_speculative_tokens=6"
+    assert cell["runner_up"]["label"] == "num_speculative_tokens=3" and len(cell["best"]["boots"]) == 2
+    assert cell["level"] == 0.95 and cell["verdict"] is not None and not cell["verdict"].startswith("slower")
+    # the screening boot is the treatment's run in the table, not a confirmation boot
+    screening = {t["id"]: t["run"] for t in doc["treatments"]}
+    assert cell["best"]["run"] == screening["t3"] and screening["t3"] not in cell["best"]["boot_runs"]
+    code, out, _ = _run(capsys, "experiment", "report", str(exp), "--ledger", ledger, "--metric", "tpot_median_ms")
+    assert code == 0 and "across 2 and 2 boots" in out
+    # run again with --confirm 3: nothing screened again, one more round of the same two
+    code, out, err = _run(capsys, *run_it, "--confirm", "3")
+    assert code == 0, err
+    again = json.loads(out)
+    assert [t["action"] for t in again["treatments"]] == ["skipped"] * 3
+    assert [(c["id"], c["round"]) for c in again["confirm"]] == [("t2", 3), ("t3", 3)]
+    with open_ledger(ledger) as book:
+        assert book.count() == 9 and book.verify().ok

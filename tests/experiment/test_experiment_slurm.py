@@ -251,3 +251,90 @@ def test_the_tasks_record_into_the_teams_postgresql_ledger(cluster, tmp_path) ->
     assert len(runs) == 2 and {r.status for r in runs} == {"DONE"}
     by_digest = {r.recipe_digest: r.run_uid for r in runs}  # appended in the order the tasks ended
     assert [t["run_uid"] for t in record.treatments] == [by_digest[t["digest"]] for t in record.treatments]
+
+
+TWO_NODE = """\
+name: exp-2node
+model:
+  repo: acme/tiny-model
+  revision: 6c7242c934a9870d7c59c05240bdbb2467cc1394
+  served_name: tiny
+container:
+  image: vllm/vllm-openai:v0.23.1
+secrets: []
+launch:
+  command: [{python}, {fake}, serve]
+topology:
+  nodes: 2
+  gpus_per_node: 1
+engine:
+  host: 127.0.0.1
+  port: 8000
+  max_model_len: 4096
+  pipeline_parallel_size: 2
+bench:
+  dataset: {{kind: random, input_len: 16, output_len: 8}}
+  num_prompts: 8
+  concurrency: 2
+  max_tokens: 8
+  ready_timeout_s: 30
+"""
+
+
+def test_multi_node_treatments_run_as_an_array_of_two_node_tasks_after_the_single_node_ones(cluster, tmp_path) -> None:
+    """Two 2-node treatments and a 1-node one: two arrays, the 1-node one first (--nodes=1),
+    then the 2-node one (--nodes=2), each task of the second running the treatment's own Slurm
+    job script in its allocation: the head on its first node, the worker on the second."""
+    from run_helpers import FAKE_VLLM
+
+    (tmp_path / "r.yaml").write_text(
+        TWO_NODE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE_VLLM))), encoding="utf-8"
+    )
+    rows = f"  - {{engine.max_num_seqs: 4, engine.port: {free_port()}}}\n"
+    rows += f"  - {{engine.max_num_seqs: 8, engine.port: {free_port()}}}\n"
+    rows += f"  - {{topology.nodes: 1, engine.pipeline_parallel_size: 1, engine.port: {free_port()}}}\n"
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(f"recipe: r.yaml\ndesign: list\ntreatments:\n{rows}", encoding="utf-8")
+    env = _env(cluster, tmp_path)
+    env["FAKE_VLLM_ARGS"] = "--ttft-ms 5 --itl-ms 2 --log-stats-interval 0.2"
+    argv = [a for a in _argv(exp, tmp_path) if "standin" not in a and a != "--vllm-exec"]
+    argv[argv.index("--gpus-per-node") + 1] = "0"  # the test cluster's GPUs are no devices a step can use
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=400, env=env, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr + cluster.logs()
+    doc = json.loads(res.stdout)
+    assert [(t["id"], t["action"], t["status"]) for t in doc["treatments"]] == [
+        ("t1", "ran", "DONE"),
+        ("t2", "ran", "DONE"),
+        ("t3", "ran", "DONE"),
+    ]
+    folder = tmp_path / "runs" / "experiments" / "exp"
+    scripts = sorted(folder.glob("array-*.sh"))
+    assert len(scripts) == 2
+    texts = sorted(path.read_text() for path in scripts)
+    one, two = sorted(texts, key=lambda t: "--nodes=2" in t)
+    assert "#SBATCH --nodes=1\n" in one and "#SBATCH --array=0\n" in one
+    assert "#SBATCH --nodes=2\n" in two and "#SBATCH --array=0-1\n" in two  # two may run at once
+    assert "--runtime slurm --in-allocation --container none --gpus-per-node 0" in two
+    jobs = [
+        line.split("slurm array job ", 1)[1].split(",", 1)[0]
+        for line in res.stderr.splitlines()
+        if "slurm array job " in line
+    ]
+    assert len(jobs) == 2 and jobs[0] != jobs[1]
+    with open_ledger(tmp_path / "ledger.db", create=False) as book:
+        runs = {r.recipe_digest: r for r in book.runs()}
+    assert len(runs) == 3 and {r.status for r in runs.values()} == {"DONE"}
+    t1, t2, t3 = (runs[t["digest"]] for t in doc["treatments"])
+    assert t3.host_facts["runtime"] == "process"
+    for run, index in ((t1, 0), (t2, 1)):
+        slurm = run.host_facts["slurm"]
+        assert run.host_facts["runtime"] == "slurm" and run.host_facts["in_allocation"] is True
+        assert slurm["job_id"] == f"{jobs[1]}_{index}" and slurm["nodes"] == "abnode[1-2]"
+        assert slurm["state"] == "COMPLETED"
+    # each 2-node run's folder: the worker's log from the second node, the job script it ran
+    folders = sorted(path.parent for path in (tmp_path / "runs").glob("*/node-1.log"))
+    assert len(folders) == 2
+    for run_dir in folders:
+        assert "headless worker, node rank 1" in (run_dir / "node-1.log").read_text()
+        assert "#SBATCH --nodes=2" in (run_dir / "script.sh").read_text()
+        (out,) = run_dir.glob(f"slurm-{jobs[1]}_*.out")  # the script's own output
