@@ -13,7 +13,6 @@ from experiment_world import cell, plan, record, write
 
 from autobench.experiment.analysis import TreatmentRun, analyse, to_json_dict
 from autobench.experiment.confirm import (
-    CONFIRM,
     Confirmation,
     confirm,
     confirmed_uids,
@@ -46,7 +45,7 @@ def _note(db, p: ExperimentPlan, boots: Mapping[str, Sequence[str]], status: str
     for t in p.treatments:
         entry: dict[str, object] = {"id": t.treatment.id, "digest": t.digest, "action": "skipped"}
         if t.treatment.id in boots:
-            entry[CONFIRM] = [
+            entry["confirm"] = [
                 {"run_uid": u, "status": status, "round": n} for n, u in enumerate(boots[t.treatment.id], 1)
             ]
         entries.append(entry)
@@ -162,10 +161,10 @@ def test_only_done_confirmation_boots_of_well_formed_entries_count(tmp_path) -> 
     _note(db, p, {"t1": ["u1", "u2"]})
     _note(db, p, {"t1": ["u3"], "t2": ["u4"]}, status="FAILED")
     entries = [
-        {"id": "t3", "digest": p.treatments[2].digest, CONFIRM: "u5"},
-        {"id": "t3", "digest": 3, CONFIRM: [{"run_uid": "u6", "status": "DONE"}]},
-        {"id": "t3", "digest": p.treatments[2].digest, CONFIRM: ["u7", {"run_uid": 8, "status": "DONE"}]},
-        {"id": "t4", "digest": p.treatments[3].digest, CONFIRM: [{"run_uid": "u9", "status": "DONE", "round": 1}]},
+        {"id": "t3", "digest": p.treatments[2].digest, "confirm": "u5"},
+        {"id": "t3", "digest": 3, "confirm": [{"run_uid": "u6", "status": "DONE"}]},
+        {"id": "t3", "digest": p.treatments[2].digest, "confirm": ["u7", {"run_uid": 8, "status": "DONE"}]},
+        {"id": "t4", "digest": p.treatments[3].digest, "confirm": [{"run_uid": "u9", "status": "DONE", "round": 1}]},
     ]
     with open_ledger(db) as book:
         book.record_experiment(new_experiment_values(p.experiment.name, p.digest, {}, entries))
