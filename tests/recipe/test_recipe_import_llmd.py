@@ -435,6 +435,19 @@ def test_per_replica_vllm_variants_are_split_as_llm_ds_preprocess_splits_them(tm
         "{maxModelLen: 2048, maxNumSeq: 64}", "{maxModelLen: 2048}"
     )
     assert _engine(tmp_path / "b", generated)["max_model_len"] == 2048
+    # every VLLM_* value split, in name order in the note; another variable's ",," is the pod's as written
+    three = body.replace("maxNumSeq: 64}", "maxNumSeq: 64, maxNumBatchedTokens: 128}").replace(
+        "maxNumSeq: 16}", "maxNumSeq: 16, maxNumBatchedTokens: 256}"
+    )
+    three = three.replace("  vllm: {", "  extraEnvVars: [{name: OTHER, value: 'a,,b'}]\n  vllm: {").replace(
+        "vllm serve a/b", "vllm serve a/b --served-model-name $OTHER"
+    )
+    (imported,) = _stack(tmp_path / "e", three)
+    assert imported.data["engine"]["max_num_batched_tokens"] == 128 and imported.data["model"]["served_name"] == "a,,b"
+    assert (
+        "2: not carried: decode vllmVariants after the first (VLLM_MAX_MODEL_LEN=2048,,4096, "
+        "VLLM_MAX_NUM_BATCHED_TOKENS=128,,256, VLLM_MAX_NUM_SEQ=64,,16: the first pod's values imported)"
+    ) in imported.notes
     env = _llmd._pod_env({"decode": {"vllmVariants": [{"maxModelLen": 1}, "x", {"maxNumBatchedTokens": 5}]}}, "decode")
     assert env["VLLM_MAX_MODEL_LEN"] == "1,,,," and env["VLLM_MAX_NUM_SEQ"] == "256"
     assert env["VLLM_MAX_NUM_BATCHED_TOKENS"] == "256"

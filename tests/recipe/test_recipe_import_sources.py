@@ -474,6 +474,14 @@ def test_srt_slurm_identity_carried_only_where_it_is_the_served_checkpoint(tmp_p
     (imported,) = convert(_write(tmp_path, base.replace('path: "qwen3-moe-fp8"', 'path: "hf:Qwen/Qwen3-30B-A3B-FP8"')))
     assert imported.data["model"] == {"repo": "Qwen/Qwen3-30B-A3B-FP8"}
     assert "13: not carried: identity.model.revision (vLLM downloads the hf: id's default branch)" in imported.notes
+    text = base.replace('path: "qwen3-moe-fp8"', 'path: " hf:Qwen/Qwen3-30B-A3B-FP8"')
+    assert "revision" not in convert(_write(tmp_path, text))[0].data["model"]
+    # an empty revision declares nothing
+    text = base.replace('revision: "0123456789abcdef0123456789abcdef01234567"', 'revision: " "')
+    (imported,) = convert(_write(tmp_path, text))
+    assert "revision" not in imported.data["model"] and not any("revision" in n for n in imported.notes)
+    with pytest.raises(RecipeError, match=r":10:11: identity: must be a mapping, not a string"):
+        convert(_write(tmp_path, base.replace("identity:\n  model:", "identity: x\nidentity2:\n  model:")))
     # a directory named like the repo holds the declared revision: carried
     (imported,) = convert(_write(tmp_path, base.replace('path: "qwen3-moe-fp8"', 'path: "Qwen/Qwen3-30B-A3B-FP8"')))
     assert imported.data["model"]["revision"] == "0123456789abcdef0123456789abcdef01234567"

@@ -370,7 +370,7 @@ def _per_replica(src: Src, keys: tuple[Any, ...], script: str, env: dict[str, st
     joined = {k: v for k, v in env.items() if "VLLM_" in k and ",," in v}
     if not joined:
         return
-    name, value = next(iter(sorted(joined.items())))
+    name, value = next(iter(joined.items()))
     if _SPLITTER not in script.partition("vllm serve")[0]:
         raise src.fail(
             keys,
