@@ -585,3 +585,135 @@ def test_the_cli_runs_one_load_generator_per_worker_host(monkeypatch: pytest.Mon
     assert seen[-1].remote == "rsh"
     assert CliRunner().invoke(cmd, base).exit_code == 0
     assert (seen[-1].worker_hosts, seen[-1].workers) == ((), 1)
+
+
+def scripted(n: int, served: list[list[str]] | None = None, hook: Any = None) -> list[ScriptedGenerator]:
+    """``n`` scripted generators, one record each; ``hook(gen)`` runs when the parent reads its
+    records (the measured run is over)."""
+    base = time.perf_counter()
+    done = {"cap_hit": False, "cpu": 0.25, "lags": [0.001], "interrupted": False, "t0": base, "t_end": base + 1.0}
+    gens = [ScriptedGenerator([row_of(rec(0, base + 0.1, 0.05))], done, 0.0) for _ in range(n)]
+    for g, names in zip(gens, served or [], strict=False):
+        g.script[0] = fleet.message("ready", served=names)
+    if hook is not None:
+        for g in gens:
+            script, real_read = g.script, g.read
+
+            def read(*expect: str, g: ScriptedGenerator = g, script: Any = script, real_read: Any = real_read) -> Any:
+                if script and b'"records"' in (script[0] or b""):
+                    hook(g)
+                return real_read(*expect)
+
+            g.read = read  # type: ignore[method-assign]
+    return gens
+
+
+def fleet_config(**more: Any) -> BenchConfig:
+    settings: dict[str, Any] = {
+        "base_url": "http://127.0.0.1:9", "model": "m", "num_prompts": 2, "concurrency": 2, "max_tokens": 3,
+        "workers": 2, "random_input_len": 8, "tokenizer": "estimated",
+    }  # fmt: skip
+    return BenchConfig(**{**settings, **more})
+
+
+def fleet_dataset(n: int = 2, max_tokens: int = 3) -> Any:
+    from autobench.bench.datasets import load_dataset
+
+    return load_dataset(
+        kind=None, path=None, num_prompts=n, warmup=0, max_tokens=max_tokens, seed=0, min_prompt_tokens=4,
+        max_prompt_tokens=1024, random_input_len=8, random_range_ratio=0.0,
+    )  # fmt: skip
+
+
+def test_run_fleet_itself_refuses_more_generators_than_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fleet, "_scrape", lambda config: None)
+    with pytest.raises(BenchError, match="--workers 3 is more than --num-prompts 2"):
+        fleet.run_fleet(
+            fleet_config(workers=3, concurrency=3), fleet_dataset(2), spawn=lambda w: pytest.fail("spawned")
+        )
+
+
+def test_every_generator_may_stream_the_longest_answer_any_prompt_asks_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fleet, "_scrape", lambda config: None)
+    import dataclasses
+
+    ds = fleet_dataset(2)
+    ds.prompts[1] = dataclasses.replace(ds.prompts[1], max_tokens=40)
+    gens = scripted(2)
+    fleet.run_fleet(fleet_config(), ds, spawn=lambda w: gens[w])
+    assert [g.sent[0]["stream_tokens"] for g in gens] == [40, 40]
+
+
+def test_the_result_names_the_key_by_name_the_protocol_and_the_first_generators_models(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(fleet, "_scrape", lambda config: None)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    gens = scripted(2, served=[["m"], ["other"]])
+    d = fleet.run_fleet(fleet_config(), fleet_dataset(), spawn=lambda w: gens[w]).to_json_dict()
+    assert d["api_key_env"] == "OPENAI_API_KEY" and d["workers"]["protocol"] == fleet.PROTOCOL_VERSION  # type: ignore[index]
+    assert d["client"]["served_models"] == ["m"]
+    monkeypatch.delenv("OPENAI_API_KEY")
+    gens = scripted(1)
+    d = fleet.run_fleet(fleet_config(workers=1), fleet_dataset(), spawn=lambda w: gens[w]).to_json_dict()
+    assert d["api_key_env"] is None and d["workers"]["count"] == 1  # type: ignore[index]
+
+
+def test_each_generators_clock_figures_are_in_milliseconds() -> None:
+    from autobench.bench.client import prepare_dataset
+
+    cfg = fleet_config()
+    ds = prepare_dataset(cfg)
+    reports = [
+        Report(rows=[row_of(rec(0, 10.1, 0.05))], t0=10.0, t_end=11.0, offset=0.0, rtt=0.002),
+        Report(rows=[row_of(rec(0, 1010.2, 0.05))], t0=1010.25, t_end=1011.0, offset=1000.0, rtt=0.004),
+    ]
+    d = fleet._result(cfg, ds, reports, [[0], [1]], [1, 1], None, None, False).to_json_dict()
+    gens = d["workers"]["generators"]  # type: ignore[index]
+    assert [g["clock_round_trip_ms"] for g in gens] == pytest.approx([2.0, 4.0], rel=1e-9)
+    assert [g["clock_offset_ms"] for g in gens] == pytest.approx([0.0, 1e6], rel=1e-9)
+    assert [g["start_ms"] for g in gens] == pytest.approx([0.0, 250.0], rel=1e-9)
+
+
+def test_ctrl_c_during_the_run_waits_for_the_records_and_marks_the_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import signal
+
+    scrapes: list[str] = []
+    monkeypatch.setattr(fleet, "_scrape", lambda config: scrapes.append("scrape"))
+    before = signal.getsignal(signal.SIGINT)
+    gens = scripted(2, hook=lambda g: os.kill(os.getpid(), signal.SIGINT))  # Ctrl-C as the records come
+    d = fleet.run_fleet(fleet_config(), fleet_dataset(), spawn=lambda w: gens[w]).to_json_dict()
+    assert signal.getsignal(signal.SIGINT) is before  # the parent's handler is put back
+    assert d["interrupted"] is True and d["completed"] == 2  # the generators reported "not interrupted"
+    assert scrapes == ["scrape"]  # the closing scrape is skipped after Ctrl-C
+    assert d["spec_decode_available"] is False
+
+
+def test_no_scrape_when_the_counters_are_not_wanted(monkeypatch: pytest.MonkeyPatch) -> None:
+    scrapes: list[str] = []
+    monkeypatch.setattr(fleet, "_scrape", lambda config: scrapes.append("scrape"))
+    gens = scripted(2)
+    d = fleet.run_fleet(fleet_config(scrape_metrics=False), fleet_dataset(), spawn=lambda w: gens[w]).to_json_dict()
+    assert scrapes == [] and d["interrupted"] is False
+
+
+def test_ctrl_c_before_the_start_stops_the_parent_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    import signal
+
+    monkeypatch.setattr(fleet, "_scrape", lambda config: None)
+
+    class Gone:
+        def send(self, data: bytes) -> None:
+            pass
+
+        def read(self, *expect: str) -> dict[str, object]:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C: the worker stops at once, its pipe ends
+            raise BenchError("load generator 0 ended before it answered")
+
+        def close(self) -> None:
+            pass
+
+    with pytest.raises(KeyboardInterrupt):
+        fleet.run_fleet(fleet_config(), fleet_dataset(), spawn=lambda w: Gone())

@@ -90,3 +90,58 @@ def test_a_generator_that_speaks_garbage_is_named_without_its_stderr() -> None:
             gen.read("ready")
     finally:
         gen.close()
+
+
+# ---- from the mutation run of fleet.py (every mutant, 2026-12-07 evening) -----------------------
+@pytest.mark.integration
+def test_a_generator_process_refusing_its_plan_is_its_own_error() -> None:
+    import sys
+
+    from autobench.bench import fleet
+    from autobench.errors import BenchError
+
+    line = fleet.message("error", message="model 'x' rejected", hint="fix --model").decode()
+    gen = fleet._Generator(0, [sys.executable, "-c", f"import sys; sys.stdout.write({line!r}); sys.stdin.read()"])
+    try:
+        with pytest.raises(BenchError) as e:
+            gen.read("ready")
+        assert (e.value.message, e.value.hint) == ("model 'x' rejected", "fix --model")
+    finally:
+        gen.close()
+    assert gen.proc.returncode == 0  # it ended on its stdin's end, not killed
+
+
+@pytest.mark.integration
+def test_a_generator_dying_silently_or_in_bad_bytes_is_named_plainly() -> None:
+    import sys
+
+    from autobench.bench import fleet
+    from autobench.errors import BenchError
+
+    gen = fleet._Generator(2, [sys.executable, "-c", "pass"])
+    try:
+        with pytest.raises(BenchError, match=r"^load generator 2 ended before it answered$"):
+            gen.read("ready")
+    finally:
+        gen.close()
+    bad = "import sys; sys.stderr.buffer.write(b'bad \\xff byte\\n')"
+    gen = fleet._Generator(3, [sys.executable, "-c", bad])
+    try:
+        with pytest.raises(BenchError, match="^load generator 3 ended before it answered: bad \ufffd byte$"):
+            gen.read("ready")
+    finally:
+        gen.close()
+
+
+@pytest.mark.integration
+def test_closing_a_generator_ends_it_by_its_stdin_or_kills_it() -> None:
+    import sys
+
+    from autobench.bench import fleet
+
+    polite = fleet._Generator(0, [sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(3)"])
+    polite.close()
+    assert polite.proc.returncode == 3 and polite.errors.closed  # ended by the end of its stdin, and waited for
+    deaf = fleet._Generator(1, [sys.executable, "-c", "import time; time.sleep(120)"])
+    deaf.close()  # after 5 s of waiting: killed, and waited for
+    assert deaf.proc.returncode == -9
