@@ -717,3 +717,37 @@ def test_ctrl_c_before_the_start_stops_the_parent_too(monkeypatch: pytest.Monkey
 
     with pytest.raises(KeyboardInterrupt):
         fleet.run_fleet(fleet_config(), fleet_dataset(), spawn=lambda w: Gone())
+
+
+def test_the_parents_scrape_reads_bad_bytes_and_refuses_a_cut_body() -> None:
+    import http.server
+
+    whole = b"# \xff not UTF-8\nvllm:spec_decode_num_drafts_total 5\n"
+
+    class Metrics(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            cut = self.server.cut  # type: ignore[attr-defined]
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(whole) + (1000 if cut else 0)))
+            self.end_headers()
+            self.wfile.write(whole)  # a cut body: 1,000 bytes short, then the connection closes
+            if cut:
+                self.close_connection = True
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metrics)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{srv.server_address[1]}"
+        srv.cut = False  # type: ignore[attr-defined]
+        got = fleet._scrape(BenchConfig(base_url=url, model="m"))
+        assert got is not None and got.present and got.drafts == 5
+        srv.cut = True  # type: ignore[attr-defined]
+        assert fleet._scrape(BenchConfig(base_url=url, model="m")) is None
+    finally:
+        srv.shutdown()
+        srv.server_close()

@@ -145,3 +145,22 @@ def test_closing_a_generator_ends_it_by_its_stdin_or_kills_it() -> None:
     deaf = fleet._Generator(1, [sys.executable, "-c", "import time; time.sleep(120)"])
     deaf.close()  # after 5 s of waiting: killed, and waited for
     assert deaf.proc.returncode == -9
+
+
+@pytest.mark.integration
+def test_a_generator_keeps_the_callers_pythonpath_after_the_parents_checkout(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import sys
+    from pathlib import Path
+
+    import autobench
+    from autobench.bench import fleet
+
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    gen = fleet._Generator(1, [sys.executable, "-c", "import os, sys; sys.stderr.write(os.environ['PYTHONPATH'])"])
+    gen.proc.wait(30)
+    root = str(Path(autobench.__file__).resolve().parent.parent)
+    assert gen.stderr_tail() == f": {root}{os.pathsep}{tmp_path}"
+    gen.close()

@@ -124,3 +124,22 @@ def test_spinner_sends_first_chunks_in_time_order_once_each_and_skips_the_cancel
         assert not any(s.spinning for s in (late, early, soon))
     finally:
         loop.close()
+
+
+def test_spinner_keeps_the_order_of_arrival_between_first_chunks_due_at_the_same_time() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        fired: list[str] = []
+        srv = SyntheticServer(SyntheticConfig(port=0, model="m"))
+        due = time.perf_counter() - 0.001
+        streams = [FakeStream(name, fired, target=due) for name in ("a", "b", "c")]
+
+        async def add() -> None:
+            for s in streams:
+                srv.spinner.add(s)  # type: ignore[arg-type]
+
+        loop.run_until_complete(add())
+        run_until(loop, lambda: not srv.spinner.heap and not srv.spinner.scheduled)
+        assert fired == ["a", "b", "c"]
+    finally:
+        loop.close()
