@@ -19,6 +19,19 @@ REPO = Path(__file__).resolve().parent.parent
 #: benchmarks/mutation.py does), and so does a fuzz run with ``AUTOBENCH_FUZZ_EXAMPLES`` set
 #: (benchmarks/fuzz.py); a test's own smaller count is kept.
 UNIT_MAX_EXAMPLES = 25
+#: Worker processes for the whole unit tier (pyproject's ``-n auto``), at most this many.
+UNIT_MAX_WORKERS = 8
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject addopts): the whole unit tier runs on every core, as its tests are
+    in-process and CPU-bound (on 2 cores under load it gets twice the share of a busy machine).
+    A chosen set of tests (paths or ``-k`` given, as benchmarks/mutation.py runs) and the
+    integration tier, whose time is its children's, run in this one process; ``-n N`` overrides."""
+    whole = config.args_source == pytest.Config.ArgsSource.TESTPATHS and not config.getoption("keyword")
+    if not whole or config.getoption("markexpr") != "not integration":
+        return 0
+    return max(1, min(UNIT_MAX_WORKERS, os.cpu_count() or 1))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

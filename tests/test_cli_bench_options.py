@@ -15,6 +15,7 @@ from autobench.bench.records import FieldMap
 from autobench.bench.workload import SharedPrefix
 from autobench.cli import main
 from autobench.cli.bench_options import DATASET, SPECS
+from autobench.compile.cluster import DEFAULT_REMOTE
 from autobench.errors import BenchError
 
 BASE = ["bench", "--base-url", "http://127.0.0.1:9", "--model", "m"]
@@ -40,9 +41,13 @@ def test_every_option_is_named_as_a_config_field() -> None:
     assert {spec.name for spec in DATASET} == {n for n in names if n.startswith("dataset")}
 
 
-def test_nothing_given_is_the_configs_defaults(given: list[BenchConfig], capsys) -> None:
+def test_nothing_given_is_the_configs_defaults(given: list[BenchConfig], capsys, monkeypatch) -> None:
+    monkeypatch.delenv("AUTOBENCH_REMOTE", raising=False)
     assert main(BASE) == BenchError.exit_code
-    assert given == [BenchConfig(base_url="http://127.0.0.1:9", model="m", num_prompts=1000)]
+    # the one default the command resolves: how load generators reach --worker-host hosts
+    # (--remote, else AUTOBENCH_REMOTE, else the cluster runtime's ssh)
+    defaults = BenchConfig(base_url="http://127.0.0.1:9", model="m", num_prompts=1000, remote=DEFAULT_REMOTE)
+    assert given == [defaults]
     assert "stopped by the test" in capsys.readouterr().err
 
 

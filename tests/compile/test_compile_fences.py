@@ -174,7 +174,7 @@ def test_autobench_bench_reads_every_value_back_as_the_value(recipe):
     assert argv[:2] == ["autobench", "bench"]
     ctx = bench.make_context("bench", argv[2:])
     assert ctx.params["model"] == recipe.bench_model
-    assert ctx.params["dataset_path"] == recipe.bench.dataset.path
+    assert ctx.params["dataset"] == recipe.bench.dataset.path
     assert ctx.params["seed"] == recipe.bench.seed
     assert ctx.params["presence_penalty"] == recipe.bench.sampler.presence_penalty
 
