@@ -43,7 +43,7 @@ from autobench.run.collect import log_cause, log_facts, redact_files
 from autobench.run.outcome import Echo, RowFacts, RunOptions, RunOutcome, sweep_metrics
 from autobench.run.plan import RunPlan
 from autobench.run.protocol import Compiled, Run, RuntimeBase
-from autobench.run.signals import RunInterrupted
+from autobench.run.signals import RunInterrupted, SignalGuard
 
 if TYPE_CHECKING:
     pass
@@ -178,7 +178,9 @@ def allocation(env: Mapping[str, str]) -> tuple[str, str | None]:
     return (f"{array}_{task}" if array and task else job), env.get("SLURM_JOB_NODELIST") or None
 
 
-def run_here(script: Path, run_dir: Path, env: Mapping[str, str], guard: Any, echo: Echo) -> tuple[JobInfo, str | None]:
+def run_here(
+    script: Path, run_dir: Path, env: Mapping[str, str], guard: SignalGuard, echo: Echo
+) -> tuple[JobInfo, str | None]:
     """Run the job's script in this allocation (``bash``, its own process group, from the run
     folder); its end as a JobInfo, and the signal that interrupted it (SIGTERM to the script,
     whose trap tears the server down)."""
