@@ -67,3 +67,38 @@ def test_http10_closes_and_bad_requests_get_4xx(synth: Any) -> None:
     assert out.startswith(b"HTTP/1.1 405")
     out = exchange(srv.port, b"POST /v1/completions HTTP/1.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\n{bad}")
     assert out.startswith(b"HTTP/1.1 400") and b"Invalid request body" in out
+
+
+def stream_events(port: int, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The JSON events of one streamed answer (the chunked framing undone by hand)."""
+    data = json.dumps(body).encode()
+    out = exchange(
+        port,
+        b"POST %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+        % (path.encode(), len(data), data),
+    )
+    raw, payload = out.partition(b"\r\n\r\n")[2], b""
+    while raw:
+        size_line, _, raw = raw.partition(b"\r\n")
+        size = int(size_line, 16)
+        payload, raw = payload + raw[:size], raw[size + 2 :]
+        if size == 0:
+            break
+    events = [e[len(b"data: ") :] for e in payload.split(b"\n\n") if e.startswith(b"data: {")]
+    return [json.loads(e) for e in events]
+
+
+def test_token_chunks_carry_their_tokens_text_empty_where_a_token_ends_mid_character(synth: Any) -> None:
+    from autobench.bench.synthetic import fault_hit
+
+    srv = synth(ttft_ms=1, itl_ms=1, empty_chunk_rate=0.5)
+    ask = {"model": "m", "prompt": "a b", "max_tokens": 4, "stream": True}
+    texts = [e["choices"][0]["text"] for e in stream_events(srv.port, "/v1/completions", ask) if e["choices"]]
+    assert texts == ["" if fault_hit(0.5, 0 + i) else f" t{i}" for i in range(4)]
+    assert texts.count("") == 2  # exactly half, and both kinds present
+    srv2 = synth(ttft_ms=1, itl_ms=1, tokens_per_chunk=3)
+    chat = {"model": "m", "messages": [{"role": "user", "content": "a"}], "max_tokens": 5, "stream": True}
+    events = stream_events(srv2.port, "/v1/chat/completions", chat)
+    deltas = [e["choices"][0]["delta"] for e in events if e["choices"]]
+    assert deltas == [{"role": "assistant", "content": ""}, {"content": " t0 t1 t2"}, {"content": " t3 t4"}]
+    assert [e["choices"][0]["finish_reason"] for e in events if e["choices"]] == [None, None, "length"]

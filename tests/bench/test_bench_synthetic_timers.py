@@ -10,6 +10,8 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
+
 from autobench.bench.synthetic import SyntheticConfig, SyntheticServer, Ticker
 
 
@@ -30,7 +32,10 @@ class FakeStream:
 
 
 def run_until(loop: asyncio.AbstractEventLoop, done: Any) -> None:
-    """Run the loop's callbacks until ``done()`` (bounded by turns, not by time)."""
+    """Run the loop's callbacks until ``done()`` (bounded by turns, not by time); an exception in
+    a callback (which the loop would only log) fails the test."""
+    errors: list[Any] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
 
     async def turns() -> None:
         for _ in range(10_000):
@@ -40,6 +45,7 @@ def run_until(loop: asyncio.AbstractEventLoop, done: Any) -> None:
         raise AssertionError("callbacks did not finish")
 
     loop.run_until_complete(turns())
+    assert errors == []
 
 
 def test_ticker_shares_one_timer_per_millisecond_and_fires_in_order_of_adding() -> None:
@@ -141,5 +147,117 @@ def test_spinner_keeps_the_order_of_arrival_between_first_chunks_due_at_the_same
         loop.run_until_complete(add())
         run_until(loop, lambda: not srv.spinner.heap and not srv.spinner.scheduled)
         assert fired == ["a", "b", "c"]
+    finally:
+        loop.close()
+
+
+def test_one_spin_is_pending_however_many_first_chunks_wait_and_it_yields_when_raised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from autobench.bench import synthetic
+
+    loop = asyncio.new_event_loop()
+    try:
+        fired: list[str] = []
+        srv = SyntheticServer(SyntheticConfig(port=0, model="m"))
+        srv.spin_yield = True  # as at a raised priority
+        yields: list[int] = []
+        monkeypatch.setattr(synthetic.os, "sched_yield", lambda: yields.append(1))
+        pending = [0, 0]  # spins scheduled now, and the most ever
+        real_call_soon = loop.call_soon
+
+        def call_soon(callback: Any, *args: Any, **kw: Any) -> Any:
+            if callback == srv.spinner.spin:
+                pending[0] += 1
+                pending[1] = max(pending)
+
+                def spin() -> None:
+                    pending[0] -= 1
+                    callback()
+
+                return real_call_soon(spin, *args, **kw)
+            return real_call_soon(callback, *args, **kw)
+
+        loop.call_soon = call_soon  # type: ignore[method-assign]
+        now = time.perf_counter()
+        first = FakeStream("first", fired, target=now + 0.002)
+
+        async def add() -> None:
+            srv.spinner.add(first)  # type: ignore[arg-type]
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # the spin runs (and comes back: "first" is not due yet)
+            for name in ("a", "b"):  # more first chunks while it spins: no second spin
+                srv.spinner.add(FakeStream(name, fired, target=now - 0.001))  # type: ignore[arg-type]
+
+        loop.run_until_complete(add())
+        run_until(loop, lambda: not srv.spinner.heap and not srv.spinner.scheduled)
+        assert fired == ["a", "b", "first"] and pending == [0, 1]
+        assert yields  # a yield on each turn of the spin at a raised priority
+        srv.spin_yield = False
+        yields.clear()
+
+        async def add_late() -> None:
+            srv.spinner.add(FakeStream("late", fired, target=time.perf_counter() + 0.001))  # type: ignore[arg-type]
+
+        loop.run_until_complete(add_late())
+        run_until(loop, lambda: not srv.spinner.heap and not srv.spinner.scheduled)
+        assert fired[-1] == "late" and yields == []
+    finally:
+        loop.close()
+
+
+class FakeConn:
+    """What a _Stream writes to: nothing is written after its stream was cancelled."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self.written: list[bytes] = []
+        self.on_close: Any = None
+
+    def start_stream(self) -> None:
+        pass
+
+    def write_chunk(self, payload: bytes) -> None:
+        self.written.append(payload)
+
+    def end_stream(self, payload: bytes = b"") -> None:
+        self.written.append(payload)
+
+
+def test_a_stream_cancelled_while_it_waits_for_the_spinner_or_the_ticker_sends_nothing() -> None:
+    from autobench.bench.synthetic import _Stream
+
+    loop = asyncio.new_event_loop()
+    try:
+        srv = SyntheticServer(SyntheticConfig(port=0, model="m"))
+        conns = [FakeConn(), FakeConn()]
+        now = time.perf_counter()
+        streams = [
+            _Stream(
+                srv,
+                conn,
+                chat=False,
+                n=k,
+                n_out=3,
+                prompt_tokens=1,
+                include_usage=False,
+                fault=None,  # type: ignore[arg-type]
+                t_arrival=now - 1.0,
+                stream=True,
+            )  # fmt: skip
+            for k, conn in enumerate(conns)
+        ]
+        streams[1].aim = now - 1.0
+
+        async def wait_and_cancel() -> None:
+            srv.spinner.add(streams[0])
+            srv.ticker.add(streams[1], now)
+            for s in streams:
+                s.cancel()
+
+        loop.run_until_complete(wait_and_cancel())
+        run_until(loop, lambda: not srv.spinner.heap and not srv.ticker.buckets)
+        assert [c.written for c in conns] == [[], []]
     finally:
         loop.close()
