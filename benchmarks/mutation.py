@@ -210,6 +210,14 @@ TESTS: dict[str, list[str]] = {
         "tests/bench/test_bench_interrupt.py",
     ],
     "autobench/bench/fleet.py": ["tests/bench/test_bench_fleet.py", "tests/bench/test_bench_fleet_processes.py"],
+    "autobench/bench/synthetic.py": [
+        "tests/bench/test_bench_synthetic_timers.py",
+        "tests/bench/test_bench_synthetic_http.py",
+        "tests/bench/test_bench_metrics.py",
+        "tests/bench/test_bench_empty_chunks.py",
+        "tests/bench/test_bench_categories.py",
+        "tests/bench/test_bench_client.py",
+    ],
     "autobench/bench/samples_of.py": ["tests/bench/test_bench_result_build.py", "tests/bench/test_bench_client.py"],
     "autobench/samples.py": ["tests/test_samples.py", "tests/ledger/test_ledger_cells.py"],
     "autobench/bench/result.py": [
