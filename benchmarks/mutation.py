@@ -261,6 +261,22 @@ TESTS: dict[str, list[str]] = {
         "tests/ledger/test_ledger_cells.py",
         "tests/ledger/test_ledger_sync_experiments.py",
     ],
+    "autobench/cli/option_group.py": [
+        "tests/test_cli_run_options.py",
+        "tests/test_cli_bench_options.py",
+        "tests/test_cli_options.py",
+    ],
+    "autobench/cli/run_options.py": ["tests/test_cli_run_options.py", "tests/test_cli_reference.py"],
+    "autobench/cli/bench_options.py": [
+        "tests/test_cli_bench_options.py",
+        "tests/hub/test_hub_dataset_bench.py",
+        "tests/test_cli_reference.py",
+    ],
+    "autobench/run/progress.py": [
+        "tests/run/test_run_boot_progress.py",
+        "tests/run/test_run_boot_progress_runtimes.py",
+        "tests/run/test_run_progress.py",
+    ],
 }
 
 #: What ``fork`` mode imports once, so each mutant's pytest starts warm (never autobench itself).

@@ -79,7 +79,9 @@ def test_a_local_dataset_file_is_the_dataset_field(given: list[BenchConfig], tmp
     ("words", "said"),
     [
         (["--dataset-sha256", "ABC"], "is not a sha256"),
+        (["--dataset-sha256", "AB" * 32], "--dataset-sha256"),  # 64 characters, upper case
         (["--dataset-field", "prompt"], "is not ROLE=NAME"),
+        (["--dataset-field", "prompt="], "--dataset-field"),
         (["--dataset-field", "prompt=a", "--dataset-field", "prompt=b"], "each once"),
         (["--shared-prefix", "x"], "is not N:L or N"),
         (["--slo", "fast=1"], "is not KEY=MS"),
@@ -90,3 +92,8 @@ def test_a_bad_value_is_one_line_and_no_bench(given: list[BenchConfig], capsys, 
     err = capsys.readouterr().err
     assert code != 0 and said in err and "Traceback" not in err
     assert given == []
+
+
+def test_every_role_of_a_dataset_field(given: list[BenchConfig]) -> None:
+    main([*BASE, "--dataset-field", "turns=conv", "--dataset-field", "max_tokens=cap"])
+    assert given[0].dataset_fields == FieldMap(turns="conv", max_tokens="cap")

@@ -152,3 +152,25 @@ def test_an_array_task_passes_every_run_option_on_to_its_run(world: SimpleNamesp
     assert passed, "nothing checked"
     assert {f: getattr(got, f) for f in passed} == {f: getattr(asked, f) for f in passed}
     assert got.live is False and got.runtime == "docker"  # --container docker: the node runs docker
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_both_commands_refuse_and_take_the_same_edge_values(world: SimpleNamespace, command: str) -> None:
+    (world.path / "a-file").write_text("", encoding="utf-8")
+    (world.path / "a-dir").mkdir()
+    taken = ["--gpus-per-node", "0", "--ready-timeout", "0.5", "--grace", "0.5", "--profile", "p.yaml"]
+    assert main([*COMMANDS[command], *taken]) == 0
+    options = world.given[-1]
+    assert (options.gpus_per_node, options.ready_timeout_s, options.grace_s) == (0, 0.5, 0.5)
+    for words in (["--ready-timeout", "0"], ["--runs-dir", "a-file"], ["--profile", "a-dir"], ["--grace", "-1"]):
+        before = len(world.given)
+        assert main([*COMMANDS[command], *words]) == 2, words
+        assert len(world.given) == before, words
+
+
+def test_a_help_for_an_option_not_in_the_group_is_a_mistake() -> None:
+    from autobench.cli.run_options import run_options
+
+    with pytest.raises(ValueError, match=r"help for options not in the group: \['grace'\]"):
+        run_options(grace="seconds")
+    assert callable(run_options(grace_s="seconds"))

@@ -60,7 +60,6 @@ class SweepProgress:
         self.done = 0
         self.total = self.per_cell
         self.errors = 0
-        self.cell_elapsed = 0.0
         self.done_before = 0  # requests of the cells already finished
         self.errors_before = 0
         self._ended = False  # the current cell has ended (its numbers are in the *_before sums)
@@ -71,14 +70,13 @@ class SweepProgress:
 
     # ---- called from the bench's event loop: store only ------------------------
     def update(self, finished: int, total: int, elapsed_s: float, errors: int) -> None:
-        self.done, self.total, self.cell_elapsed, self.errors = finished, total, elapsed_s, errors
+        self.done, self.total, self.errors = finished, total, errors  # the clock here is the run's
 
     # ---- called from the main thread ----------------------------------------------
     def start_cell(self, index: int, label: str) -> None:
         self.cell_index, self.cell_label = index, label
         self.done = self.errors = 0
         self._ended = False
-        self.cell_elapsed = 0.0
         self._last_line = self.clock()
         if self._live is None:
             self.echo(f"cell {index + 1}/{self.n_cells}: {label}")
@@ -212,7 +210,7 @@ def last_meaningful_line(lines: Iterable[str]) -> str | None:
     from autobench.logs.lines import split_records
 
     for line in reversed(list(lines)):
-        if not line.strip() or line.startswith("[autobench]"):
+        if line.startswith("[autobench]"):
             continue
         for rec in reversed(split_records(line)):
             if rec.msg[:1].isspace():  # a continuation: a warning's source line, an indented part

@@ -72,15 +72,38 @@ def test_last_meaningful_line_skips_blanks_notes_and_bars() -> None:
     assert last_meaningful_line(HEAD_LOG.splitlines()) == f"Loading weights with token={SECRET}"
 
 
+def test_what_says_something(tmp_path: Path) -> None:
+    said = "real line here"
+    for noise in ("ab 12", "12:34 56.7 %", "\u00e9\u00e9\u00e9 \u00e9\u00e9", "\treserved_cpus=[1]", ""):
+        assert last_meaningful_line([said, noise]) == said, noise  # < 3 ASCII letters, or a continuation
+    assert last_meaningful_line([said, "OOM"]) == "OOM"  # three letters are enough
+
+
 def test_log_tail_reads_the_end_of_a_long_log(tmp_path: Path) -> None:
     assert log_tail(tmp_path / "not-yet.log") == []
     path = tmp_path / "server.log"
-    path.write_text("".join(f"line {i}\n" for i in range(10_000)), encoding="utf-8")
-    tail = log_tail(path, max_bytes=1000)
-    assert tail[-1] == "line 9999" and len(tail) < 130
-    assert all(line.startswith("line ") and line.split()[1].isdigit() for line in tail)  # no cut first line
+    path.write_text("".join(f"line {i}\n" for i in range(10_000)), encoding="utf-8")  # 10 bytes a line at the end
+    assert log_tail(path, max_bytes=1005) == [f"line {i}" for i in range(9900, 10_000)]  # the cut line dropped
     path.write_text("a\nb\n", encoding="utf-8")
     assert log_tail(path, max_bytes=1000) == ["a", "b"]
+    path.write_bytes(b"x" * 996 + b"\nab\n")  # exactly max_bytes: nothing is cut, the first line stays
+    assert log_tail(path, max_bytes=1000) == ["x" * 996, "ab"]
+    path.write_bytes(b"bad \xff byte\n")
+    assert log_tail(path) == ["bad \ufffd byte"]
+
+
+def test_log_tail_reads_64_kib_by_default(tmp_path: Path) -> None:
+    path = tmp_path / "server.log"
+    path.write_bytes(b"x" * (64 * 1024 - 3) + b"\nab\n")  # one byte more than 64 KiB: the first line is cut
+    assert log_tail(path) == ["ab"]
+
+
+def test_a_long_server_line_is_cut_at_120_characters() -> None:
+    lines: list[str] = []
+    BootProgress(lines.append, lambda: "y" * 120)(10.0)
+    BootProgress(lines.append, lambda: "z" * 121)(10.0)
+    assert lines[0].endswith("server: " + "y" * 120)
+    assert lines[1].endswith("server: " + "z" * 119 + "...")
 
 
 def test_the_drivers_step_is_its_last_own_line(tmp_path: Path) -> None:

@@ -76,3 +76,70 @@ def test_a_finished_cell_is_counted_once():
     p.start_cell(1, "b")
     p.update(5, 20, 0.5, 0)
     assert p.all_done() == 25
+
+
+def test_the_clock_reads_minutes_and_hours():
+    from autobench.run.progress import _clock
+
+    assert [_clock(s) for s in (-3, 0.9, 59.9, 61, 3599, 3600, 3725)] == [
+        "0:00",
+        "0:00",
+        "0:59",
+        "1:01",
+        "59:59",
+        "1:00:00",
+        "1:02:05",
+    ]
+
+
+def test_the_first_line_and_the_default_cadence():
+    lines: list[str] = []
+    clock = Clock()
+    p = SweepProgress(2, 0, lines.append, clock=clock)  # no request count known: one per cell
+    assert p.line() == "cell 1/2: 0/1 requests, 0 errors, elapsed 0:00, ETA ?"
+    p.start_cell(0, "a")
+    p.update(1, 1, 0.1, 0)
+    assert p.all_done() == 1 and p.eta_s() == 0.0  # 1 of 2 requests in 0 s
+    clock.t += 29.9
+    p.tick()
+    clock.t += 0.1
+    p.tick()  # 30 s since the cell started: a line
+    assert lines == ["cell 1/2: a", "cell 1/2: 1/1 requests, 0 errors, elapsed 0:30, ETA 0:30"]
+
+
+def test_the_live_display_on_stderr_from_start_to_close(capsys):
+    clock = Clock()
+    lines: list[str] = []
+    p = SweepProgress(2, 10, lines.append, live=True, clock=clock)
+    p.start_cell(0, "concurrency=1")
+    p.update(4, 10, 3.0, 1)
+    clock.t += 65
+    p.tick()
+    p.end_cell("10 completed")
+    p.start_cell(1, "concurrency=2")
+    p.update(3, 10, 3.0, 2)
+    p.close()
+    p.close()  # twice: nothing more
+    out, err = capsys.readouterr()
+    assert lines == [] and out == ""  # the display, not plain lines; on stderr
+    shown = [line.rstrip() for line in err.splitlines()]
+    assert shown == [
+        "cell 1/2 concurrency=1: 10 completed",
+        "cell 2/2  concurrency=2",
+        "requests  3/10  (all cells: 7)",
+        "errors    3",
+        "elapsed   1:05",
+        "ETA       2:00",
+    ]
+
+
+def test_the_live_display_before_the_first_cell_and_request():
+    from rich.console import Console
+
+    p = SweepProgress(3, 4, lambda s: None, clock=Clock())
+    console = Console(record=True, width=60)
+    console.print(p._render())
+    shown = [line.rstrip() for line in console.export_text().splitlines()]
+    assert shown == ["cell 1/3", "requests  0/4  (all cells: 0)", "errors    0", "elapsed   0:00", "ETA       ?"]
+    p.update(2, 4, 0.5, 0)  # counted even before a cell is named
+    assert p.all_done() == 2
