@@ -101,7 +101,9 @@ def test_a_generator_process_refusing_its_plan_is_its_own_error() -> None:
     from autobench.errors import BenchError
 
     line = fleet.message("error", message="model 'x' rejected", hint="fix --model").decode()
-    gen = fleet._Generator(0, [sys.executable, "-c", f"import sys; sys.stdout.write({line!r}); sys.stdin.read()"])
+    gen = fleet._Generator(
+        0, [sys.executable, "-c", f"import sys; sys.stdout.write({line!r}); sys.stdout.flush(); sys.stdin.read()"]
+    )
     try:
         with pytest.raises(BenchError) as e:
             gen.read("ready")
