@@ -338,3 +338,39 @@ def test_multi_node_treatments_run_as_an_array_of_two_node_tasks_after_the_singl
         assert "headless worker, node rank 1" in (run_dir / "node-1.log").read_text()
         assert "#SBATCH --nodes=2" in (run_dir / "script.sh").read_text()
         (out,) = run_dir.glob(f"slurm-{jobs[1]}_*.out")  # the script's own output
+
+
+def test_a_multi_node_task_interrupted_during_its_bench_is_recorded_aborted(cluster, tmp_path) -> None:
+    """SIGINT to the controller while a 2-node task benches: the array is cancelled, the task's
+    `autobench run --in-allocation` stops its job script (Slurm ends the task's steps) and
+    records ABORTED, cancelled, with the task's id and both nodes; no step is left."""
+    from run_helpers import FAKE_VLLM
+
+    text = TWO_NODE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE_VLLM)))
+    (tmp_path / "r.yaml").write_text(text.replace("num_prompts: 8", "num_prompts: 100000"), encoding="utf-8")
+    exp = tmp_path / "exp.yaml"
+    exp.write_text(f"recipe: r.yaml\ndesign: list\ntreatments:\n  - {{engine.port: {free_port()}}}\n", encoding="utf-8")
+    env = _env(cluster, tmp_path)
+    env["FAKE_VLLM_ARGS"] = "--ttft-ms 50 --itl-ms 20"
+    argv = [a for a in _argv(exp, tmp_path) if "standin" not in a and a != "--vllm-exec"]
+    argv[argv.index("--gpus-per-node") + 1] = "0"
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path)
+    deadline = time.monotonic() + 120  # only so a broken run cannot hang the suite
+    while not any(p.read_text().strip() == "bench" for p in (tmp_path / "runs").glob("*/phase")):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the task never reached its bench"
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, err + cluster.logs()
+    (treatment,) = json.loads(out)["treatments"]
+    assert (treatment["action"], treatment["status"]) == ("ran", "ABORTED")
+    with open_ledger(tmp_path / "ledger.db", create=False) as book:
+        (run,) = book.runs()
+    assert run.status == "ABORTED" and run.root_cause_category == "slurm_cancelled"
+    assert run.host_facts["in_allocation"] is True and run.host_facts["slurm"]["nodes"] == "abnode[1-2]"
+    (worker_log,) = (tmp_path / "runs").glob("*/node-1.log")
+    assert "[autobench] the job received SIGTERM" in (worker_log.parent / "server.log").read_text()
+    array = run.host_facts["slurm"]["job_id"].split("_")[0]
+    steps = subprocess.run(["squeue", "-h", "-s", "-j", array], env=env, capture_output=True, text=True)
+    assert steps.stdout.strip() == ""  # no step of the task left on either node
