@@ -247,6 +247,9 @@ TESTS: dict[str, list[str]] = {
         "tests/experiment/test_experiment_page.py",
     ],
     "autobench/experiment/confirm.py": ["tests/experiment/test_experiment_confirm.py"],
+    "autobench/experiment/array.py": ["tests/experiment/test_experiment_array.py"],
+    # the unit-tier tests only: its job paths run on the real Slurm (integration, not mutated)
+    "autobench/run/slurm.py": ["tests/run/test_run_slurm_allocation.py"],
     "autobench/experiment/plan.py": [
         "tests/experiment/test_experiment_plan.py",
         "tests/experiment/test_experiment_design.py",

@@ -149,7 +149,7 @@ def array_script(
         raise RecipeError(f"one job array per node count, not {counts}", hint="a bug: report it with the experiment")
     nodes = counts[0] if counts else 1
     if nodes > 1 and options.container == "docker":
-        first = next(p for p in todo if p.loaded.recipe.topology.nodes > 1)
+        first = todo[0]
         raise RecipeError(
             f"treatment {first.treatment.id} ({first.treatment.label()}) runs on {nodes} nodes: a multi-node "
             "task runs its nodes' servers as srun steps, which --container docker cannot",

@@ -124,8 +124,9 @@ def test_a_multi_node_array_asks_for_its_nodes_and_runs_each_job_script_in_its_t
         runtime=None,
     )
     files = [tmp_path / "a.yaml", tmp_path / "b.yaml", tmp_path / "c.yaml"]
-    with pytest.raises(RecipeError, match=r"one job array per node count, not \[1, 2\]"):
+    with pytest.raises(RecipeError) as mixed:
         array_script(plan, plan.treatments, files, RunOptions(), 1)  # the caller groups them
+    assert str(mixed.value) == "one job array per node count, not [1, 2] (hint: a bug: report it with the experiment)"
     text = array_script(plan, plan.treatments[1:], files[1:], RunOptions(runs_dir="runs", gpu_request="gres"), 1)
     lines = text.splitlines()
     assert "#SBATCH --nodes=2" in lines and "#SBATCH --gres=gpu:3" in lines  # the largest treatment's GPUs per node
@@ -138,11 +139,21 @@ def test_a_multi_node_array_asks_for_its_nodes_and_runs_each_job_script_in_its_t
     assert "--gpus-per-node 0 --gpu-request gpus-per-node" in no_gpus and "#SBATCH --gpus" not in no_gpus
     with pytest.raises(RecipeError) as info:
         array_script(plan, plan.treatments[1:], files[1:], RunOptions(container="docker"), 1)
-    assert str(info.value).startswith(
+    assert str(info.value) == (
         f"{tmp_path / 'exp.yaml'}: treatment t2 (nodes=2 gpus_per_node=1 pipeline_parallel_size=2) runs on 2 nodes: "
-        "a multi-node task runs its nodes' servers as srun steps, which --container docker cannot"
+        "a multi-node task runs its nodes' servers as srun steps, which --container docker cannot "
+        "(hint: use --container none (the server on the nodes), or --runtime docker (the multi-node driver))"
     )
+    in_docker = array_script(plan, plan.treatments[:1], files[:1], RunOptions(container="docker", runs_dir="r"), 1)
+    assert "#SBATCH --nodes=1\n" in in_docker and "--runtime docker --runs-dir" in in_docker  # one node: fine
     assert run_args(RunOptions(), 1, 3)[:2] == ["--runtime", "process"]  # one node: gpus are the array's
+    assert run_args(RunOptions(), 2, None)[5:7] == ["--gpus-per-node", "0"]
+    with pytest.raises(RecipeError) as refused:
+        run_args(RunOptions(container="pyxis"))
+    assert str(refused.value) == (
+        "--container pyxis: an experiment's array tasks run `autobench run` on the node, itself or in Docker "
+        "(hint: use --container none or docker)"
+    )
 
 
 def test_bad_resources_are_refused_before_anything_is_submitted(tmp_path) -> None:
@@ -242,3 +253,12 @@ def test_each_treatment_is_validated_for_what_its_task_runs(tmp_path) -> None:
     assert (rules(two), rules(one)) == ("slurm", "process")  # the job script in the allocation; the node's runtime
     in_docker = task_rules(RunOptions(runtime="slurm", container="docker"))
     assert (in_docker(two), in_docker(one)) == ("docker", "docker")
+    unknown = task_rules(RunOptions(runtime="slurm", container="pyxis"))  # refused later, by run_args
+    assert unknown(one) == "process"
+
+
+def test_the_array_asks_for_the_longest_time_any_treatment_needs(tmp_path) -> None:
+    body = "design: list\ntreatments: [{bench.ready_timeout_s: 60}, {bench.ready_timeout_s: 600}]\n"
+    plan = plan_experiment(load_experiment(write(tmp_path, body)), predictor=lambda loaded: (READY, None, None))
+    text = array_script(plan, plan.treatments, [tmp_path / "a.yaml", tmp_path / "b.yaml"], RunOptions(), 1)
+    assert "#SBATCH --time=75\n" in text  # 600 s boot + the uncapped bench 1 h + 5 min, in minutes

@@ -309,3 +309,48 @@ def test_a_treatment_without_the_metric_is_never_confirmed(tmp_path) -> None:
         a = analyse(p, treatment_runs(book, p, []), metric="tpot_median_ms")
     assert _ids(a.cells[0].points) == ["t2", "t1", "t3"]
     assert [t.treatment.id for t in select(a, 3)] == ["t1", "t2"]
+
+
+def test_the_boots_centre_is_their_geometric_mean_and_the_plain_mean_without_positive_values() -> None:
+    from autobench.experiment.analysis import geometric_mean
+
+    assert geometric_mean([1.0, 100.0]) == pytest.approx(10.0)  # the centre of a band of log values
+    assert geometric_mean([0.5, 2.0]) == pytest.approx(1.0)
+    assert geometric_mean([0.0, 4.0]) == pytest.approx(2.0) and geometric_mean([-1.0, 3.0]) == pytest.approx(1.0)
+
+
+def test_a_marked_confirmation_boot_marks_the_verdict_across_boots(tmp_path) -> None:
+    """A confirmation boot that was client-bound, or whose figures carry a flag, marks the
+    verdict judged across the boots, as a marked cell marks `compare`'s."""
+    p = plan(write(tmp_path, K4, bench=ONE_CELL))
+    db = tmp_path / "l.db"
+    record(db, p, {t: [cell(n, 2.0 + n / 10)] for n, t in enumerate(("t1", "t2", "t3", "t4"))})
+    screening = {t: set(_uids(db, p, t)) for t in ("t1", "t2")}
+    for n, (tid, tpot) in enumerate((("t1", 2.0), ("t2", 2.01), ("t1", 2.02), ("t2", 2.0))):
+        boot = cell(200 + n, tpot)
+        if n == 1:
+            boot.metrics["client_bound"] = True
+        if n == 2:
+            boot.metrics["flags"] = {"burst_stream": "chunks of 8 tokens"}
+        record(db, p, {tid: [boot]})
+    _note(db, p, {t: [u for u in _uids(db, p, t) if u not in screening[t]] for t in ("t1", "t2")})
+    with open_ledger(db, create=False) as book:
+        runs = treatment_runs(book, p, book.experiments(plan_digest=p.digest))
+    (c,) = analyse(p, runs, metric="tpot_median_ms").cells
+    assert c.boots == (2, 2) and c.verdict == "no change (client-bound; flagged: burst_stream)"
+
+
+def test_a_treatment_whose_screening_lacks_the_metric_is_not_among_the_confirmed(tmp_path) -> None:
+    p = plan(write(tmp_path, K4, bench=ONE_CELL))
+    db = tmp_path / "l.db"
+    bare = cell(3, 2.0)
+    del bare.metrics["tpot_median_ms"]
+    record(db, p, {"t1": [cell(1, 2.0)], "t2": [cell(2, 2.1)], "t3": [bare], "t4": [cell(4, 3.0)]})
+    screening = {t: set(_uids(db, p, t)) for t in ("t1", "t2", "t3")}
+    for n, (tid, tpot) in enumerate([(t, v) for t, v in (("t1", 2.0), ("t2", 2.1), ("t3", 1.9)) for _ in range(2)]):
+        record(db, p, {tid: [cell(300 + n, tpot)]})
+    _note(db, p, {t: [u for u in _uids(db, p, t) if u not in screening[t]] for t in ("t1", "t2", "t3")})
+    with open_ledger(db, create=False) as book:
+        runs = treatment_runs(book, p, book.experiments(plan_digest=p.digest))
+    (c,) = analyse(p, runs, metric="tpot_median_ms").cells
+    assert _ids([c.best, c.runner_up]) == ["t1", "t2"] and c.level == pytest.approx(0.95) and c.boots == (2, 2)

@@ -17,6 +17,7 @@ def test_the_job_this_runs_in_is_read_from_slurms_environment() -> None:
     task = {"SLURM_JOB_ID": "44", "SLURM_ARRAY_JOB_ID": "42", "SLURM_ARRAY_TASK_ID": "2"}
     assert allocation(task) == ("42_2", None)  # an array task by its array id and index
     assert allocation({"SLURM_JOB_ID": "44", "SLURM_ARRAY_JOB_ID": "42", "SLURM_JOB_NODELIST": ""}) == ("44", None)
+    assert allocation({"SLURM_JOB_ID": "44", "SLURM_ARRAY_TASK_ID": "2"}) == ("44", None)  # both or the job's id
     with pytest.raises(RunError) as info:
         allocation({"SLURM_ARRAY_JOB_ID": "42"})
     assert str(info.value) == (
