@@ -537,6 +537,7 @@ def remote_config(**more: Any) -> BenchConfig:
         ({"worker_hosts": ("a", "-oProxyCommand=x")}, "'-oProxyCommand=x' is not a host name", "--worker-host user@"),
         ({"worker_hosts": ("a", "b c")}, "'b c' is not a host name", "--worker-host user@"),
         ({"worker_hosts": ("a", " ")}, "' ' is not a host name", "--worker-host user@"),
+        ({"worker_hosts": ("a", "")}, "'' is not a host name", "--worker-host user@"),
         ({"remote": None}, "needs a way to reach the hosts", "--remote 'ssh"),
         ({"remote": " "}, "needs a way to reach the hosts", "--remote 'ssh"),
         ({"worker_python": " "}, "--worker-python is empty", "python3"),

@@ -166,3 +166,20 @@ def test_a_generator_keeps_the_callers_pythonpath_after_the_parents_checkout(
     root = str(Path(autobench.__file__).resolve().parent.parent)
     assert gen.stderr_tail() == f": {root}{os.pathsep}{tmp_path}"
     gen.close()
+
+
+@pytest.mark.integration
+def test_a_remote_generator_that_ends_before_answering_says_what_the_host_needs() -> None:
+    import sys
+
+    from autobench.bench import fleet
+    from autobench.errors import BenchError
+
+    gen = fleet._Generator(0, [sys.executable, "-c", "pass"], "u@h")
+    try:
+        with pytest.raises(BenchError) as e:
+            gen.read("ready")
+        assert e.value.message == "load generator 0 on u@h ended before it answered"
+        assert e.value.hint == "autobench must be installed there: --worker-python names that Python"
+    finally:
+        gen.close()
