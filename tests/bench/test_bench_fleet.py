@@ -752,3 +752,16 @@ def test_the_parents_scrape_reads_bad_bytes_and_refuses_a_cut_body() -> None:
     finally:
         srv.shutdown()
         srv.server_close()
+
+
+@pytest.mark.parametrize("missing", ["before", "after"])
+def test_one_scrape_missing_gives_no_counters_and_no_error(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
+    from autobench.bench.promscrape import SpecCounters
+
+    present = SpecCounters(drafts=5.0, present=True, prefix_queries=3.0, prefix_present=True)
+    answers = [None, present] if missing == "before" else [present, None]
+    monkeypatch.setattr(fleet, "_scrape", lambda config: answers.pop(0))
+    gens = scripted(2)
+    d = fleet.run_fleet(fleet_config(), fleet_dataset(), spawn=lambda w: gens[w]).to_json_dict()
+    assert answers == [] and d["spec_decode_available"] is False and d["completed"] == 2
+    assert d.get("prefix_cache_queries") is None

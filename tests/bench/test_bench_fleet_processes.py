@@ -183,3 +183,38 @@ def test_a_remote_generator_that_ends_before_answering_says_what_the_host_needs(
         assert e.value.hint == "autobench must be installed there: --worker-python names that Python"
     finally:
         gen.close()
+
+
+@pytest.mark.integration
+def test_worker_hosts_are_reached_through_the_remote_command(synth: Any, tmp_path: Any) -> None:
+    """``--worker-host`` through a stand-in for ssh that runs the remote command line here (the
+    real ssh, to sshd in network namespaces, is tests/bench/test_bench_fleet_remote.py)."""
+    import sys
+
+    fake_ssh = tmp_path / "fake_ssh.py"
+    log = tmp_path / "hosts.log"
+    fake_ssh.write_text(
+        "import os, sys\n"
+        f"open({str(log)!r}, 'a').write(sys.argv[1] + '\\n')\n"
+        "os.execvp('sh', ['sh', '-c', sys.argv[2]])\n"
+    )
+    srv = synth(ttft_ms=2, itl_ms=1)
+    res = run_bench(
+        BenchConfig(
+            base_url=srv.base_url,
+            model="m",
+            num_prompts=8,
+            concurrency=4,
+            max_tokens=4,
+            random_input_len=16,
+            tokenizer="estimated",
+            worker_hosts=("u@one", "two"),
+            workers=2,
+            remote=f"{sys.executable} {fake_ssh}",
+            worker_python=sys.executable,
+        )
+    )
+    d = res.to_json_dict()
+    assert d["completed"] == 8 and d["failed"] == 0
+    assert [g["host"] for g in d["workers"]["generators"]] == ["u@one", "two"]  # type: ignore[index]
+    assert sorted(log.read_text().split()) == ["two", "u@one"]
