@@ -449,7 +449,8 @@ def test_srt_slurm_alias_is_the_hub_repo_identity_declares(tmp_path):
         for n in imported.notes
     )
     assert "16: not carried: identity.frameworks (versions srtctl checks in the running image)" in imported.notes
-    assert not any("identity.container" in n or "identity.model.revision" in n for n in imported.notes)
+    assert not any("not carried: identity.container" in n or "not carried: identity.model" in n for n in imported.notes)
+    assert data["meta"]["tags"] == ["srt-slurm"]
     # every worker: its role's environment, then the recipe's top-level environment over it
     roles = data["roles"]
     assert roles["prefill"]["env"] == {"VLLM_ENGINE_READY_TIMEOUT_S": "7200", "PYTHONHASHSEED": "0"}
@@ -482,6 +483,28 @@ def test_srt_slurm_identity_carried_only_where_it_is_the_served_checkpoint(tmp_p
     assert "revision" not in imported.data["model"] and not any("revision" in n for n in imported.notes)
     with pytest.raises(RecipeError, match=r":10:11: identity: must be a mapping, not a string"):
         convert(_write(tmp_path, base.replace("identity:\n  model:", "identity: x\nidentity2:\n  model:")))
+    # identity without a repo or a revision declares neither
+    text = base.replace('    repo: "Qwen/Qwen3-30B-A3B-FP8"\n', "").replace('path: "qwen3-moe-fp8"', 'path: "a/b"')
+    (imported,) = convert(_write(tmp_path, text))
+    assert imported.data["model"] == {"repo": "a/b"}
+    assert "12: not carried: identity.model.revision (of another model)" in imported.notes
+    assert not any("identity.model.repo" in n for n in imported.notes)
+    text = base.replace('    revision: "0123456789abcdef0123456789abcdef01234567"\n', "")
+    (imported,) = convert(_write(tmp_path, text))
+    assert imported.data["model"] == {"repo": "Qwen/Qwen3-30B-A3B-FP8"} and not any(
+        "revision" in n for n in imported.notes
+    )
+    # an hf: id of another model than the declared one
+    text = base.replace('path: "qwen3-moe-fp8"', 'path: "hf:Qwen/Qwen3-8B"')
+    assert "13: not carried: identity.model.revision (of another model)" in convert(_write(tmp_path, text))[0].notes
+    # the launched image recorded again, with a digest: the digest is named
+    text = base.replace(
+        '    image: "vllm/vllm-openai:v0.21.0"\n  frameworks',
+        '    image: "vllm/vllm-openai:v0.21.0"\n    digest: x\n  frameworks',
+    )
+    (imported,) = convert(_write(tmp_path, text))
+    assert any(n.startswith("16: not carried: identity.container.digest") for n in imported.notes)
+    assert not any("identity.container.image" in n for n in imported.notes)
     # a directory named like the repo holds the declared revision: carried
     (imported,) = convert(_write(tmp_path, base.replace('path: "qwen3-moe-fp8"', 'path: "Qwen/Qwen3-30B-A3B-FP8"')))
     assert imported.data["model"]["revision"] == "0123456789abcdef0123456789abcdef01234567"
@@ -503,7 +526,9 @@ def test_srt_slurm_identity_carried_only_where_it_is_the_served_checkpoint(tmp_p
     assert any(n.startswith("16: not carried: identity.container.image (recorded for") for n in imported.notes)
     assert any(n.startswith("17: not carried: identity.container.digest (recorded for") for n in imported.notes)
     assert "18: not carried: identity.notes (not a key of the srt-slurm format)" in imported.notes
-    with pytest.raises(RecipeError, match=r"12:\d+.*identity.model.repo qwen3 is not a Hub repo id"):
+    with pytest.raises(
+        RecipeError, match=r"12:\d+.*identity.model.repo qwen3 is not a Hub repo id \(hint: write it as owner/name\)"
+    ):
         convert(_write(tmp_path, base.replace('repo: "Qwen/Qwen3-30B-A3B-FP8"', 'repo: "qwen3"')))
     with pytest.raises(RecipeError, match=r"identity.model: must be a mapping"):
         convert(_write(tmp_path, base.replace("  model:\n    repo:", "  model: x\n  m:\n    repo:")))
@@ -570,6 +595,14 @@ def test_srt_slurm_alias_resolved_by_the_srtslurm_yaml_above_the_recipe(tmp_path
         (tmp_path / "srtslurm.yaml").write_text(f"model_paths:\n  qwen3-32b-fp8: {target}\n")
         with pytest.raises(RecipeError, match="not an absolute directory"):
             convert(_srt(tmp_path / "recipes", "path: qwen3-32b-fp8"))
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_alias_directory_keeps_the_served_name_the_recipe_gives(tmp_path):
+    (tmp_path / "srtslurm.yaml").write_text("model_paths:\n  qwen3-32b-fp8: /shared/models/Qwen3-32B-FP8\n")
+    (tmp_path / "recipes").mkdir()
+    (imported,) = convert(_srt(tmp_path / "recipes", "path: qwen3-32b-fp8", served="qwen3-fast"))
+    assert imported.data["model"] == {"repo": "/shared/models/Qwen3-32B-FP8", "served_name": "qwen3-fast"}
 
 
 @pytest.mark.usefixtures("_no_srtslurm_config")
@@ -698,3 +731,155 @@ def test_a_key_the_format_does_not_know_is_noted_with_its_line(tmp_path):
     )
     (imported,) = convert(path)
     assert "6: not carried: readiness_timeout (not a key of the sparkrun format)" in imported.notes
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_backend_image_and_what_is_noted(tmp_path):
+    """NVIDIA/srt-slurm recipes/** shapes (c88ef731): an SGLang backend, an aggregated worker, keys
+    of backend and resources that are the job's, not the server's."""
+    base = (CORPUS / "srt-slurm-disagg.yaml").read_text()
+    with pytest.raises(RecipeError, match=r":17:9: backend sglang is not vLLM \(hint: autobench runs vLLM\)"):
+        convert(_write(tmp_path, base.replace("  type: vllm", "  type: sglang")))
+    with pytest.raises(
+        RecipeError, match=r":21:\d+: vllm_config: no aggregated, prefill or decode flags \(hint: add them\)"
+    ):
+        convert(_write(tmp_path, base.split("  vllm_config:")[0] + "  vllm_config:\n    other: {a: 1}\n"))
+    (imported,) = convert(CORPUS / "srt-slurm-disagg.yaml")
+    assert imported.data["container"]["image"] == "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.0"
+    assert imported.data["meta"]["source"] == "srt-slurm: srt-slurm-disagg.yaml"
+    assert "18: not carried: backend.connector" in imported.notes
+    assert not any("backend.prefill_environment" in n for n in imported.notes)
+    for line, key in ((10, "gpu_type"), (12, "prefill_nodes"), (13, "decode_nodes"), (15, "decode_workers")):
+        assert f"{line}: not carried: resources.{key} (workers and nodes of the job)" in imported.notes
+    assert not any("resources.gpus_per_node" in n for n in imported.notes)
+    assert convert(CORPUS / "srt-slurm-disagg.yaml", image="my/vllm:1")[0].data["container"]["image"] == "my/vllm:1"
+    no_image = base.replace("  container: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.0\n", "")
+    assert convert(_write(tmp_path, no_image))[0].data["container"]["image"] == "vllm/vllm-openai:latest"
+    # an aggregated worker of TP 4 x DP 4 on 8-GPU nodes spans 2 nodes; its environment is the recipe's
+    agg = base.split("  vllm_config:")[0].replace("prefill_environment", "aggregated_environment")
+    agg += "  vllm_config:\n    aggregated:\n      tensor-parallel-size: 4\n      data-parallel-size: 4\n"
+    data = convert(_write(tmp_path, agg))[0].data
+    assert (data["topology"]["nodes"], data["topology"]["gpus_per_node"]) == (2, 8)
+    assert data["env"] == {"PYTHONUNBUFFERED": "1"} and "roles" not in data
+    # an aggregated worker and a stray role map: the aggregated one is the recipe, with its environment
+    stray = agg + "    decode:\n      tensor-parallel-size: 1\n"
+    data = convert(_write(tmp_path, stray.replace("  type: vllm\n", "  type: vllm\n  decode_environment: {X: '1'}\n")))[
+        0
+    ].data
+    assert data["engine"]["tensor_parallel_size"] == 4 and data["env"] == {"PYTHONUNBUFFERED": "1"}
+    data = convert(_write(tmp_path, agg.replace("data-parallel-size: 4", "data-parallel-size: 2")))[0].data
+    assert data["topology"].get("nodes", 1) == 1
+    data = convert(_write(tmp_path, agg.replace("  gpus_per_node: 8\n", "")), gpus_per_node=16)[0].data
+    assert data["topology"].get("nodes", 1) == 1 and data["topology"]["gpus_per_node"] == 16
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_name_type_default_and_located_wrong_types(tmp_path):
+    base = (CORPUS / "srt-slurm-disagg.yaml").read_text()
+    assert convert(CORPUS / "srt-slurm-disagg.yaml")[0].name == "qwen3-32b-disagg"
+    nameless = base.replace("name: qwen3-32b-disagg\n", "")
+    assert convert(_write(tmp_path, nameless, "My Recipe.yaml"))[0].name == "my-recipe"
+    (untyped,) = convert(_write(tmp_path, base.replace("  type: vllm\n", "")))  # srtctl's default backend
+    assert untyped.data["roles"]["decode"]["engine"]["tensor_parallel_size"] == 4
+    assert not any("srt-slurm format" in n for n in untyped.notes)
+    (odd,) = convert(_write(tmp_path, base.replace("slurm:\n", "colour: red\nslurm:\n")))
+    assert "3: not carried: colour (not a key of the srt-slurm format)" in odd.notes
+    with pytest.raises(RecipeError, match=r":7:3: model.container: must be a string, not a list"):
+        convert(
+            _write(tmp_path, base.replace("container: nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.8.0", "container: [a]"))
+        )
+    with pytest.raises(RecipeError, match=r":11:18: gpus_per_node: x is not a whole number"):
+        convert(_write(tmp_path, base.replace("gpus_per_node: 8", "gpus_per_node: x")))
+    with pytest.raises(RecipeError, match=r":9:1: resources: must be a mapping, not a list"):
+        convert(
+            _write(tmp_path, base.split("resources:")[0] + "resources: [1]\n" + "backend:" + base.split("backend:")[1])
+        )
+
+
+_ONE_ROLE = """name: one-role
+model:
+  path: hf:Qwen/Qwen3-8B
+  container: vllm/vllm-openai:v0.21.0
+resources:
+  gpu_type: h100
+  gpus_per_node: 8
+backend:
+  type: vllm
+  decode_environment:
+    NCCL_DEBUG: WARN
+    HF_TOKEN: hf_abcdefghijklmnopqrstuvwxyz0123456
+  vllm_config:
+    decode:
+      tensor-parallel-size: 2
+"""
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_a_single_role_is_the_recipe_with_its_own_environment(tmp_path):
+    """A recipe with one worker kind (srt-slurm recipes/** shape: only decode, no aggregated): its
+    flags and its <role>_environment are the recipe's; secrets by name, at their line."""
+    (imported,) = convert(_write(tmp_path, _ONE_ROLE))
+    data = imported.data
+    assert "roles" not in data and data["engine"]["tensor_parallel_size"] == 2
+    assert data["env"] == {"NCCL_DEBUG": "WARN"} and data["secrets"] == ["HF_TOKEN"]
+    assert "12: HF_TOKEN moved to secrets (passed by name, never by value)" in imported.notes
+    assert not any("backend.type" in n or "backend.vllm_config" in n for n in imported.notes)
+    with pytest.raises(RecipeError, match=r":14:5: --tensor-parallel-size x: not a whole number"):
+        convert(_write(tmp_path, _ONE_ROLE.replace("tensor-parallel-size: 2", "tensor-parallel-size: x")))
+    with pytest.raises(RecipeError, match=r":10:23: backend.decode_environment: must be a mapping"):
+        convert(_write(tmp_path, _ONE_ROLE.replace("  decode_environment:\n", "  decode_environment: 5\n  x:\n")))
+    top = _ONE_ROLE.replace("resources:", "environment:\n  API_TOKEN: abc\nresources:")
+    (imported,) = convert(_write(tmp_path, top))
+    assert "6: API_TOKEN moved to secrets (passed by name, never by value)" in imported.notes
+    with pytest.raises(RecipeError, match=r":5:14: environment: must be a mapping"):
+        convert(_write(tmp_path, _ONE_ROLE.replace("resources:", "environment: 5\nresources:")))
+
+
+@pytest.mark.usefixtures("_no_srtslurm_config")
+def test_srt_slurm_roles_keep_their_own_engine_and_the_base_only_the_port(tmp_path):
+    base = (CORPUS / "srt-slurm-disagg.yaml").read_text()
+    text = base.replace(
+        "    prefill:\n      tensor-parallel-size: 2\n",
+        "    prefill:\n      host: 0.0.0.0\n      port: 8001\n      tensor-parallel-size: 2\n"
+        '      speculative-config: \'{"method": "ngram", "num_speculative_tokens": 3}\'\n'
+        "      some-new-flag: 1\n",
+    )
+    text = text.replace(
+        "  prefill_environment:\n", "  decode_environment:\n    API_TOKEN: abc\n  prefill_environment:\n"
+    )
+    (imported,) = convert(_write(tmp_path, text))
+    data = imported.data
+    assert data["engine"] == {"host": "0.0.0.0", "port": 8001} and "speculative" not in data
+    prefill = data["roles"]["prefill"]
+    assert prefill["speculative"]["method"] == "ngram" and list(prefill["engine"])[-1] == "extra_args"
+    assert "20: API_TOKEN moved to secrets (passed by name, never by value)" in imported.notes
+    assert not any("backend.decode_environment" in n or "backend.prefill_environment" in n for n in imported.notes)
+    (imported,) = convert(_write(tmp_path, base.replace("slurm:\n", "environment:\n  API_TOKEN: abc\nslurm:\n")))
+    assert "4: API_TOKEN moved to secrets (passed by name, never by value)" in imported.notes
+    assert imported.data["roles"]["decode"]["secrets"] == ["API_TOKEN"]
+    # no GPU count anywhere: the roles stay on one node of unknown size
+    data = convert(_write(tmp_path, base.replace("  gpus_per_node: 8\n", "")))[0].data
+    assert "topology" not in data["roles"]["decode"] and "topology" not in data
+    with pytest.raises(RecipeError, match=r":27:5: --tensor-parallel-size x: not a whole number"):
+        convert(_write(tmp_path, base.replace("tensor-parallel-size: 4", "tensor-parallel-size: x")))
+    with pytest.raises(RecipeError, match=r"backend.vllm_config.decode: must be a mapping"):
+        convert(_write(tmp_path, base.split("    decode:")[0] + "    decode: 5\nbenchmark:\n  type: sa-bench\n"))
+    # roles on 1-GPU nodes: the base cell is one node, each role spans the nodes its TP needs
+    data = convert(_write(tmp_path, base.replace("gpus_per_node: 8", "gpus_per_node: 1")))[0].data
+    assert data["topology"].get("nodes", 1) == 1 and data["roles"]["decode"]["topology"]["nodes"] == 4
+    # a role exactly as wide as a node stays on it
+    data = convert(_write(tmp_path, base.replace("gpus_per_node: 8", "gpus_per_node: 4")))[0].data
+    assert "topology" not in data["roles"]["decode"] and "topology" not in data["roles"]["prefill"]
+    # --gpus-per-node and --nodes win over the file's
+    data = convert(CORPUS / "srt-slurm-disagg.yaml", gpus_per_node=2)[0].data
+    assert data["roles"]["decode"]["topology"] == {
+        "nodes": 2,
+        "gpus_per_node": 2,
+        "executor": "native",
+        "hosts": ["node0", "node1"],
+    }
+    data = convert(CORPUS / "srt-slurm-disagg.yaml", nodes=1, gpus_per_node=2)[0].data
+    assert "topology" not in data["roles"]["decode"]
+    agg = _ONE_ROLE.replace("  gpus_per_node: 8\n", "")
+    with pytest.raises(RecipeError, match=r"2 nodes, but the GPUs per node are not in the file \(srt-slurm\)"):
+        convert(_write(tmp_path, agg), nodes=2)
