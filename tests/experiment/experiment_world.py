@@ -96,11 +96,9 @@ def record(
 
 
 def runs(ledger: Path, the_plan: ExperimentPlan) -> list[TreatmentRun]:
-    """Each treatment with its latest DONE run and cells, as `experiment report` reads them."""
-    out = []
+    """Each treatment with its latest DONE run and cells, as `experiment report` reads them
+    (``confirm.treatment_runs`` with the ledger's records of the plan)."""
+    from autobench.experiment.confirm import treatment_runs
+
     with open_ledger(ledger, create=False) as book:
-        for planned in the_plan.treatments:
-            done = book.runs(status="DONE", digest=planned.digest, limit=1, newest_first=True)
-            rec = done[0] if done else None
-            out.append(TreatmentRun(planned, rec, book.cells(rec.id) if rec else ()))
-    return out
+        return treatment_runs(book, the_plan, book.experiments(plan_digest=the_plan.digest))
