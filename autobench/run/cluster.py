@@ -43,7 +43,7 @@ from autobench.run.outcome import Echo, RowFacts, RunOptions, RunOutcome, now
 from autobench.run.plan import RunPlan, run_dir_for, unpinned_refs
 from autobench.run.progress import wait_booting
 from autobench.run.protocol import Compiled, Run, RuntimeBase
-from autobench.run.signals import RunInterrupted
+from autobench.run.signals import RunInterrupted, SignalGuard
 
 if TYPE_CHECKING:
     from autobench.run.local import BenchThread
@@ -314,7 +314,7 @@ def boot_progress(run: Run, env: Mapping[str, str]) -> BootProgress:
     plan = run.plan
 
     def head_line() -> str | None:
-        line = head_log_line(plan.path("driver.sh"), plan.path(DRIVER_LOG), env)
+        line = head_log_line(plan.path("driver.sh"), plan.path(DRIVER_LOG), env, run.guard)
         return run.redact(line) if line else None
 
     def step() -> str | None:
@@ -332,39 +332,42 @@ def driver_step(driver_log: Path) -> str | None:
     return said[-1].strip() if said else None
 
 
-def head_log_line(driver: Path, driver_log: Path, env: Mapping[str, str]) -> str | None:
+def head_log_line(
+    driver: Path, driver_log: Path, env: Mapping[str, str], guard: SignalGuard | None = None
+) -> str | None:
     """The head's last meaningful server log line (``driver.sh serverlog``), once the driver has
     started the head; None before, or when the head could not be asked within FETCH_TIMEOUT_S."""
     from autobench.run.progress import last_meaningful_line, log_tail
 
     if not any(line.startswith("autobench: start node 0 ") for line in log_tail(driver_log)):
         return None
-    text = _fetch(["bash", str(driver), "serverlog"], env, FETCH_TIMEOUT_S)
+    text = _fetch(["bash", str(driver), "serverlog"], env, FETCH_TIMEOUT_S, guard)
     return last_meaningful_line(line for line in text.splitlines() if not _NO_LOG_YET.match(line))
 
 
-def _fetch(argv: list[str], env: Mapping[str, str], timeout_s: float) -> str:
+def _fetch(argv: list[str], env: Mapping[str, str], timeout_s: float, guard: SignalGuard | None = None) -> str:
     """A short command's stdout ("" when it fails or takes longer than ``timeout_s``); run in its
-    own process group, killed whole whatever happens (a signal meanwhile included)."""
+    own process group, killed whole whatever happens (a signal meanwhile included: with the
+    run's ``guard``, one that comes while the child is spawned is raised once it is known)."""
+    proc = None
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=dict(env),
-            start_new_session=True,
-        )
-    except OSError:
-        return ""
-    try:
+        with guard.deferred() if guard is not None else contextlib.nullcontext():
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=dict(env),
+                start_new_session=True,
+            )
         out, _ = proc.communicate(timeout=timeout_s)
         return out.decode("utf-8", errors="replace")
-    except subprocess.TimeoutExpired:
+    except (OSError, subprocess.TimeoutExpired):
         return ""
     finally:
-        _signal_group(proc, signal.SIGKILL)
-        proc.wait()
+        if proc is not None:
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait()
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:

@@ -91,3 +91,23 @@ def test_a_signal_after_up_handed_the_nodes_over_still_tears_them_down(tmp_path,
     runtime._run(run, driver)  # type: ignore[arg-type]
     assert driver.calls == ["up", "stop_running", *(["down"] if torn_down_by_the_run else [])]
     assert run.outcome.status == "ABORTED" and run.outcome.root_cause_message == "interrupted by SIGHUP during boot"
+
+
+def test_a_signal_while_the_heads_log_is_fetched_kills_the_fetch(tmp_path, monkeypatch):
+    # The boot progress asks `driver.sh serverlog` every 10 s; a signal while that child is
+    # spawned must not leave it running: it is killed (its group) and waited for, then raised.
+    killed: list[int] = []
+
+    class _Fetch(_Phase):
+        def communicate(self, timeout: float | None = None) -> tuple[bytes, bytes]:
+            raise AssertionError("the signal is raised before the fetch is waited for")
+
+    def popen(*args: object, **kwargs: object) -> _Fetch:
+        os.kill(os.getpid(), signal.SIGHUP)
+        return _Fetch()
+
+    monkeypatch.setattr(cluster.subprocess, "Popen", popen)
+    monkeypatch.setattr(cluster, "_signal_group", lambda proc, sig: killed.append(sig))
+    with SignalGuard() as guard, pytest.raises(RunInterrupted):
+        cluster._fetch(["bash", "driver.sh", "serverlog"], {}, 5.0, guard)
+    assert killed == [signal.SIGKILL]

@@ -14,6 +14,7 @@ import pytest
 
 from autobench.run import cluster, slurm
 from autobench.run.progress import BootProgress, last_meaningful_line, log_tail, wait_booting
+from autobench.run.signals import SignalGuard
 from autobench.run.slurm import BootWatch, JobInfo
 
 SECRET = "hf_abcdefghijklmnopqrstuvwx"
@@ -120,7 +121,7 @@ def fetched(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """`driver.sh serverlog` answered with ``.answer``; the calls recorded in ``.calls``."""
     got = SimpleNamespace(calls=[], answer=HEAD_LOG)
 
-    def fetch(argv: list[str], env: object, timeout_s: float) -> str:
+    def fetch(argv: list[str], env: object, timeout_s: float, guard: object = None) -> str:
         got.calls.append(argv)
         assert timeout_s == cluster.FETCH_TIMEOUT_S
         return str(got.answer)
@@ -151,6 +152,7 @@ def _run(tmp_path: Path, lines: list[str]) -> SimpleNamespace:
         plan=SimpleNamespace(path=lambda name: tmp_path / name),
         echo=lines.append,
         redact=lambda text: redact(text, {"HF_TOKEN": SECRET}),
+        guard=SignalGuard(),
     )
 
 

@@ -226,9 +226,19 @@ def _slow_bench(recipe: Path) -> None:
     recipe.write_text(recipe.read_text().replace("num_prompts: 8", "num_prompts: 100000"))
 
 
-def _benching(tmp_path: Path) -> bool:
-    logs = list((tmp_path / "runs").glob("*/driver.log"))
-    return bool(logs) and "server ready" in logs[0].read_text()
+def _benching(port: int) -> bool:
+    """The bench is under way: the head has generated tokens (its /metrics says so).  "server
+    ready" in driver.log is too early: `up` and the run's step into the bench follow it."""
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return False
+    return any(
+        line.startswith("vllm:generation_tokens_total") and float(line.split()[-1]) > 0 for line in text.splitlines()
+    )
 
 
 def _driver_processes(run_dir: Path) -> list[int]:
@@ -251,10 +261,11 @@ def _driver_processes(run_dir: Path) -> list[int]:
 def test_a_signal_during_the_bench_aborts_and_tears_every_node_down(tmp_path, signame):
     bindir = install(tmp_path)
     recipe = tmp_path / "c2.yaml"
-    recipe.write_text(cluster_recipe(free_port(), 2))
+    port = free_port()
+    recipe.write_text(cluster_recipe(port, 2))
     _slow_bench(recipe)
     proc = _run(tmp_path, recipe, _env(tmp_path, bindir, FAKE_SERVER_ARGS="--ttft-ms 20 --itl-ms 5"))
-    _wait_for(lambda: _benching(tmp_path), "the bench started")
+    _wait_for(lambda: _benching(port), "the bench started")
     proc.send_signal(getattr(signal, signame))
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
@@ -311,10 +322,11 @@ def _port(recipe: Path) -> int:
 def test_an_unreachable_node_is_not_a_stopped_one_and_the_row_says_what_may_still_run(tmp_path):
     bindir = install(tmp_path)
     recipe = tmp_path / "c2.yaml"
-    recipe.write_text(cluster_recipe(free_port(), 2))
+    port = free_port()
+    recipe.write_text(cluster_recipe(port, 2))
     _slow_bench(recipe)
     proc = _run(tmp_path, recipe, _env(tmp_path, bindir, FAKE_SERVER_ARGS="--ttft-ms 20 --itl-ms 5"))
-    _wait_for(lambda: _benching(tmp_path), "the bench started")
+    _wait_for(lambda: _benching(port), "the bench started")
     (tmp_path / "hosts" / "127.0.0.2.unreachable").touch()  # the worker's link goes down
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 6, err
@@ -379,11 +391,12 @@ def test_nodes_status_and_stop_show_and_clear_what_a_dead_run_left(tmp_path, cap
     claimed; `nodes status` names the holder, `nodes stop` clears them, and the next run is DONE."""
     bindir = install(tmp_path)
     recipe = tmp_path / "c2.yaml"
-    recipe.write_text(cluster_recipe(free_port(), 2))
+    port = free_port()
+    recipe.write_text(cluster_recipe(port, 2))
     _slow_bench(recipe)
     env = _env(tmp_path, bindir, FAKE_SERVER_ARGS="--ttft-ms 20 --itl-ms 5")
     proc = _run(tmp_path, recipe, env)
-    _wait_for(lambda: _benching(tmp_path), "the bench started")
+    _wait_for(lambda: _benching(port), "the bench started")
     proc.kill()
     proc.communicate(timeout=60)
     run_dir = next((tmp_path / "runs").iterdir())
