@@ -184,6 +184,7 @@ def test_one_spin_is_pending_however_many_first_chunks_wait_and_it_yields_when_r
 
         async def add() -> None:
             srv.spinner.add(first)  # type: ignore[arg-type]
+            srv.spinner.add(FakeStream("also", fired, target=now + 0.002))  # type: ignore[arg-type]
             await asyncio.sleep(0)
             await asyncio.sleep(0)  # the spin runs (and comes back: "first" is not due yet)
             for name in ("a", "b"):  # more first chunks while it spins: no second spin
@@ -191,7 +192,7 @@ def test_one_spin_is_pending_however_many_first_chunks_wait_and_it_yields_when_r
 
         loop.run_until_complete(add())
         run_until(loop, lambda: not srv.spinner.heap and not srv.spinner.scheduled)
-        assert fired == ["a", "b", "first"] and pending == [0, 1]
+        assert fired == ["a", "b", "first", "also"] and pending == [0, 1]
         assert yields  # a yield on each turn of the spin at a raised priority
         srv.spin_yield = False
         yields.clear()
