@@ -7,6 +7,7 @@ replaced by a recorder (what is tested is what reaches it), the experiment's boo
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -85,11 +86,16 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
 COMMANDS = {"run": ["run", "r.yaml", "--json"], "experiment run": ["experiment", "run", "exp.yaml", "--json"]}
 
 
-def _words(world: SimpleNamespace, name: str) -> tuple[list[str], str, object]:
-    words, field, value = WORDS[name]
+def _words(world: SimpleNamespace, names: Iterable[str] = WORDS) -> tuple[list[str], dict[str, object]]:
+    """The words giving each named option its value in ``world``, and the RunOptions expected."""
     here = {"LEDGER": str(world.path / "ledger.db"), "RUNS": str(world.path / "runs"), "PROFILE": "p.yaml"}
-    words = [here.get(w, w) for w in words]
-    return words, field, here.get(value, value) if isinstance(value, str) else value
+    argv: list[str] = []
+    expected: dict[str, object] = {}
+    for name in names:
+        words, field, value = WORDS[name]
+        argv += [here.get(w, w) for w in words]
+        expected[field] = here.get(value, value) if isinstance(value, str) else value
+    return argv, expected
 
 
 def test_the_table_names_every_run_option_and_each_fills_a_field() -> None:
@@ -115,13 +121,8 @@ def test_both_commands_declare_each_run_option_alike() -> None:
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_each_run_option_reaches_the_run_pipeline(world: SimpleNamespace, command: str) -> None:
-    argv = list(COMMANDS[command])
-    expected = {}
-    for name in WORDS:
-        words, field, value = _words(world, name)
-        argv += words
-        expected[field] = value
-    assert main(argv) == 0
+    words, expected = _words(world)
+    assert main([*COMMANDS[command], *words]) == 0
     assert world.given, "run_recipe was not called"
     for options in world.given:  # one per treatment for the experiment
         assert {f: getattr(options, f) for f in expected} == expected
@@ -140,12 +141,9 @@ def test_without_options_both_commands_run_with_the_defaults(world: SimpleNamesp
 def test_an_array_task_passes_every_run_option_on_to_its_run(world: SimpleNamespace) -> None:
     """What an experiment's Slurm task runs: `autobench run FILE --ledger ... <run_args>`, whose
     options (parsed by `run` itself) equal the experiment's, but for the job-level ones."""
-    values = {}
-    for name in WORDS:
-        _, field, value = _words(world, name)
-        values[field] = value
+    _, values = _words(world)
     values["profile"] = str(world.path / "p.yaml")  # a task resolves it on the node: absolute
-    asked = RunOptions(**values)
+    asked = RunOptions(**values)  # type: ignore[arg-type]
     assert main(["run", "r.yaml", "--json", *run_args(asked)]) == 0
     (got,) = world.given
     passed = {f.name for f in dataclasses.fields(RunOptions)} & set(values) - JOB_LEVEL
@@ -174,3 +172,32 @@ def test_a_help_for_an_option_not_in_the_group_is_a_mistake() -> None:
     with pytest.raises(ValueError, match=r"help for options not in the group: \['grace'\]"):
         run_options(grace="seconds")
     assert callable(run_options(grace_s="seconds"))
+
+
+def test_replay_run_takes_the_run_options_a_replay_can_change(world: SimpleNamespace, monkeypatch) -> None:
+    """`replay RUN --run` declares its run options from the same table (a subset); each reaches
+    the replay, on the runtime given (else the one the run used)."""
+    import autobench.run.replay as replay_module
+
+    recipe = Path(__file__).resolve().parent.parent / "recipes" / "qwen3-5-122b-a10b-vllm-int4-autoround-dflash.yaml"
+    ledger = str(world.path / "ledger.db")
+    assert main(["record", str(recipe), "--status", "DONE", "--ledger", ledger]) == 0
+    seen: list[RunOptions] = []
+
+    def replay_run(rec: object, options: RunOptions, **_: object) -> SimpleNamespace:
+        seen.append(options)
+        return SimpleNamespace(run_id=None, exit_code=0, to_json_dict=lambda: {"status": "DONE"})
+
+    monkeypatch.setattr(replay_module, "replay_run", replay_run)
+    names = ("vllm_exec", "ledger_url", "runs_dir", "ready_timeout_s", "grace_s", "pull", "force")
+    words, expected = _words(world, names)
+    assert main(["replay", "1", "--run", "--json", *words]) == 0
+    (options,) = seen
+    assert {f: getattr(options, f) for f in expected} == expected and options.runtime == "docker"
+    assert main(["replay", "1", "--run", "--json", "--ledger", ledger, "--runtime", "process"]) == 0
+    assert dataclasses.replace(seen[1], runtime="docker", ledger=None) == RunOptions()
+    assert seen[1].runtime == "process" and seen[1].ledger == ledger
+    with pytest.raises(ValueError, match=r"not run options: \['grace'\]"):
+        from autobench.cli.run_options import run_options
+
+        run_options(only=("grace",))

@@ -10,11 +10,16 @@ with ``replay_of`` pointing back, and prints ``compare`` of the two.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from autobench.cli.options import json_option, ledger_option, print_json
-from autobench.cli.params import Finite
+from autobench.cli.options import json_option, print_json
+from autobench.cli.run_options import run_options
 from autobench.escape import terminal
+
+if TYPE_CHECKING:
+    from autobench.run.outcome import RunOptions
 
 
 @click.command("replay")
@@ -26,18 +31,18 @@ from autobench.escape import terminal
     default=None,
     help="--run: the runtime (default: the one RUN used).",
 )
-@click.option("--vllm-exec", default=None, metavar="CMD", help="--run, process runtime: the command for `vllm`.")
-@click.option(
-    "--runs-dir", default="runs", show_default=True, type=click.Path(file_okay=False), help="--run: run folders."
+@run_options(
+    only=("vllm_exec", "ledger_url", "runs_dir", "ready_timeout_s", "grace_s", "pull", "force"),
+    vllm_exec="--run, process runtime: the command for `vllm`.",
+    runs_dir="--run: run folders.",
+    ready_timeout_s="--run: boot timeout (s).",
+    grace_s="--run: SIGTERM to SIGKILL (s).",
+    pull="--run, docker runtime: pull the pinned image digest when missing.",
+    force="--run: run even when preflight predicts a boot failure.",
 )
-@click.option("--ready-timeout", type=Finite(min=0, min_open=True), default=None, help="--run: boot timeout (s).")
-@click.option("--grace", type=Finite(min=0), default=10.0, show_default=True, help="--run: SIGTERM to SIGKILL (s).")
-@click.option("--pull", is_flag=True, help="--run, docker runtime: pull the pinned image digest when missing.")
-@click.option("--force", is_flag=True, help="--run: run even when preflight predicts a boot failure.")
 @click.option("--anyway", is_flag=True, help="--run: run even when the recipe compiles to another script now.")
 @click.option("--threshold", default="5%", show_default=True, metavar="PCT", help="--run: the comparison's threshold.")
 @click.option("--seed", default=0, show_default=True, type=int, help="--run: seed of the comparison's noise band.")
-@ledger_option
 @json_option("--run: the new run's outcome and the comparison as JSON.")
 @click.pass_context
 def replay(
@@ -45,16 +50,10 @@ def replay(
     run: str,
     again: bool,
     runtime: str | None,
-    vllm_exec: str | None,
-    runs_dir: str,
-    ready_timeout: float | None,
-    grace: float,
-    pull: bool,
-    force: bool,
+    options: RunOptions,
     anyway: bool,
     threshold: str,
     seed: int,
-    ledger_url: str | None,
     as_json: bool,
 ) -> None:
     """Print the exact script RUN ran (an id, #id or a row-hash prefix), from the ledger's snapshot.
@@ -67,7 +66,7 @@ def replay(
     from autobench.ledger import open_ledger
     from autobench.ledger.snapshot import stored_script
 
-    with open_ledger(ledger_url, create=False) as book:
+    with open_ledger(options.ledger, create=False) as book:
         rec = book.get(book.resolve(run))
     if not again:
         # A compiled script never holds a raw control character (compile writes them as $'\x1b'),
@@ -88,18 +87,7 @@ def replay(
     from autobench.run.replay import options_for, replay_run
 
     limit = parse_threshold(threshold)
-    options = options_for(
-        rec,
-        runtime,
-        runs_dir=runs_dir,
-        ledger=ledger_url,
-        vllm_exec=vllm_exec,
-        ready_timeout_s=ready_timeout,
-        grace_s=grace,
-        pull=pull,
-        force=force,
-    )
-    outcome = replay_run(rec, options, anyway=anyway, echo=_echo_err)
+    outcome = replay_run(rec, options_for(rec, runtime, options), anyway=anyway, echo=_echo_err)
     if not as_json:
         _print_outcome(outcome)
     elif outcome.run_id is None:
@@ -108,7 +96,7 @@ def replay(
         if not as_json:
             click.echo(f"\ncompare {rec.display_id} (A) with its replay {outcome.display_id} (B):")
         show_comparison(
-            ledger_url,
+            options.ledger,
             str(rec.id),
             str(outcome.run_id),
             anyway=True,  # a replay may differ (engine version, --anyway): the difference heads the output

@@ -5,12 +5,13 @@
 
 Each option's parameter name is the :class:`autobench.run.RunOptions` field it fills, so a new
 run option is one :class:`Spec` here (and the field): both commands take it and pass it on.
-What only one command has (``run --dry-run/--live``, ``experiment run --rerun``) stays there.
+What only one command has (``run --dry-run/--live``, ``experiment run --rerun``) stays there;
+``replay --run`` takes those of them a replay can change (``run_options(only=...)``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -172,10 +173,14 @@ def build(values: dict[str, Any]) -> RunOptions:
     return RunOptions(ledger=ledger, **values)
 
 
-def run_options(**helps: str) -> Callable[[F], F]:
-    """Every run option on the command, handed to it as ``options: RunOptions``.  ``helps``
-    rewords an option's help for this command (by parameter name)."""
-    return option_group(SPECS, "options", build, helps=helps)
+def run_options(*, only: Collection[str] | None = None, **helps: str) -> Callable[[F], F]:
+    """Every run option on the command (``only``: those named), handed to it as ``options:
+    RunOptions`` (the others at their defaults).  ``helps`` rewords an option's help for this
+    command (by parameter name)."""
+    specs = SPECS if only is None else tuple(spec for spec in SPECS if spec.name in only)
+    if only is not None and len(specs) != len(set(only)):
+        raise ValueError(f"not run options: {sorted(set(only) - {spec.name for spec in specs})}")
+    return option_group(specs, "options", build, helps=helps)
 
 
 __all__ = ["SPECS", "build", "run_options"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from autobench.errors import RunError
@@ -89,29 +90,10 @@ def replay_run(
         return run_recipe(path, options, echo=echo, env=env)
 
 
-def options_for(
-    rec: RunRecord,
-    runtime: str | None,
-    *,
-    runs_dir: str | Path = "runs",
-    ledger: str | None = None,
-    vllm_exec: str | None = None,
-    ready_timeout_s: float | None = None,
-    grace_s: float = 10.0,
-    pull: bool = False,
-    force: bool = False,
-) -> RunOptions:
-    """The replay's run options: the runtime given, else the one the run used (else docker)."""
-    return RunOptions(
-        runtime=runtime or recorded_runtime(rec) or "docker",
-        runs_dir=runs_dir,
-        ledger=ledger,
-        vllm_exec=vllm_exec,
-        ready_timeout_s=ready_timeout_s,
-        grace_s=grace_s,
-        pull=pull,
-        force=force,
-    )
+def options_for(rec: RunRecord, runtime: str | None, options: RunOptions) -> RunOptions:
+    """The replay's run options: ``options`` on the runtime given, else the one the run used
+    (else docker)."""
+    return replace(options, runtime=runtime or recorded_runtime(rec) or "docker")
 
 
 __all__ = ["REPLAY_RUNTIMES", "options_for", "recorded_runtime", "replay_run", "snapshot_recipe"]

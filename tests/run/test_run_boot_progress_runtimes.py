@@ -163,6 +163,7 @@ def test_the_cluster_boot_line_names_the_step_and_the_heads_line_redacted(tmp_pa
     progress = cluster.boot_progress(_run(tmp_path, lines), {"AUTOBENCH_OUT": str(tmp_path)})  # type: ignore[arg-type]
     assert wait_booting(FakeUp(21, now), progress, clock=lambda: now[0]) == 0
     assert len(lines) == 2 and len(fetched.calls) == 2  # the head's log fetched once per line, not per poll
+    assert fetched.calls[0] == ["bash", str(tmp_path / "driver.sh"), "serverlog"]
     assert lines[0].startswith("boot: 0:10 elapsed, driver: start node 1 (10.0.0.2); server: Loading weights")
     assert SECRET not in "\n".join(lines)
 
@@ -189,6 +190,10 @@ def test_a_slurm_boot_reports_from_the_shared_server_log(tmp_path: Path) -> None
         now[0] += 1
         watch(_job("PENDING"))
     (tmp_path / "phase").write_text("boot\n", encoding="utf-8")
+    for _ in range(30):  # requeued: the phase file of its last start says boot, but nothing runs
+        now[0] += 1
+        watch(_job("PENDING"))
+    assert lines == []
     watch(_job("RUNNING"))  # the boot starts here
     for _ in range(10):
         now[0] += 1

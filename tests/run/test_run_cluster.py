@@ -457,3 +457,20 @@ def test_a_slow_boot_prints_the_drivers_step_and_the_heads_last_line(tmp_path):
     assert "Starting to load model (synthetic boot delay 13 s)" in boot[0]
     (row,) = ledger_rows(tmp_path)
     assert row.status == "DONE" and _live_containers(tmp_path) == []
+
+
+def test_fetching_the_heads_log_never_outlives_its_timeout(tmp_path):
+    """cluster._fetch, which asks `driver.sh serverlog` for the head's log during the boot: its
+    stdout (undecodable bytes replaced, stderr dropped); "" when the command is missing or
+    slower than the timeout, and then its whole process group is gone (an ssh child included)."""
+    from autobench.run.cluster import _fetch
+
+    env = dict(os.environ)
+    assert _fetch(["bash", "-c", "printf 'hi \\377\\n'; echo noise >&2"], env, 30) == "hi \ufffd\n"
+    assert _fetch([str(tmp_path / "no-such-command")], env, 30) == ""
+    pids = tmp_path / "pids"
+    slow = f"sleep 600 & echo $! > {pids}; echo $$ >> {pids}; echo partial; wait"  # not killed: a hang
+    assert _fetch(["bash", "-c", slow], env, 1.0) == ""
+    child, shell = (int(p) for p in pids.read_text().split())
+    assert not pid_alive(child)  # the group killed whole
+    assert not Path(f"/proc/{shell}").exists()  # and the command reaped: not even a zombie left
