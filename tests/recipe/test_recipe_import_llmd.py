@@ -458,7 +458,13 @@ def test_per_replica_vllm_variants_are_split_as_llm_ds_preprocess_splits_them(tm
         "5,,",
     )
     # without the splitting preprocess vLLM would read "2048,,4096": refused, naming it
-    with pytest.raises(RecipeError, match=r"decode: VLLM_MAX_MODEL_LEN=2048,,4096 holds one value per replica"):
+    for odd in ([], "2048", {"maxModelLen": 1}):  # no per-replica list: the model's values
+        assert _llmd._pod_env({"decode": {"vllmVariants": odd}}, "decode")["VLLM_MAX_MODEL_LEN"] == "4096"
+    with pytest.raises(
+        RecipeError,
+        match=r"decode: VLLM_MAX_MODEL_LEN=2048,,4096 holds one value per replica .*"
+        r"\(hint: run it in vllmCommon.preprocessScript, as llm-d-benchmark's config/README.md says\)",
+    ):
         _stack(tmp_path / "c", body.replace("set_llmdbench_environment.py", "other.py"))
     # the name after `vllm serve` does not count as the preprocess
     with pytest.raises(RecipeError, match="set_llmdbench_environment.py, which this pod does not run"):

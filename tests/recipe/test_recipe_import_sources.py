@@ -883,3 +883,74 @@ def test_srt_slurm_roles_keep_their_own_engine_and_the_base_only_the_port(tmp_pa
     agg = _ONE_ROLE.replace("  gpus_per_node: 8\n", "")
     with pytest.raises(RecipeError, match=r"2 nodes, but the GPUs per node are not in the file \(srt-slurm\)"):
         convert(_write(tmp_path, agg), nodes=2)
+
+
+def test_vllm_recipes_taxonomy_found_above_the_file_as_the_site_keeps_it(tmp_path, tmp_path_factory):
+    """vllm-project/recipes keeps taxonomy.yaml at the checkout's root, models/<org>/<repo>.yaml
+    below it; the nearest readable one with hardware_profiles is read, at most 1 MiB."""
+    path = _vllmr(tmp_path)  # the corpus taxonomy at tmp_path, the file at tmp_path/models/org
+    nearer = tmp_path / "models" / "taxonomy.yaml"
+    for broken in ("hardware_profiles: [\n", "hardware_profiles: [h100]\n", "- 1\n"):
+        nearer.write_text(broken)  # unreadable, profiles not a mapping, not a mapping: passed over
+        assert convert(path, hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 1
+    (tmp_path / "models" / "org" / "taxonomy.yaml").mkdir()  # a folder of that name is no file
+    assert convert(path, hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 1
+    profile = "hardware_profiles:\n  h100: {brand: NVIDIA, generation: hopper, gpu_count: 2, vram_gb: 20}\n"
+    pad = 1024 * 1024 - len(profile)
+    nearer.write_text(profile + "#" * (pad - 1) + "\n")  # exactly 1 MiB: read (2 GPUs, TP 2)
+    assert nearer.stat().st_size == 1024 * 1024
+    assert convert(path, hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 2
+    nearer.write_text(profile + "#" * pad + "\n")  # one byte more: passed over
+    assert convert(path, hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 1
+    many = "hardware_profiles:\n" + "".join(f"  gpu{i:02}: {{gpu_count: 1}}\n" for i in range(14))
+    nearer.write_text(many)
+    with pytest.raises(RecipeError, match=r"--hardware h100 is not a profile of .*name one of: gpu00, .*, gpu11\)$"):
+        convert(path, hardware="h100")
+    lone = tmp_path_factory.mktemp("lone")  # no taxonomy.yaml in any folder above it
+    loose = _write(lone, VLLMR.format(vram=40, extra="", variant=""))
+    with pytest.raises(
+        RecipeError,
+        match=r"--hardware h100: no taxonomy.yaml in a folder above the file \(hint: import from a checkout of "
+        r"vllm-project/recipes, or pass --gpus-per-node\)",
+    ):
+        convert(loose, hardware="h100")
+
+
+def test_vllm_recipes_tp_map_default_and_multi_node_strategies(tmp_path):
+    tp_map = "    tp: {h100: 2, default: 4}\n"
+    assert convert(_vllmr(tmp_path, variant=tp_map), hardware="b200")[0].data["engine"]["tensor_parallel_size"] == 4
+    # no --hardware: a map with `default` is that value (capped at the GPUs said), one without is refused at its line
+    assert convert(_vllmr(tmp_path, variant=tp_map), gpus_per_node=8)[0].data["engine"]["tensor_parallel_size"] == 4
+    with pytest.raises(RecipeError, match=r":9:\d+: the variant's tp depends on the GPU"):
+        convert(_vllmr(tmp_path, variant="    tp: {h100: 2}\n"), gpus_per_node=8)
+    multi = "default_strategy: multi_node_tp\ncompatible_strategies: [single_node_tp, multi_node_tp]\n"
+    with pytest.raises(
+        RecipeError,
+        match=r":5:\d+: the site's strategy multi_node_tp spans nodes the file does not count \(hint: pass --nodes N "
+        r"--gpus-per-node G, or pick a single-node variant\)",
+    ):
+        convert(_vllmr(tmp_path, extra=multi), hardware="h100")
+    with pytest.raises(RecipeError, match=r":5:\d+: the site's strategy multi_node_dep spans nodes"):
+        convert(_vllmr(tmp_path, extra="compatible_strategies: [multi_node_dep]\n"), hardware="h100")
+
+
+def test_vllm_recipes_sizes_refused_at_their_lines(tmp_path):
+    with pytest.raises(RecipeError, match=r":9:\d+: tp: x is not a whole number"):
+        convert(_vllmr(tmp_path, variant="    tp: x\n"), hardware="h100")
+    over = "strategy_overrides:\n  single_node_tp:\n    tp: x\n"
+    with pytest.raises(RecipeError, match=r":7:\d+: tp: x is not a whole number"):
+        convert(_vllmr(tmp_path, extra=over), hardware="h100")
+    # a weight size of 0 (or below) says nothing: the node's GPUs; a fraction of a GB fits one GPU
+    assert convert(_vllmr(tmp_path, vram=0), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 8
+    assert convert(_vllmr(tmp_path, vram=-1), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 8
+    assert convert(_vllmr(tmp_path, vram=0.5), hardware="h100")[0].data["engine"]["tensor_parallel_size"] == 1
+    # a profile without vram_gb cannot fit the weights: refused at the variant's vram_minimum_gb
+    (tmp_path / "models" / "taxonomy.yaml").write_text("hardware_profiles:\n  h100: {gpu_count: 8}\n")
+    with pytest.raises(RecipeError, match=r":8:\d+: the site fits TP to the GPU's memory \(40 GB"):
+        convert(_vllmr(tmp_path), hardware="h100")
+    (tmp_path / "models" / "taxonomy.yaml").unlink()
+    dep = "default_strategy: single_node_dep\ncompatible_strategies: [single_node_dep]\n"
+    with pytest.raises(
+        RecipeError, match=r":2:\d+: vllm-project/recipes sizes the engine by your hardware \(single_node_dep"
+    ):
+        convert(_vllmr(tmp_path, extra=dep))

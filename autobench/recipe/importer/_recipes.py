@@ -260,9 +260,7 @@ def _hardware(src: Src, options: Options) -> Hardware | None:
 
     for folder in src.path.resolve().parents:
         path = folder / "taxonomy.yaml"
-        if not path.is_file():
-            continue
-        try:
+        try:  # a missing taxonomy.yaml, or a folder of that name, is an OSError: the next folder up
             if path.stat().st_size > 1024 * 1024:
                 continue
             data = YAML(typ="safe").load(path.read_text(encoding="utf-8"))
