@@ -472,5 +472,5 @@ def test_fetching_the_heads_log_never_outlives_its_timeout(tmp_path):
     slow = f"sleep 600 & echo $! > {pids}; echo $$ >> {pids}; echo partial; wait"  # not killed: a hang
     assert _fetch(["bash", "-c", slow], env, 1.0) == ""
     child, shell = (int(p) for p in pids.read_text().split())
-    assert not pid_alive(child)  # the group killed whole
+    _wait_for(lambda: not pid_alive(child), "the slow command's child killed with its group")  # SIGKILL lands
     assert not Path(f"/proc/{shell}").exists()  # and the command reaped: not even a zombie left
