@@ -161,6 +161,7 @@ def test_rate_mode_requests_written_at_their_arrival_still_time_out_and_fail_alo
     # then only waits for the end: the read timeout and a broken stream still end it alone
     srv = synth(ttft_ms=5, itl_ms=2, **server_kw)
     d = run_bench(cfg(srv.base_url, request_rate=400.0, seed=3, **client_kw)).to_json_dict()
+    assert srv.server.counters.requests == 8  # each request written once
     assert d["errors_by_kind"] == {kind: n_err}
     assert d["failed"] == n_err and d["completed"] == 8 - n_err and d["incomplete"] == 0
     assert d["total_output_tokens"] == 12 * (8 - n_err)
@@ -275,3 +276,8 @@ def test_gc_settings_of_the_measured_run_are_restored(synth: Any) -> None:
     assert seen and seen[0][0] == max(before[0], client_mod.YOUNG_GC_THRESHOLD)
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == frozen
+
+
+def test_rate_mode_counts_a_refused_connection_per_request() -> None:
+    d = run_bench(cfg("http://127.0.0.1:9", num_prompts=3, request_rate=1000.0, connect_timeout=2.0)).to_json_dict()
+    assert d["errors_by_kind"] == {"connect": 3} and d["completed"] == 0

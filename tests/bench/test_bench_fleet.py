@@ -539,6 +539,7 @@ def remote_config(**more: Any) -> BenchConfig:
         ({"worker_hosts": ("a", " ")}, "' ' is not a host name", "--worker-host user@"),
         ({"worker_hosts": ("a", "")}, "'' is not a host name", "--worker-host user@"),
         ({"remote": None}, "needs a way to reach the hosts", "--remote 'ssh"),
+        ({"worker_hosts": ("a",), "workers": 1, "remote": None}, "needs a way to reach the hosts", "--remote 'ssh"),
         ({"remote": " "}, "needs a way to reach the hosts", "--remote 'ssh"),
         ({"worker_python": " "}, "--worker-python is empty", "python3"),
         ({"workers": 3, "worker_hosts": ("a", "b", "c"), "concurrency": 2}, "more than --concurrency 2", "fewer"),
@@ -586,6 +587,9 @@ def test_the_cli_runs_one_load_generator_per_worker_host(monkeypatch: pytest.Mon
     assert seen[-1].remote == "rsh"
     assert CliRunner().invoke(cmd, base).exit_code == 0
     assert (seen[-1].worker_hosts, seen[-1].workers) == ((), 1)
+    # --workers given with hosts is kept as given (then refused by the check when it disagrees)
+    assert CliRunner().invoke(cmd, [*base, "--worker-host", "a", "--worker-host", "b", "--workers", "3"]).exit_code == 0
+    assert (seen[-1].worker_hosts, seen[-1].workers) == (("a", "b"), 3)
 
 
 def scripted(n: int, served: list[list[str]] | None = None, hook: Any = None) -> list[ScriptedGenerator]:

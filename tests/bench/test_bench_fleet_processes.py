@@ -198,23 +198,27 @@ def test_worker_hosts_are_reached_through_the_remote_command(synth: Any, tmp_pat
         f"open({str(log)!r}, 'a').write(sys.argv[1] + '\\n')\n"
         "os.execvp('sh', ['sh', '-c', sys.argv[2]])\n"
     )
+    import dataclasses
+
     srv = synth(ttft_ms=2, itl_ms=1)
-    res = run_bench(
-        BenchConfig(
-            base_url=srv.base_url,
-            model="m",
-            num_prompts=8,
-            concurrency=4,
-            max_tokens=4,
-            random_input_len=16,
-            tokenizer="estimated",
-            worker_hosts=("u@one", "two"),
-            workers=2,
-            remote=f"{sys.executable} {fake_ssh}",
-            worker_python=sys.executable,
-        )
+    res_config = BenchConfig(
+        base_url=srv.base_url,
+        model="m",
+        num_prompts=8,
+        concurrency=4,
+        max_tokens=4,
+        random_input_len=16,
+        tokenizer="estimated",
+        worker_hosts=("u@one", "two"),
+        workers=2,
+        remote=f"{sys.executable} {fake_ssh}",
+        worker_python=sys.executable,
     )
+    res = run_bench(res_config)
     d = res.to_json_dict()
     assert d["completed"] == 8 and d["failed"] == 0
     assert [g["host"] for g in d["workers"]["generators"]] == ["u@one", "two"]  # type: ignore[index]
     assert sorted(log.read_text().split()) == ["two", "u@one"]
+    one = run_bench(dataclasses.replace(res_config, worker_hosts=("solo",), workers=1)).to_json_dict()
+    assert one["completed"] == 8 and one["workers"]["count"] == 1  # type: ignore[index]
+    assert one["workers"]["generators"][0]["host"] == "solo"  # type: ignore[index]
