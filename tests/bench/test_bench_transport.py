@@ -151,6 +151,10 @@ def test_keep_alive_reuses_connections_and_sends_a_plain_request(raw: Callable[.
     _, _, h = posts[0]
     assert h["host"] == f"127.0.0.1:{srv.port}" and h["content-type"] == "application/json"
     assert "authorization" not in h
+    again = raw(only_completions(lambda n: chunked(sse_body())))
+    d = run_bench(cfg(again.url, request_rate=500.0)).to_json_dict()  # rate mode: the same connections
+    assert d["completed"] == 6 and again.connections <= 3
+    assert len([p for _, p, _ in again.requests if p == "/v1/completions"]) == 6
 
 
 def test_content_length_and_close_delimited_bodies_are_read_whole(raw: Callable[..., RawServer]) -> None:
