@@ -474,3 +474,115 @@ def test_per_replica_vllm_variants_are_split_as_llm_ds_preprocess_splits_them(tm
                 "vllm serve a/b", "vllm serve a/b --x set_llmdbench_environment.py"
             ),
         )
+
+
+def test_a_nameless_stack_is_named_after_its_file(tmp_path):
+    (imported,) = convert(_llm_d_checkout(tmp_path, "scenario:\n  - model: {huggingfaceId: a/b, name: a/b}\n"))
+    assert imported.name == "peer" and imported.fmt == "llm-d" and imported.data["meta"]["tags"] == ["llm-d"]
+    assert imported.data["meta"]["source"] == "llm-d: peer.yaml"
+
+
+def test_prefill_pods_only_when_enabled_with_replicas(tmp_path):
+    on = "prefill:\n  enabled: true\n  replicas: 1\n  vllm: {customCommand: vllm serve a/b --port 8001}\n"
+    on += "decode:\n  vllm: {customCommand: vllm serve a/b --port 8002}"
+    assert set(_stack(tmp_path, on)[0].data["roles"]) == {"prefill", "decode"}
+    off = on.replace("enabled: true", "enabled: false")
+    assert "roles" not in _stack(tmp_path / "b", off)[0].data
+    (odd,) = _stack(tmp_path / "c", "prefill: 5\ndecode:\n  vllm: {customCommand: vllm serve a/b --port 8002}")
+    assert "roles" not in odd.data
+
+
+def test_a_wrapper_scripts_model_flag_anywhere_but_last(tmp_path):
+    body = "decode:\n  vllm: {customCommand: /opt/start.sh --port 9000 --model /model-cache/$MODEL_PATH}"
+    (imported,) = _stack(tmp_path, body)
+    data = imported.data
+    assert data["model"]["repo"] == "facebook/opt-125m" and data["launch"]["model_flag"] == "--model"
+    assert data["engine"]["port"] == 9000 and "--model" not in data["engine"].get("extra_args", [])
+    with pytest.raises(RecipeError, match="names no model"):  # a trailing --model has no value
+        _stack(tmp_path / "b", "decode:\n  vllm: {customCommand: /opt/start.sh --port 9000 --model}")
+
+
+def test_a_variable_the_pod_sets_at_run_time_is_refused_with_the_way_out(tmp_path):
+    with pytest.raises(
+        RecipeError,
+        match=r"decode: the vLLM command uses \$NODE_RANK, set in the pod at run time, not in the scenario \(hint: "
+        r"render the stack's manifests \(llm-d-benchmark's standup\), then import the Deployment\)",
+    ):
+        _stack(tmp_path, "decode:\n  vllm: {customCommand: vllm serve a/b --node-rank $NODE_RANK}")
+
+
+def test_roles_keep_their_engines_and_the_base_only_host_and_port(tmp_path):
+    body = (
+        "prefill:\n  enabled: true\n  replicas: 1\n"
+        "  vllm: {customCommand: vllm serve a/b --host 0.0.0.0 --port 8001 --max-num-seqs 4}\n"
+        "decode:\n  vllm:\n    customCommand: >-\n      vllm serve a/b --host 0.0.0.0 --port 8002 --max-num-seqs 8"
+        ' --speculative-config \'{"method": "ngram", "num_speculative_tokens": 3}\''
+    )
+    data = _stack(tmp_path, body)[0].data
+    assert data["engine"] == {"host": "0.0.0.0", "port": 8002} and "speculative" not in data
+    assert data["roles"]["decode"]["speculative"]["method"] == "ngram"
+    assert data["roles"]["prefill"]["engine"]["max_num_seqs"] == 4
+
+
+def test_replicas_image_and_unknown_variables_before_the_server(tmp_path):
+    for odd in (True, "2", None):
+        n = _llmd._replicas({"replicas": odd})
+        assert n == 1 and type(n) is int
+    with pytest.raises(RecipeError, match=r"images.vllm: no repository and tag \(hint: pass --image\)"):
+        _stack(tmp_path, "images:\n  vllm: {repository: 5, tag: v1}")
+    with pytest.raises(RecipeError, match=r"inference simulator, not vLLM \(hint: autobench runs vLLM\)"):
+        _stack(tmp_path / "b", "images:\n  vllm: {repository: ghcr.io/llm-d/llm-d-inference-sim, tag: v1}")
+    body = "vllmCommon: {preprocessScript: echo $UNSET_X}\ndecode:\n  vllm: {customCommand: vllm serve a/b}"
+    (imported,) = _stack(tmp_path / "c", body)
+    assert "2: not carried: echo '$UNSET_X' (decode pod's preprocess step)" in imported.notes
+
+
+def test_pod_env_falls_back_to_vllm_common_as_build_ms_env_vars_does():
+    """_macros.j2 build_ms_env_vars (llm-d-benchmark 8bc9f1dd): each value from the role's vllm
+    block or the model, else vllmCommon's, else the macro's literal default."""
+    values = {
+        "vllmCommon": {
+            "containerHome": "/home/llmd",
+            "workerMultiprocMethod": "fork",
+            "loggingLevel": "WARN",
+            "inferencePort": 8000,
+            "vllmPort": 8200,
+            "blockSize": 64,
+            "maxModelLen": 9000,
+            "gpuMemoryUtilization": 0.8,
+            "maxNumSeq": 32,
+            "maxNumBatchedTokens": 1024,
+        },
+        "decode": {
+            "parallelism": {"tensor": 2, "data": 4, "dataLocal": 2},
+            "extraEnvVars": ["X=1", {"name": 5, "value": 1}, {"name": "S", "valueFrom": {}}, {"name": "B", "value": 2}],
+        },
+    }
+    env = _llmd._pod_env(values, "decode")
+    assert env["HOME"] == "/home/llmd" and env["VLLM_CACHE_ROOT"] == "/home/llmd/vllm"
+    assert (env["VLLM_WORKER_MULTIPROC_METHOD"], env["VLLM_LOGGING_LEVEL"]) == ("fork", "WARN")
+    assert (env["VLLM_INFERENCE_PORT"], env["VLLM_METRICS_PORT"], env["VLLM_BLOCK_SIZE"]) == ("8000", "8200", "64")
+    assert (env["VLLM_MAX_MODEL_LEN"], env["VLLM_ACCELERATOR_MEM_UTIL"]) == ("9000", "0.8")
+    assert (env["VLLM_MAX_NUM_SEQ"], env["VLLM_MAX_NUM_BATCHED_TOKENS"]) == ("32", "1024")
+    assert (env["TP_SIZE"], env["DP_SIZE"], env["DP_SIZE_LOCAL"]) == ("2", "4", "2")
+    assert env["B"] == "2" and "S" not in env and "X" not in env and 5 not in env
+    values["decode"]["vllm"] = {"servicePort": 9000, "port": 9200}  # the role's own ports win
+    env = _llmd._pod_env(values, "decode")
+    assert (env["VLLM_INFERENCE_PORT"], env["VLLM_METRICS_PORT"]) == ("9000", "9200")
+
+
+def test_generated_script_as_build_vllm_command_writes_it():
+    """_macros.j2 build_vllm_command (llm-d-benchmark 8bc9f1dd): the preprocess (``/bin/true`` by
+    default) then ``;`` (``&&`` with contextLengthRanges); prefill pods bind the inference port."""
+    values = {
+        "model": {"name": "x/y", "cacheBase": "/model-cache", "path": "models/x/y"},
+        "vllmCommon": {"host": "0.0.0.0", "kvTransfer": 5, "flags": {"enforceEager": True}},
+        "modelservice": {"uriProtocol": "hf"},
+        "decode": {"contextLengthRanges": ["0-10"]},
+        "prefill": {},
+    }
+    decode, _ = _llmd._script(values, "decode")
+    assert decode.startswith("/bin/true && vllm serve x/y \\\n  --host 0.0.0.0 \\\n")
+    assert "--port $VLLM_METRICS_PORT" in decode and "--enforce-eager" in decode
+    prefill, _ = _llmd._script(values, "prefill")
+    assert prefill.startswith("/bin/true ; vllm serve x/y") and "--port $VLLM_INFERENCE_PORT" in prefill
