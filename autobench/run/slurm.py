@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from autobench.digits import is_digits
 from autobench.errors import RunError
@@ -44,9 +44,6 @@ from autobench.run.outcome import Echo, RowFacts, RunOptions, RunOutcome, sweep_
 from autobench.run.plan import RunPlan
 from autobench.run.protocol import Compiled, Run, RuntimeBase
 from autobench.run.signals import RunInterrupted, SignalGuard
-
-if TYPE_CHECKING:
-    pass
 
 #: Job states after which nothing more happens to the job.
 TERMINAL = frozenset(
