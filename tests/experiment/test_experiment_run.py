@@ -70,13 +70,20 @@ def _run(capsys, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_an_experiment_runs_each_treatment_once_and_the_report_names_the_known_best(tmp_path, capsys) -> None:
+def _k_experiment(tmp_path: Path) -> tuple[Path, str, list[str]]:
+    """k in {1, 3, 6} over the stand-in's world: the experiment file, its ledger, and the
+    `experiment run` argv on the process runtime."""
     _recipe(tmp_path)
     exp = tmp_path / "exp.yaml"
     exp.write_text("recipe: r.yaml\nfactors:\n  speculative.num_speculative_tokens: [1, 3, 6]\n", encoding="utf-8")
     ledger = str(tmp_path / "ledger.db")
     run_it = ["experiment", "run", str(exp), "--runtime", "process", "--ledger", ledger, "--json"]
     run_it += ["--vllm-exec", f"{sys.executable} -m autobench.run.standin", "--runs-dir", str(tmp_path / "runs")]
+    return exp, ledger, run_it
+
+
+def test_an_experiment_runs_each_treatment_once_and_the_report_names_the_known_best(tmp_path, capsys) -> None:
+    exp, ledger, run_it = _k_experiment(tmp_path)
     code, out, err = _run(capsys, *run_it)
     assert code == 0, err
     doc = json.loads(out)
@@ -124,12 +131,7 @@ def test_an_experiment_runs_each_treatment_once_and_the_report_names_the_known_b
 
 @pytest.mark.timeout(400)  # nine boots: 75 s at load 10
 def test_confirmation_boots_reboot_the_top_two_interleaved_and_the_report_judges_across_them(tmp_path, capsys) -> None:
-    _recipe(tmp_path)
-    exp = tmp_path / "exp.yaml"
-    exp.write_text("recipe: r.yaml\nfactors:\n  speculative.num_speculative_tokens: [1, 3, 6]\n", encoding="utf-8")
-    ledger = str(tmp_path / "ledger.db")
-    run_it = ["experiment", "run", str(exp), "--runtime", "process", "--ledger", ledger, "--json"]
-    run_it += ["--vllm-exec", f"{sys.executable} -m autobench.run.standin", "--runs-dir", str(tmp_path / "runs")]
+    exp, ledger, run_it = _k_experiment(tmp_path)
     run_it += ["--metric", "tpot_median_ms"]
     code, out, err = _run(capsys, *run_it, "--confirm", "2")
     assert code == 0, err
