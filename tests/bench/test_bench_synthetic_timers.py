@@ -1,5 +1,6 @@
 """The synthetic server's shared timers: the Ticker (chunks after the first, one loop timer per
-millisecond of aim) and the Spinner (first chunks spun to their exact time, one spin for all).
+millisecond of aim), the Spinner (first chunks spun to their exact time, one spin for all) and
+the Pacer (work in slices, due chunks before the parsing of new requests).
 
 Fake streams record when they are fired; the loop runs real callbacks whose times are already
 past (no sleep, no wall-clock bound)."""
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from autobench.bench.synthetic import SyntheticConfig, SyntheticServer, Ticker
+from autobench.bench.synthetic_http import Pacer
 
 
 class FakeStream:
@@ -260,5 +262,70 @@ def test_a_stream_cancelled_while_it_waits_for_the_spinner_or_the_ticker_sends_n
         loop.run_until_complete(wait_and_cancel())
         run_until(loop, lambda: not srv.spinner.heap and not srv.ticker.buckets)
         assert [c.written for c in conns] == [[], []]
+    finally:
+        loop.close()
+
+
+def test_pacer_runs_due_chunks_before_queued_request_parsing() -> None:
+    """The end of a lockstep round: C new requests to parse and the last chunks of streams still
+    running, all in the same slice.  Every due chunk goes first, whenever it was queued; the
+    parsing keeps its own order."""
+    loop = asyncio.new_event_loop()
+    try:
+        ran: list[str] = []
+        pacer = Pacer(budget=-1.0, gap=1e9)  # the slice never restarts and is over budget: all queue
+
+        def unit(name: str) -> Any:
+            return lambda: ran.append(name)
+
+        async def burst() -> None:
+            pacer.run(unit("chunk-0"))
+            for i in range(3):
+                pacer.run_later(unit(f"parse-{i}"))
+            pacer.run(unit("chunk-1"))
+            pacer.run(unit("chunk-2"))
+            pacer.run_later(unit("parse-3"))
+
+        loop.run_until_complete(burst())
+        run_until(loop, lambda: len(ran) == 7)
+        assert ran == ["chunk-0", "chunk-1", "chunk-2", "parse-0", "parse-1", "parse-2", "parse-3"]
+    finally:
+        loop.close()
+
+
+def test_pacer_runs_work_at_once_while_the_slice_has_room_and_nothing_waits() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        ran: list[str] = []
+        pacer = Pacer(budget=10.0)
+
+        async def calls() -> list[str]:
+            pacer.run_later(lambda: ran.append("parse"))
+            pacer.run(lambda: ran.append("chunk"))
+            return list(ran)  # before any other callback of the loop
+
+        assert loop.run_until_complete(calls()) == ["parse", "chunk"]
+        assert not pacer.scheduled
+    finally:
+        loop.close()
+
+
+def test_pacer_queues_parsing_behind_waiting_parsing_even_with_room() -> None:
+    """A parse never overtakes one already queued (a connection's requests keep their order)."""
+    loop = asyncio.new_event_loop()
+    try:
+        ran: list[str] = []
+        pacer = Pacer(budget=-1.0, gap=1e9)
+
+        async def calls() -> None:
+            pacer.run(lambda: ran.append("chunk"))
+            pacer.run_later(lambda: ran.append("parse-0"))  # over budget: queued
+            pacer.budget = 10.0  # room again, but parse-0 waits
+            pacer.run_later(lambda: ran.append("parse-1"))
+            assert ran == []
+
+        loop.run_until_complete(calls())
+        run_until(loop, lambda: len(ran) == 3)
+        assert ran == ["chunk", "parse-0", "parse-1"]
     finally:
         loop.close()
