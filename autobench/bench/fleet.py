@@ -61,6 +61,7 @@ import autobench
 from autobench.bench.record import INFLIGHT, RequestRecord
 from autobench.errors import BenchError
 from autobench.recipe.bounds import MAX_WORKERS
+from autobench.recipe.workerhosts import WorkerHostsError, follow_hosts, host_problem, python_problem
 
 if TYPE_CHECKING:
     from autobench.bench.client import BenchConfig
@@ -164,21 +165,26 @@ def check_fleet(config: BenchConfig) -> None:
     hosts = config.worker_hosts
     if not hosts:
         return
-    if config.workers != len(hosts):
-        raise BenchError(
-            f"--workers {config.workers} with {len(hosts)} --worker-host: one load generator runs on each host",
-            hint=f"drop --workers (it follows the hosts), or give it as {len(hosts)}",
-        )
+    try:
+        follow_hosts(config.workers, len(hosts), resolved=True)
+    except WorkerHostsError as exc:
+        raise BenchError(exc.message, hint=exc.hint) from None
     for host in hosts:
-        if not host.strip() or host.startswith("-") or any(c.isspace() for c in host):
-            raise BenchError(f"--worker-host {host!r} is not a host name", hint="e.g. --worker-host user@10.0.0.2")
+        problem = host_problem(host)
+        if problem is not None:
+            raise BenchError(
+                f"--worker-host {host!r} is not a host name: it {problem}", hint="e.g. --worker-host user@10.0.0.2"
+            )
     if not config.remote or not shlex.split(config.remote):
         raise BenchError(
             "--worker-host needs a way to reach the hosts (--remote, or AUTOBENCH_REMOTE)",
             hint="e.g. --remote 'ssh -o BatchMode=yes'",
         )
-    if not config.worker_python.strip():
-        raise BenchError("--worker-python is empty", hint="the interpreter on the hosts, e.g. python3")
+    problem = python_problem(config.worker_python)
+    if problem is not None:
+        raise BenchError(
+            f"--worker-python {config.worker_python!r} {problem}", hint="the interpreter on the hosts, e.g. python3"
+        )
 
 
 def remote_worker_command(remote: str, host: str, python: str) -> list[str]:

@@ -252,11 +252,15 @@ def build(values: dict[str, Any]) -> BenchConfig:
     """The :class:`BenchConfig` of the options' values (each named as the field it fills); with
     ``--worker-host`` and no ``--workers``, one load generator per host."""
     from autobench.bench.client import BenchConfig
+    from autobench.errors import BenchError
+    from autobench.recipe.workerhosts import WorkerHostsError, follow_hosts
 
     hosts = tuple(values.get("worker_hosts") or ())
     values["worker_hosts"] = hosts
-    if hosts and values.get("workers", 1) == 1:
-        values["workers"] = len(hosts)
+    try:  # the one rule a recipe's bench.worker_hosts follows too
+        values["workers"] = follow_hosts(values.get("workers", 1), len(hosts))
+    except WorkerHostsError as exc:
+        raise BenchError(exc.message, hint=exc.hint) from None
     return BenchConfig(**values)
 
 

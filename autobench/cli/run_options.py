@@ -140,8 +140,8 @@ SPECS: tuple[Spec, ...] = (
         {
             "default": None,
             "metavar": "CMD",
-            "help": "Multi-node recipes: how the driver reaches a host [env AUTOBENCH_REMOTE; default ssh -o "
-            "BatchMode=yes].",
+            "help": "How hosts are reached: a multi-node recipe's nodes (by the driver) and bench.worker_hosts "
+            "(the load generators) [env AUTOBENCH_REMOTE; default ssh -o BatchMode=yes].",
         },
     ),
     Spec(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from autobench.recipe.facts import container_image, is_local_model, output_token
 from autobench.recipe.grid import only
 from autobench.recipe.loader import LoadedRecipe
 from autobench.recipe.rules import flag_name
+from autobench.recipe.workerhosts import NODES
 
 if TYPE_CHECKING:
     from autobench.recipe.schema import Dataset, Recipe
@@ -397,6 +399,7 @@ def _autobench_bench_lines(recipe: Recipe) -> Lines:
     lines.append(_opt("--concurrency", str(b.concurrency)))
     if b.workers > 1:
         lines.append(_opt("--workers", str(b.workers)))
+    lines.extend(worker_host_lines(recipe))
     lines.append(_opt("--max-tokens", str(output_tokens(recipe))))
     if b.request_rate is not None:
         lines.append(_opt("--request-rate", num(only(b.request_rate))))
@@ -408,6 +411,18 @@ def _autobench_bench_lines(recipe: Recipe) -> Lines:
         lines.append(_opt("--warmup", str(b.warmup)))
     if b.slo is not None:
         lines.append(_opt("--slo", ",".join(f"{k}={num(v)}" for k, v in b.slo.limits().items())))
+    return lines
+
+
+def worker_host_lines(recipe: Recipe, nodes: Sequence[str] = ()) -> Lines:
+    """``--worker-host H`` for each of bench.worker_hosts (``nodes``: each of the run's nodes,
+    given by the multi-node compile that knows them) and a ``--worker-python`` other than python3;
+    the remote command is the bench's own (``--remote``, else AUTOBENCH_REMOTE, else ssh)."""
+    b = recipe.bench
+    hosts = nodes if b.worker_hosts == NODES else b.worker_hosts
+    lines: Lines = [_opt("--worker-host", host) for host in hosts]
+    if hosts and b.worker_python != "python3":
+        lines.append(_opt("--worker-python", b.worker_python))
     return lines
 
 

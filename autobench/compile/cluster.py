@@ -44,12 +44,14 @@ from autobench.compile.argv import (
     docker_lines,
     serve_lines,
     setup_script,
+    worker_host_lines,
 )
 from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
 from autobench.recipe.facts import container_image, uses_host_network
 from autobench.recipe.loader import LoadedRecipe
 from autobench.recipe.schema import HOST_RE
+from autobench.recipe.workerhosts import NODES
 
 if TYPE_CHECKING:
     from autobench.recipe.schema import Recipe
@@ -164,10 +166,12 @@ def _ray_serve(recipe: Recipe, mods: dict[int, Path]) -> Lines:
     ]
 
 
-def _bench(recipe: Recipe, url: str) -> Lines:
+def _bench(recipe: Recipe, url: str, hosts: list[str]) -> Lines:
     from autobench.recipe.grid import cell_recipe, cells
 
     lines = bench_lines(cell_recipe(recipe, cells(recipe)[0]))  # a grid's first cell (autobench run benches all)
+    if recipe.bench.worker_hosts == NODES:  # one load generator on each node, reached from the head
+        lines.extend(worker_host_lines(recipe, hosts))
     out: Lines = []
     for line in lines:
         if line and line[0].value == "--base-url":
@@ -207,7 +211,7 @@ def _node_script(loaded: LoadedRecipe, rank: int, hosts: list[str], version: str
             serve=_ray_serve(recipe, loaded.mods) if rank == 0 else [],
             base_url=url,
             api_key_env="VLLM_API_KEY" if "VLLM_API_KEY" in recipe.secrets else None,
-            bench=_bench(recipe, url) if rank == 0 else [],
+            bench=_bench(recipe, url, hosts) if rank == 0 else [],
         )
     )
 

@@ -33,6 +33,7 @@ from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
 from autobench.escape import kubernetes
 from autobench.recipe.loader import LoadedRecipe
+from autobench.recipe.workerhosts import NODES
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -297,6 +298,11 @@ def _bench_job(spec: _Spec, bench_image: str) -> dict[str, Any]:
         raise RecipeError(
             "compile --target k8s runs autobench's own bench client in a Job",
             hint="set bench.client: autobench",
+        )
+    if recipe.bench.worker_hosts == NODES:
+        raise RecipeError(
+            "bench.worker_hosts: nodes is for multi-node runs of the cluster runtime (autobench run, compile -o DIR)",
+            hint="name the hosts: bench.worker_hosts: [user@host, ...]",
         )
     url = f"http://{spec.base}:{spec.port}"
     lines = bench_lines(recipe)

@@ -33,6 +33,7 @@ from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
 from autobench.recipe.facts import container_image, node_gpus, server_endpoint
 from autobench.recipe.loader import LoadedRecipe
+from autobench.recipe.workerhosts import NODES
 
 if TYPE_CHECKING:
     from autobench.recipe.schema import Recipe
@@ -96,6 +97,11 @@ def _bench(recipe: Recipe, url: str) -> Lines:
         raise RecipeError(
             "compile --target slurm runs autobench's own bench client",
             hint="set bench.client: autobench",
+        )
+    if recipe.bench.worker_hosts == NODES:
+        raise RecipeError(
+            "bench.worker_hosts: nodes is for multi-node runs of the cluster runtime (autobench run, compile -o DIR)",
+            hint="name the hosts: bench.worker_hosts: [user@host, ...]",
         )
     for line in lines:
         if line and line[0].value == "--base-url":

@@ -821,7 +821,9 @@ def _validation_error(exc: Any, doc: _Doc) -> RecipeSchemaError:
     problems: list[tuple[str | None, str, str, str | None]] = []
     for err in exc.errors(include_url=False):
         path = _clean_loc(tuple(err["loc"]), doc.data)
-        index = (err.get("ctx") or {}).get("index") if err["type"] == "grid_axis" else None
+        ctx = (err.get("ctx") or {}) if err["type"] == "grid_axis" else {}
+        path = (*path, *ctx.get("at", ()))  # a key below the model that said it: point at it
+        index = ctx.get("index")
         if index is not None:  # a grid axis's bad item: point at it
             path = (*path, index)
         if err["type"] in ("missing",):

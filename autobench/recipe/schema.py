@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from autobench.digits import is_digits
 from autobench.recipe import bounds as B
+from autobench.recipe.workerhosts import NODES, WorkerHostsError, follow_hosts, host_problem, python_problem
 
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 LOCAL_PATH = r"/[^\x00\n]*"
@@ -617,6 +618,45 @@ class Slo(StrictModel):
         return {k: v for k, v in (("ttft", self.ttft), ("tpot", self.tpot), ("e2el", self.e2el)) if v is not None}
 
 
+def _quoted(value: str) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _located(message: str, hint: str, *, index: int | None = None, at: tuple[str, ...] = ()) -> PydanticCustomError:
+    """A schema error in its own words (``grid_axis``: the loader shows message and hint), at the
+    list item ``index`` or the key path ``at`` below the model that raises it."""
+    return PydanticCustomError("grid_axis", "{message}", {"message": message, "hint": hint, "index": index, "at": at})
+
+
+def _check_load_generators(bench: Bench, count: int, where: tuple[str, ...] = ()) -> None:
+    """``count`` load generators (bench.workers, or one per worker host) must be autobench's own
+    client, one conversation at a time, and each with a request in flight."""
+    low = min(bench.concurrency) if isinstance(bench.concurrency, list) else bench.concurrency
+    what = f"bench.workers {count}" if not bench.worker_hosts else f"{count} load generator(s) on bench.worker_hosts"
+    why = None
+    if (count > 1 or bench.worker_hosts) and bench.client != "autobench":
+        why = (
+            f"{what} needs client autobench (vllm bench serve is one process on this machine)",
+            f"drop {'bench.worker_hosts' if bench.worker_hosts else 'bench.workers'}, or set bench.client: autobench",
+        )
+    elif count > 1 and bench.dataset.multi_turn:
+        why = (
+            f"{what} with bench.dataset.multi_turn: conversations run in one load generator",
+            "drop bench.workers" + (" and bench.worker_hosts" if bench.worker_hosts else ""),
+        )
+    elif count > low:
+        why = (
+            f"{what} is more than bench.concurrency {low}",
+            "each load generator needs at least one request in flight: fewer "
+            + ("hosts" if bench.worker_hosts else "workers"),
+        )
+    if why is not None:
+        raise _located(why[0], why[1], at=where)
+
+
 class Bench(StrictModel):
     """The benchmark: client, endpoint, dataset, load."""
 
@@ -645,6 +685,16 @@ class Bench(StrictModel):
         description="Load generator processes of the autobench client, each with its share of the "
         "concurrency or rate and its own event loop; their raw samples merged into one result.",
     )
+    worker_hosts: Annotated[list[str], Field(max_length=B.MAX_WORKERS)] | Literal["nodes"] = Field(
+        default_factory=list,
+        description="Run the load generators on these hosts, one on each, instead of on this machine: "
+        "reached with `run --remote` (default ssh) and started there as worker_python -m "
+        "autobench.bench.worker; `nodes`: one on each node of a multi-node run (topology.hosts or "
+        "--hosts). bench.workers follows their number.",
+    )
+    worker_python: str = Field(
+        "python3", description="The Python with autobench installed on the bench.worker_hosts (shell words)."
+    )
     schedule: Annotated[list[ScheduleEntry], Field(max_length=B.MAX_CELLS)] | None = Field(
         None,
         description="The cells in this order instead of the grid's, e.g. [{concurrency: 16}, {concurrency: 1}]; "
@@ -657,32 +707,50 @@ class Bench(StrictModel):
     slo: Slo | None = Field(None, description="Service-level objectives (ms) for goodput.")
     ready_timeout_s: Annotated[float, Field(gt=0, le=B.MAX_SECONDS)] = 1800
 
+    @field_validator("worker_hosts", mode="before")
+    @classmethod
+    def _hosts_are_host_names(cls, hosts: object) -> object:
+        if isinstance(hosts, str) and hosts != NODES:
+            raise _located(
+                f"{_quoted(hosts)} is neither a list of hosts nor nodes",
+                "write a list, [user@host, ...], or nodes (one load generator on each node of the run)",
+            )
+        for index, host in enumerate(hosts if isinstance(hosts, list) else ()):
+            problem = host_problem(host) if isinstance(host, str) else None
+            if problem is not None:
+                raise _located(
+                    f"{_quoted(host)} is not a host name: it {problem}",
+                    "write [user@]host, e.g. user@10.0.0.2",
+                    index=index,
+                )
+        return hosts
+
+    @field_validator("worker_python")
+    @classmethod
+    def _python_is_a_command(cls, python: str) -> str:
+        problem = python_problem(python)
+        if problem is not None:
+            raise _located(f"{_quoted(python)} is not a command: it {problem}", "e.g. python3 or /opt/venv/bin/python")
+        return python
+
     @model_validator(mode="after")
     def _workers_need_our_client(self) -> Bench:
-        low = min(self.concurrency) if isinstance(self.concurrency, list) else self.concurrency
-        why = None
-        if self.workers > 1 and self.client != "autobench":
-            why = (
-                f"bench.workers {self.workers} needs client autobench (vllm bench serve is one process)",
-                "drop bench.workers, or set bench.client: autobench",
+        if self.worker_hosts == NODES:  # their number is the recipe's nodes (Recipe checks it)
+            return self
+        try:
+            count = follow_hosts(
+                self.workers, len(self.worker_hosts), workers_name="bench.workers", hosts_name="bench.worker_hosts"
             )
-        elif self.workers > 1 and self.dataset.multi_turn:
-            why = (
-                f"bench.workers {self.workers} with bench.dataset.multi_turn: conversations run in one load generator",
-                "drop bench.workers",
-            )
-        elif self.workers > low:
-            why = (
-                f"bench.workers {self.workers} is more than bench.concurrency {low}",
-                "each load generator needs at least one request in flight: fewer workers",
-            )
-        if why is not None:
-            raise PydanticCustomError(
-                "grid_axis",  # worded like an axis's own error (the loader shows message and hint)
-                "{message}",
-                {"message": why[0], "hint": why[1], "index": None},
-            )
+        except WorkerHostsError as exc:
+            raise _located(exc.message, exc.hint, at=("workers",)) from None
+        _check_load_generators(self, count)
         return self
+
+    def load_generators(self, nodes: int = 1) -> int:
+        """How many load generators bench: one on each worker host (``nodes``: one on each of the
+        run's ``nodes``), else ``workers`` (validated to agree: autobench.recipe.workerhosts)."""
+        hosts = nodes if self.worker_hosts == NODES else len(self.worker_hosts)
+        return follow_hosts(self.workers, hosts)
 
     @model_validator(mode="after")
     def _grid_within_bounds(self) -> Bench:
@@ -751,6 +819,30 @@ class Recipe(StrictModel):
     bench: Bench = Field(default_factory=lambda: Bench.model_validate({}))
     meta: Meta = Field(default_factory=lambda: Meta.model_validate({}))
 
+    @model_validator(mode="after")
+    def _load_generators_on_the_nodes(self) -> Recipe:
+        b = self.bench
+        if b.worker_hosts != NODES:
+            return self
+        nodes = self.topology.nodes
+        if nodes < 2:
+            raise _located(
+                "nodes puts one load generator on each node of a multi-node run; this recipe has one node",
+                "list the hosts instead: bench.worker_hosts: [user@host, ...]",
+                at=("bench", "worker_hosts"),
+            )
+        try:
+            count = follow_hosts(b.workers, nodes, workers_name="bench.workers", hosts_name="nodes (topology.nodes)")
+        except WorkerHostsError as exc:
+            raise _located(exc.message, exc.hint, at=("bench", "workers")) from None
+        _check_load_generators(b, count, ("bench",))
+        return self
+
+    @property
+    def load_generators(self) -> int:
+        """How many load generators bench this recipe (Bench.load_generators on its nodes)."""
+        return self.bench.load_generators(self.topology.nodes)
+
     @field_validator("env")
     @classmethod
     def _env_as_strings(cls, env: dict[str, Scalar]) -> dict[str, Scalar]:
@@ -797,6 +889,8 @@ LATER_KEYS: tuple[tuple[str, ...], ...] = (
     ("bench", "dataset", "category"),
     ("bench", "dataset", "multi_turn"),
     ("bench", "workers"),
+    ("bench", "worker_hosts"),
+    ("bench", "worker_python"),
 )
 
 

@@ -87,9 +87,12 @@ def cause_category(status: str, cause: str) -> str | None:
     return "bench_failed"
 
 
-def cluster_plan(loaded: LoadedRecipe, options: RunOptions, hosts: list[str]) -> RunPlan:
+def cluster_plan(loaded: LoadedRecipe, options: RunOptions, hosts: list[str], remote: str | None = None) -> RunPlan:
+    """The plan of a multi-node run on ``hosts`` (head first); ``remote`` reaches them (and the
+    load generators of bench.worker_hosts, or of ``nodes``: one on each of ``hosts``)."""
     recipe = loaded.recipe
     run_dir = run_dir_for(Path(options.runs_dir), recipe.name, now())
+    base_url = f"http://{hosts[0].rsplit('@', 1)[-1]}:{recipe.engine.port}"
     return RunPlan(
         recipe_name=recipe.name,
         recipe_path=str(loaded.path),
@@ -100,7 +103,7 @@ def cluster_plan(loaded: LoadedRecipe, options: RunOptions, hosts: list[str]) ->
         container_name=None,
         env={},
         secret_names=tuple(recipe.secrets),
-        base_url=f"http://{hosts[0].rsplit('@', 1)[-1]}:{recipe.engine.port}",
+        base_url=base_url,
         served_model=recipe.served_name,
         bench_model=recipe.bench_model,
         ready_timeout_s=float(options.ready_timeout_s or recipe.bench.ready_timeout_s),
@@ -108,6 +111,7 @@ def cluster_plan(loaded: LoadedRecipe, options: RunOptions, hosts: list[str]) ->
         bench=recipe.bench.model_dump(mode="json", exclude={"client", "model", "ready_timeout_s"}),
         run_dir=run_dir,
         unpinned=tuple(unpinned_refs(loaded)),
+        **P.worker_hosts(recipe, hosts, remote, base_url),
     )
 
 
@@ -132,10 +136,7 @@ class ClusterRuntime(RuntimeBase):
     preflight = False
 
     def __init__(self, name: str, options: RunOptions, echo: Echo, env: Mapping[str, str]):
-        from autobench.compile.cluster import DEFAULT_REMOTE
-
         super().__init__(name, options, echo, env)
-        self.remote = options.remote or env.get("AUTOBENCH_REMOTE") or DEFAULT_REMOTE
         self.hosts: list[str] = []
 
     def compile(self, loaded: LoadedRecipe) -> Compiled:
@@ -144,7 +145,7 @@ class ClusterRuntime(RuntimeBase):
         self.hosts = cluster_hosts(loaded, list(self.options.hosts) or None)
         files = compile_cluster(loaded, self.hosts, self.remote, runtime="cluster")
         script = "\n".join(f"# ===== {name}\n{text}" for name, text in sorted(files.items(), key=_driver_first))
-        return Compiled(cluster_plan(loaded, self.options, self.hosts), script, files)
+        return Compiled(cluster_plan(loaded, self.options, self.hosts, self.remote), script, files)
 
     def place(self, plan: RunPlan) -> RunPlan:
         return replace(plan, server_argv=("bash", str(plan.run_dir / "driver.sh")))

@@ -88,6 +88,7 @@ class LocalRuntime(RuntimeBase):
             ready_timeout_s=o.ready_timeout_s,
             grace_s=o.grace_s,
             require_tokenizer=o.require_tokenizer,
+            remote=self.remote,
         )
         # The stored script is what this run executes: the compiled docker script, or for the
         # process runtime the command itself (the docker script would not be what ran).
@@ -166,6 +167,7 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Cell | None = None) 
     from autobench.bench.client import BenchConfig
     from autobench.compile import bench_api_key_env, bench_tokenizer
     from autobench.recipe.grid import cell_recipe, cells, only
+    from autobench.recipe.workerhosts import follow_hosts
 
     recipe = cell_recipe(loaded.recipe, cell if cell is not None else cells(loaded.recipe)[0])
     b = recipe.bench
@@ -186,7 +188,10 @@ def bench_config(loaded: LoadedRecipe, plan: RunPlan, cell: Cell | None = None) 
         num_prompts=b.num_prompts,
         max_seconds=b.max_seconds,
         concurrency=only(b.concurrency),
-        workers=b.workers,
+        workers=follow_hosts(b.workers, len(plan.worker_hosts)),  # one on each host (the CLI's rule)
+        worker_hosts=plan.worker_hosts,
+        remote=plan.remote,
+        worker_python=b.worker_python,
         max_tokens=output_tokens(recipe),
         temperature=s.temperature if s else None,
         top_p=s.top_p if s else None,

@@ -9,10 +9,11 @@ runtime, the readiness URLs, the bench parameters and the run folder layout.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from autobench.compile.quoting import shell_join, shell_word
 from autobench.errors import RunError, UsageError
@@ -60,6 +61,10 @@ class RunPlan:
     cells: tuple[str, ...] = field(default=())
     #: The bench refuses to estimate prompt lengths (``run --require-tokenizer``).
     require_tokenizer: bool = False
+    #: Hosts of the load generators, one each (bench.worker_hosts, or a multi-node run's nodes
+    #: for ``nodes``); () runs them here.  ``remote`` reaches them (``run --remote``).
+    worker_hosts: tuple[str, ...] = field(default=())
+    remote: str | None = None
 
     @property
     def health_url(self) -> str:
@@ -110,7 +115,14 @@ class RunPlan:
             },
             "unpinned": list(self.unpinned),
             **({"cells": list(self.cells)} if self.cells else {}),
+            **({"load_generators": self.load_generators()} if self.worker_hosts else {}),
         }
+
+    def load_generators(self) -> dict[str, object]:
+        """Where the load generators run: their hosts and the remote command's program (its
+        other words may hold a key file's path or a password: not written)."""
+        words = (self.remote or "").split()
+        return {"hosts": list(self.worker_hosts), "remote": words[0] if words else None}
 
     def render_text(self) -> str:
         """The plan for people (``--dry-run``)."""
@@ -141,6 +153,14 @@ class RunPlan:
             f"ready      GET {self.health_url} and {self.models_url} lists {self.served_model!r}"
             f" (timeout {self.ready_timeout_s:g} s; fail fast if the server exits)",
             f"bench      {self.base_url} model={self.bench_model} " + " ".join(bench_bits),
+            *(
+                [
+                    f"load gen   one on each of {', '.join(self.worker_hosts)}"
+                    + (f" (through {self.load_generators()['remote']})" if self.remote else "")
+                ]
+                if self.worker_hosts
+                else []
+            ),
             *(
                 [f"cells      {len(self.cells)} on one server boot, in this order:"]
                 + [f"           {i}. {label}" for i, label in enumerate(self.cells, 1)]
@@ -190,8 +210,9 @@ def build_plan(
     grace_s: float = 10.0,
     now: datetime | None = None,
     require_tokenizer: bool = False,
+    remote: str | None = None,
 ) -> RunPlan:
-    """Build the plan of a run of ``loaded`` (no I/O)."""
+    """Build the plan of a run of ``loaded`` (no I/O); ``remote`` reaches bench.worker_hosts."""
     from autobench.compile import docker_argv, serve_argv
 
     if runtime not in RUNTIMES:
@@ -262,7 +283,38 @@ def build_plan(
         unpinned=tuple(unpinned_refs(loaded)),
         cells=_cell_labels(recipe),
         require_tokenizer=require_tokenizer,
+        **worker_hosts(recipe, (), remote, endpoint.base_url),
     )
+
+
+class WorkerHosts(TypedDict):
+    worker_hosts: tuple[str, ...]
+    remote: str | None
+
+
+def worker_hosts(recipe: Recipe, nodes: Sequence[str], remote: str | None, base_url: str) -> WorkerHosts:
+    """The plan's load-generator hosts: bench.worker_hosts, or for ``nodes`` the run's ``nodes``
+    (a multi-node run's hosts); the remote command only when there are hosts.  They reach the
+    server at ``base_url`` themselves, so a loopback address (their own machine) is refused."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    from autobench.recipe.workerhosts import NODES
+
+    wanted = recipe.bench.worker_hosts
+    hosts = tuple(nodes) if wanted == NODES else tuple(wanted)
+    address = urlsplit(base_url).hostname or ""
+    try:
+        loopback = address == "localhost" or ipaddress.ip_address(address).is_loopback
+    except ValueError:  # a name: the hosts resolve it themselves
+        loopback = False
+    if hosts and loopback:
+        raise RunError(
+            f"the load generators on bench.worker_hosts would reach the server at {base_url}: on each host, "
+            "that is the host itself",
+            hint="serve on an address the hosts reach: engine.host (or the container.ports address) of this machine",
+        )
+    return {"worker_hosts": hosts, "remote": remote if hosts else None}
 
 
 def _cell_labels(recipe: Recipe) -> tuple[str, ...]:

@@ -84,6 +84,14 @@ class RuntimeBase:
         self.echo = echo
         self.env = env
 
+    @property
+    def remote(self) -> str:
+        """How hosts are reached: ``--remote``, else AUTOBENCH_REMOTE, else ssh (the cluster
+        driver's nodes and bench.worker_hosts alike)."""
+        from autobench.compile.cluster import DEFAULT_REMOTE
+
+        return self.options.remote or self.env.get("AUTOBENCH_REMOTE") or DEFAULT_REMOTE
+
     def check(self, loaded: LoadedRecipe, compiled: Compiled) -> list[str]:
         return []
 

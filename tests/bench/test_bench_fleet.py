@@ -541,7 +541,7 @@ def remote_config(**more: Any) -> BenchConfig:
         ({"remote": None}, "needs a way to reach the hosts", "--remote 'ssh"),
         ({"worker_hosts": ("a",), "workers": 1, "remote": None}, "needs a way to reach the hosts", "--remote 'ssh"),
         ({"remote": " "}, "needs a way to reach the hosts", "--remote 'ssh"),
-        ({"worker_python": " "}, "--worker-python is empty", "python3"),
+        ({"worker_python": " "}, "--worker-python ' ' is empty", "python3"),
         ({"workers": 3, "worker_hosts": ("a", "b", "c"), "concurrency": 2}, "more than --concurrency 2", "fewer"),
     ],
 )
@@ -587,9 +587,15 @@ def test_the_cli_runs_one_load_generator_per_worker_host(monkeypatch: pytest.Mon
     assert seen[-1].remote == "rsh"
     assert CliRunner().invoke(cmd, base).exit_code == 0
     assert (seen[-1].worker_hosts, seen[-1].workers) == ((), 1)
-    # --workers given with hosts is kept as given (then refused by the check when it disagrees)
-    assert CliRunner().invoke(cmd, [*base, "--worker-host", "a", "--worker-host", "b", "--workers", "3"]).exit_code == 0
-    assert (seen[-1].worker_hosts, seen[-1].workers) == (("a", "b"), 3)
+    # --workers given with hosts must agree with them (autobench.recipe.workerhosts: the rule a
+    # recipe's bench.worker_hosts follows too); it is refused where the options are read
+    n = len(seen)
+    bad = CliRunner().invoke(cmd, [*base, "--worker-host", "a", "--worker-host", "b", "--workers", "3"])
+    assert isinstance(bad.exception, BenchError) and len(seen) == n
+    assert bad.exception.message == "--workers 3 with 2 --worker-host: one load generator runs on each host"
+    assert bad.exception.hint == "drop --workers (it follows the hosts), or give it as 2"
+    assert CliRunner().invoke(cmd, [*base, "--worker-host", "a", "--worker-host", "b", "--workers", "2"]).exit_code == 0
+    assert (seen[-1].worker_hosts, seen[-1].workers) == (("a", "b"), 2)
 
 
 def scripted(n: int, served: list[list[str]] | None = None, hook: Any = None) -> list[ScriptedGenerator]:

@@ -1,0 +1,146 @@
+"""``bench.worker_hosts`` / ``bench.worker_python`` (issue #34): load generators on other hosts in a
+recipe, checked by the one rule ``autobench bench --worker-host`` follows
+(autobench.recipe.workerhosts), each refusal one line at the file, line and column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autobench.errors import RecipeError
+from autobench.recipe import load_recipe
+from autobench.recipe.workerhosts import WorkerHostsError, follow_hosts, host_problem, python_problem
+
+SHA = "6c7242c934a9870d7c59c05240bdbb2467cc1394"
+HEAD = f"""\
+name: w
+model: {{repo: acme/tiny, revision: "{SHA}"}}
+container: {{image: "vllm/vllm-openai:v0.23.1"}}
+"""
+TWO_NODES = "topology: {nodes: 2, gpus_per_node: 1, hosts: [h0, h1]}\n"
+
+
+def _load(tmp_path: Path, text: str):
+    path = tmp_path / "w.yaml"
+    path.write_text(HEAD + text, encoding="utf-8")
+    return load_recipe(path)
+
+
+def _refused(tmp_path: Path, text: str) -> str:
+    with pytest.raises(RecipeError) as e:
+        _load(tmp_path, text)
+    return str(e.value)
+
+
+def test_the_one_rule_names_each_problem_and_follows_the_hosts() -> None:
+    assert [host_problem(h) for h in ("h", "u@10.0.0.2", "gpu-1.example")] == [None, None, None]
+    assert host_problem("") == host_problem("  ") == "is empty"
+    assert host_problem("-oProxyCommand=x") == "starts with '-' (the remote command would read it as an option)"
+    assert host_problem("a b") == host_problem("a\tb") == "has a space in it"
+    assert python_problem("python3") is None and python_problem("env X=1 /v/bin/python") is None
+    assert python_problem(" ") == "is empty" and python_problem("-c x") == "starts with '-'"
+    assert python_problem("'x").startswith("is not shell words (")  # type: ignore[union-attr]
+    assert [follow_hosts(1, 0), follow_hosts(4, 0), follow_hosts(1, 3), follow_hosts(3, 3)] == [1, 4, 3, 3]
+    assert follow_hosts(2, 2, resolved=True) == 2
+    for workers, hosts, resolved in [(2, 3, False), (1, 3, True), (4, 3, False)]:
+        with pytest.raises(WorkerHostsError) as e:
+            follow_hosts(
+                workers, hosts, workers_name="bench.workers", hosts_name="bench.worker_hosts", resolved=resolved
+            )
+        assert (
+            e.value.message
+            == f"bench.workers {workers} with {hosts} bench.worker_hosts: one load generator runs on each host"
+        )
+        assert e.value.hint == f"drop bench.workers (it follows the hosts), or give it as {hosts}"
+
+
+def test_hosts_in_a_recipe_set_the_load_generators_and_its_digest(tmp_path: Path) -> None:
+    plain = _load(tmp_path, "bench: {concurrency: 8}\n")
+    assert plain.recipe.load_generators == 1 and "worker_hosts" not in plain.data["bench"]
+    assert "worker_python" not in plain.data["bench"]  # defaults left out: an old recipe keeps its digest
+    two = _load(tmp_path, "bench:\n  concurrency: 8\n  worker_hosts: [u@10.0.0.2, gpu1]\n")
+    assert two.recipe.bench.worker_hosts == ["u@10.0.0.2", "gpu1"] and two.recipe.bench.workers == 1
+    assert two.recipe.load_generators == 2  # bench.workers left at 1 follows the hosts
+    assert two.data["bench"]["worker_hosts"] == ["u@10.0.0.2", "gpu1"] and two.digest != plain.digest
+    same = _load(tmp_path, "bench:\n  concurrency: 8\n  workers: 2\n  worker_hosts: [u@10.0.0.2, gpu1]\n")
+    assert same.recipe.load_generators == 2
+    python = _load(tmp_path, "bench:\n  concurrency: 8\n  worker_hosts: [gpu1]\n  worker_python: /v/bin/python\n")
+    assert python.data["bench"]["worker_python"] == "/v/bin/python" and python.digest != two.digest
+    nodes = _load(tmp_path, TWO_NODES + "bench:\n  worker_hosts: nodes\n")
+    assert nodes.recipe.load_generators == 2 and nodes.data["bench"]["worker_hosts"] == "nodes"
+    assert nodes.recipe.bench.load_generators(5) == 5
+    # resolved data loads again as it is (an experiment's with_changes starts from it)
+    assert nodes.with_changes({"bench.concurrency": 4}).recipe.load_generators == 2
+    assert two.with_changes({"bench.worker_hosts": ["a", "b", "c"]}).recipe.load_generators == 3
+
+
+@pytest.mark.parametrize(
+    ("bench", "where", "message"),
+    [
+        (
+            "  concurrency: 8\n  worker_hosts:\n    - a@h1\n    - -oProxyCommand=x\n",
+            ":8:7: bench.worker_hosts[1]:",
+            "\"-oProxyCommand=x\" is not a host name: it starts with '-' (the remote command would read it as an option) "
+            "(hint: write [user@]host, e.g. user@10.0.0.2)",
+        ),
+        (
+            "  worker_hosts: ['a b']\n",
+            ":5:18: bench.worker_hosts[0]:",
+            '"a b" is not a host name: it has a space in it',
+        ),
+        ("  worker_hosts: ['']\n", ":5:18: bench.worker_hosts[0]:", '"" is not a host name: it is empty'),
+        (
+            "  worker_hosts: gpu1\n",
+            ":5:17: bench.worker_hosts:",
+            '"gpu1" is neither a list of hosts nor nodes (hint: write a list, [user@host, ...], or nodes',
+        ),
+        (
+            "  concurrency: 8\n  workers: 3\n  worker_hosts: [a, b]\n",
+            ":6:12: bench.workers:",
+            "bench.workers 3 with 2 bench.worker_hosts: one load generator runs on each host "
+            "(hint: drop bench.workers (it follows the hosts), or give it as 2)",
+        ),
+        (
+            "  concurrency: 2\n  worker_hosts: [a, b, c]\n",
+            ":4:1: bench:",
+            "3 load generator(s) on bench.worker_hosts is more than bench.concurrency 2 "
+            "(hint: each load generator needs at least one request in flight: fewer hosts)",
+        ),
+        (
+            "  client: vllm\n  worker_hosts: [a]\n",
+            ":4:1: bench:",
+            "1 load generator(s) on bench.worker_hosts needs client autobench "
+            "(vllm bench serve is one process on this machine) (hint: drop bench.worker_hosts, or set",
+        ),
+        (
+            "  concurrency: 4\n  worker_hosts: [a, b]\n  dataset: {multi_turn: true}\n",
+            ":4:1: bench:",
+            "2 load generator(s) on bench.worker_hosts with bench.dataset.multi_turn: conversations run in one "
+            "load generator (hint: drop bench.workers and bench.worker_hosts)",
+        ),
+        ('  worker_hosts: [a]\n  worker_python: "\'x"\n', ":6:18: bench.worker_python:", '"\'x" is not a command'),
+        (
+            "  worker_hosts: [a]\n  worker_python: ' '\n",
+            ":6:18: bench.worker_python:",
+            '" " is not a command: it is empty',
+        ),
+        (
+            "  worker_hosts: nodes\n",
+            ":5:17: bench.worker_hosts:",
+            "nodes puts one load generator on each node of a multi-node run; this recipe has one node "
+            "(hint: list the hosts instead: bench.worker_hosts: [user@host, ...])",
+        ),
+    ],
+)
+def test_a_bad_host_list_is_one_line_at_its_place(tmp_path: Path, bench: str, where: str, message: str) -> None:
+    line = _refused(tmp_path, "bench:\n" + bench)
+    assert "\n" not in line and f"w.yaml{where} {message}" in line
+
+
+def test_nodes_follow_the_topology(tmp_path: Path) -> None:
+    line = _refused(tmp_path, TWO_NODES + "bench:\n  worker_hosts: nodes\n  workers: 3\n")
+    assert "w.yaml:7:12: bench.workers: bench.workers 3 with 2 nodes (topology.nodes): one load generator" in line
+    line = _refused(tmp_path, TWO_NODES + "bench:\n  worker_hosts: nodes\n  concurrency: 1\n")
+    assert "w.yaml:5:1: bench: 2 load generator(s) on bench.worker_hosts is more than bench.concurrency 1" in line
+    assert _load(tmp_path, TWO_NODES + "bench:\n  worker_hosts: nodes\n  workers: 2\n").recipe.load_generators == 2
