@@ -8,7 +8,6 @@ the ssh hop in the protocol's pipes and a network between the load generator and
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -44,14 +43,7 @@ def nodes(tmp_path_factory: Any) -> Any:
         n.start()
         # Each node reaches this machine's addresses through its own link (the server listens on
         # the first node's side of it, as a head node's server would on its own address).
-        for k in range(n.count):
-            here = n.addresses[k].rsplit(".", 1)[0] + ".1"
-            subprocess.run(
-                ["ip", "netns", "exec", n.names[k], "ip", "route", "add", "default", "via", here],
-                check=True,
-                capture_output=True,
-                timeout=30,
-            )
+        n.route_here()
     except Exception:
         n.stop()
         raise
@@ -78,7 +70,7 @@ def config(nodes: SshNodes, base_url: str, **more: Any) -> BenchConfig:
 
 
 def test_two_load_generators_on_two_hosts_over_ssh_make_one_result(nodes: SshNodes) -> None:
-    here = nodes.addresses[0].rsplit(".", 1)[0] + ".1"
+    here = nodes.here(0)
     with ThreadedServer(SyntheticConfig(host="0.0.0.0", port=0, model="m", ttft_ms=2, itl_ms=1)) as srv:
         res = run_bench(config(nodes, f"http://{here}:{srv.port}"))
         served = srv.server.counters.requests
@@ -96,7 +88,7 @@ def test_two_load_generators_on_two_hosts_over_ssh_make_one_result(nodes: SshNod
 
 
 def test_a_host_without_autobench_is_one_error_naming_it(nodes: SshNodes) -> None:
-    here = nodes.addresses[0].rsplit(".", 1)[0] + ".1"
+    here = nodes.here(0)
     cfg = config(nodes, f"http://{here}:9", worker_python="/nonexistent/python3")
     with pytest.raises(BenchError) as e:
         run_bench(cfg)

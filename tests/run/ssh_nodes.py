@@ -7,7 +7,8 @@ namespaces ``abnPID-K`` with the address 10.(200+K).X.2 -- the other end, in thi
 give every session the node's own environment (the fake ``docker`` of tests/run/fake_cluster.py
 first on PATH, its state folder, the node-guard lock folder): what a real node has installed.
 ``remote`` is the ssh command line to pass as ``--remote``, ``hosts`` the ``root@ADDRESS`` list,
-``link(k, up)`` takes node K's link down or up, ``pids(k)`` the processes living in node K's
+``link(k, up)`` takes node K's link down or up, ``route_here()`` lets every node reach this
+machine's address on any link (``here(k)``: load generators on the nodes, a server here), ``pids(k)`` the processes living in node K's
 namespace besides its sshd.  ``stop()`` ends the daemons and deletes the namespaces.
 """
 
@@ -139,6 +140,17 @@ SetEnv {set_env}
             if time.monotonic() > deadline:
                 raise RuntimeError(f"sshd in {self.names[k]} does not answer: {probe.stderr} {self.logs()}")
             time.sleep(0.2)
+
+    def here(self, k: int) -> str:
+        """This machine's address on node K's link (the .1 of its /24)."""
+        return self.addresses[k].rsplit(".", 1)[0] + ".1"
+
+    def route_here(self) -> None:
+        """A default route in every node through its link, so each reaches this machine's
+        addresses on every link (a server listening on ``here(0)`` is reached from every node,
+        locally delivered here: no forwarding between the nodes)."""
+        for k in range(self.count):
+            _run("ip", "netns", "exec", self.names[k], "ip", "route", "add", "default", "via", self.here(k))
 
     def link(self, k: int, up: bool) -> None:
         _run("ip", "link", "set", self.veths[k], "up" if up else "down")

@@ -1,0 +1,64 @@
+"""A recipe's bench.worker_hosts in ``autobench run``, for real: two network namespaces, each with
+its own OpenSSH server (tests/run/ssh_nodes.py), each running one load generator started over ssh
+through ``run --remote``; the server (the fake ``vllm``: the real synthetic server) runs here on
+this machine's address on the first node's link, which both nodes reach.  The run's ledger cell
+holds the raw samples of both load generators; its bench.json names the host of each."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from run_helpers import free_port, ledger_rows, only_run_dir, recipe_text, run_cli
+from ssh_nodes import SshNodes, available
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def nodes(tmp_path_factory):
+    why = available()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"sshd and network namespaces are needed in CI: {why}")
+        pytest.skip(why)
+    root = tmp_path_factory.mktemp("run-load-nodes")
+    bindir = root / "bin"
+    bindir.mkdir()
+    n = SshNodes(root, 2, bindir, root / "hosts", server_args="")
+    try:
+        n.start()
+        n.route_here()
+    except Exception:
+        n.stop()
+        raise
+    yield n
+    n.stop()
+
+
+def test_a_recipe_spreads_its_bench_over_two_hosts_and_the_cell_keeps_both(nodes: SshNodes, tmp_path: Path) -> None:
+    hosts = ", ".join(nodes.hosts)
+    more = f"  worker_hosts: [{hosts}]\n  worker_python: {json.dumps(sys.executable)}\n"  # the nodes share our files
+    text = recipe_text(free_port(), num_prompts=40, concurrency=8, max_tokens=6, extra=more)
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(text.replace("host: 127.0.0.1", f"host: {nodes.here(0)}"), encoding="utf-8")
+    res = run_cli(recipe, tmp_path, "--remote", nodes.remote, timeout=180, FAKE_VLLM_ARGS="--ttft-ms 2 --itl-ms 1")
+    assert res.returncode == 0, res.stderr + res.stdout + nodes.logs()
+    (row,) = ledger_rows(tmp_path)
+    assert row.status == "DONE" and row.metrics["completed"] == 40
+    assert row.recipe_snapshot["bench"]["worker_hosts"] == nodes.hosts  # and so in the recipe's digest
+    from autobench.ledger import open_ledger
+
+    with open_ledger(tmp_path / "ledger.db", create=False) as book:
+        (cell,) = book.cells(row.id)
+    assert cell.samples is not None and cell.samples.count("ok") == 40  # every request of both hosts
+    result = json.loads((only_run_dir(tmp_path) / "bench.json").read_text(encoding="utf-8"))
+    gens = result["workers"]["generators"]
+    assert [g["host"] for g in gens] == nodes.hosts
+    assert [g["requests"] for g in gens] == [20, 20] and sum(g["requests"] for g in gens) == cell.samples.count("ok")
+    assert all(abs(g["clock_offset_ms"]) <= g["clock_round_trip_ms"] / 2 + 1e-6 for g in gens)
+    plan = json.loads((only_run_dir(tmp_path) / "plan.json").read_text(encoding="utf-8"))
+    assert plan["load_generators"] == {"hosts": nodes.hosts, "remote": "ssh"}
