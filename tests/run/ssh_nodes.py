@@ -8,7 +8,9 @@ give every session the node's own environment (the fake ``docker`` of tests/run/
 first on PATH, its state folder, the node-guard lock folder): what a real node has installed.
 ``remote`` is the ssh command line to pass as ``--remote``, ``hosts`` the ``root@ADDRESS`` list,
 ``link(k, up)`` takes node K's link down or up, ``route_here()`` lets every node reach this
-machine's address on any link (``here(k)``: load generators on the nodes, a server here), ``pids(k)`` the processes living in node K's
+machine's address on any link (``here(k)``: load generators on the nodes, a server here) and
+``forward_between()`` the other nodes' addresses (load generators on every node, the server on
+the head), ``pids(k)`` the processes living in node K's
 namespace besides its sshd.  ``stop()`` ends the daemons and deletes the namespaces.
 """
 
@@ -151,6 +153,13 @@ SetEnv {set_env}
         locally delivered here: no forwarding between the nodes)."""
         for k in range(self.count):
             _run("ip", "netns", "exec", self.names[k], "ip", "route", "add", "default", "via", self.here(k))
+
+    def forward_between(self) -> None:
+        """Let the nodes reach each other's addresses through this machine: IPv4 forwarding on
+        the nodes' links only (their veths, deleted by :meth:`stop`; the machine's own
+        ``net.ipv4.ip_forward`` is left as it is).  Needs :meth:`route_here`."""
+        for veth in self.veths:
+            Path(f"/proc/sys/net/ipv4/conf/{veth}/forwarding").write_text("1\n")
 
     def link(self, k: int, up: bool) -> None:
         _run("ip", "link", "set", self.veths[k], "up" if up else "down")

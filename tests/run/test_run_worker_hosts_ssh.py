@@ -1,18 +1,23 @@
 """A recipe's bench.worker_hosts in ``autobench run``, for real: two network namespaces, each with
 its own OpenSSH server (tests/run/ssh_nodes.py), each running one load generator started over ssh
-through ``run --remote``; the server (the fake ``vllm``: the real synthetic server) runs here on
-this machine's address on the first node's link, which both nodes reach.  The run's ledger cell
-holds the raw samples of both load generators; its bench.json names the host of each."""
+through ``run --remote``.  A list of hosts: the server (the fake ``vllm``: the real synthetic
+server) runs here on this machine's address on the first node's link, which both nodes reach.
+``nodes``: a 2-node recipe run by the cluster runtime over the same ssh (the head's "container"
+is the synthetic server on the head's address: tests/run/fake_cluster.py's ``docker``), a load
+generator on each node.  The run's ledger cell holds the raw samples of both load generators;
+its bench.json names the host of each."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from run_helpers import free_port, ledger_rows, only_run_dir, recipe_text, run_cli
+from fake_cluster import install
+from run_helpers import SHA, free_port, ledger_rows, only_run_dir, recipe_text, run_cli, run_env
 from ssh_nodes import SshNodes, available
 
 pytestmark = pytest.mark.integration
@@ -26,12 +31,11 @@ def nodes(tmp_path_factory):
             pytest.fail(f"sshd and network namespaces are needed in CI: {why}")
         pytest.skip(why)
     root = tmp_path_factory.mktemp("run-load-nodes")
-    bindir = root / "bin"
-    bindir.mkdir()
-    n = SshNodes(root, 2, bindir, root / "hosts", server_args="")
+    n = SshNodes(root, 2, install(root), root / "hosts", server_args="--host 0.0.0.0 --ttft-ms 2 --itl-ms 1")
     try:
         n.start()
         n.route_here()
+        n.forward_between()  # the second node's load generator reaches the head's server
     except Exception:
         n.stop()
         raise
@@ -62,3 +66,44 @@ def test_a_recipe_spreads_its_bench_over_two_hosts_and_the_cell_keeps_both(nodes
     assert all(abs(g["clock_offset_ms"]) <= g["clock_round_trip_ms"] / 2 + 1e-6 for g in gens)
     plan = json.loads((only_run_dir(tmp_path) / "plan.json").read_text(encoding="utf-8"))
     assert plan["load_generators"] == {"hosts": nodes.hosts, "remote": "ssh"}
+
+
+def _cells_and_result(tmp_path: Path, run_dir: Path, row_id: int) -> tuple[object, dict]:
+    from autobench.ledger import open_ledger
+
+    with open_ledger(tmp_path / "ledger.db", create=False) as book:
+        (cell,) = book.cells(row_id)
+    return cell.samples, json.loads((run_dir / "bench.json").read_text(encoding="utf-8"))
+
+
+def test_nodes_put_one_load_generator_on_each_node_of_a_cluster_run(nodes: SshNodes, tmp_path: Path) -> None:
+    recipe = tmp_path / "two.yaml"
+    recipe.write_text(
+        f"""\
+name: two-load
+model: {{repo: acme/tiny-model, revision: {SHA}, served_name: tiny}}
+container: {{image: vllm/vllm-openai:v0.23.1}}
+engine: {{host: 0.0.0.0, port: {free_port()}, tensor_parallel_size: 1, pipeline_parallel_size: 2}}
+topology: {{nodes: 2, gpus_per_node: 1, hosts: [{", ".join(nodes.hosts)}]}}
+bench:
+  dataset: {{kind: random, input_len: 16, output_len: 6}}
+  num_prompts: 16
+  concurrency: 4
+  max_tokens: 6
+  ready_timeout_s: 60
+  worker_hosts: nodes
+  worker_python: {json.dumps(sys.executable)}
+""",
+        encoding="utf-8",
+    )
+    argv = [sys.executable, "-m", "autobench", "run", str(recipe), "--remote", nodes.remote]
+    argv += ["--ledger", str(tmp_path / "ledger.db"), "--runs-dir", str(tmp_path / "runs")]
+    res = subprocess.run(argv, cwd=tmp_path, env=run_env(tmp_path), capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr + res.stdout + nodes.logs()
+    (row,) = ledger_rows(tmp_path)
+    assert row.status == "DONE" and row.host_facts["hosts"] == nodes.hosts
+    assert row.recipe_snapshot["bench"]["worker_hosts"] == "nodes"
+    samples, result = _cells_and_result(tmp_path, only_run_dir(tmp_path), row.id)
+    assert samples.count("ok") == 16  # type: ignore[attr-defined]
+    gens = result["workers"]["generators"]
+    assert [g["host"] for g in gens] == nodes.hosts and [g["requests"] for g in gens] == [8, 8]
