@@ -32,7 +32,10 @@ launcher's code, independently of the importer:
 Per source and format it prints: files, imported whole, refused (by reason), silently wrong
 (imported, but the compiled launch differs from the reference: engine, model, image, launch,
 env, topology or a flag), crashes (an exception that is not an AutobenchError: exit 70), and
-the share of the sources' flags carried with an equal value.
+the share of the sources' flags carried with an equal value, and (column ``{ph}``) the files
+imported with an unfilled placeholder (``{name}``, ``{{ name }}``; not ``${VAR}`` or JSON) in any
+script or manifest compiled from them: the docker script (node scripts and driver when
+multi-node), the Slurm job and the Kubernetes manifests of every cell.
 """
 
 from __future__ import annotations
@@ -827,6 +830,46 @@ def compiled_cells(imported: Any, folder: Path) -> dict[str, Any]:
     return {cell: load_recipe(written, cell).recipe for cell in recipe_cells(written)}
 
 
+#: An unfilled placeholder: ``{name}`` (str.format, srt-slurm's env templating, sparkrun) or
+#: ``{{ name }}`` (Jinja); not ``${NAME}`` (shell), JSON (``{"key": ...}``) or a brace list.
+PLACEHOLDER = re.compile(r"(?<![$\\])\{\{?\s*[A-Za-z_][A-Za-z0-9_.-]*\s*\}\}?")
+
+
+def compiled_scripts(imported: Any, folder: Path) -> list[tuple[str, str]]:
+    """[(target, text)]: every script and manifest autobench compiles from an imported recipe, cell by
+    cell: the docker script (node scripts and driver when multi-node), the Slurm job and the
+    Kubernetes manifests."""
+    from ruamel.yaml import YAML as _Y
+
+    from autobench.cli.import_cmds import check_imported
+    from autobench.compile.k8s import manifests
+    from autobench.compile.slurm import compile_slurm
+    from autobench.recipe.loader import load_recipe, recipe_cells
+
+    written, texts = check_imported(imported, folder)
+    out = [("docker", t) for t in texts]
+    for cell in recipe_cells(written):
+        loaded = load_recipe(written, cell)
+        out.append(("slurm", compile_slurm(loaded)))
+        import io
+
+        buf = io.StringIO()
+        _Y(typ="safe").dump_all(manifests(loaded, run_id="conformance"), buf)
+        out.append(("kubernetes", buf.getvalue()))
+    return out
+
+
+def placeholders(imported_list: list[Any], folder: Path) -> list[str]:
+    """``target: {placeholder}`` for each unfilled placeholder in a compiled script of the file."""
+    found: list[str] = []
+    for imp in imported_list:
+        for target, text in compiled_scripts(imp, folder):
+            for m in PLACEHOLDER.finditer(text):
+                line = text[text.rfind("\n", 0, m.start()) + 1 : text.find("\n", m.end())]
+                found.append(f"{target}: {m.group(0)} in {line.strip()[:120]!r}")
+    return list(dict.fromkeys(found))
+
+
 def compiled_words(recipe: Any) -> list[str]:
     from autobench.compile.argv import docker_argv
 
@@ -1068,6 +1111,14 @@ def outcome(
         return
     row["flags_total"] += tot
     row["flags_equal"] += eq
+    try:
+        unfilled = placeholders(imported, folder)
+    except AutobenchError as exc:  # a target refuses the recipe (its own rule): not a placeholder
+        unfilled = []
+        tally.examples["compile target refused"].append(f"{where}: {exc}"[:300])
+    if unfilled:
+        row["placeholder"] += 1
+        tally.examples["unfilled placeholder in a compiled script"].append(f"{where}: " + "; ".join(unfilled[:3]))
     silent = [p for p in problems if not p.startswith("noted: ")]
     if silent:
         row["silently_wrong"] += 1
@@ -1144,7 +1195,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(
         f"{'source':44} {'format':13} {'files':>5} {'whole':>5} {'noted':>5} {'refused':>7} {'wrong':>5} {'crash':>5} "
-        f"{'flags =':>9}"
+        f"{'flags =':>9} {'{ph}':>4}"
     )
     totals: dict[str, Counter[str]] = defaultdict(Counter)
     for (source, fmt), c in sorted(rows.items()):
@@ -1153,7 +1204,7 @@ def main(argv: list[str] | None = None) -> int:
         ft = c["flags_total"]
         share = f"{100 * c['flags_equal'] / ft:.0f}% of {ft}" if ft else "-"
         counts = f"{c['files']:5} {c['whole']:5} {c['noted']:5} {c['refused']:7} {c['silently_wrong']:5} {c['crash']:5}"
-        print(f"{source[:44]:44} {fmt:13} {counts} {share:>9}")
+        print(f"{source[:44]:44} {fmt:13} {counts} {share:>9} {c['placeholder']:4}")
         for reason, n in reasons[(source, fmt)].most_common():
             print(f"{'':58}refused {n}: {reason}")
     for group, c in totals.items():
@@ -1162,7 +1213,8 @@ def main(argv: list[str] | None = None) -> int:
             f"TOTAL {group}: {c['files']} files, {c['whole']} whole ({100 * c['whole'] / max(1, c['files']):.0f}%), "
             f"{c['noted']} imported with a noted difference, "
             f"{c['refused']} refused, {c['silently_wrong']} silently wrong, {c['crash']} crash, "
-            f"flags equal {c['flags_equal']}/{ft} ({100 * c['flags_equal'] / max(1, ft):.1f}%)"
+            f"flags equal {c['flags_equal']}/{ft} ({100 * c['flags_equal'] / max(1, ft):.1f}%), "
+            f"{c['placeholder']} imported with an unfilled placeholder in a compiled script"
         )
     if args.cli:
         import resource

@@ -89,7 +89,54 @@ def convert(
     results = _convert(path, fmt, options)
     for imported in results:
         _no_token(imported)
+        _no_placeholder(imported)
     return results
+
+
+#: An unfilled placeholder: ``{name}`` (``str.format``, srt-slurm's environment, sparkrun) or
+#: ``{{ name }}`` (Jinja); not ``${NAME}`` (shell), JSON (``{"key": ...}``) or a brace list.
+PLACEHOLDER = re.compile(r"(?<![$\\])\{\{?\s*[A-Za-z_][A-Za-z0-9_.-]*\s*\}\}?")
+
+
+def unfilled(text: str) -> list[str]:
+    """The unfilled placeholders of a string that reaches a compiled script; a Jinja template
+    (``{% ... %}``, an inline ``--chat-template``) is text vLLM renders, not one."""
+    return [] if "{%" in text else [m.group(0) for m in PLACEHOLDER.finditer(text)]
+
+
+def _no_placeholder(imported: Imported) -> None:
+    """No recipe is written with a placeholder its source's launcher would have filled (or left
+    as written, to be read literally): every compiled script would carry it as it stands.  The
+    formats refuse the ones they know at their own line first; this catches the rest of the class."""
+
+    def strings(node: object, where: str) -> list[tuple[str, str]]:
+        if isinstance(node, dict):
+            return [s for k, v in node.items() if k != "meta" for s in strings(v, f"{where}.{k}".lstrip("."))]
+        if isinstance(node, list):
+            return [s for i, v in enumerate(node) for s in strings(v, f"{where}[{i}]")]
+        return [(where, node)] if isinstance(node, str) else []
+
+    for where, text in strings(imported.data, ""):
+        found = unfilled(text)
+        if found:
+            raise RecipeError(
+                f"{imported.name}: {where} holds {found[0]}, a placeholder nothing fills: the compiled script "
+                "would carry it as written",
+                location=_located(imported.source, found[0]),
+                hint="write the value the placeholder stands for",
+            )
+
+
+def _located(path: Path, needle: str) -> str:
+    """``path:line:col`` of the first line of the source holding ``needle`` (else line 1)."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    for number, line in enumerate(lines, 1):
+        if needle in line:
+            return f"{path}:{number}:{line.index(needle) + 1}"
+    return f"{path}:1:1"
 
 
 def _no_token(imported: Imported) -> None:

@@ -180,6 +180,7 @@ class Parsed:
     prefix: list[str] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)  # shell steps before the serve command
     after: list[str] = field(default_factory=list)  # shell steps after it (not carried)
+    refused: tuple[str, str] | None = None  # (what is wrong, how to fix): vLLM itself refuses the command
 
 
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
@@ -219,6 +220,8 @@ def parse_command(src: Src, keys: tuple[Any, ...], text: str) -> Parsed:
     # `setup.sh && vllm serve ...`: an explicit serve wins over a `*.sh` wrapper before it
     explicit = [(n, p) for n, p in found_at if p is not None and not p.command[0].endswith(".sh")]
     for n, found in explicit or [(n, p) for n, p in found_at if p is not None][:1]:
+        if found.refused is not None:
+            raise src.fail(keys, *found.refused)
         found.setup = [shlex.join(s) for s in segments[:n]]
         found.after = [shlex.join(s) for s in segments[n + 1 :]]
         return found
@@ -262,10 +265,8 @@ def _serve(words: list[str]) -> Parsed | None:
             prefix = words[:j]
             if prefix and Path(prefix[0]).name not in WRAPPERS:
                 return None
-            rest = words[j + 2 :]
-            if rest and flag_name(rest[0]) is None:
-                return Parsed(words[j : j + 2], rest[0], None, rest[1:], env, prefix)
-            return Parsed(words[j : j + 2], None, None, rest, env, prefix)
+            model, rest, refused = serve_model(words[j + 2 :])
+            return Parsed(words[j : j + 2], model, None, rest, env, prefix, refused=refused)
         if words[j] == "-m" and words[j + 1].startswith("vllm.entrypoints"):
             prefix = [w for w in words[: j - 1]] if j >= 1 else []
             if prefix and Path(prefix[0]).name not in WRAPPERS:
@@ -283,6 +284,66 @@ def _serve(words: list[str]) -> Parsed | None:
                 return Parsed(before[:k], before[k], None, before[k + 1 :] + words[head:], env)
         return Parsed(before, None, None, words[head:], env)
     return None
+
+
+_MODEL_OPTION = re.compile(r"^--model(=.+|$)")
+
+
+def serve_model(args: list[str]) -> tuple[str | None, list[str], tuple[str, str] | None]:
+    """The model of ``vllm serve ARGS`` as vLLM's own parser finds it: (model, the other words,
+    why vLLM refuses the command or None).
+
+    vLLM (``vllm/utils/argparse_utils.py`` ``FlexibleArgumentParser.parse_args``, read at
+    vllm-project/vllm 00da11e3): for ``serve``, the first word matching ``^--model(=.+|$)`` is
+    taken out and its value put first, as the positional ``model_tag`` (``nargs="?"``,
+    ``vllm/entrypoints/openai/cli_args.py`` ``make_arg_parser``); ``--model`` without a value (or
+    followed by a flag) is ``argument --model: expected one argument``.  A positional model
+    already there is then a second positional, which argparse refuses (``unrecognized
+    arguments``), even when both name the same model.  A later ``--model`` stays the engine
+    option (``vllm/engine/arg_utils.py`` ``model_group.add_argument("--model", ...)``), which
+    ``vllm/entrypoints/cli/serve.py`` ``ServeSubcommand.cmd`` overwrites with the positional
+    ("If model is specified in CLI (as positional arg), it takes precedence"): vLLM serves the
+    first and ignores it, so a different one is refused here (the recipe means one model) and an
+    equal one dropped."""
+    positional = args[0] if args and flag_name(args[0]) is None else None
+    rest = args[1:] if positional is not None else list(args)
+    at = next((i for i, w in enumerate(rest) if _MODEL_OPTION.match(w)), None)
+    if at is None:
+        return positional, rest, None
+    if rest[at] == "--model":
+        if at + 1 >= len(rest) or rest[at + 1].startswith("-"):
+            return (
+                positional,
+                rest,
+                ("--model has no value (vLLM: argument --model: expected one argument)", "write --model MODEL"),
+            )
+        option, rest = rest[at + 1], rest[:at] + rest[at + 2 :]
+    else:
+        option, rest = rest[at].partition("=")[2], rest[:at] + rest[at + 1 :]
+    if positional is not None:
+        even = " (even the same one)" if positional == option else ""
+        why = (
+            f"the serve command names its model twice, `vllm serve {shown(positional)}` and `--model {shown(option)}`: "
+            "vLLM moves --model's value to the positional model and refuses the other as an unrecognized "
+            f"argument{even}"
+        )
+        return positional, rest, (why, _FIX)
+    i = 0
+    while i < len(rest):
+        w = rest[i]
+        if not _MODEL_OPTION.match(w):
+            i += 1
+            continue
+        later = rest[i + 1] if w == "--model" and i + 1 < len(rest) else w.partition("=")[2]
+        if later != option:
+            twice = f"--model is given twice ({shown(option)}, then {shown(later)})"
+            twice += ": vLLM serves the first, ignores the other"
+            return option, rest, (twice, "delete the --model you do not mean")
+        del rest[i : i + (2 if w == "--model" else 1)]
+    return option, rest, None
+
+
+_FIX = "name the model once: `vllm serve MODEL ...` (vLLM's form) or `--model MODEL`, not both"
 
 
 def flag_key(word: str) -> str:

@@ -562,9 +562,9 @@ def srt_slurm(src: Src, options: Options) -> Imported:
     used = {f"{k}_environment" for k in (roles_in if len(roles_in) == 2 else [main_key])}
     # srtctl's worker env: the role's <role>_environment, then the recipe's top-level environment
     # over it (cli/mixins/worker_stage.py: env_to_set.update(self.runtime.environment))
-    every = common.env_of(src, ("environment",), src.data.get("environment"))
+    every = _worker_env(src, ("environment",), src.data.get("environment"))
     if len(roles_in) != 2:
-        env = common.env_of(src, ("backend", f"{main_key}_environment"), backend.get(f"{main_key}_environment"))
+        env = _worker_env(src, ("backend", f"{main_key}_environment"), backend.get(f"{main_key}_environment"))
         common.put_env(recipe, env, src, ("backend", f"{main_key}_environment"), out)
         common.put_env(recipe, every, src, ("environment",), out)
     else:  # each worker runs with its own role's environment (backend.<role>_environment)
@@ -577,7 +577,7 @@ def srt_slurm(src: Src, options: Options) -> Imported:
             if "extra_args" in engine:
                 engine["extra_args"] = engine.pop("extra_args")
             ekeys = ("backend", f"{role}_environment")
-            common.put_env(scratch, common.env_of(src, ekeys, backend.get(f"{role}_environment")), src, ekeys, out)
+            common.put_env(scratch, _worker_env(src, ekeys, backend.get(f"{role}_environment")), src, ekeys, out)
             common.put_env(scratch, every, src, ("environment",), out)
             roles[role] = scratch
         recipe["roles"] = roles
@@ -607,6 +607,56 @@ def srt_slurm(src: Src, options: Options) -> Imported:
     common.bench(recipe)
     out.data = {"name": name, **recipe}
     return out
+
+
+#: srtctl's per-worker placeholders in environment values (cli/mixins/worker_stage.py).
+_PER_WORKER = {"node": "the hostname of the worker's node", "node_id": "the index of the worker's node in the job"}
+
+
+def _worker_env(src: Src, keys: tuple[Any, ...], value: Any) -> dict[str, str]:
+    """An srt-slurm environment mapping as srtctl exports it to a worker.
+
+    srtctl formats every value of ``<role>_environment`` and ``environment`` with
+    ``value.format_map(SafeDict({"node": process.node, "node_id": node_id}))``, where a
+    ``SafeDict`` gives back ``{name}`` for any other name (NVIDIA/srt-slurm c88ef731
+    ``src/srtctl/cli/mixins/worker_stage.py``; ``docs/config-reference.md`` "Per-Worker Template
+    Variables"): ``{{``/``}}`` become ``{``/``}``, ``{node}``/``{node_id}`` the worker's node, any
+    other ``{name}`` (``{job_id}`` in InferenceX's recipes) stays as written, and a value
+    ``str.format`` cannot parse fails srtctl.  autobench writes one environment for every node of a
+    cell and never an unfilled placeholder, so a value with a placeholder is refused at its line."""
+    import string
+
+    env = common.env_of(src, keys, value)
+    for name, text in env.items():
+        if "{" not in text and "}" not in text:
+            continue
+        try:
+            parts = list(string.Formatter().parse(text))
+        except ValueError as exc:
+            raise src.fail(
+                (*keys, name),
+                f"{name}: {shown(text)} fails srtctl's placeholder formatting ({exc})",
+                "write a literal brace as {{ or }}",
+            ) from exc
+        field = next((f for _lit, f, _spec, _conv in parts if f is not None), None)
+        if field is None:
+            env[name] = "".join(lit for lit, _f, _spec, _conv in parts)  # {{ and }} as srtctl writes them
+            continue
+        bare = re.split(r"[.\[]", field, maxsplit=1)[0]
+        if not bare or bare[0].isdigit():
+            why = f"{{{shown(field, 40)}}} fails srtctl's formatting (str.format_map takes no positional field)"
+        elif bare in _PER_WORKER:
+            why = (
+                f"{{{bare}}} is srt-slurm's per-worker placeholder ({_PER_WORKER[bare]}), which autobench cannot "
+                "fill: it writes one environment for every node of a cell"
+            )
+        else:
+            why = (
+                f"srtctl leaves {{{shown(field, 40)}}} unfilled (it fills only {{node}} and {{node_id}} in the "
+                "environment), so the worker would get the literal text, and autobench writes no unfilled placeholder"
+            )
+        raise src.fail((*keys, name), f"{name}: {why}", "write the value without the placeholder")
+    return env
 
 
 def _gpus_of(engine: dict[str, Any]) -> int:

@@ -1,0 +1,190 @@
+"""`autobench import`: a serve command names its model as vLLM's own parser reads it, and no
+imported recipe carries a placeholder nothing fills.
+
+The texts are the corpus's (tests/recipe/import_corpus, INDEX.md names the public source each is
+modelled on) with one line changed into the shape under test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autobench.cli import main
+from autobench.cli.import_cmds import check_imported
+from autobench.errors import RecipeError
+from autobench.recipe.importer import convert
+from autobench.recipe.importer._command import serve_model
+from autobench.recipe.loader import load_recipe
+
+CORPUS = Path(__file__).resolve().parent / "import_corpus"
+NOT_BOTH = "vLLM moves --model's value to the positional model and refuses the other as an unrecognized argument"
+
+
+def _write(tmp_path: Path, text: str, name: str = "peer.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _line_of(path: Path, needle: str) -> int:
+    return next(n for n, line in enumerate(path.read_text().splitlines(), 1) if needle in line)
+
+
+# --------------------------------------------------------------------------- the model of vllm serve
+
+
+@pytest.mark.parametrize(
+    ("args", "model", "rest"),
+    [
+        (["a/b", "--port", "8001"], "a/b", ["--port", "8001"]),
+        (["-tp", "2", "--model", "a/b", "--enforce-eager"], "a/b", ["-tp", "2", "--enforce-eager"]),
+        (["--model=a/b", "-tp", "2"], "a/b", ["-tp", "2"]),
+        (["--model", "a/b", "-tp", "2", "--model", "a/b"], "a/b", ["-tp", "2"]),  # the same again: dropped
+        (["--model", "a/b", "--model=a/b", "--model", "a/b"], "a/b", []),
+        (["--port", "8001"], None, ["--port", "8001"]),
+        (["--model-impl", "vllm", "a"], None, ["--model-impl", "vllm", "a"]),  # not --model
+    ],
+)
+def test_the_model_is_the_positional_or_the_first_model_option(args, model, rest):
+    assert serve_model(args) == (model, rest, None)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["a/b", "--model", "c/d"], "`vllm serve a/b` and `--model c/d`: " + NOT_BOTH),
+        (["a/b", "--model", "a/b"], NOT_BOTH + " (even the same one)"),  # vLLM refuses equal ones too
+        (["a/b", "-tp", "2", "--model=a/b"], "`vllm serve a/b` and `--model a/b`"),
+        (
+            ["--model", "a/b", "--model", "c/d"],
+            "--model is given twice (a/b, then c/d): vLLM serves the first, ignores the other",
+        ),
+        (["--model", "a/b", "--model=c/d"], "--model is given twice (a/b, then c/d)"),
+        (["-tp", "2", "--model"], "--model has no value"),
+        (["--model", "--port", "8001"], "--model has no value"),
+        (["a/b", "--model"], "--model has no value"),
+    ],
+)
+def test_vllm_refuses_a_second_model_and_so_does_the_import(args, message):
+    _model, _rest, refused = serve_model(args)
+    assert refused is not None and message in refused[0]
+
+
+def test_compose_positional_and_model_option_refused_at_the_command_line(tmp_path, capsys):
+    text = (CORPUS / "compose-vllm-openai.yaml").read_text()
+    path = _write(tmp_path, text.replace("--model ${MODEL:-Qwen/Qwen3-8B}", "Qwen/Qwen3-8B --model Qwen/Qwen3-4B"))
+    with pytest.raises(RecipeError, match="`vllm serve Qwen/Qwen3-8B` and `--model Qwen/Qwen3-4B`") as info:
+        convert(path)
+    assert info.value.location.startswith(f"{path}:{_line_of(path, 'command:')}:")
+    assert main(["import", str(path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {path}:{_line_of(path, 'command:')}:"), err
+    assert "not both" in err[0] and not (tmp_path / "out").exists()
+
+
+def test_the_same_model_twice_is_refused_too(tmp_path):
+    text = (CORPUS / "compose-vllm-openai.yaml").read_text()
+    path = _write(tmp_path, text.replace("--model ${MODEL:-Qwen/Qwen3-8B}", "Qwen/Qwen3-8B --model=Qwen/Qwen3-8B"))
+    with pytest.raises(RecipeError, match=r"\(even the same one\)"):
+        convert(path)
+
+
+def test_eugr_command_with_a_model_option_after_its_positional_is_refused(tmp_path):
+    text = (CORPUS / "eugr-qwen3-8b-solo.yaml").read_text()
+    assert "vllm serve {model}" in text
+    path = _write(tmp_path, text.replace("vllm serve {model}", "vllm serve {model} --model Qwen/Qwen3-4B"))
+    with pytest.raises(RecipeError, match="`vllm serve Qwen/Qwen3-8B-FP8` and `--model Qwen/Qwen3-4B`") as info:
+        convert(path)
+    assert info.value.location.startswith(f"{path}:{_line_of(path, 'command:')}:")
+
+
+def test_dynamo_worker_with_two_model_options(tmp_path):
+    text = (CORPUS / "k8s-dynamo-worker.yaml").read_text()
+    assert "args: [--model, Qwen/Qwen3-4B," in text
+    same = _write(
+        tmp_path,
+        text.replace("args: [--model, Qwen/Qwen3-4B,", "args: [--model, Qwen/Qwen3-4B, --model, Qwen/Qwen3-4B,"),
+    )
+    (imported,) = convert(same)
+    assert imported.data["model"]["repo"] == "Qwen/Qwen3-4B"
+    assert "--model" not in imported.data.get("engine", {}).get("extra_args", [])
+    other = _write(
+        tmp_path, text.replace("args: [--model, Qwen/Qwen3-4B,", "args: [--model, Qwen/Qwen3-4B, --model, a/b,")
+    )
+    with pytest.raises(RecipeError, match="given twice"):
+        convert(other)
+
+
+def test_the_model_option_alone_is_the_model_served(tmp_path):
+    (imported,) = convert(CORPUS / "compose-vllm-openai.yaml")
+    assert imported.data["model"]["repo"] == "Qwen/Qwen3-8B"
+    assert "--model" not in imported.data["engine"].get("extra_args", [])
+    recipe = load_recipe(check_imported(imported, tmp_path)[0]).recipe
+    assert recipe.model.repo == "Qwen/Qwen3-8B"
+
+
+# --------------------------------------------------------------------------- srt-slurm's placeholders
+
+
+def _srt(tmp_path: Path, old: str, new: str) -> Path:
+    text = (CORPUS / "srt-slurm-agg-env.yaml").read_text()
+    assert old in text
+    return _write(tmp_path, text.replace(old, new))
+
+
+def test_srt_slurm_environment_without_placeholders_imports_whole(tmp_path):
+    (imported,) = convert(CORPUS / "srt-slurm-agg-env.yaml")
+    assert imported.data["env"]["DG_JIT_CACHE_DIR"] == "/tmp/dg-cache-dsv3-agg-tp4"
+    assert imported.data["env"]["ETCD_LEASE_TTL"] == "3600"
+    check_imported(imported, tmp_path)
+
+
+def test_srt_slurm_job_id_in_a_role_environment_is_refused_at_its_line(tmp_path, capsys):
+    path = _srt(tmp_path, '"/tmp/dg-cache-dsv3-agg-tp4"', '"/tmp/dg-cache-dsv3-agg-tp4-{job_id}"')
+    with pytest.raises(RecipeError, match=r"DG_JIT_CACHE_DIR: srtctl leaves \{job_id\} unfilled") as info:
+        convert(path)
+    assert info.value.location.startswith(f"{path}:{_line_of(path, 'DG_JIT_CACHE_DIR')}:")
+    assert "it fills only {node} and {node_id}" in str(info.value)
+    assert main(["import", str(path), "-o", str(tmp_path / "out")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("name", ["node", "node_id"])
+def test_srt_slurm_per_worker_placeholders_are_refused(tmp_path, name):
+    path = _srt(tmp_path, 'ETCD_LEASE_TTL: "3600"', f'NIXL_HOST: "{{{name}}}-ib"')
+    with pytest.raises(RecipeError, match=rf"NIXL_HOST: \{{{name}\}} is srt-slurm's per-worker placeholder") as info:
+        convert(path)
+    assert info.value.location.startswith(f"{path}:{_line_of(path, 'NIXL_HOST')}:")
+
+
+def test_srt_slurm_placeholders_in_each_role_environment(tmp_path):
+    text = (CORPUS / "srt-slurm-disagg.yaml").read_text()
+    path = _write(tmp_path, text.replace('PYTHONUNBUFFERED: "1"', 'PYTHONUNBUFFERED: "{node_id}"'))
+    with pytest.raises(RecipeError, match=r"PYTHONUNBUFFERED: \{node_id\}"):
+        convert(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('"x}"', "fails srtctl's placeholder formatting"),
+        ('"{"', "fails srtctl's placeholder formatting"),
+        ('"{0}"', "takes no positional field"),
+        ('"{node.x}"', "per-worker placeholder"),
+        ('"{job_id!r}"', r"srtctl leaves \{job_id\} unfilled"),
+    ],
+)
+def test_srt_slurm_values_srtctl_cannot_format(tmp_path, value, message):
+    path = _srt(tmp_path, '"/tmp/dg-cache-dsv3-agg-tp4"', value)
+    with pytest.raises(RecipeError, match=message):
+        convert(path)
+
+
+def test_srt_slurm_doubled_braces_are_the_literal_braces_srtctl_exports(tmp_path):
+    path = _srt(tmp_path, 'NCCL_P2P_LEVEL: "NVL"', 'NCCL_P2P_LEVEL: "N{{V}}L"')
+    with pytest.raises(RecipeError, match=r"\{V\}"):  # srtctl exports N{V}L: a placeholder-shaped text
+        convert(path)
+    path = _srt(tmp_path, 'NCCL_P2P_LEVEL: "NVL"', 'NCCL_P2P_LEVEL: "}}NVL{{"')
+    (imported,) = convert(path)
+    assert imported.data["env"]["NCCL_P2P_LEVEL"] == "}NVL{"
