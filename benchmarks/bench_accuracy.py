@@ -454,7 +454,18 @@ def main() -> None:
         help="scheduling priority of the client (this process) when permitted; on a machine shared "
         "with other work, the server's and the client's (e.g. -10 both) keep that work off the rig",
     )
+    ap.add_argument("--ttft-ms", type=float, default=TTFT_MS, help="the server's injected TTFT (ms)")
+    ap.add_argument(
+        "--itl-ms",
+        type=float,
+        default=ITL_MS,
+        help="the server's injected inter-token latency (ms); the server sends C / itl chunks a second, "
+        "so a longer itl lets one server core hold a higher C (C = 4,096 at 40 ms: the chunk rate of "
+        "C = 1,024 at 10 ms)",
+    )
+    ap.add_argument("--tokens", type=int, default=N_TOKENS, help="output tokens per request (lockstep)")
     a = ap.parse_args()
+    globals().update(TTFT_MS=a.ttft_ms, ITL_MS=a.itl_ms, N_TOKENS=a.tokens)  # the module's rig constants
     server_cpus, client_cpus = cpu_list(a.server_cpus), cpu_list(a.client_cpus)
     pinned = bool(server_cpus and client_cpus)
     if client_cpus:

@@ -329,3 +329,46 @@ def test_pacer_queues_parsing_behind_waiting_parsing_even_with_room() -> None:
         assert ran == ["chunk", "parse-0", "parse-1"]
     finally:
         loop.close()
+
+
+def test_the_timer_error_is_measured_when_the_chunk_is_sent_not_when_its_timer_fired(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A chunk whose timer fired on time but that waited 3 ms in the pacer's queue was sent
+    3 ms late: the server's tracked lateness (``overshoot``, how early it aims) must grow, so
+    that later chunks are aimed earlier.  Measured at the timer it would shrink (the timer was
+    on time) and every chunk would keep going out late."""
+    from autobench.bench import synthetic, synthetic_http
+
+    clock = [1000.0]
+    monkeypatch.setattr(synthetic.time, "perf_counter", lambda: clock[0])
+    assert synthetic_http.time.perf_counter() == 1000.0  # the pacer reads the same clock
+    loop = asyncio.new_event_loop()
+    try:
+        srv = SyntheticServer(SyntheticConfig(port=0, model="m"))
+        srv.pacer.budget, srv.pacer.gap = -1.0, 1e9  # every unit waits in the queue
+        before = srv.overshoot
+        sent: list[int] = []
+
+        class Stream(FakeStream):
+            _send_due = synthetic._Stream._send_due
+            _fire = synthetic._Stream._fire
+
+            def _due(self) -> None:
+                sent.append(1)
+
+        streams = [Stream(str(i), [], aim=clock[0]) for i in range(40)]
+        for s in streams:
+            s.srv = srv  # type: ignore[attr-defined]
+
+        async def fire_all() -> None:
+            for s in streams:
+                s._fire()  # the timers fire on time
+            assert sent == []
+
+        loop.run_until_complete(fire_all())
+        clock[0] += 0.003  # the queue is run 3 ms later
+        run_until(loop, lambda: len(sent) == 40)
+        assert srv.overshoot > before + 0.001
+    finally:
+        loop.close()
