@@ -848,7 +848,10 @@ class _Stream:
         early = srv.overshoot
         empty = cfg.empty_chunk_rate
         tails = _CHAT_TAILS if self.chat else _TEXT_TAILS
-        while self.idx < len(plan) and (due or self.target - early <= pc()):
+        # Chunks after the first may leave ``early`` ahead (the tracked lateness of a send); the
+        # first never before its time: its timer is spun to the exact time (Spinner), and here,
+        # at arrival, it goes only if its time has already passed (an injected stall).
+        while self.idx < len(plan) and (due or self.target - (early if self.idx else 0.0) <= pc()):
             due = False
             idx = self.idx
             if idx == self.fault_at:

@@ -372,3 +372,48 @@ def test_the_timer_error_is_measured_when_the_chunk_is_sent_not_when_its_timer_f
         assert srv.overshoot > before + 0.001
     finally:
         loop.close()
+
+
+def test_the_first_chunk_never_leaves_early_however_late_the_server_aims_the_others() -> None:
+    """At arrival the stream sends what is due; ``overshoot`` (how early later chunks are aimed)
+    must not send the first chunk before ``ttft``: with the tracked lateness at its 5 ms cap and
+    a 5 ms TTFT, the first chunk went out at arrival."""
+    from autobench.bench import synthetic
+
+    srv = SyntheticServer(SyntheticConfig(port=0, model="m", ttft_ms=5.0, itl_ms=1.0))
+    srv.overshoot = 0.005
+    sent: list[bytes] = []
+
+    class Conn:
+        closed = False
+        on_close = None
+
+        def start_stream(self) -> None:
+            pass
+
+        def write_chunk(self, payload: bytes) -> None:
+            sent.append(payload)
+
+    loop = asyncio.new_event_loop()
+    try:
+
+        async def arrive() -> None:
+            s = synthetic._Stream(
+                srv,
+                Conn(),  # type: ignore[arg-type]
+                chat=False,
+                n=1,
+                n_out=4,
+                prompt_tokens=3,
+                include_usage=False,
+                fault=None,
+                t_arrival=time.perf_counter(),
+                stream=True,
+            )
+            s.begin()
+            assert sent == []  # nothing at arrival: the first chunk is 5 ms away
+            s.cancel()
+
+        loop.run_until_complete(arrive())
+    finally:
+        loop.close()
