@@ -728,6 +728,11 @@ def llm_d_expect(d: dict[str, Any], label: str, path: Path) -> list[Expect]:
                 continue
             env = _llmd_env(checkout, v, role)
             script = _llmd_macros(checkout, v, f"build_vllm_command({role!r})").replace("\\\n", " ")
+            # the kubelet fills `$(NAME)` in the container's command from its env before bash runs
+            script = re.sub(r"\$\(([A-Za-z_]\w*)\)", lambda m, env=env: env.get(m.group(1), m.group(0)), script)
+            if re.search(r"\$\([A-Za-z_]\w*\)", script.partition("vllm serve")[2]):
+                e.source_error = "a $(NAME) only the running pod has"
+                continue
             if "set_llmdbench_environment.py" in script.partition("vllm serve")[0]:
                 # the preprocess re-exports each VLLM_* value holding ",," as the pod's own
                 # (set_llmdbench_environment.py: index 0 without LeaderWorkerSet, pod 0 with it)
@@ -772,17 +777,14 @@ def _llmd_var(v: dict[str, Any], m: re.Match[str]) -> str:
 
 def _llmd_macros(checkout: Path, v: dict[str, Any], call: str) -> str:
     """``call`` (``build_vllm_command('decode')`` ...) rendered from the checkout's own
-    ``config/templates/jinja/_macros.j2`` with the merged values, in an environment set up as
-    ``render_plans.py`` ``_get_jinja_env`` sets it (trim_blocks, lstrip_blocks, its compact
-    ``tojson``; ``toyaml`` is only used by macros not called here)."""
-    from jinja2 import Environment
+    ``config/templates/jinja/_macros.j2``, by the importer's renderer
+    (``autobench.recipe.importer._llmd_macros.render``, an environment set up as
+    ``render_plans.py`` ``_get_jinja_env`` sets it): the macros are the one source of truth for
+    both sides, and this oracle keeps its own merge of the stack and its own reading of the script."""
+    from autobench.recipe.importer._llmd_macros import render
 
-    env = Environment(autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False)
-    env.filters["tojson"] = lambda x: "null" if x is None else json.dumps(x, separators=(",", ":"))
-    env.filters["toyaml"] = lambda x: json.dumps(x)
-    macros = (checkout / "config/templates/jinja/_macros.j2").read_text(encoding="utf-8") + "\n"
-    values = {"model_id_label": str(_dig(v, "model", "name") or ""), **v}
-    return env.from_string(macros + "{{ " + call + " }}").render(**values)
+    name, _, mode = call.partition("(")
+    return render(checkout / "config/templates/jinja/_macros.j2", v, name, mode.strip("()'\""))
 
 
 def _llmd_env(checkout: Path, v: dict[str, Any], role: str) -> dict[str, str]:

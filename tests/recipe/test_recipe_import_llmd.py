@@ -19,6 +19,9 @@ from autobench.recipe.loader import load_recipe
 
 CORPUS = Path(__file__).resolve().parent / "import_corpus"
 DEFAULTS = CORPUS / "config" / "templates" / "values" / "defaults.yaml"
+#: The corpus's own macros file in the shape of llm-d-benchmark's (its INDEX.md): the importer renders
+#: whatever the checkout holds.
+MACROS = CORPUS / "config" / "templates" / "jinja" / "_macros.j2"
 
 
 def _one(name: str, **options):
@@ -37,10 +40,14 @@ def _write(folder, text, name="peer.yaml"):
     return path
 
 
-def _llm_d_checkout(tmp_path, scenario, defaults=None, overlays=None):
+def _llm_d_checkout(tmp_path, scenario, defaults=None, overlays=None, macros=None):
     values = tmp_path / "config" / "templates" / "values"
     values.mkdir(parents=True, exist_ok=True)
     (values / "defaults.yaml").write_text(defaults if defaults is not None else DEFAULTS.read_text())
+    (tmp_path / "config" / "templates" / "jinja").mkdir(exist_ok=True)
+    (tmp_path / "config" / "templates" / "jinja" / "_macros.j2").write_text(
+        macros if macros is not None else MACROS.read_text()
+    )
     for name, text in (overlays or {}).items():
         (values / "overlays").mkdir(exist_ok=True)
         (values / "overlays" / f"{name}.yaml").write_text(text)
@@ -53,6 +60,11 @@ def _stack(tmp_path, body, **kw):
     """One stack (``body`` indented under it) in a checkout; its imported recipe."""
     text = "scenario:\n  - name: s\n" + "".join(f"    {line}\n" for line in body.strip("\n").split("\n"))
     return convert(_llm_d_checkout(tmp_path, text, **kw))
+
+
+def _bare(values):
+    """Values with the sections every merged stack has (defaults.yaml gives them), empty."""
+    return {"vllmCommon": {}, "model": {}, **values}
 
 
 def _engine(tmp_path, body, **kw):
@@ -288,8 +300,13 @@ def test_the_pods_env_fills_the_command_and_the_vllm_variables_are_carried(tmp_p
 
 
 def test_pod_env_defaults_when_the_scenario_and_defaults_say_nothing():
-    env = _llmd._pod_env({"decode": {}}, "decode")
+    env = _llmd._pod_env(MACROS, {"decode": {}, "vllmCommon": {}, "model": {}}, "decode")
     assert env == {
+        "HOME": "",
+        "MODEL_NAME": "",
+        "MODEL_PATH": "",
+        "VLLM_INFERENCE_PORT": "",
+        "VLLM_METRICS_PORT": "",
         "VLLM_CACHE_ROOT": "/vllm",
         "VLLM_WORKER_MULTIPROC_METHOD": "spawn",
         "VLLM_LOGGING_LEVEL": "INFO",
@@ -309,11 +326,16 @@ def test_pod_env_defaults_when_the_scenario_and_defaults_say_nothing():
         "DP_SIZE_LOCAL": "1",
     }
     env = _llmd._pod_env(
-        {"decode": {"vllm": {"cacheRoot": "/c"}}, "vllmCommon": {"containerHome": "/h", "flags": {"x": 1}}},
+        MACROS,
+        {
+            "decode": {"vllm": {"cacheRoot": "/c"}},
+            "vllmCommon": {"containerHome": "/h", "flags": {"x": 1}},
+            "model": {},
+        },
         "decode",
     )
     assert env["HOME"] == "/h" and env["VLLM_CACHE_ROOT"] == "/c"
-    assert _llmd._s(True) == "true" and _llmd._s(None, "d") == "d" and _llmd._int("x") == 0 and _llmd._float("x") == 0.0
+    assert _llmd._s(True) == "true" and _llmd._s(None, "d") == "d" and _llmd._int("x") == 0
 
 
 # --------------------------------------------------------------------------- stacks, roles, GPUs
@@ -448,10 +470,14 @@ def test_per_replica_vllm_variants_are_split_as_llm_ds_preprocess_splits_them(tm
         "2: not carried: decode vllmVariants after the first (VLLM_MAX_MODEL_LEN=2048,,4096, "
         "VLLM_MAX_NUM_BATCHED_TOKENS=128,,256, VLLM_MAX_NUM_SEQ=64,,16: the first pod's values imported)"
     ) in imported.notes
-    env = _llmd._pod_env({"decode": {"vllmVariants": [{"maxModelLen": 1}, "x", {"maxNumBatchedTokens": 5}]}}, "decode")
+    env = _llmd._pod_env(
+        MACROS, _bare({"decode": {"vllmVariants": [{"maxModelLen": 1}, "x", {"maxNumBatchedTokens": 5}]}}), "decode"
+    )
     assert env["VLLM_MAX_MODEL_LEN"] == "1,,,," and env["VLLM_MAX_NUM_SEQ"] == "256"
     assert env["VLLM_MAX_NUM_BATCHED_TOKENS"] == "256"
-    env = _llmd._pod_env({"decode": {"vllmVariants": [{"maxNumBatchedTokens": 5, "maxNumSeq": 2}, {}]}}, "decode")
+    env = _llmd._pod_env(
+        MACROS, _bare({"decode": {"vllmVariants": [{"maxNumBatchedTokens": 5, "maxNumSeq": 2}, {}]}}), "decode"
+    )
     assert (env["VLLM_MAX_MODEL_LEN"], env["VLLM_MAX_NUM_SEQ"], env["VLLM_MAX_NUM_BATCHED_TOKENS"]) == (
         ",,",
         "2,,",
@@ -459,7 +485,9 @@ def test_per_replica_vllm_variants_are_split_as_llm_ds_preprocess_splits_them(tm
     )
     # without the splitting preprocess vLLM would read "2048,,4096": refused, naming it
     for odd in ([], "2048", {"maxModelLen": 1}):  # no per-replica list: the model's values
-        assert _llmd._pod_env({"decode": {"vllmVariants": odd}}, "decode")["VLLM_MAX_MODEL_LEN"] == "4096"
+        assert (
+            _llmd._pod_env(MACROS, _bare({"decode": {"vllmVariants": odd}}), "decode")["VLLM_MAX_MODEL_LEN"] == "4096"
+        )
     with pytest.raises(
         RecipeError,
         match=r"decode: VLLM_MAX_MODEL_LEN=2048,,4096 holds one value per replica .*"
@@ -541,6 +569,7 @@ def test_pod_env_falls_back_to_vllm_common_as_build_ms_env_vars_does():
     """_macros.j2 build_ms_env_vars (llm-d-benchmark 8bc9f1dd): each value from the role's vllm
     block or the model, else vllmCommon's, else the macro's literal default."""
     values = {
+        "model": {},
         "vllmCommon": {
             "containerHome": "/home/llmd",
             "workerMultiprocMethod": "fork",
@@ -558,7 +587,7 @@ def test_pod_env_falls_back_to_vllm_common_as_build_ms_env_vars_does():
             "extraEnvVars": ["X=1", {"name": 5, "value": 1}, {"name": "S", "valueFrom": {}}, {"name": "B", "value": 2}],
         },
     }
-    env = _llmd._pod_env(values, "decode")
+    env = _llmd._pod_env(MACROS, values, "decode")
     assert env["HOME"] == "/home/llmd" and env["VLLM_CACHE_ROOT"] == "/home/llmd/vllm"
     assert (env["VLLM_WORKER_MULTIPROC_METHOD"], env["VLLM_LOGGING_LEVEL"]) == ("fork", "WARN")
     assert (env["VLLM_INFERENCE_PORT"], env["VLLM_METRICS_PORT"], env["VLLM_BLOCK_SIZE"]) == ("8000", "8200", "64")
@@ -567,7 +596,7 @@ def test_pod_env_falls_back_to_vllm_common_as_build_ms_env_vars_does():
     assert (env["TP_SIZE"], env["DP_SIZE"], env["DP_SIZE_LOCAL"]) == ("2", "4", "2")
     assert env["B"] == "2" and "S" not in env and "X" not in env and 5 not in env
     values["decode"]["vllm"] = {"servicePort": 9000, "port": 9200}  # the role's own ports win
-    env = _llmd._pod_env(values, "decode")
+    env = _llmd._pod_env(MACROS, values, "decode")
     assert (env["VLLM_INFERENCE_PORT"], env["VLLM_METRICS_PORT"]) == ("9000", "9200")
 
 
@@ -575,14 +604,83 @@ def test_generated_script_as_build_vllm_command_writes_it():
     """_macros.j2 build_vllm_command (llm-d-benchmark 8bc9f1dd): the preprocess (``/bin/true`` by
     default) then ``;`` (``&&`` with contextLengthRanges); prefill pods bind the inference port."""
     values = {
-        "model": {"name": "x/y", "cacheBase": "/model-cache", "path": "models/x/y"},
+        "model": {"name": "x/y", "cacheBase": "/model-cache", "path": "models/x/y", "gpuMemoryUtilization": 0.9},
         "vllmCommon": {"host": "0.0.0.0", "kvTransfer": 5, "flags": {"enforceEager": True}},
         "modelservice": {"uriProtocol": "hf"},
         "decode": {"contextLengthRanges": ["0-10"]},
         "prefill": {},
     }
-    decode, _ = _llmd._script(values, "decode")
+    decode, _ = _llmd._script(MACROS, values, "decode")
     assert decode.startswith("/bin/true && vllm serve x/y \\\n  --host 0.0.0.0 \\\n")
     assert "--port $VLLM_METRICS_PORT" in decode and "--enforce-eager" in decode
-    prefill, _ = _llmd._script(values, "prefill")
+    prefill, _ = _llmd._script(MACROS, values, "prefill")
     assert prefill.startswith("/bin/true ; vllm serve x/y") and "--port $VLLM_INFERENCE_PORT" in prefill
+
+
+# --------------------------------------------------------------------------- the checkout's own macros
+
+
+def test_the_pod_command_is_what_the_checkouts_macros_render(tmp_path):
+    """No copy of _macros.j2 in the importer: a change to the checkout's file is a change to the
+    imported command and env (llm-d-benchmark 8bc9f1dd renders the pod from its own macros)."""
+    changed = MACROS.read_text().replace("  --max-model-len $VLLM_MAX_MODEL_LEN", "  --max-model-len 1234 --seed 7")
+    changed = changed.replace(
+        "- name: VLLM_LOGGING_LEVEL\n", '- name: VLLM_LOGGING_LEVEL\n  value: "TRACE"\n- name: X\n'
+    )
+    assert changed.count("--seed 7") == 1 and changed.count('"TRACE"') == 1
+    (imported,) = _stack(tmp_path, "model: {maxModelLen: 4096}", macros=changed)
+    assert imported.data["engine"]["max_model_len"] == 1234 and "--seed" in imported.data["engine"]["extra_args"]
+    assert imported.data["env"]["VLLM_LOGGING_LEVEL"] == "TRACE"
+
+
+def test_a_checkout_without_its_macros_or_with_broken_ones_is_one_located_line(tmp_path):
+    path = _llm_d_checkout(tmp_path, "scenario:\n  - name: s\n")
+    (tmp_path / "config/templates/jinja/_macros.j2").unlink()
+    with pytest.raises(RecipeError, match=r"writes the pod's command with config/templates/jinja/_macros.j2"):
+        convert(path)
+    broken = MACROS.read_text() + "\n{% if %}\n"
+    with pytest.raises(RecipeError) as info:
+        _stack(tmp_path / "b", "model: {}", macros=broken)
+    lines = broken.count("\n")
+    assert info.value.location.endswith(f"_macros.j2:{lines}:1"), info.value.location
+    no_macro = MACROS.read_text().replace("macro build_ms_env_vars(", "macro other_env(")
+    with pytest.raises(RecipeError, match="_macros.j2 defines no build_ms_env_vars macro"):
+        _stack(tmp_path / "c", "model: {}", macros=no_macro)
+
+
+@pytest.mark.parametrize(
+    ("fragment", "message"),
+    [
+        ("{{ ''.__class__.__mro__ }}", "does not render with this stack's values \\(SecurityError"),
+        ("{{ model | toyaml }}", "uses the toyaml filter, which autobench's import does not render"),
+        ("{{ raise('an option for another gateway') }}", "_macros.j2: an option for another gateway"),
+        ("{{ 1 // 0 }}", "ZeroDivisionError"),
+    ],
+)
+def test_the_macros_render_sandboxed_and_their_failures_are_refusals(tmp_path, fragment, message):
+    text = MACROS.read_text().replace("{% set role = decode if mode == 'decode' else prefill -%}", fragment, 1)
+    with pytest.raises(RecipeError, match=message) as info:
+        _stack(tmp_path, "model: {}", macros=text)
+    assert "_macros.j2:" in info.value.location
+
+
+def test_kubelet_variables_are_filled_from_the_pods_env_or_refused(tmp_path):
+    """guides/tiered-prefix-cache.yaml and precise-prefix-cache-routing.yaml (llm-d-benchmark 8bc9f1dd)
+    shape: ``$(NAME)`` in the command, which the kubelet fills from the container's env."""
+    body = (
+        "decode:\n  extraEnvVars: [{name: CPU_BYTES, value: '1024'}]\n"
+        "  vllm:\n    customCommand: >-\n      vllm serve a/b --kv-transfer-config"
+        ' \'{"kv_connector":"OffloadingConnector","kv_connector_extra_config":{"cpu_bytes_to_use":$(CPU_BYTES)}}\''
+        " --served-model-name $(MODEL_NAME)"
+    )
+    (imported,) = _stack(tmp_path, body)
+    extra = imported.data["engine"]["extra_args"]
+    assert extra[extra.index("--kv-transfer-config") + 1].endswith('{"cpu_bytes_to_use":1024}}')
+    assert imported.data["model"]["served_name"] == "facebook/opt-125m"
+    with pytest.raises(RecipeError, match=r"decode: the vLLM command uses \$\(POD_IP\), which the pod's env does not"):
+        _stack(tmp_path / "b", "decode:\n  vllm: {customCommand: vllm serve a/b --host $(POD_IP)}")
+    (before,) = _stack(
+        tmp_path / "c",
+        "vllmCommon: {preprocessScript: echo $(POD_IP)}\ndecode:\n  vllm: {customCommand: vllm serve a/b}",
+    )
+    assert any("echo" in n and "preprocess step" in n for n in before.notes)  # before the server: noted only

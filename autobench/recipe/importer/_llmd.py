@@ -9,12 +9,12 @@ recipe, rendered as llm-d-benchmark renders it (read at llm-d/llm-d-benchmark 8b
   ``profile`` other than ``auto`` merges ``overlays/<profile>.yaml``; ``resourcePreset`` merges
   its decode/prefill blocks; ``${dotted.path}`` references are filled from the merged values
   (``_substitute_config_variables``);
-- the pod's command is ``/bin/bash -c`` with the script of ``_macros.j2`` ``build_vllm_command``:
-  the preprocess script, then ``customCommand`` (plus ``--kv-transfer-config`` when
-  ``vllmCommon.kvTransfer.enabled``) or the generated ``vllm serve`` (its table in
-  ``config/README.md`` "vLLM Command Generation"); its ``$VARS`` are the pod's env
-  (``build_ms_env_vars``; ``TP_SIZE``/``DP_SIZE`` the stack's parallelism, as the modelservice
-  chart sets them);
+- the pod's command is ``/bin/bash -c`` with the script of ``_macros.j2`` ``build_vllm_command``,
+  rendered from the checkout's own macros file (``_llmd_macros``: no copy of it here): the
+  preprocess script, then ``customCommand`` or the generated ``vllm serve`` (its table in
+  ``config/README.md`` "vLLM Command Generation"); its ``$VARS`` are the pod's env, the checkout's
+  ``build_ms_env_vars`` rendered (``TP_SIZE``/``DP_SIZE`` the stack's parallelism, as the
+  modelservice chart sets them); a ``$(VAR)`` the kubelet fills is refused;
 - the model: ``/model-cache/<model.path>`` is the PVC copy that the download job fills with
   ``hf download <model.huggingfaceId>`` (``04_download_job.yaml.j2``): imported as that Hub repo;
   ``modelservice.uriProtocol: hf`` serves the Hub id itself;
@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import copy
 import re
-import shlex
 from pathlib import Path
 from typing import Any
 
+from autobench.errors import RecipeError
 from autobench.recipe.importer import _common as common
 from autobench.recipe.importer._command import apply_flags, parse_command, split_flags
+from autobench.recipe.importer._llmd_macros import MACROS, macros_file, render
 from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, Imported, Options, Src, dig, shown
 
 DEFAULTS = ("config", "templates", "values", "defaults.yaml")
@@ -56,6 +57,8 @@ HOISTED = (
 METHOD_SECTIONS = ("decode", "prefill", "standalone", "fma")
 _CONFIG_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z0-9_-]+)+)\}")
 _SHELL_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+#: A Kubernetes dependent variable, ``$(NAME)``, which the kubelet fills in a container's args.
+_KUBELET_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
 #: The pod env vLLM (or NIXL/UCX under it) reads, from ``build_ms_env_vars``; the others are
 #: llm-d-benchmark's plumbing for the command's ``$VARS`` and are filled into the flags.
 VLLM_ENV = (
@@ -122,6 +125,14 @@ def convert(src: Src, options: Options) -> list[Imported]:
             "import the scenario from a checkout of llm-d-benchmark (config/scenarios/...)",
         )
     defaults = _load(src, found)
+    macros = macros_file(found)
+    if not macros.is_file():
+        raise src.fail(
+            ("scenario",),
+            f"llm-d-benchmark writes the pod's command with {'/'.join(MACROS)}, which is not in the checkout "
+            f"of {found}",
+            "import the scenario from a whole llm-d-benchmark checkout",
+        )
     shared = src.get(("shared",), dict, {})
     results: list[Imported] = []
     skipped: list[str] = []
@@ -133,7 +144,7 @@ def convert(src: Src, options: Options) -> list[Imported]:
         if why:
             skipped.append(f"{src.line(*keys)}: skipped: stack {shown(stack.get('name', i), 40)} {why}")
             continue
-        results.append(_stack(src, keys, stack, values, options))
+        results.append(_stack(src, keys, stack, values, options, macros))
     if not results:
         raise src.fail(
             ("scenario",),
@@ -277,7 +288,7 @@ def _method(values: dict[str, Any]) -> str | None:
 
 
 def _stack(
-    src: Src, keys: tuple[Any, ...], stack: dict[str, Any], values: dict[str, Any], options: Options
+    src: Src, keys: tuple[Any, ...], stack: dict[str, Any], values: dict[str, Any], options: Options, macros: Path
 ) -> Imported:
     name = common.name_of(str(stack.get("name") or src.path.stem))
     out = Imported(name, {}, src.path, "llm-d")
@@ -295,7 +306,10 @@ def _stack(
     roles: dict[str, Any] = {}
     gpus: dict[str, int | None] = {}
     for mode in modes:
-        script, env = _script(values, mode)
+        script, env = _script(macros, values, mode)
+        # the kubelet first fills each `$(NAME)` of the container's command from its env (a name
+        # the env does not give stays, and bash then runs it as a command)
+        script = _fill_kubelet_vars(script, env)
         _per_replica(src, keys, script, env, mode, out)
         for var in sorted({a or b for a, b in _SHELL_VAR.findall(script)} - set(env)):
             if re.search(rf"\$\{{?{var}\b", script.partition("vllm serve")[2]):
@@ -304,6 +318,14 @@ def _stack(
                     f"{mode}: the vLLM command uses ${var}, set in the pod at run time, not in the scenario",
                     "render the stack's manifests (llm-d-benchmark's standup), then import the Deployment",
                 )
+        kubelet = _KUBELET_VAR.search(script.partition("vllm serve")[2])
+        if kubelet:  # `$(POD_IP)`: the pod's address, a valueFrom the kubelet resolves at run time
+            raise src.fail(
+                keys,
+                f"{mode}: the vLLM command uses {kubelet.group(0)}, which the pod's env does not set in the scenario "
+                "(the kubelet fills it at run time, or bash runs it as a command)",
+                "render the stack's manifests (llm-d-benchmark's standup), then import the Deployment",
+            )
         script = _fill_shell_vars(script, env)
         parsed = parse_command(src, keys, script)
         if parsed.model is None and "--model" in parsed.args[:-1]:  # a wrapper script's --model
@@ -386,6 +408,15 @@ def _per_replica(src: Src, keys: tuple[Any, ...], script: str, env: dict[str, st
     )
 
 
+def _fill_kubelet_vars(script: str, env: dict[str, str]) -> str:
+    """``$(NAME)`` of the container's env filled in, as the kubelet fills a container's command."""
+
+    def one(m: re.Match[str]) -> str:
+        return env.get(m.group(1), m.group(0))
+
+    return _KUBELET_VAR.sub(one, script)
+
+
 def _fill_shell_vars(script: str, env: dict[str, str]) -> str:
     """``$VAR`` / ``${VAR}`` of the pod's env filled in (bash does it when the pod starts)."""
 
@@ -429,59 +460,32 @@ def _s(value: Any, default: str = "") -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _pod_env(values: dict[str, Any], mode: str) -> dict[str, str]:
-    """The env ``build_ms_env_vars`` gives the vLLM container (plain values), with ``TP_SIZE`` /
-    ``DP_SIZE`` / ``DP_SIZE_LOCAL`` of the stack's parallelism."""
-    cfg = _m(values, mode)
-    vllm = _m(cfg, "vllm")
-    vc = _m(values, "vllmCommon")
-    model = _m(values, "model")
-    flags = _m(vc, "flags")
-    par = _m(cfg, "parallelism")
-    env = {
-        "HOME": _s(vc.get("containerHome")),
-        "MODEL_NAME": _s(model.get("name")),
-        "MODEL_PATH": _s(model.get("path")),
-        "VLLM_CACHE_ROOT": _s(vllm.get("cacheRoot"), _s(vc.get("containerHome")) + "/vllm"),
-        "VLLM_WORKER_MULTIPROC_METHOD": _s(
-            vllm.get("workerMultiprocMethod"), _s(vc.get("workerMultiprocMethod"), "spawn")
-        ),
-        "VLLM_LOGGING_LEVEL": _s(vllm.get("loggingLevel"), _s(vc.get("loggingLevel"), "INFO")),
-        "VLLM_HTTP_TIMEOUT_KEEP_ALIVE": _s(vllm.get("httpTimeoutKeepAlive"), "120"),
-        "VLLM_INFERENCE_PORT": _s(vllm.get("servicePort"), _s(vc.get("inferencePort"))),
-        "VLLM_METRICS_PORT": _s(vllm.get("port"), _s(vc.get("vllmPort"))),
-        "VLLM_BLOCK_SIZE": _s(model.get("blockSize"), _s(vc.get("blockSize"), "16")),
-        "VLLM_MAX_MODEL_LEN": _s(model.get("maxModelLen"), _s(vc.get("maxModelLen"), "4096")),
-        "VLLM_LOAD_FORMAT": _s(vc.get("loadFormat"), "auto"),
-        "VLLM_ACCELERATOR_MEM_UTIL": _s(model.get("gpuMemoryUtilization"), _s(vc.get("gpuMemoryUtilization"), "0.95")),
-        "VLLM_MAX_NUM_SEQ": _s(model.get("maxNumSeq"), _s(vc.get("maxNumSeq"), "256")),
-        "VLLM_TENSOR_PARALLELISM": _s(par.get("tensor"), "1"),
-        "VLLM_MAX_NUM_BATCHED_TOKENS": _s(model.get("maxNumBatchedTokens"), _s(vc.get("maxNumBatchedTokens"), "256")),
-        "VLLM_NIXL_SIDE_CHANNEL_PORT": _s(vc.get("nixlSideChannelPort"), "5557"),
-        "UCX_TLS": _s(vc.get("ucxTls"), "sm,cuda_ipc,cuda_copy,tcp"),
-        "UCX_SOCKADDR_TLS_PRIORITY": _s(vc.get("ucxSockaddrTlsPriority"), "tcp"),
-        "TP_SIZE": _s(par.get("tensor"), "1"),
-        "DP_SIZE": _s(par.get("data"), "1"),
-        "DP_SIZE_LOCAL": _s(par.get("dataLocal"), "1"),
-    }
-    variants = cfg.get("vllmVariants")
-    if isinstance(variants, list) and variants:  # one value per replica, joined with ",,"
-        rows = [v if isinstance(v, dict) else {} for v in variants]
-        for var, key in (
-            ("VLLM_MAX_MODEL_LEN", "maxModelLen"),
-            ("VLLM_MAX_NUM_SEQ", "maxNumSeq"),
-            ("VLLM_MAX_NUM_BATCHED_TOKENS", "maxNumBatchedTokens"),
-        ):
-            if var == "VLLM_MAX_MODEL_LEN" or key in rows[0]:
-                env[var] = ",,".join(_s(row.get(key)) for row in rows)
-    if flags.get("allowLongMaxModelLen"):
-        env["VLLM_ALLOW_LONG_MAX_MODEL_LEN"] = _s(flags["allowLongMaxModelLen"])
-    if flags.get("serverDevMode"):
-        env["VLLM_SERVER_DEV_MODE"] = _s(flags["serverDevMode"])
-    for item in cfg.get("extraEnvVars") or []:
+def _pod_env(macros: Path, values: dict[str, Any], mode: str) -> dict[str, str]:
+    """The vLLM container's env: ``build_ms_env_vars(mode)`` rendered from the checkout's macros
+    (the entries with a ``value``; ``valueFrom`` ones are set by the kubelet), plus ``TP_SIZE``,
+    ``DP_SIZE`` and ``DP_SIZE_LOCAL`` of the stack's parallelism, which the modelservice Helm
+    chart adds (its ``parallelismEnv``; the chart is not in the checkout)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
+    text = render(macros, values, "build_ms_env_vars", mode)
+    try:
+        items = YAML(typ="safe").load(text)
+    except YAMLError as exc:
+        raise RecipeError(
+            f"{macros.name}: build_ms_env_vars({mode!r}) does not render a YAML list of env entries",
+            location=f"{macros}:1:1",
+            hint="check the scenario's env values (a quote in a value breaks the pod's YAML too)",
+        ) from exc
+    env: dict[str, str] = {}
+    for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and isinstance(item.get("name"), str) and "value" in item:
             env[item["name"]] = _s(item["value"])
-    return {k: v for k, v in env.items() if v != ""}
+    par = _m(_m(values, mode), "parallelism")
+    env["TP_SIZE"] = _s(par.get("tensor"), "1")
+    env["DP_SIZE"] = _s(par.get("data"), "1")
+    env["DP_SIZE_LOCAL"] = _s(par.get("dataLocal"), "1")
+    return env
 
 
 def _extra_env(src: Src, keys: tuple[Any, ...], values: dict[str, Any], mode: str) -> dict[str, str]:
@@ -490,66 +494,9 @@ def _extra_env(src: Src, keys: tuple[Any, ...], values: dict[str, Any], mode: st
     return common.env_of(src, keys, extra if isinstance(extra, list) else [])
 
 
-def _script(values: dict[str, Any], mode: str) -> tuple[str, dict[str, str]]:
+def _script(macros: Path, values: dict[str, Any], mode: str) -> tuple[str, dict[str, str]]:
     """``build_vllm_command(mode)``: the pod's bash script, and the pod's env for its ``$VARS``."""
-    cfg = _m(values, mode)
-    vllm = _m(cfg, "vllm")
-    vc = _m(values, "vllmCommon")
-    model = _m(values, "model")
-    flags = _m(vc, "flags")
-    env = _pod_env(values, mode)
-    pre = vllm.get("customPreprocessCommand")
-    pre = _s(pre if pre is not None else vc.get("preprocessScript"), "/bin/true")
-    sep = "&&" if cfg.get("contextLengthRanges") else ";"
-    kv = dig(vc, "kvTransfer")
-    tail = ""
-    if isinstance(kv, dict) and kv.get("enabled") is True:
-        cfg_json = {"kv_connector": _s(kv.get("connector")), "kv_role": _s(kv.get("role"))}
-        if kv.get("extraConfig"):
-            cfg_json["kv_connector_extra_config"] = kv["extraConfig"]
-        import json
-
-        tail = " \\\n  --kv-transfer-config " + shlex.quote(json.dumps(cfg_json, separators=(",", ":")))
-    custom = vllm.get("customCommand")
-    if custom is not None:
-        return f"{pre} {sep} {_s(custom).strip()}{tail}", env
-    proxy_off = dig(values, "routing", "proxy", "enabled") is False
-    port = "$VLLM_INFERENCE_PORT" if proxy_off or mode == "prefill" else "$VLLM_METRICS_PORT"
-    use_hf = dig(values, "modelservice", "uriProtocol") == "hf"
-    ref = (
-        _s(model.get("huggingfaceId") or model.get("name"))
-        if use_hf
-        else f"{_s(model.get('cacheBase'))}/{_s(model.get('path'))}"
-    )
-    words = [
-        f"vllm serve {ref}",
-        f"--host {_s(vc.get('host'))}",
-        f"--served-model-name {_s(model.get('name'))}",
-        f"--port {port}",
-        "--block-size $VLLM_BLOCK_SIZE",
-        "--max-model-len $VLLM_MAX_MODEL_LEN",
-    ]
-    if _int(dig(cfg, "parallelism", "tensor")) > 0:
-        words.append("--tensor-parallel-size $VLLM_TENSOR_PARALLELISM")
-    if _float(model.get("gpuMemoryUtilization")) > 0:
-        words.append("--gpu-memory-utilization $VLLM_ACCELERATOR_MEM_UTIL")
-    for key, flag in (
-        ("enforceEager", "--enforce-eager"),
-        ("disableLogRequests", "--no-enable-log-requests"),
-        ("disableUvicornAccessLog", "--disable-uvicorn-access-log"),
-        ("noPrefixCaching", "--no-enable-prefix-caching"),
-        ("enablePrefixCaching", "--enable-prefix-caching"),
-    ):
-        if flags.get(key):
-            words.append(flag)
-    if flags.get("chatTemplate"):
-        words.append("--chat-template " + shlex.quote(_s(flags["chatTemplate"])))
-    if flags.get("chatTemplateContentFormat"):
-        words.append(f"--chat-template-content-format {_s(flags['chatTemplateContentFormat'])}")
-    script = f"{pre} {sep} " + " \\\n  ".join(words) + tail
-    for flag in vllm.get("additionalFlags") or []:
-        script += f" \\\n  {_s(flag)}"
-    return script, env
+    return render(macros, values, "build_vllm_command", mode), _pod_env(macros, values, mode)
 
 
 def _int(value: Any) -> int:
@@ -557,13 +504,6 @@ def _int(value: Any) -> int:
         return int(str(value))
     except ValueError:
         return 0
-
-
-def _float(value: Any) -> float:
-    try:
-        return float(str(value))
-    except ValueError:
-        return 0.0
 
 
 def _model(
