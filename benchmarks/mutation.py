@@ -74,6 +74,12 @@ EQUIVALENT = REPO / "benchmarks" / "mutation_equivalent.yaml"
 #: bounds (test_bench_empty_chunks, test_bench_client's accuracy run) are left out: on a loaded
 #: machine they fail with no mutant, and a flaky failure would count as a kill.
 TESTS: dict[str, list[str]] = {
+    "autobench/recipe/workerhosts.py": [
+        "tests/recipe/test_recipe_worker_hosts.py",
+        "tests/bench/test_bench_fleet.py",
+        "tests/compile/test_compile_worker_hosts.py",
+        "tests/run/test_run_worker_hosts.py",
+    ],
     "autobench/recipe/importer/_llmd.py": ["tests/recipe/test_recipe_import_llmd.py"],
     "autobench/recipe/importer/_recipes.py": [
         "tests/recipe/test_recipe_import_sources.py",

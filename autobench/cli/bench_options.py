@@ -258,7 +258,7 @@ def build(values: dict[str, Any]) -> BenchConfig:
     hosts = tuple(values.get("worker_hosts") or ())
     values["worker_hosts"] = hosts
     try:  # the one rule a recipe's bench.worker_hosts follows too
-        values["workers"] = follow_hosts(values.get("workers", 1), len(hosts))
+        values["workers"] = follow_hosts(values["workers"], len(hosts))
     except WorkerHostsError as exc:
         raise BenchError(exc.message, hint=exc.hint) from None
     return BenchConfig(**values)

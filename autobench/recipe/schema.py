@@ -746,7 +746,7 @@ class Bench(StrictModel):
         _check_load_generators(self, count)
         return self
 
-    def load_generators(self, nodes: int = 1) -> int:
+    def load_generators(self, nodes: int) -> int:
         """How many load generators bench: one on each worker host (``nodes``: one on each of the
         run's ``nodes``), else ``workers`` (validated to agree: autobench.recipe.workerhosts)."""
         hosts = nodes if self.worker_hosts == NODES else len(self.worker_hosts)

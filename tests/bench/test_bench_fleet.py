@@ -534,6 +534,7 @@ def remote_config(**more: Any) -> BenchConfig:
     ("more", "words", "hint"),
     [
         ({"workers": 3, "concurrency": 3}, "--workers 3 with 2 --worker-host", "drop --workers"),
+        ({"workers": 1}, "--workers 1 with 2 --worker-host", "give it as 2"),  # a config is not followed
         ({"worker_hosts": ("a", "-oProxyCommand=x")}, "'-oProxyCommand=x' is not a host name", "--worker-host user@"),
         ({"worker_hosts": ("a", "b c")}, "'b c' is not a host name", "--worker-host user@"),
         ({"worker_hosts": ("a", " ")}, "' ' is not a host name", "--worker-host user@"),

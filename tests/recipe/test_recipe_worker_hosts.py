@@ -53,6 +53,7 @@ def test_the_one_rule_names_each_problem_and_follows_the_hosts() -> None:
             == f"bench.workers {workers} with {hosts} bench.worker_hosts: one load generator runs on each host"
         )
         assert e.value.hint == f"drop bench.workers (it follows the hosts), or give it as {hosts}"
+        assert str(e.value) == e.value.message
 
 
 def test_hosts_in_a_recipe_set_the_load_generators_and_its_digest(tmp_path: Path) -> None:
@@ -69,7 +70,12 @@ def test_hosts_in_a_recipe_set_the_load_generators_and_its_digest(tmp_path: Path
     assert python.data["bench"]["worker_python"] == "/v/bin/python" and python.digest != two.digest
     nodes = _load(tmp_path, TWO_NODES + "bench:\n  worker_hosts: nodes\n")
     assert nodes.recipe.load_generators == 2 and nodes.data["bench"]["worker_hosts"] == "nodes"
-    assert nodes.recipe.bench.load_generators(5) == 5
+    assert nodes.recipe.bench.load_generators(5) == 5 and two.recipe.bench.load_generators(5) == 2
+    assert plain.recipe.bench.load_generators(5) == 1
+    # one load generator keeps a conversation whole: a single host (or none) with multi_turn loads
+    for hosts in ("[gpu1]", "[]"):
+        one = _load(tmp_path, f"bench:\n  worker_hosts: {hosts}\n  dataset: {{multi_turn: true}}\n")
+        assert one.recipe.load_generators == 1
     # resolved data loads again as it is (an experiment's with_changes starts from it)
     assert nodes.with_changes({"bench.concurrency": 4}).recipe.load_generators == 2
     assert two.with_changes({"bench.worker_hosts": ["a", "b", "c"]}).recipe.load_generators == 3
@@ -123,7 +129,28 @@ def test_hosts_in_a_recipe_set_the_load_generators_and_its_digest(tmp_path: Path
         (
             "  worker_hosts: [a]\n  worker_python: ' '\n",
             ":6:18: bench.worker_python:",
-            '" " is not a command: it is empty',
+            '" " is not a command: it is empty (hint: e.g. python3 or /opt/venv/bin/python)',
+        ),
+        (
+            "  worker_hosts: ['" + "h" * 40 + " x']\n",
+            ":5:18: bench.worker_hosts[0]:",
+            '"' + "h" * 36 + "... is not a host name: it has a space in it",
+        ),
+        # shown as written (JSON, not ASCII-escaped), whole up to 40 characters with its quotes
+        ("  worker_hosts: ['é x']\n", ":5:18: bench.worker_hosts[0]:", '"é x" is not a host name'),
+        ("  worker_hosts: ['" + "h" * 36 + " x']\n", ":5:18: bench.worker_hosts[0]:", '"' + "h" * 36 + ' x" is not'),
+        ("  worker_hosts: ['" + "h" * 37 + " x']\n", ":5:18: bench.worker_hosts[0]:", '"' + "h" * 36 + "... is not"),
+        (
+            "  concurrency: 4\n  workers: 2\n  dataset: {multi_turn: true}\n",
+            ":4:1: bench:",
+            "bench.workers 2 with bench.dataset.multi_turn: conversations run in one load generator "
+            "(hint: drop bench.workers)",
+        ),
+        (
+            "  concurrency: 2\n  workers: 4\n",
+            ":4:1: bench:",
+            "bench.workers 4 is more than bench.concurrency 2 (hint: each load generator needs at least one "
+            "request in flight: fewer workers)",
         ),
         (
             "  worker_hosts: nodes\n",

@@ -48,6 +48,10 @@ def test_the_plan_and_every_cells_bench_have_the_hosts_and_the_remote(tmp_path: 
     assert doc["load_generators"] == {"hosts": ["u@10.0.0.2", "gpu1"], "remote": "ssh"}
     assert doc["bench"]["worker_hosts"] == ["u@10.0.0.2", "gpu1"] and "/secret/key" not in json.dumps(doc)
     assert "load gen   one on each of u@10.0.0.2, gpu1 (through ssh)\n" in plan.render_text()
+    # no remote known (a Slurm job's bench reaches the hosts with its own): none named
+    unsaid = build_plan(loaded, runtime="process", now=NOW)
+    assert unsaid.to_json_dict()["load_generators"] == {"hosts": ["u@10.0.0.2", "gpu1"], "remote": None}
+    assert "load gen   one on each of u@10.0.0.2, gpu1\n" in unsaid.render_text()
     local = build_plan(load_recipe(_recipe(tmp_path, "")), runtime="process", now=NOW, remote=REMOTE)
     assert (local.worker_hosts, local.remote) == ((), None) and "load_generators" not in local.to_json_dict()
     assert (
