@@ -431,6 +431,7 @@ def _bench(
             echo(
                 f"bench: {plan.bench_model} @ {plan.base_url}, {cfg.num_prompts} prompts, concurrency "
                 f"{cfg.concurrency}, max_tokens {cfg.max_tokens}"
+                + (f", a load generator on each of {', '.join(cfg.worker_hosts)}" if cfg.worker_hosts else "")
                 + (f" (cell {cell.index + 1}/{len(configs)}: {cell.label()})" if many else "")
             )
             if many:

@@ -51,6 +51,7 @@ def test_a_recipe_spreads_its_bench_over_two_hosts_and_the_cell_keeps_both(nodes
     recipe.write_text(text.replace("host: 127.0.0.1", f"host: {nodes.here(0)}"), encoding="utf-8")
     res = run_cli(recipe, tmp_path, "--remote", nodes.remote, timeout=180, FAKE_VLLM_ARGS="--ttft-ms 2 --itl-ms 1")
     assert res.returncode == 0, res.stderr + res.stdout + nodes.logs()
+    assert f"concurrency 8, max_tokens 6, a load generator on each of {hosts}\n" in res.stdout + res.stderr
     (row,) = ledger_rows(tmp_path)
     assert row.status == "DONE" and row.metrics["completed"] == 40
     assert row.recipe_snapshot["bench"]["worker_hosts"] == nodes.hosts  # and so in the recipe's digest
