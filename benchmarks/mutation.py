@@ -224,6 +224,14 @@ TESTS: dict[str, list[str]] = {
         "tests/bench/test_bench_categories.py",
         "tests/bench/test_bench_client.py",
     ],
+    "autobench/bench/synthetic_http.py": [
+        "tests/bench/test_bench_synthetic_timers.py",
+        "tests/bench/test_bench_synthetic_http.py",
+        "tests/bench/test_bench_stream_caps.py",
+        "tests/bench/test_bench_stream_fastpath.py",
+        "tests/bench/test_bench_hostile_inputs.py",
+        "tests/bench/test_bench_client.py",
+    ],
     "autobench/bench/samples_of.py": ["tests/bench/test_bench_result_build.py", "tests/bench/test_bench_client.py"],
     "autobench/samples.py": ["tests/test_samples.py", "tests/ledger/test_ledger_cells.py"],
     "autobench/bench/result.py": [

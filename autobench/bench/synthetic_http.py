@@ -69,8 +69,7 @@ class Pacer:
     def run_later(self, fn: Callable[[], None]) -> None:
         """As :meth:`run`, but behind every unit of :meth:`run`, queued or yet to come."""
         if self.queue or self.later:
-            self.later.append(fn)
-            self._schedule()
+            self.later.append(fn)  # a queued unit has its resume scheduled already
             return
         self._now_or(fn, self.later)
 

@@ -417,3 +417,301 @@ def test_the_first_chunk_never_leaves_early_however_late_the_server_aims_the_oth
         loop.run_until_complete(arrive())
     finally:
         loop.close()
+
+
+class PacerClock:
+    """A fake ``perf_counter`` for the pacer: each unit of work advances it by ``step`` and
+    records the start of the slice it ran in."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, step: float):
+        from autobench.bench import synthetic_http
+
+        self.now, self.step = 1000.0, step
+        self.slice_of: dict[str, float] = {}
+        monkeypatch.setattr(synthetic_http.time, "perf_counter", lambda: self.now)
+
+    def unit(self, pacer: Pacer, ran: list[str], name: str) -> Any:
+        def work() -> None:
+            ran.append(name)
+            self.slice_of[name] = pacer.start
+            self.now += self.step
+
+        return work
+
+    def slices(self, ran: list[str]) -> list[list[str]]:
+        out: list[list[str]] = []
+        for name in ran:
+            if out and self.slice_of[out[-1][-1]] == self.slice_of[name]:
+                out[-1].append(name)
+            else:
+                out.append([name])
+        return out
+
+
+def drain(loop: asyncio.AbstractEventLoop, pacer: Pacer) -> None:
+    run_until(loop, lambda: not (pacer.queue or pacer.later or pacer.scheduled))
+
+
+def test_pacer_slices_a_burst_at_its_budget_and_resumes_after_a_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.3 ms slices of 0.1 ms units: four units a slice (the fourth ends at the budget, not
+    over it), the rest after the loop polled, in order, due chunks before parsing."""
+    clock = PacerClock(monkeypatch, step=1e-4)
+    loop = asyncio.new_event_loop()
+    try:
+        pacer = Pacer()  # budget 0.3 ms, gap 0.05 ms
+        ran: list[str] = []
+
+        async def burst() -> None:
+            clock.now += 1.0  # long idle: a new slice
+            for i in range(5):
+                pacer.run_later(clock.unit(pacer, ran, f"p{i}"))
+            for i in range(5):
+                pacer.run(clock.unit(pacer, ran, f"c{i}"))
+            assert ran == ["p0", "p1", "p2", "p3"]  # at once, until the slice was over budget
+            assert pacer.scheduled
+
+        loop.run_until_complete(burst())
+        drain(loop, pacer)
+        assert clock.slices(ran) == [["p0", "p1", "p2", "p3"], ["c0", "c1", "c2", "c3"], ["c4", "p4"]]
+    finally:
+        loop.close()
+
+
+def test_pacer_parsing_alone_is_sliced_too_and_a_quiet_gap_starts_a_new_slice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = PacerClock(monkeypatch, step=1e-4)
+    loop = asyncio.new_event_loop()
+    try:
+        pacer = Pacer()
+        ran: list[str] = []
+
+        async def burst() -> None:
+            clock.now += 1.0
+            for i in range(9):
+                pacer.run_later(clock.unit(pacer, ran, f"p{i}"))
+
+        loop.run_until_complete(burst())
+        drain(loop, pacer)
+        assert clock.slices(ran) == [["p0", "p1", "p2", "p3"], ["p4", "p5", "p6", "p7"], ["p8"]]
+
+        async def later_work() -> None:
+            clock.now += 4e-5  # within the gap: p8's slice, 0.14 ms old
+            pacer.run(clock.unit(pacer, ran, "a"))
+            pacer.run(clock.unit(pacer, ran, "b"))  # 0.24 ms: still room
+            pacer.run(clock.unit(pacer, ran, "c"))  # 0.34 ms: over budget, queued
+            assert ran[-2:] == ["a", "b"] and len(pacer.queue) == 1
+
+        loop.run_until_complete(later_work())
+        drain(loop, pacer)
+
+        async def after_a_gap() -> None:
+            clock.now += 6e-5  # idle longer than the gap: a new slice, at once
+            pacer.run(clock.unit(pacer, ran, "d"))
+            assert ran[-1] == "d" and not pacer.queue
+
+        loop.run_until_complete(after_a_gap())
+        assert clock.slices(ran)[2:] == [["p8", "a", "b"], ["c"], ["d"]]
+    finally:
+        loop.close()
+
+
+def test_pacer_queues_parsing_behind_parsing_left_over_from_a_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The due chunks are done but parsing is left from the last slice: a new parse waits behind
+    it (a connection's requests keep their order), and one resume is pending, not two."""
+    clock = PacerClock(monkeypatch, step=1e-4)
+    loop = asyncio.new_event_loop()
+    try:
+        pacer = Pacer()
+        ran: list[str] = []
+        soon: list[Any] = []
+        real_call_soon = loop.call_soon
+
+        def call_soon(callback: Any, *args: Any, **kw: Any) -> Any:
+            soon.append(callback)
+            return real_call_soon(callback, *args, **kw)
+
+        loop.call_soon = call_soon  # type: ignore[method-assign]
+
+        async def burst() -> None:
+            clock.now += 1.0
+            for i in range(6):
+                pacer.run_later(clock.unit(pacer, ran, f"p{i}"))
+            clock.now += 1e-3  # the loop polled: the slice would have room again
+            assert not pacer.queue and list(pacer.later)
+            pacer.run_later(clock.unit(pacer, ran, "p6"))
+            assert ran == ["p0", "p1", "p2", "p3"]
+            assert soon.count(pacer._resume) == 1
+
+        loop.run_until_complete(burst())
+        drain(loop, pacer)
+        assert ran == [f"p{i}" for i in range(7)]
+    finally:
+        loop.close()
+
+
+def test_pacer_boundaries_exactly_at_the_budget_and_the_gap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Binary fractions, so the clock's sums are exact: a slice exactly at its budget still has
+    room, a pause exactly as long as the gap keeps the slice, and a resume that empties the
+    queues over budget schedules nothing more."""
+    clock = PacerClock(monkeypatch, step=2**-12)
+    clock.now = 1024.0
+    loop = asyncio.new_event_loop()
+    try:
+        pacer = Pacer(budget=2**-11, gap=2**-13)  # two steps a slice
+        ran: list[str] = []
+        resumes: list[Any] = []
+        real_call_soon = loop.call_soon
+
+        def call_soon(callback: Any, *args: Any, **kw: Any) -> Any:
+            if callback == pacer._resume:
+                resumes.append(1)
+            return real_call_soon(callback, *args, **kw)
+
+        loop.call_soon = call_soon  # type: ignore[method-assign]
+
+        async def burst() -> None:
+            clock.now += 1.0
+            for name in ("a", "b", "c"):  # a at 0, b at 1 step, c at 2 steps = the budget: runs
+                pacer.run(clock.unit(pacer, ran, name))
+            assert ran == ["a", "b", "c"]
+            pacer.run(clock.unit(pacer, ran, "d"))  # 3 steps: over, queued
+            for name in ("e", "f"):
+                pacer.run(clock.unit(pacer, ran, name))
+            assert ran == ["a", "b", "c"]
+
+        loop.run_until_complete(burst())
+        drain(loop, pacer)
+        # the resume ran d, e, f (f started at exactly the budget), emptied the queue over
+        # budget, and scheduled no other resume
+        assert clock.slices(ran) == [["a", "b", "c"], ["d", "e", "f"]] and len(resumes) == 1
+
+        async def pause(gap: float, name: str, at_once: bool) -> None:
+            clock.now += gap
+            pacer.run(clock.unit(pacer, ran, name))
+            assert (ran[-1] == name) is at_once
+
+        loop.run_until_complete(pause(2**-13, "g", False))  # exactly the gap: f's slice, over budget
+        drain(loop, pacer)
+        loop.run_until_complete(pause(2**-13 + 2**-20, "h", True))  # longer than the gap: a new slice
+    finally:
+        loop.close()
+
+
+def test_pacer_parsing_never_overtakes_a_queued_chunk_after_a_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Chunks wait in the queue for the next slice; the loop polled (longer than the gap) and
+    a request came in: its parsing waits behind the chunks, though the slice would have room."""
+    clock = PacerClock(monkeypatch, step=1e-4)
+    loop = asyncio.new_event_loop()
+    try:
+        pacer = Pacer()
+        ran: list[str] = []
+
+        async def burst() -> None:
+            clock.now += 1.0
+            for i in range(5):
+                pacer.run(clock.unit(pacer, ran, f"c{i}"))
+            assert ran == ["c0", "c1", "c2", "c3"] and len(pacer.queue) == 1
+            clock.now += 1e-3  # the loop polled
+            pacer.run_later(clock.unit(pacer, ran, "parse"))
+            assert ran == ["c0", "c1", "c2", "c3"]
+
+        loop.run_until_complete(burst())
+        drain(loop, pacer)
+        assert ran[4:] == ["c4", "parse"]
+    finally:
+        loop.close()
+
+
+def test_the_tracked_lateness_moves_by_the_stochastic_median_steps_and_stays_in_its_bounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``overshoot`` (how early later chunks are aimed): 40 µs steps for the first 32 chunks,
+    then 5 µs, up when a chunk went out later than the current estimate, down otherwise (also
+    when exactly equal), never beyond -2 ms .. +5 ms."""
+    from autobench.bench import synthetic
+
+    clock = [1024.0]
+    monkeypatch.setattr(synthetic.time, "perf_counter", lambda: clock[0])
+    srv = SyntheticServer(SyntheticConfig(port=0, model="m"))
+    sent: list[int] = []
+
+    class Stream(FakeStream):
+        _send_due = synthetic._Stream._send_due
+
+        def _due(self) -> None:
+            sent.append(1)
+
+    def send(lateness: float, times: int) -> None:
+        for _ in range(times):
+            s = Stream("s", [], aim=clock[0] - lateness)
+            s.srv = srv  # type: ignore[attr-defined]
+            s._send_due()
+
+    start = srv.overshoot
+    send(0.003, 40)  # 3 ms late, 40 chunks: 32 coarse steps up, then 8 fine ones
+    assert srv.overshoot == pytest.approx(start + 32 * 8 * synthetic.TIMER_STEP + 8 * synthetic.TIMER_STEP, abs=1e-12)
+    assert len(sent) == 40
+    srv.overshoot = 2**-10
+    send(2**-10, 1)  # exactly the estimate: a step down
+    assert srv.overshoot == pytest.approx(2**-10 - synthetic.TIMER_STEP, abs=1e-12)
+    send(1.0, 2000)
+    assert srv.overshoot == 0.005
+    send(-1.0, 2000)
+    assert srv.overshoot == -0.002
+
+
+def test_a_timer_that_fires_early_still_sends_its_chunk_and_chunks_already_due_go_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Binary-fraction times so the comparisons are exact (ttft 125 ms, itl 62.5 ms, the tracked
+    lateness 1/64 s).  A chunk whose timer fired is sent even if the clock is a little short
+    of its time (an early timer is not re-armed); a later chunk whose aim (time - lateness) has
+    come, exactly, goes in the same write."""
+    from autobench.bench import synthetic
+
+    clock = [1024.0]
+    monkeypatch.setattr(synthetic.time, "perf_counter", lambda: clock[0])
+    srv = SyntheticServer(SyntheticConfig(port=0, model="m", ttft_ms=125.0, itl_ms=62.5))
+    writes: list[bytes] = []
+
+    class Conn:
+        closed = False
+        on_close = None
+
+        def start_stream(self) -> None:
+            pass
+
+        def write_chunk(self, payload: bytes) -> None:
+            writes.append(payload)
+
+    loop = asyncio.new_event_loop()
+    try:
+
+        async def stream() -> None:
+            s = synthetic._Stream(
+                srv,
+                Conn(),  # type: ignore[arg-type]
+                chat=False,
+                n=1,
+                n_out=8,
+                prompt_tokens=3,
+                include_usage=False,
+                fault=None,
+                t_arrival=1024.0,
+                stream=True,
+            )
+            s.begin()
+            assert writes == []
+            srv.overshoot = 2**-6
+            clock[0] = 1024.125 - 2**-12  # the first chunk's timer, a little early
+            s._due()
+            assert [w.count(b"data: ") for w in writes] == [1]
+            clock[0] = 1024.25 - 2**-6  # chunk 1 (due at 1024.1875) late; chunk 2's aim exactly now
+            s._due()
+            assert [w.count(b"data: ") for w in writes] == [1, 2]
+            s.cancel()
+
+        loop.run_until_complete(stream())
+    finally:
+        loop.close()
