@@ -45,7 +45,9 @@ class Pacer:
     moves no time the server reports; a chunk sent late is a late token.  In one queue, the
     end of a lockstep round put the parsing of up to C new requests (~20 us each) in front
     of the last chunks of the streams still running, which then left 5-12 ms late at
-    C = 1,024 (docs/bench.md, "Load at scale").
+    C = 1,024 (docs/bench.md, "Load at scale").  Past the server's capacity new requests
+    wait (their TTFT grows), as in vLLM, whose scheduler serves the running requests first
+    (``vllm/v1/core/sched/scheduler.py``, ``Scheduler.schedule``).
     """
 
     __slots__ = ("budget", "gap", "start", "last", "queue", "later", "scheduled")
