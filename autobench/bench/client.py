@@ -40,6 +40,7 @@ from autobench.bench.transport import Conn, ConnectFailed, Pool, normalize_base_
 from autobench.bench.workload import SharedPrefix, add_context, check_depth, check_fits
 from autobench.digits import load_json
 from autobench.errors import BenchError
+from autobench.recipe.benchrules import Load
 
 if TYPE_CHECKING:
     from autobench.bench.conversation import ConversationLoop
@@ -51,10 +52,6 @@ ProgressFn = Callable[[int, int, float, int], None]  # (finished, total, elapsed
 Started = tuple[Conn, "asyncio.Future[None]"]
 
 ENDPOINTS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
-
-#: Every prompt and its request body are built in memory before the clock starts, so the
-#: sample (measured + warm-up prompts) is bounded; a bigger number is a typo, not a plan.
-MAX_PROMPTS = 1_000_000
 
 #: The young-generation threshold of the garbage collector during the measured run (CPython's
 #: default is 700).  A burst of C requests allocates C times the per-request objects at
@@ -173,16 +170,11 @@ class BenchConfig:
             raise BenchError(f"unknown endpoint {self.endpoint!r}", hint="use completions or chat")
         if self.concurrency < 1:
             raise BenchError("--concurrency must be at least 1")
-        if self.workers != 1 or self.worker_hosts:
-            from autobench.bench.fleet import check_fleet
+        from autobench.bench.fleet import check_fleet, check_rules
 
+        if self.workers != 1 or self.worker_hosts:
             check_fleet(self)
-        if self.num_prompts + self.warmup > MAX_PROMPTS:
-            raise BenchError(
-                f"--num-prompts + --warmup = {self.num_prompts + self.warmup:,} is more than {MAX_PROMPTS:,} prompts",
-                hint="every prompt is built in memory before the clock starts; use fewer "
-                "(--max-seconds caps the duration)",
-            )
+        check_rules(self.load())  # the rules a recipe's bench follows too (autobench.recipe.benchrules)
         if self.max_tokens < 1:
             raise BenchError("--max-tokens must be at least 1")
         if self.max_seconds is not None and self.max_seconds <= 0:
@@ -204,11 +196,6 @@ class BenchConfig:
             raise BenchError("--dataset-file and --dataset-revision need --dataset-repo")
         if self.dataset_fields is not None:
             self.dataset_fields.check()
-        if self.multi_turn and self.request_rate is not None:
-            raise BenchError(
-                "--multi-turn sends each conversation's next turn when its answer has ended (a closed loop)",
-                hint="drop --request-rate, or --multi-turn",
-            )
         check_depth(self.depth)
         if self.shared_prefix is not None:
             self.shared_prefix.check()
@@ -217,6 +204,12 @@ class BenchConfig:
                 f"--api-key-env {self.api_key_env}: the variable is not set",
                 hint=f"export {self.api_key_env}=... (the key itself never goes on the command line)",
             )
+
+    def load(self) -> Load:
+        """The settings autobench.recipe.benchrules reads."""
+        rate = self.request_rate is not None
+        hosts = bool(self.worker_hosts)
+        return Load(self.workers, self.num_prompts, self.concurrency, self.warmup, rate, self.multi_turn, hosts)
 
     def auth_headers(self, env: Mapping[str, str] | None = None) -> dict[str, str]:
         """``{"Authorization": "Bearer ..."}`` from ``api_key_env`` in ``env`` (the process

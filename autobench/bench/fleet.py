@@ -60,6 +60,7 @@ from typing import IO, TYPE_CHECKING, Any, Protocol
 import autobench
 from autobench.bench.record import INFLIGHT, RequestRecord
 from autobench.errors import BenchError
+from autobench.recipe.benchrules import CLI, Load, LoadRuleError, check_load
 from autobench.recipe.bounds import MAX_WORKERS
 from autobench.recipe.workerhosts import WorkerHostsError, follow_hosts, host_problem, python_problem
 
@@ -141,34 +142,38 @@ def concurrency_shares(conc: int, workers: int) -> list[int]:
     return [conc // workers + (1 if w < conc % workers else 0) for w in range(workers)]
 
 
-def check_workers(workers: int, concurrency: int, num_prompts: int, *, multi_turn: bool = False) -> None:
+def check_workers(
+    workers: int, concurrency: int, num_prompts: int, *, multi_turn: bool = False, on_hosts: bool = False
+) -> None:
+    """``workers`` load generators for these settings: the rules a recipe's bench follows too
+    (autobench.recipe.benchrules), worded as ``autobench bench``'s options."""
     if not 1 <= workers <= MAX_WORKERS:
         raise BenchError(f"--workers must be between 1 and {MAX_WORKERS}, got {workers}")
-    if workers > concurrency:
-        raise BenchError(
-            f"--workers {workers} is more than --concurrency {concurrency}",
-            hint="each load generator needs at least one request in flight: fewer workers",
-        )
-    if workers > num_prompts:
-        raise BenchError(f"--workers {workers} is more than --num-prompts {num_prompts}")
-    if multi_turn and workers > 1:
-        raise BenchError(
-            "--multi-turn runs in one load generator",
-            hint="drop --workers (a conversation's turns are not dealt to several processes yet)",
-        )
+    check_rules(Load(workers, num_prompts, concurrency, multi_turn=multi_turn, on_hosts=on_hosts))
+
+
+def check_rules(load: Load) -> None:
+    """autobench.recipe.benchrules.check_load in the CLI's words, a refusal a BenchError at the
+    option it names."""
+    try:
+        check_load(load, CLI)
+    except LoadRuleError as exc:
+        raise BenchError(exc.message, hint=exc.hint, location=getattr(CLI, exc.key)) from None
 
 
 def check_fleet(config: BenchConfig) -> None:
     """The load generators of ``config``: their number and, on other hosts, one per host, a way
     to reach them and an interpreter there."""
-    check_workers(config.workers, config.concurrency, config.num_prompts, multi_turn=config.multi_turn)
     hosts = config.worker_hosts
+    check_workers(
+        config.workers, config.concurrency, config.num_prompts, multi_turn=config.multi_turn, on_hosts=bool(hosts)
+    )
     if not hosts:
         return
     try:
         follow_hosts(config.workers, len(hosts), resolved=True)
     except WorkerHostsError as exc:
-        raise BenchError(exc.message, hint=exc.hint) from None
+        raise BenchError(exc.message, hint=exc.hint, location="--workers") from None
     for host in hosts:
         problem = host_problem(host)
         if problem is not None:
@@ -422,7 +427,8 @@ def run_fleet(config: BenchConfig, dataset: Dataset, spawn: Callable[[int], Gene
     from autobench.bench.schedule import poisson_arrivals
 
     n = config.workers
-    check_workers(n, config.concurrency, len(dataset.prompts), multi_turn=config.multi_turn)
+    remote_hosts = bool(config.worker_hosts)
+    check_workers(n, config.concurrency, len(dataset.prompts), multi_turn=config.multi_turn, on_hosts=remote_hosts)
     indices = shares(len(dataset.prompts), n)
     warm = shares(len(dataset.warmup), n)
     concs = concurrency_shares(config.concurrency, n)
@@ -594,6 +600,7 @@ __all__ = [
     "ROW_FIELDS",
     "Report",
     "check_fleet",
+    "check_rules",
     "check_workers",
     "clock_offset",
     "concurrency_shares",

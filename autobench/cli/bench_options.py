@@ -250,18 +250,26 @@ SPECS: tuple[Spec, ...] = (
 
 def build(values: dict[str, Any]) -> BenchConfig:
     """The :class:`BenchConfig` of the options' values (each named as the field it fills); with
-    ``--worker-host`` and no ``--workers``, one load generator per host."""
+    ``--worker-host`` and no ``--workers``, one load generator per host.  What the options cannot
+    bench together is refused here, before anything starts: a usage error at the option, in the
+    words of the rules a recipe's bench follows (autobench.recipe.workerhosts, .benchrules)."""
     from autobench.bench.client import BenchConfig
-    from autobench.errors import BenchError
+    from autobench.errors import UsageError
+    from autobench.recipe.benchrules import CLI, LoadRuleError, check_load
     from autobench.recipe.workerhosts import WorkerHostsError, follow_hosts
 
     hosts = tuple(values.get("worker_hosts") or ())
     values["worker_hosts"] = hosts
-    try:  # the one rule a recipe's bench.worker_hosts follows too
+    try:
         values["workers"] = follow_hosts(values["workers"], len(hosts))
     except WorkerHostsError as exc:
-        raise BenchError(exc.message, hint=exc.hint) from None
-    return BenchConfig(**values)
+        raise UsageError(exc.message, hint=exc.hint, location=CLI.workers) from None
+    config = BenchConfig(**values)
+    try:
+        check_load(config.load(), CLI)
+    except LoadRuleError as exc:
+        raise UsageError(exc.message, hint=exc.hint, location=getattr(CLI, exc.key)) from None
+    return config
 
 
 def bench_options() -> Callable[[F], F]:

@@ -19,6 +19,9 @@ grid values         1,000           values of one axis (concurrency: [1, 2, ...,
 grid cells          10,000          cells x repeats of one run, each a full bench
 tokens              16,777,216      2^24: above the longest contexts served (10M)
 prompts             10,000,000      num_prompts (warmup the same)
+client prompts      1,000,000       num_prompts + warmup of autobench's client: every prompt
+                                    and its request body is built in memory before the clock
+                                    starts (autobench.recipe.benchrules; ``bench --num-prompts``)
 concurrency         100,000         requests in flight from one client
 load generators     64              bench.workers: processes of one bench client
 request rate        1,000,000 /s
@@ -39,6 +42,7 @@ MAX_AXIS_VALUES = 1000
 MAX_CELLS = 10_000
 MAX_TOKENS = 2**24
 MAX_PROMPTS = 10_000_000
+MAX_CLIENT_PROMPTS = 1_000_000
 MAX_CONCURRENCY = 100_000
 MAX_WORKERS = 64
 MAX_REQUEST_RATE = 1_000_000.0
@@ -55,6 +59,7 @@ def grid_size(axes: Sequence[int], schedule: int | None, repeat: int) -> int:
 __all__ = [
     "MAX_AXIS_VALUES",
     "MAX_CELLS",
+    "MAX_CLIENT_PROMPTS",
     "MAX_CONCURRENCY",
     "MAX_GPUS_PER_NODE",
     "MAX_NODES",

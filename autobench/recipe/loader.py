@@ -780,6 +780,9 @@ def _describe(err: dict[str, Any], path: KeyPath, data: Any, extra_hint: str | N
             f"{label}: {_shown(err.get('input'))} is a quoted string, not {want}",
             f"write {want} without quotes (YAML reads anything in quotes as text)",
         )
+    if kind == "value_error":  # a validator's own words, without pydantic's "Value error, "
+        reason = str(err.get("ctx", {}).get("error", "")) or str(err["msg"])
+        return f"{label}: {reason}", _TYPE_HINTS.get(kind) or extra_hint
     return f"{label}: {err['msg']}", _TYPE_HINTS.get(kind) or extra_hint
 
 

@@ -16,6 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from autobench.digits import is_digits
 from autobench.recipe import bounds as B
+from autobench.recipe.benchrules import RECIPE, Load, LoadRuleError, check_load
 from autobench.recipe.workerhosts import NODES, WorkerHostsError, follow_hosts, host_problem, python_problem
 
 REPO_ID = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*/[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -583,6 +584,12 @@ class Dataset(StrictModel):
             raise ValueError("file and revision belong to a Hub dataset: add repo: owner/name")
         if self.kind == "random" and (self.repo is not None or self.path is not None or self.sha256 is not None):
             raise ValueError("a random dataset reads no file: drop path/repo/sha256 or pick another kind")
+        if self.kind == "random" and self.category is not None:  # the bench refuses it too
+            raise _located(
+                "random prompts have no category",
+                "drop category, or bench a dataset file with a category field (fields.category)",
+                at=("category",),
+            )
         if self.fields is not None and self.kind not in ("jsonl", "parquet"):
             raise ValueError(f"fields map jsonl or parquet records; a {self.kind} dataset has its own shape")
         return self
@@ -633,28 +640,33 @@ def _located(message: str, hint: str, *, index: int | None = None, at: tuple[str
 
 def _check_load_generators(bench: Bench, count: int, where: tuple[str, ...] = ()) -> None:
     """``count`` load generators (bench.workers, or one per worker host) must be autobench's own
-    client, one conversation at a time, and each with a request in flight."""
-    low = min(bench.concurrency) if isinstance(bench.concurrency, list) else bench.concurrency
-    what = f"bench.workers {count}" if not bench.worker_hosts else f"{count} load generator(s) on bench.worker_hosts"
-    why = None
-    if (count > 1 or bench.worker_hosts) and bench.client != "autobench":
-        why = (
-            f"{what} needs client autobench (vllm bench serve is one process on this machine)",
-            f"drop {'bench.worker_hosts' if bench.worker_hosts else 'bench.workers'}, or set bench.client: autobench",
-        )
-    elif count > 1 and bench.dataset.multi_turn:
-        why = (
-            f"{what} with bench.dataset.multi_turn: conversations run in one load generator",
-            "drop bench.workers" + (" and bench.worker_hosts" if bench.worker_hosts else ""),
-        )
-    elif count > low:
-        why = (
-            f"{what} is more than bench.concurrency {low}",
-            "each load generator needs at least one request in flight: fewer "
-            + ("hosts" if bench.worker_hosts else "workers"),
-        )
-    if why is not None:
-        raise _located(why[0], why[1], at=where)
+    client; with it, the bench's settings must agree (autobench.recipe.benchrules: the rules
+    ``autobench bench`` follows too).  Each refusal at the key it names, worded without it."""
+    hosts = bool(bench.worker_hosts)
+    if bench.client != "autobench":
+        if count > 1 or hosts:
+            gens = f"{count} load generator{'s' if count != 1 else ''}" + (" on other hosts" if hosts else "")
+            key = "worker_hosts" if hosts else "workers"
+            raise _located(
+                f"{gens} need{'s' if count == 1 else ''} client autobench "
+                "(vllm bench serve is one process on this machine)",
+                f"set bench.client: autobench, or drop bench.{key}",
+                at=(*where, key),
+            )
+        return
+    rate = bench.request_rate is not None
+    load = Load(
+        count, bench.num_prompts, _lowest(bench.concurrency), bench.warmup, rate, bench.dataset.multi_turn, hosts
+    )
+    try:
+        check_load(load, RECIPE)
+    except LoadRuleError as exc:
+        under = tuple(getattr(RECIPE, exc.key).split(".")[1:])  # bench.dataset.multi_turn -> under bench
+        raise _located(exc.message, exc.hint, at=(*where, *under)) from None
+
+
+def _lowest(axis: int | list[int]) -> int:
+    return min(axis) if isinstance(axis, list) else axis
 
 
 class Bench(StrictModel):
@@ -734,12 +746,17 @@ class Bench(StrictModel):
         return python
 
     @model_validator(mode="after")
-    def _workers_need_our_client(self) -> Bench:
+    def _load_generators_agree(self) -> Bench:
+        """bench.workers follows the hosts, and the load generators and the rest of the bench
+        agree (one refusal, at the key it names)."""
         if self.worker_hosts == NODES:  # their number is the recipe's nodes (Recipe checks it)
             return self
         try:
             count = follow_hosts(
-                self.workers, len(self.worker_hosts), workers_name="bench.workers", hosts_name="bench.worker_hosts"
+                self.workers,
+                len(self.worker_hosts),
+                workers_name="bench.workers",
+                hosts_name="hosts in bench.worker_hosts",
             )
         except WorkerHostsError as exc:
             raise _located(exc.message, exc.hint, at=("workers",)) from None

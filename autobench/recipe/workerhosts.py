@@ -7,8 +7,10 @@ recipe's ``bench.worker_hosts`` (autobench.recipe.schema).
     follow_hosts(3, 3)                 -> 3
     follow_hosts(2, 3)                 -> WorkerHostsError    (one runs on each host)
 
-Each caller words the error with its own names (``--workers`` / ``bench.workers``): the rule is
-written once, here.
+Each caller words the error with its own names (``--workers`` / ``bench.workers``) and shows it
+after that name (``bench.workers: 3 load generators for 2 hosts in bench.worker_hosts: ...``):
+the rule is written once, here.  The rules between the load generators and the bench's other
+settings (prompts, concurrency, multi-turn) are autobench.recipe.benchrules.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def follow_hosts(
     hosts: int,
     *,
     workers_name: str = "--workers",
-    hosts_name: str = "--worker-host",
+    hosts_name: str = "--worker-host hosts",
     resolved: bool = False,
 ) -> int:
     """The number of load generators with ``hosts`` hosts: one on each host.  ``workers`` left at
@@ -70,8 +72,8 @@ def follow_hosts(
         return workers
     if workers == 1 and not resolved:
         return hosts
-    raise WorkerHostsError(
-        f"{workers_name} {workers} with {hosts} {hosts_name}: one load generator runs on each host",
+    raise WorkerHostsError(  # shown after ``workers_name``: the message does not name it again
+        f"{workers} load generator{'s' if workers != 1 else ''} for {hosts} {hosts_name}: one runs on each host",
         f"drop {workers_name} (it follows the hosts), or give it as {hosts}",
     )
 

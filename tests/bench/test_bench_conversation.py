@@ -72,7 +72,7 @@ def test_a_failed_turn_ends_its_conversation(synth: Any) -> None:
 
 
 def test_multi_turn_is_a_closed_loop() -> None:
-    with pytest.raises(BenchError, match="--multi-turn sends each conversation's next turn"):
+    with pytest.raises(BenchError, match="a multi-turn dataset sends each conversation's next turn"):
         BenchConfig(base_url="http://x", model="m", multi_turn=True, request_rate=2.0).check()
 
 

@@ -19,7 +19,7 @@ from autobench.bench import worker as worker_mod
 from autobench.bench.client import BenchConfig, run_bench
 from autobench.bench.fleet import Report, clock_offset, concurrency_shares, merge, record_of, row_of, shares
 from autobench.bench.record import OK, RequestRecord
-from autobench.errors import BenchError
+from autobench.errors import BenchError, UsageError
 from autobench.samples import percentile
 
 
@@ -35,19 +35,25 @@ def test_shares_deal_every_prompt_once_and_split_concurrency_evenly() -> None:
     [
         (0, 4, 8, "between 1 and 64"),
         (65, 100, 100, "between 1 and 64"),
-        (3, 2, 8, "more than --concurrency 2"),
-        (3, 4, 2, "more than --num-prompts 2"),
+        (3, 2, 8, "3 load generators for concurrency 2: each needs at least one request in flight"),
+        (3, 4, 2, "2 prompts for 3 load generators: each needs at least one prompt"),
     ],
 )
 def test_impossible_worker_counts_are_refused(workers: int, conc: int, prompts: int, words: str) -> None:
     with pytest.raises(BenchError, match=words) as e:
         fleet.check_workers(workers, conc, prompts)
-    if "concurrency" in words:
-        assert e.value.hint == "each load generator needs at least one request in flight: fewer workers"
+    if "concurrency" in words:  # the rule a recipe follows too (autobench.recipe.benchrules), at the option
+        assert (e.value.location, e.value.hint) == ("--workers", "fewer --workers, or --concurrency 3 or more")
+    if "prompts" in words:
+        assert (e.value.location, e.value.hint) == (
+            "--num-prompts",
+            "set --num-prompts to 3 or more, or fewer --workers",
+        )
     with pytest.raises(BenchError, match=words):
         BenchConfig(base_url="http://h:1", model="m", workers=workers, concurrency=conc, num_prompts=prompts).check()
-    with pytest.raises(BenchError, match="--multi-turn runs in one load generator"):
+    with pytest.raises(BenchError, match="2 load generators with a multi-turn dataset") as e:
         BenchConfig(base_url="http://h:1", model="m", workers=2, concurrency=4, multi_turn=True).check()
+    assert str(e.value).startswith("--workers: 2 load generators with a multi-turn dataset: a conversation's turns")
     fleet.check_workers(1, 1, 1, multi_turn=True)
     fleet.check_workers(1, 1, 1)
     fleet.check_workers(64, 64, 64)
@@ -451,7 +457,9 @@ def test_a_server_without_metrics_has_no_counters() -> None:
 def test_multi_turn_with_workers_says_how_to_fix_it() -> None:
     with pytest.raises(BenchError) as e:
         fleet.check_workers(2, 4, 8, multi_turn=True)
-    assert e.value.hint == "drop --workers (a conversation's turns are not dealt to several processes yet)"
+    assert e.value.hint == (
+        "drop --workers (a conversation's turns are not dealt to several processes yet), or drop --multi-turn"
+    )
 
 
 def test_the_clock_offset_picks_the_shortest_round_trip_not_the_closest_clock() -> None:
@@ -533,8 +541,8 @@ def remote_config(**more: Any) -> BenchConfig:
 @pytest.mark.parametrize(
     ("more", "words", "hint"),
     [
-        ({"workers": 3, "concurrency": 3}, "--workers 3 with 2 --worker-host", "drop --workers"),
-        ({"workers": 1}, "--workers 1 with 2 --worker-host", "give it as 2"),  # a config is not followed
+        ({"workers": 3, "concurrency": 3}, "3 load generators for 2 --worker-host hosts", "drop --workers"),
+        ({"workers": 1}, "1 load generator for 2 --worker-host hosts", "give it as 2"),  # a config is not followed
         ({"worker_hosts": ("a", "-oProxyCommand=x")}, "'-oProxyCommand=x' is not a host name", "--worker-host user@"),
         ({"worker_hosts": ("a", "b c")}, "'b c' is not a host name", "--worker-host user@"),
         ({"worker_hosts": ("a", " ")}, "' ' is not a host name", "--worker-host user@"),
@@ -543,7 +551,7 @@ def remote_config(**more: Any) -> BenchConfig:
         ({"worker_hosts": ("a",), "workers": 1, "remote": None}, "needs a way to reach the hosts", "--remote 'ssh"),
         ({"remote": " "}, "needs a way to reach the hosts", "--remote 'ssh"),
         ({"worker_python": " "}, "--worker-python ' ' is empty", "python3"),
-        ({"workers": 3, "worker_hosts": ("a", "b", "c"), "concurrency": 2}, "more than --concurrency 2", "fewer"),
+        ({"workers": 3, "worker_hosts": ("a", "b", "c"), "concurrency": 2}, "for concurrency 2", "fewer hosts"),
     ],
 )
 def test_remote_load_generators_are_checked(more: dict[str, Any], words: str, hint: str) -> None:
@@ -592,9 +600,11 @@ def test_the_cli_runs_one_load_generator_per_worker_host(monkeypatch: pytest.Mon
     # recipe's bench.worker_hosts follows too); it is refused where the options are read
     n = len(seen)
     bad = CliRunner().invoke(cmd, [*base, "--worker-host", "a", "--worker-host", "b", "--workers", "3"])
-    assert isinstance(bad.exception, BenchError) and len(seen) == n
-    assert bad.exception.message == "--workers 3 with 2 --worker-host: one load generator runs on each host"
-    assert bad.exception.hint == "drop --workers (it follows the hosts), or give it as 2"
+    assert isinstance(bad.exception, UsageError) and len(seen) == n  # a usage error, exit 2
+    assert str(bad.exception) == (
+        "--workers: 3 load generators for 2 --worker-host hosts: one runs on each host "
+        "(hint: drop --workers (it follows the hosts), or give it as 2)"
+    )
     assert CliRunner().invoke(cmd, [*base, "--worker-host", "a", "--worker-host", "b", "--workers", "2"]).exit_code == 0
     assert (seen[-1].worker_hosts, seen[-1].workers) == (("a", "b"), 2)
 
@@ -639,7 +649,7 @@ def fleet_dataset(n: int = 2, max_tokens: int = 3) -> Any:
 
 def test_run_fleet_itself_refuses_more_generators_than_prompts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(fleet, "_scrape", lambda config: None)
-    with pytest.raises(BenchError, match="--workers 3 is more than --num-prompts 2"):
+    with pytest.raises(BenchError, match="2 prompts for 3 load generators"):
         fleet.run_fleet(
             fleet_config(workers=3, concurrency=3), fleet_dataset(2), spawn=lambda w: pytest.fail("spawned")
         )

@@ -490,10 +490,10 @@ def test_bench_workers_reach_the_autobench_client_and_are_refused_where_they_can
     assert argv[argv.index("--workers") + 1] == "2" and argv.index("--workers") == argv.index("--concurrency") + 2
     assert "--workers" not in bench_argv(_minimal(bench={"concurrency": 8}), home="/h")
     for bench, words in [
-        ({"workers": 2, "client": "vllm"}, "needs client autobench"),
-        ({"workers": 4, "concurrency": [2, 8]}, "bench.workers 4 is more than bench.concurrency 2"),
+        ({"workers": 2, "client": "vllm"}, "2 load generators need client autobench"),
+        ({"workers": 4, "concurrency": [2, 8]}, "4 load generators for concurrency 2"),
         ({"workers": 65, "concurrency": 100}, "less than or equal to 64"),
-        ({"workers": 2, "dataset": {"multi_turn": True}}, "conversations run in one load generator"),
+        ({"workers": 2, "dataset": {"multi_turn": True}}, "a conversation's turns run in one load generator"),
     ]:
         with pytest.raises(Exception, match=words):
             _minimal(bench=bench)

@@ -26,7 +26,12 @@ CASES = [
     ("bench:\n  repeat: 100\n" + DATASET, True),
     ("bench:\n  repeat: 101\n" + DATASET, False),
     ("bench:\n  repeat: 1000000000\n" + DATASET, False),
-    ("bench:\n  num_prompts: 10000000\n" + DATASET, True),
+    ("bench:\n  num_prompts: 10000000\n  client: vllm\n" + DATASET, True),
+    # autobench's client builds every prompt in memory: prompts + warm-up up to 1,000,000
+    ("bench:\n  num_prompts: 1000000\n" + DATASET, True),
+    ("bench:\n  num_prompts: 1000001\n" + DATASET, False),
+    ("bench:\n  num_prompts: 999999\n  warmup: 2\n" + DATASET, False),
+    ("bench:\n  num_prompts: 999999\n  warmup: 1\n" + DATASET, True),
     ("bench:\n  num_prompts: 10000001\n" + DATASET, False),
     ("bench:\n  warmup: 10000001\n" + DATASET, False),
     ("bench:\n  max_tokens: 16777216\n" + DATASET, True),

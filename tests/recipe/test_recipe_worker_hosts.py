@@ -46,12 +46,14 @@ def test_the_one_rule_names_each_problem_and_follows_the_hosts() -> None:
     for workers, hosts, resolved in [(2, 3, False), (1, 3, True), (4, 3, False)]:
         with pytest.raises(WorkerHostsError) as e:
             follow_hosts(
-                workers, hosts, workers_name="bench.workers", hosts_name="bench.worker_hosts", resolved=resolved
+                workers,
+                hosts,
+                workers_name="bench.workers",
+                hosts_name="hosts in bench.worker_hosts",
+                resolved=resolved,
             )
-        assert (
-            e.value.message
-            == f"bench.workers {workers} with {hosts} bench.worker_hosts: one load generator runs on each host"
-        )
+        gens = f"{workers} load generator{'s' if workers > 1 else ''}"
+        assert e.value.message == f"{gens} for {hosts} hosts in bench.worker_hosts: one runs on each host"
         assert e.value.hint == f"drop bench.workers (it follows the hosts), or give it as {hosts}"
         assert str(e.value) == e.value.message
 
@@ -104,26 +106,27 @@ def test_hosts_in_a_recipe_set_the_load_generators_and_its_digest(tmp_path: Path
         (
             "  concurrency: 8\n  workers: 3\n  worker_hosts: [a, b]\n",
             ":6:12: bench.workers:",
-            "bench.workers 3 with 2 bench.worker_hosts: one load generator runs on each host "
+            "3 load generators for 2 hosts in bench.worker_hosts: one runs on each host "
             "(hint: drop bench.workers (it follows the hosts), or give it as 2)",
         ),
         (
             "  concurrency: 2\n  worker_hosts: [a, b, c]\n",
-            ":4:1: bench:",
-            "3 load generator(s) on bench.worker_hosts is more than bench.concurrency 2 "
-            "(hint: each load generator needs at least one request in flight: fewer hosts)",
+            ":6:3: bench.worker_hosts:",
+            "3 load generators for concurrency 2: each needs at least one request in flight "
+            "(hint: fewer hosts (bench.worker_hosts), or bench.concurrency 3 or more)",
         ),
         (
             "  client: vllm\n  worker_hosts: [a]\n",
-            ":4:1: bench:",
-            "1 load generator(s) on bench.worker_hosts needs client autobench "
-            "(vllm bench serve is one process on this machine) (hint: drop bench.worker_hosts, or set",
+            ":6:3: bench.worker_hosts:",
+            "1 load generator on other hosts needs client autobench "
+            "(vllm bench serve is one process on this machine) (hint: set bench.client: autobench, or drop",
         ),
         (
             "  concurrency: 4\n  worker_hosts: [a, b]\n  dataset: {multi_turn: true}\n",
-            ":4:1: bench:",
-            "2 load generator(s) on bench.worker_hosts with bench.dataset.multi_turn: conversations run in one "
-            "load generator (hint: drop bench.workers and bench.worker_hosts)",
+            ":6:3: bench.worker_hosts:",
+            "2 load generators with a multi-turn dataset: a conversation's turns run in one load generator "
+            "(hint: one host in bench.worker_hosts (a conversation's turns are not dealt to several processes "
+            "yet), or drop bench.dataset.multi_turn)",
         ),
         ('  worker_hosts: [a]\n  worker_python: "\'x"\n', ":6:18: bench.worker_python:", '"\'x" is not a command'),
         (
@@ -142,15 +145,15 @@ def test_hosts_in_a_recipe_set_the_load_generators_and_its_digest(tmp_path: Path
         ("  worker_hosts: ['" + "h" * 37 + " x']\n", ":5:18: bench.worker_hosts[0]:", '"' + "h" * 36 + "... is not"),
         (
             "  concurrency: 4\n  workers: 2\n  dataset: {multi_turn: true}\n",
-            ":4:1: bench:",
-            "bench.workers 2 with bench.dataset.multi_turn: conversations run in one load generator "
-            "(hint: drop bench.workers)",
+            ":6:12: bench.workers:",
+            "2 load generators with a multi-turn dataset: a conversation's turns run in one load generator "
+            "(hint: drop bench.workers (a conversation's turns",
         ),
         (
             "  concurrency: 2\n  workers: 4\n",
-            ":4:1: bench:",
-            "bench.workers 4 is more than bench.concurrency 2 (hint: each load generator needs at least one "
-            "request in flight: fewer workers)",
+            ":6:12: bench.workers:",
+            "4 load generators for concurrency 2: each needs at least one request in flight "
+            "(hint: fewer bench.workers, or bench.concurrency 4 or more)",
         ),
         (
             "  worker_hosts: nodes\n",
@@ -167,7 +170,7 @@ def test_a_bad_host_list_is_one_line_at_its_place(tmp_path: Path, bench: str, wh
 
 def test_nodes_follow_the_topology(tmp_path: Path) -> None:
     line = _refused(tmp_path, TWO_NODES + "bench:\n  worker_hosts: nodes\n  workers: 3\n")
-    assert "w.yaml:7:12: bench.workers: bench.workers 3 with 2 nodes (topology.nodes): one load generator" in line
+    assert "w.yaml:7:12: bench.workers: 3 load generators for 2 nodes (topology.nodes): one runs on each host" in line
     line = _refused(tmp_path, TWO_NODES + "bench:\n  worker_hosts: nodes\n  concurrency: 1\n")
-    assert "w.yaml:5:1: bench: 2 load generator(s) on bench.worker_hosts is more than bench.concurrency 1" in line
+    assert "w.yaml:6:17: bench.worker_hosts: 2 load generators for concurrency 1: each needs at least one" in line
     assert _load(tmp_path, TWO_NODES + "bench:\n  worker_hosts: nodes\n  workers: 2\n").recipe.load_generators == 2
