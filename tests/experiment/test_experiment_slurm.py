@@ -22,7 +22,7 @@ RUN_TESTS = Path(__file__).resolve().parent.parent / "run"
 if str(RUN_TESTS) not in sys.path:
     sys.path.insert(0, str(RUN_TESTS))
 
-from run_helpers import free_port, run_env  # noqa: E402
+from run_helpers import free_port, run_env, two_node_recipe  # noqa: E402
 from slurm_cluster import NODES, PARTITION, running_cluster  # noqa: E402
 
 from autobench.errors import LedgerError  # noqa: E402
@@ -253,43 +253,11 @@ def test_the_tasks_record_into_the_teams_postgresql_ledger(cluster, tmp_path) ->
     assert [t["run_uid"] for t in record.treatments] == [by_digest[t["digest"]] for t in record.treatments]
 
 
-TWO_NODE = """\
-name: exp-2node
-model:
-  repo: acme/tiny-model
-  revision: 6c7242c934a9870d7c59c05240bdbb2467cc1394
-  served_name: tiny
-container:
-  image: vllm/vllm-openai:v0.23.1
-secrets: []
-launch:
-  command: [{python}, {fake}, serve]
-topology:
-  nodes: 2
-  gpus_per_node: 1
-engine:
-  host: 127.0.0.1
-  port: 8000
-  max_model_len: 4096
-  pipeline_parallel_size: 2
-bench:
-  dataset: {{kind: random, input_len: 16, output_len: 8}}
-  num_prompts: 8
-  concurrency: 2
-  max_tokens: 8
-  ready_timeout_s: 30
-"""
-
-
 def test_multi_node_treatments_run_as_an_array_of_two_node_tasks_after_the_single_node_ones(cluster, tmp_path) -> None:
     """Two 2-node treatments and a 1-node one: two arrays, the 1-node one first (--nodes=1),
     then the 2-node one (--nodes=2), each task of the second running the treatment's own Slurm
     job script in its allocation: the head on its first node, the worker on the second."""
-    from run_helpers import FAKE_VLLM
-
-    (tmp_path / "r.yaml").write_text(
-        TWO_NODE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE_VLLM))), encoding="utf-8"
-    )
+    (tmp_path / "r.yaml").write_text(two_node_recipe(8000, name="exp-2node", ready_timeout=30), encoding="utf-8")
     rows = f"  - {{engine.max_num_seqs: 4, engine.port: {free_port()}}}\n"
     rows += f"  - {{engine.max_num_seqs: 8, engine.port: {free_port()}}}\n"
     rows += f"  - {{topology.nodes: 1, engine.pipeline_parallel_size: 1, engine.port: {free_port()}}}\n"
@@ -344,10 +312,8 @@ def test_a_multi_node_task_interrupted_during_its_bench_is_recorded_aborted(clus
     """SIGINT to the controller while a 2-node task benches: the array is cancelled, the task's
     `autobench run --in-allocation` stops its job script (Slurm ends the task's steps) and
     records ABORTED, cancelled, with the task's id and both nodes; no step is left."""
-    from run_helpers import FAKE_VLLM
-
-    text = TWO_NODE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE_VLLM)))
-    (tmp_path / "r.yaml").write_text(text.replace("num_prompts: 8", "num_prompts: 100000"), encoding="utf-8")
+    text = two_node_recipe(8000, name="exp-2node", ready_timeout=30, num_prompts=100000)
+    (tmp_path / "r.yaml").write_text(text, encoding="utf-8")
     exp = tmp_path / "exp.yaml"
     exp.write_text(f"recipe: r.yaml\ndesign: list\ntreatments:\n  - {{engine.port: {free_port()}}}\n", encoding="utf-8")
     env = _env(cluster, tmp_path)

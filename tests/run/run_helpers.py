@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -56,6 +57,49 @@ bench:
   max_tokens: {max_tokens}
   ready_timeout_s: {ready_timeout}
 {extra}"""
+
+
+def two_node_recipe(
+    port: int,
+    *,
+    name: str = "synth-2node",
+    num_prompts: int = 8,
+    ready_timeout: float = 20,
+    python: str | None = None,
+    fake: str | None = None,
+) -> str:
+    """The two-node recipe of the Slurm tests (tests/run/test_run_slurm.py and
+    tests/experiment/test_experiment_slurm.py): pipeline_parallel_size 2 over two nodes of one GPU,
+    served on 127.0.0.1:``port`` by the fake `vllm` (``python`` ``fake`` serve, JSON-quoted; default
+    this interpreter and tests/run/fake_vllm.py)."""
+    python = python if python is not None else json.dumps(sys.executable)
+    fake = fake if fake is not None else json.dumps(str(FAKE_VLLM))
+    return f"""\
+name: {name}
+model:
+  repo: acme/tiny-model
+  revision: {SHA}
+  served_name: tiny
+container:
+  image: vllm/vllm-openai:v0.23.1
+secrets: []
+launch:
+  command: [{python}, {fake}, serve]
+topology:
+  nodes: 2
+  gpus_per_node: 1
+engine:
+  host: 127.0.0.1
+  port: {port}
+  max_model_len: 4096
+  pipeline_parallel_size: 2
+bench:
+  dataset: {{kind: random, input_len: 16, output_len: 8}}
+  num_prompts: {num_prompts}
+  concurrency: 2
+  max_tokens: 8
+  ready_timeout_s: {ready_timeout}
+"""
 
 
 def run_env(tmp_path: Path, **extra: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from run_helpers import FAKE_VLLM, free_port, recipe_text, run_env
+from run_helpers import FAKE_VLLM, free_port, recipe_text, run_env, two_node_recipe
 from slurm_cluster import NODES, PARTITION, running_cluster
 
 pytestmark = pytest.mark.integration
@@ -250,42 +250,11 @@ def test_end_states_map_to_outcomes_with_their_cause():
     assert odd is not None and (odd.exit_code, odd.signal) == (None, 0)  # not ASCII digits: unknown, no crash
 
 
-TWO_NODE = """\
-name: synth-2node
-model:
-  repo: acme/tiny-model
-  revision: 6c7242c934a9870d7c59c05240bdbb2467cc1394
-  served_name: tiny
-container:
-  image: vllm/vllm-openai:v0.23.1
-secrets: []
-launch:
-  command: [{python}, {fake}, serve]
-topology:
-  nodes: 2
-  gpus_per_node: 1
-engine:
-  host: 127.0.0.1
-  port: {port}
-  max_model_len: 4096
-  pipeline_parallel_size: 2
-bench:
-  dataset: {{kind: random, input_len: 16, output_len: 8}}
-  num_prompts: 8
-  concurrency: 2
-  max_tokens: 8
-  ready_timeout_s: 20
-"""
-
-
 def test_a_two_node_recipe_runs_one_srun_step_per_node(cluster, tmp_path):
     """topology.nodes 2: the head serves on the job's first node, the worker joins with
     --node-rank 1 --master-addr HEAD --headless on the second (two real slurmd nodes)."""
     recipe = tmp_path / "synth-2node.yaml"
-    recipe.write_text(
-        TWO_NODE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE_VLLM)), port=free_port()),
-        encoding="utf-8",
-    )
+    recipe.write_text(two_node_recipe(free_port()), encoding="utf-8")
     # the test cluster has no GPUs: --gpus-per-node 0 leaves the GPU request out
     res = subprocess.run(
         _args(recipe, tmp_path, "--gpus-per-node", "0"),
@@ -389,7 +358,7 @@ def test_a_two_node_script_requests_gpus_for_every_step():
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "two.yaml"
-        path.write_text(TWO_NODE.format(python='"python"', fake='"fake"', port=8000), encoding="utf-8")
+        path.write_text(two_node_recipe(8000, python='"python"', fake='"fake"'), encoding="utf-8")
         script = compile_slurm(load_recipe(path), gpu_request="gres")
     assert _gpu_lines(script) == ["#SBATCH --gres=gpu:1"]
     steps = [line for line in script.splitlines() if line.lstrip().startswith("srun ")]
@@ -444,8 +413,7 @@ def test_a_two_node_job_whose_worker_dies_during_the_bench_is_failed(cluster, tm
     """The worker's srun step (the one on the job's second node) is killed while the head
     benches: the job's watch notices, stops the bench and fails the job naming the node."""
     recipe = tmp_path / "synth-2node.yaml"
-    text = TWO_NODE.format(python=json.dumps(sys.executable), fake=json.dumps(str(FAKE_VLLM)), port=free_port())
-    recipe.write_text(text.replace("num_prompts: 8", "num_prompts: 100000"), encoding="utf-8")
+    recipe.write_text(two_node_recipe(free_port(), num_prompts=100000), encoding="utf-8")
     env = _env(cluster, tmp_path, FAKE_VLLM_ARGS="--ttft-ms 50 --itl-ms 20")
     proc = subprocess.Popen(_args(recipe, tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     job = _bench_phase_job(tmp_path, proc)
