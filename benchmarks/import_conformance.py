@@ -837,39 +837,52 @@ def compiled_cells(imported: Any, folder: Path) -> dict[str, Any]:
 PLACEHOLDER = re.compile(r"(?<![$\\])\{\{?\s*[A-Za-z_][A-Za-z0-9_.-]*\s*\}\}?")
 
 
-def compiled_scripts(imported: Any, folder: Path) -> list[tuple[str, str]]:
-    """[(target, text)]: every script and manifest autobench compiles from an imported recipe, cell by
-    cell: the docker script (node scripts and driver when multi-node), the Slurm job and the
-    Kubernetes manifests."""
+def compiled_scripts(imported: Any, folder: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    """([(target, text)], [why a target refused]): every script and manifest autobench compiles
+    from an imported recipe, cell by cell: the docker script (node scripts and driver when
+    multi-node), the Slurm job and the Kubernetes manifests.  A target that refuses a cell by its
+    own rule is skipped for that cell; the others are still read."""
+    import io
+
     from ruamel.yaml import YAML as _Y
 
     from autobench.cli.import_cmds import check_imported
     from autobench.compile.k8s import manifests
     from autobench.compile.slurm import compile_slurm
+    from autobench.errors import AutobenchError
     from autobench.recipe.loader import load_recipe, recipe_cells
 
     written, texts = check_imported(imported, folder)
     out = [("docker", t) for t in texts]
+    refused: list[str] = []
     for cell in recipe_cells(written):
         loaded = load_recipe(written, cell)
-        out.append(("slurm", compile_slurm(loaded)))
-        import io
+        try:
+            out.append(("slurm", compile_slurm(loaded)))
+        except AutobenchError as exc:
+            refused.append(f"slurm: {exc}")
+        try:
+            buf = io.StringIO()
+            _Y(typ="safe").dump_all(manifests(loaded, run_id="conformance"), buf)
+            out.append(("kubernetes", buf.getvalue()))
+        except AutobenchError as exc:
+            refused.append(f"kubernetes: {exc}")
+    return out, refused
 
-        buf = io.StringIO()
-        _Y(typ="safe").dump_all(manifests(loaded, run_id="conformance"), buf)
-        out.append(("kubernetes", buf.getvalue()))
-    return out
 
-
-def placeholders(imported_list: list[Any], folder: Path) -> list[str]:
-    """``target: {placeholder}`` for each unfilled placeholder in a compiled script of the file."""
+def placeholders(imported_list: list[Any], folder: Path) -> tuple[list[str], list[str]]:
+    """(``target: {placeholder}`` for each unfilled placeholder in a compiled script of the file,
+    the targets that refused a cell)."""
     found: list[str] = []
+    refused: list[str] = []
     for imp in imported_list:
-        for target, text in compiled_scripts(imp, folder):
+        scripts, why = compiled_scripts(imp, folder)
+        refused += why
+        for target, text in scripts:
             for m in PLACEHOLDER.finditer(text):
                 line = text[text.rfind("\n", 0, m.start()) + 1 : text.find("\n", m.end())]
                 found.append(f"{target}: {m.group(0)} in {line.strip()[:120]!r}")
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(found)), refused
 
 
 def compiled_words(recipe: Any) -> list[str]:
@@ -1113,11 +1126,9 @@ def outcome(
         return
     row["flags_total"] += tot
     row["flags_equal"] += eq
-    try:
-        unfilled = placeholders(imported, folder)
-    except AutobenchError as exc:  # a target refuses the recipe (its own rule): not a placeholder
-        unfilled = []
-        tally.examples["compile target refused"].append(f"{where}: {exc}"[:300])
+    unfilled, refused = placeholders(imported, folder)
+    if refused:  # a target refuses a cell by its own rule: the other targets were still read
+        tally.examples["compile target refused"].append(f"{where}: {refused[0]}"[:300])
     if unfilled:
         row["placeholder"] += 1
         tally.examples["unfilled placeholder in a compiled script"].append(f"{where}: " + "; ".join(unfilled[:3]))

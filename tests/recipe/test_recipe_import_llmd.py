@@ -684,3 +684,36 @@ def test_kubelet_variables_are_filled_from_the_pods_env_or_refused(tmp_path):
         "vllmCommon: {preprocessScript: echo $(POD_IP)}\ndecode:\n  vllm: {customCommand: vllm serve a/b}",
     )
     assert any("echo" in n and "preprocess step" in n for n in before.notes)  # before the server: noted only
+
+
+def test_the_refusals_of_the_macros_name_the_way_out(tmp_path):
+    path = _llm_d_checkout(tmp_path, "x: 1\nscenario:\n  - name: s\n")
+    (tmp_path / "config/templates/jinja/_macros.j2").unlink()
+    with pytest.raises(RecipeError) as info:
+        convert(path)
+    assert info.value.location.startswith(f"{path}:2:")  # the scenario's line
+    assert info.value.hint == "import the scenario from a whole llm-d-benchmark checkout"
+    with pytest.raises(RecipeError) as info:
+        _stack(tmp_path / "b", "decode:\n  vllm: {customCommand: vllm serve a/b --host $(POD_IP)}")
+    assert info.value.hint == "render the stack's manifests (llm-d-benchmark's standup), then import the Deployment"
+
+
+def _env_macros(tmp_path, entries):
+    path = tmp_path / "_macros.j2"
+    path.write_text(
+        "{% macro build_vllm_command(mode) %}vllm serve a/b{% endmacro %}\n"
+        "{% macro build_ms_env_vars(mode) %}" + entries + "{% endmacro %}\n"
+    )
+    return path
+
+
+def test_the_pods_env_is_the_rendered_entries_with_a_name_and_a_value(tmp_path):
+    entries = "- plain\n- {name: 5, value: x}\n- {value: y}\n- {name: S, valueFrom: {}}\n- {name: B, value: 2}\n"
+    env = _llmd._pod_env(_env_macros(tmp_path, entries), {"decode": {"parallelism": {"tensor": 4}}}, "decode")
+    assert env == {"B": "2", "TP_SIZE": "4", "DP_SIZE": "1", "DP_SIZE_LOCAL": "1"}
+    assert _llmd._pod_env(_env_macros(tmp_path, "just: a mapping\n"), {}, "decode")["TP_SIZE"] == "1"
+    bad = _env_macros(tmp_path, '- name: A\n  value: "a"b"\n')
+    with pytest.raises(RecipeError) as info:
+        _llmd._pod_env(bad, {}, "prefill")
+    assert info.value.message == "_macros.j2: build_ms_env_vars('prefill') does not render a YAML list of env entries"
+    assert info.value.location == f"{bad}:1:1" and info.value.hint.startswith("check the scenario's env values")

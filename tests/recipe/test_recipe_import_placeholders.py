@@ -42,6 +42,10 @@ def _line_of(path: Path, needle: str) -> int:
         (["--model=a/b", "-tp", "2"], "a/b", ["-tp", "2"]),
         (["--model", "a/b", "-tp", "2", "--model", "a/b"], "a/b", ["-tp", "2"]),  # the same again: dropped
         (["--model", "a/b", "--model=a/b", "--model", "a/b"], "a/b", []),
+        (["-tp", "2", "--model=a/b"], "a/b", ["-tp", "2"]),
+        (["--model", "a/b", "--model", "a/b", "-tp", "2"], "a/b", ["-tp", "2"]),
+        (["--model", "a/b", "x", "--model=a/b", "y"], "a/b", ["x", "y"]),
+        ([], None, []),
         (["--port", "8001"], None, ["--port", "8001"]),
         (["--model-impl", "vllm", "a"], None, ["--model-impl", "vllm", "a"]),  # not --model
     ],
@@ -61,6 +65,9 @@ def test_the_model_is_the_positional_or_the_first_model_option(args, model, rest
             "--model is given twice (a/b, then c/d): vLLM serves the first, ignores the other",
         ),
         (["--model", "a/b", "--model=c/d"], "--model is given twice (a/b, then c/d)"),
+        (["--model", "a/b", "x", "--model", "c/d"], "--model is given twice (a/b, then c/d)"),
+        (["--model", "a/b", "-tp", "2", "--model", "c/d", "y"], "--model is given twice (a/b, then c/d)"),
+        (["--model", "a/b", "--model"], "--model is given twice (a/b, then )"),
         (["-tp", "2", "--model"], "--model has no value"),
         (["--model", "--port", "8001"], "--model has no value"),
         (["a/b", "--model"], "--model has no value"),
@@ -69,6 +76,14 @@ def test_the_model_is_the_positional_or_the_first_model_option(args, model, rest
 def test_vllm_refuses_a_second_model_and_so_does_the_import(args, message):
     _model, _rest, refused = serve_model(args)
     assert refused is not None and message in refused[0]
+    hint = refused[1]
+    if "has no value" in message:
+        assert hint == "write --model MODEL"
+    elif "given twice" in message:
+        assert hint == "delete the --model you do not mean"
+    else:
+        assert hint.startswith("name the model once: `vllm serve MODEL ...`")
+        assert refused[0].endswith("argument" if "c/d" in message else "argument (even the same one)")
 
 
 def test_compose_positional_and_model_option_refused_at_the_command_line(tmp_path, capsys):
@@ -171,14 +186,21 @@ def test_srt_slurm_placeholders_in_each_role_environment(tmp_path):
         ('"x}"', "fails srtctl's placeholder formatting"),
         ('"{"', "fails srtctl's placeholder formatting"),
         ('"{0}"', "takes no positional field"),
+        ('"a{}b"', "takes no positional field"),
         ('"{node.x}"', "per-worker placeholder"),
         ('"{job_id!r}"', r"srtctl leaves \{job_id\} unfilled"),
     ],
 )
 def test_srt_slurm_values_srtctl_cannot_format(tmp_path, value, message):
     path = _srt(tmp_path, '"/tmp/dg-cache-dsv3-agg-tp4"', value)
-    with pytest.raises(RecipeError, match=message):
+    with pytest.raises(RecipeError, match=message) as info:
         convert(path)
+    hint = (
+        "write a literal brace as {{ or }}"
+        if "placeholder formatting" in str(info.value)
+        else "write the value without"
+    )
+    assert info.value.hint.startswith(hint), info.value.hint
 
 
 def test_srt_slurm_doubled_braces_are_the_literal_braces_srtctl_exports(tmp_path):
@@ -188,3 +210,67 @@ def test_srt_slurm_doubled_braces_are_the_literal_braces_srtctl_exports(tmp_path
     path = _srt(tmp_path, 'NCCL_P2P_LEVEL: "NVL"', 'NCCL_P2P_LEVEL: "}}NVL{{"')
     (imported,) = convert(path)
     assert imported.data["env"]["NCCL_P2P_LEVEL"] == "}NVL{"
+
+
+# --------------------------------------------------------------------------- the whole class
+
+
+SPARKRUN = """\
+recipe_version: "2"
+model: Qwen/Qwen3-8B
+runtime: vllm
+container: vllm/vllm-openai:v0.24.0
+solo_only: true
+defaults:
+  port: 8000
+metadata:
+  description: serves {model} on {port}
+command: |
+  vllm serve {model} --port {port} \\
+    --served-model-name {alias}
+"""
+
+
+def test_a_placeholder_sparkrun_leaves_unfilled_is_refused_where_it_is_written(tmp_path, capsys):
+    """sparkrun (RECIPES.md, ``Recipe.render_command``) leaves a placeholder without a default as
+    written: vLLM would be served the literal text."""
+    path = _write(tmp_path, SPARKRUN)
+    with pytest.raises(RecipeError) as info:
+        convert(path)
+    assert info.value.message.split(": ", 1)[1].startswith("model.served_name holds {alias}, a placeholder nothing")
+    assert info.value.location == f"{path}:12:25"  # the line and column of `{alias}` in the file
+    assert info.value.hint == "write the value the placeholder stands for"
+    assert main(["import", str(path), "-o", str(tmp_path / "out")]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_the_check_names_a_list_item_and_skips_meta_and_jinja_templates(tmp_path):
+    listed = SPARKRUN.replace("--served-model-name {alias}", "--tool-call-parser {parser}")
+    with pytest.raises(RecipeError) as info:
+        convert(_write(tmp_path, listed, "listed.yaml"))
+    assert info.value.message.split(": ", 1)[1].startswith("engine.extra_args[1] holds {parser}")
+    # the description keeps its braces (meta reaches no compiled script); a Jinja chat template is
+    # text vLLM renders
+    fine = SPARKRUN.replace("--served-model-name {alias}", "--chat-template '{% if m %}{{ m }}{% endif %}'")
+    (imported,) = convert(_write(tmp_path, fine, "fine.yaml"))
+    assert imported.data["meta"]["description"] == "serves {model} on {port}"
+    assert "{{ m }}" in " ".join(imported.data["engine"]["extra_args"])
+
+
+def test_a_placeholder_not_written_as_such_in_the_source_is_located_at_its_first_line(tmp_path):
+    from autobench.recipe.importer import _located
+
+    path = _write(tmp_path, "a: 1\nb: x{y}z\n")
+    assert _located(path, "{y}") == f"{path}:2:5"
+    assert _located(path, "{q}") == f"{path}:1:1"
+    assert _located(tmp_path / "missing.yaml", "{y}") == f"{tmp_path / 'missing.yaml'}:1:1"
+
+
+def test_a_wrapper_before_vllm_serve_stays_a_prefix_apart_from_the_command(tmp_path):
+    text = SPARKRUN.replace("vllm serve {model}", "taskset -c 0-3 vllm serve {model}").replace(
+        " \\\n    --served-model-name {alias}", ""
+    )
+    (imported,) = convert(_write(tmp_path, text))
+    launch = imported.data["launch"]
+    assert (launch["command"], launch["prefix"]) == (["vllm", "serve"], ["taskset", "-c", "0-3"])
+    assert imported.data["model"]["repo"] == "Qwen/Qwen3-8B"

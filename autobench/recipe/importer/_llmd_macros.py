@@ -116,5 +116,9 @@ def render(macros: Path, values: dict[str, Any], call: str, mode: str) -> str:
             hint="check the scenario's values",
         ) from exc
     if len(out) > MAX_BYTES:
-        raise RecipeError(f"{macros.name}: {call}({mode!r}) renders over 1 MiB", location=where, hint="check it")
+        raise RecipeError(
+            f"{macros.name}: {call}({mode!r}) renders over 1 MiB",
+            location=where,
+            hint="a pod's command and env are a few KB: check the macros and the scenario's values",
+        )
     return out
