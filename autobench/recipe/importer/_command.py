@@ -293,15 +293,16 @@ def serve_model(args: list[str]) -> tuple[str | None, list[str], tuple[str, str]
     """The model of ``vllm serve ARGS`` as vLLM's own parser finds it: (model, the other words,
     why vLLM refuses the command or None).
 
-    vLLM (``vllm/utils/argparse_utils.py`` ``FlexibleArgumentParser.parse_args``, read at
-    vllm-project/vllm 00da11e3): for ``serve``, the first word matching ``^--model(=.+|$)`` is
-    taken out and its value put first, as the positional ``model_tag`` (``nargs="?"``,
-    ``vllm/entrypoints/openai/cli_args.py`` ``make_arg_parser``); ``--model`` without a value (or
-    followed by a flag) is ``argument --model: expected one argument``.  A positional model
-    already there is then a second positional, which argparse refuses (``unrecognized
-    arguments``), even when both name the same model.  A later ``--model`` stays the engine
-    option (``vllm/engine/arg_utils.py`` ``model_group.add_argument("--model", ...)``), which
-    ``vllm/entrypoints/cli/serve.py`` ``ServeSubcommand.cmd`` overwrites with the positional
+    vLLM (vllm-project/vllm, read from its files at the commits named): for ``serve``,
+    ``vllm/utils/argparse_utils.py`` ``FlexibleArgumentParser.parse_args`` (00da11e3) takes the
+    first word matching ``^--model(=.+|$)`` out and puts its value first, as the positional
+    ``model_tag`` (``nargs="?"``, ``vllm/entrypoints/openai/cli_args.py`` ``make_arg_parser``,
+    00522333); ``--model`` without a value (or followed by a flag) is ``argument --model: expected
+    one argument``.  A positional model already there is then a second positional, which argparse
+    refuses (``unrecognized arguments``), even when both name the same model.  A later ``--model``
+    stays the engine option (``vllm/engine/arg_utils.py`` ``model_group.add_argument("--model",
+    ...)``, 99d7eb5d), which ``vllm/entrypoints/cli/serve.py`` ``ServeSubcommand.cmd`` (00a5fdd2)
+    overwrites with the positional
     ("If model is specified in CLI (as positional arg), it takes precedence"): vLLM serves the
     first and ignores it, so a different one is refused here (the recipe means one model) and an
     equal one dropped."""

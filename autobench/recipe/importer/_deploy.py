@@ -69,7 +69,8 @@ def _parse_argv(src: Src, keys: tuple[Any, ...], argv: list[str], out: Imported)
 
 
 def _model_from_args(parsed: Parsed) -> None:
-    """``vllm serve --model X``: the model as vllm serve's positional (the same launch)."""
+    """A wrapper script's ``--model X`` as its model (``vllm serve``'s own ``--model`` is read by
+    ``_command.serve_model`` as vLLM reads it)."""
     if parsed.model is None and parsed.model_flag is None:
         args = parsed.args
         for i, word in enumerate(args):
