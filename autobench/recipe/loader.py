@@ -67,8 +67,8 @@ class Position:
     line: int
     col: int
 
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
+    def __str__(self) -> str:  # line 0: the file as a whole (a finding on a key written nowhere)
+        return str(self.file) if self.line == 0 else f"{self.file}:{self.line}:{self.col}"
 
 
 @dataclass(frozen=True)

@@ -496,7 +496,8 @@ class _Ctx:
                 severity=severity or rule.severity,
                 message=message,
                 hint=hint or rule.hint,
-                location=self.loaded.value_position(*keys),
+                # a key written nowhere (a default): the file, line 0 (``file: CODE ...``)
+                location=self.loaded.value_position(*keys) or Position(self.loaded.path, 0, 0),
                 key=format_path(keys),
                 secrets=self.redact,
             )
@@ -542,16 +543,16 @@ def _speculative(c: _Ctx) -> None:
         c.add(
             "AB001",
             ("speculative", "method"),
-            f"method {spec.method} needs num_speculative_tokens (vLLM refuses to start without it)",
+            f"{spec.method} needs num_speculative_tokens (vLLM refuses to start without it)",
         )
     if spec.method in NEEDS_DRAFT and not spec.model:
-        c.add("AB002", ("speculative", "method"), f"method {spec.method} needs a draft model")
+        c.add("AB002", ("speculative", "method"), f"{spec.method} needs a draft model")
     if spec.method in NO_DRAFT and spec.model:
         c.add("AB003", ("speculative", "model"), f"method {spec.method} does not use a draft model")
     typed = {"method", "model", "revision", "num_speculative_tokens"}
     for key in spec.options:
         if key in typed:
-            c.add("AB042", ("speculative", "options", key), f"options.{key} repeats speculative.{key}")
+            c.add("AB042", ("speculative", "options", key), f"repeats speculative.{key}")
 
 
 def _pins(c: _Ctx) -> None:
@@ -560,9 +561,7 @@ def _pins(c: _Ctx) -> None:
         if pin.kind == "model":
             c.add("AB010", pin.rev_key, f"model revision {pin.revision!r} is not a full commit sha")
             if m.trust_remote_code:
-                c.add(
-                    "AB013", ("model", "trust_remote_code"), f"trust_remote_code with model revision {pin.revision!r}"
-                )
+                c.add("AB013", ("model", "trust_remote_code"), f"true with model revision {pin.revision!r}")
         elif pin.kind == "tokenizer":
             key = pin.rev_key if pin.revision else ("model", "tokenizer")
             c.add("AB011", key, f"tokenizer revision {pin.revision or '(none, i.e. main)'!r} is not a full commit sha")
@@ -578,14 +577,14 @@ def _engine_vs_bench(c: _Ctx) -> None:
     e, b = c.r.engine, c.r.bench
     conc = largest(b.concurrency)
     if e.max_num_seqs is not None and e.max_num_seqs < conc:
-        c.add("AB020", ("engine", "max_num_seqs"), f"max_num_seqs {e.max_num_seqs} < bench.concurrency {conc}")
+        c.add("AB020", ("engine", "max_num_seqs"), f"{e.max_num_seqs} < bench.concurrency {conc}")
     if b.model is not None and b.model != c.r.served_name:
-        c.add("AB021", ("bench", "model"), f"bench.model {b.model!r} != served name {c.r.served_name!r}")
+        c.add("AB021", ("bench", "model"), f"{b.model!r} != served name {c.r.served_name!r}")
     if e.gpu_memory_utilization is not None and not 0 < e.gpu_memory_utilization <= 1:
         c.add(
             "AB023",
             ("engine", "gpu_memory_utilization"),
-            f"gpu_memory_utilization {e.gpu_memory_utilization} is outside (0, 1]",
+            f"{e.gpu_memory_utilization} is outside (0, 1]",
         )
     wanted = output_tokens(c.r)
     if isinstance(e.max_model_len, int) and wanted > e.max_model_len:
@@ -605,7 +604,7 @@ def _engine_vs_bench(c: _Ctx) -> None:
     if b.client == "autobench" and b.sampler is not None:
         for key in ("min_p", "frequency_penalty", "repetition_penalty"):
             if getattr(b.sampler, key) is not None:
-                c.add("AB028", ("bench", "sampler", key), f"sampler.{key} is not sent by autobench bench")
+                c.add("AB028", ("bench", "sampler", key), "autobench's client does not send it")
     if b.client == "vllm" and b.max_seconds is not None:
         c.add("AB027", ("bench", "max_seconds"), "vllm bench serve has no time cap; max_seconds is ignored")
 
@@ -670,7 +669,8 @@ def _ports(c: _Ctx) -> None:
     if not endpoint.reachable:
         ctr, e = c.r.container, c.r.engine
         keys = ("container", "ports") if ctr.ports else ("engine", "port")
-        c.add("AB022", keys, endpoint.why, hint=f'publish it: container.ports: ["{e.port}:{e.port}"]')
+        why = endpoint.why.removeprefix("engine.port ") if keys == ("engine", "port") else endpoint.why
+        c.add("AB022", keys, why, hint=f'publish it: container.ports: ["{e.port}:{e.port}"]')  # its label once
 
 
 def _walk_strings(node: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], str]]:
@@ -708,14 +708,14 @@ def _secrets(c: _Ctx) -> None:
         if not SHELL_NAME.fullmatch(key):
             c.add("AB033", ("env", key), f"env name {key!r} is not a valid shell name")
         if key in secrets:
-            c.add("AB031", ("env", key), f"{key} is declared under secrets: and also given a value in env")
+            c.add("AB031", ("env", key), "declared under secrets: and also given a value in env")
         elif key in WELL_KNOWN_SECRET_NAMES:
-            c.add("AB032", ("env", key), f"{key} is a secret; its value must not be written in the recipe")
+            c.add("AB032", ("env", key), "a secret; its value must not be written in the recipe")
         elif is_secret_name(key):
             c.add(
                 "AB032",
                 ("env", key),
-                f"{key} looks like a secret name",
+                "looks like a secret name",
                 severity="warning",
                 hint="if it is a secret, move the name to secrets:; otherwise ignore this warning",
             )
@@ -792,13 +792,13 @@ def _stray_words(c: _Ctx) -> None:
 def _container(c: _Ctx) -> None:
     ctr = c.r.container
     if ctr.image is None:  # a process-only recipe (the docker runtime refuses it: AB076)
-        c.add("AB076", ("container",), "container.image is not set; the docker runtime needs an image")
+        c.add("AB076", ("container",), "no image is set; the docker runtime needs container.image")
         return
     ref = parse_image_ref(ctr.image)  # the schema accepted it, so it parses
     build = c.r.build
     if build is not None:  # built here: the image is as fixed as the vLLM ref it is built from
         if not re.fullmatch(r"[0-9a-f]{40}", build.vllm_ref):
-            c.add("AB069", ("build", "vllm_ref"), f"build.vllm_ref {build.vllm_ref!r} is not a full commit sha")
+            c.add("AB069", ("build", "vllm_ref"), f"{build.vllm_ref!r} is not a full commit sha")
     elif ref.untagged:
         c.add(
             "AB050",
@@ -951,11 +951,11 @@ def _launch(c: _Ctx) -> None:
         c.add(
             "AB068",
             ("bench", "endpoint"),
-            "bench.endpoint embeddings needs bench.client vllm (autobench's client streams completions)",
+            "embeddings needs bench.client vllm (autobench's client streams completions)",
         )
     # unset and "auto" are one thing to vLLM: the runner follows the model (pooling for an embedder)
     if b.endpoint == "embeddings" and e.runner not in ("pooling", "auto", None):
-        c.add("AB068", ("engine", "runner"), f"engine.runner {e.runner} serves no embeddings endpoint")
+        c.add("AB068", ("engine", "runner"), f"{e.runner} serves no embeddings endpoint")
     if e.runner == "pooling" and b.endpoint != "embeddings":
         c.add("AB068", ("bench", "endpoint"), f"an embedding model (runner pooling) benched on {b.endpoint}")
 

@@ -210,7 +210,7 @@ def test_frozen_refuses_unpinned_revisions(tmp_path):
 def test_compile_refuses_rule_errors_and_secret_values(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(f"extends: {DFLASH}\nspeculative:\n  num_speculative_tokens: null\n")
-    with pytest.raises(RecipeError, match=r"AB001: speculative.method: method dflash needs num_speculative_tokens"):
+    with pytest.raises(RecipeError, match=r"AB001: speculative.method: dflash needs num_speculative_tokens"):
         compile_recipe(load_recipe(bad))
     leak = tmp_path / "leak.yaml"
     leak.write_text(f"extends: {DFLASH}\nenv:\n  HF_TOKEN: hf_abcdefghijklmnopqrstuvwxyz123456\n")

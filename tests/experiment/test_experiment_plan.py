@@ -293,7 +293,7 @@ def test_the_rules_are_checked_for_docker_unless_told(tmp_path) -> None:
     with pytest.raises(RecipeError) as err:
         plan_experiment(exp, predictor=ready)
     assert err.value.message == (
-        "treatment t1 (max_num_seqs=4): AB022 engine.port: engine.port 8000 is not published (container.ports: none)"
+        "treatment t1 (max_num_seqs=4): AB022 engine.port: 8000 is not published (container.ports: none)"
     )
     assert err.value.location is not None and err.value.location.endswith("r.yaml:3:16")
     assert len(plan_experiment(exp, predictor=ready, runtime="process").treatments) == 2

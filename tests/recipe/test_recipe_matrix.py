@@ -85,7 +85,7 @@ def test_compile_variant_and_validate_every_cell(tmp_path, capsys):
     path.write_text(BASE + MATRIX.replace("      max_model_len: 131072", "      max_num_seqs: 2"))
     assert main(["validate", str(path)]) == 0  # AB020 is a warning
     err = capsys.readouterr().out
-    assert "cell long/prefill: max_num_seqs 2 < bench.concurrency 8" in err and "m.yaml:24:" in err
+    assert "engine.max_num_seqs: cell long/prefill: 2 < bench.concurrency 8" in err and "m.yaml:24:" in err
 
 
 def test_a_variant_can_be_compiled_and_argv_matches(tmp_path):

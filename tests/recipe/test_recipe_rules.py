@@ -105,7 +105,7 @@ CASES = [
     ),
     ("AB024", "  max_tokens: 5000\n", "AB024", 17, "bench.max_tokens", "max_model_len 4096"),
     ("AB027", "  client: vllm\n  max_seconds: 60\n", "AB027", 18, "bench.max_seconds", "no time cap"),
-    ("AB028", "  sampler:\n    min_p: 0.1\n", "AB028", 18, "bench.sampler.min_p", "min_p"),
+    ("AB028", "  sampler:\n    min_p: 0.1\n", "AB028", 18, "bench.sampler.min_p", "does not send it"),
     ("AB033", "env:\n  BAD-NAME: x\n", "AB033", 18, "env.BAD-NAME", "not a valid shell name"),
     ("AB030-env", "env:\n  X: hf_abcdefghijklmnopqrstuvwxyz012345\n", "AB030", 18, "env.X", "literal token"),
     (
@@ -117,7 +117,7 @@ CASES = [
         "literal token",
     ),
     ("AB031", "env:\n  HF_TOKEN: x\n", "AB031", 18, "env.HF_TOKEN", "declared under secrets"),
-    ("AB032", "env:\n  OPENAI_API_KEY: x\n", "AB032", 18, "env.OPENAI_API_KEY", "is a secret"),
+    ("AB032", "env:\n  OPENAI_API_KEY: x\n", "AB032", 18, "env.OPENAI_API_KEY", "a secret; its value"),
     ("AB055", 'meta:\n  notes: "a\\0b"\n', "AB055", 18, "meta.notes", "NUL"),
 ]
 
@@ -139,7 +139,7 @@ OVERRIDES = [
         "AB013",
         4,
         "model.trust_remote_code",
-        "trust_remote_code",
+        "true with model revision",
         "warning",
     ),
     ("AB020", "engine:\n  max_num_seqs: 4\n", "AB020", 3, "engine.max_num_seqs", "4 < bench.concurrency 8", "warning"),

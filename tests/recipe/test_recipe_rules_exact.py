@@ -46,7 +46,7 @@ def lines(tmp_path: Path, body: str, **kw) -> list[str]:
 
 def L(where: str, code: str, severity: str, key: str, message: str, hint: str | None = None) -> str:
     """One expected line; the hint defaults to the rule's (the table docs/recipes.md shows)."""
-    loc = f"r.yaml:{where}: " if where else ""
+    loc = "r.yaml: " if where == "file" else f"r.yaml:{where}: " if where else ""
     return f"{loc}{code} {severity}: {key}: {message} (hint: {RULES[code].hint if hint is None else hint})"
 
 
@@ -73,9 +73,9 @@ SPEC_CASES = [
                 "AB001",
                 "error",
                 "speculative.method",
-                "method dflash needs num_speculative_tokens (vLLM refuses to start without it)",
+                "dflash needs num_speculative_tokens (vLLM refuses to start without it)",
             ),
-            L("2:11", "AB002", "error", "speculative.method", "method dflash needs a draft model"),
+            L("2:11", "AB002", "error", "speculative.method", "dflash needs a draft model"),
         ],
     ),
     (
@@ -109,21 +109,21 @@ SPEC_CASES = [
         "speculative:\n  method: ngram\n  num_speculative_tokens: 3\n  options:\n    method: x\n    model: y\n"
         "    revision: z\n    num_speculative_tokens: 2\n    prompt_lookup_max: 4\n",
         [
-            L("5:13", "AB042", "error", "speculative.options.method", "options.method repeats speculative.method"),
-            L("6:12", "AB042", "error", "speculative.options.model", "options.model repeats speculative.model"),
+            L("5:13", "AB042", "error", "speculative.options.method", "repeats speculative.method"),
+            L("6:12", "AB042", "error", "speculative.options.model", "repeats speculative.model"),
             L(
                 "7:15",
                 "AB042",
                 "error",
                 "speculative.options.revision",
-                "options.revision repeats speculative.revision",
+                "repeats speculative.revision",
             ),
             L(
                 "8:29",
                 "AB042",
                 "error",
                 "speculative.options.num_speculative_tokens",
-                "options.num_speculative_tokens repeats speculative.num_speculative_tokens",
+                "repeats speculative.num_speculative_tokens",
             ),
         ],
     ),
@@ -138,7 +138,7 @@ SPEC_CASES = [
         "model:\n  repo: org/model\n  revision: v1\n  trust_remote_code: true\n  tokenizer: org/tok\n",
         [
             L("3:13", "AB010", "warning", "model.revision", "model revision 'v1' is not a full commit sha"),
-            L("4:22", "AB013", "warning", "model.trust_remote_code", "trust_remote_code with model revision 'v1'"),
+            L("4:22", "AB013", "warning", "model.trust_remote_code", "true with model revision 'v1'"),
             L(
                 "5:14",
                 "AB011",
@@ -197,7 +197,7 @@ def _gmu(value: str, bad: bool) -> tuple[str, str, list[str]]:
             "AB023",
             "error",
             "engine.gpu_memory_utilization",
-            f"gpu_memory_utilization {shown} is outside (0, 1]",
+            f"{shown} is outside (0, 1]",
         )
     ]
     return (f"gmu-{value}", f"engine:\n  gpu_memory_utilization: {value}\n", found if bad else [])
@@ -216,7 +216,7 @@ ENGINE_BENCH_CASES = [
                 "AB020",
                 "warning",
                 "engine.max_num_seqs",
-                "max_num_seqs 15 < bench.concurrency 16",
+                "15 < bench.concurrency 16",
             )
         ],
     ),
@@ -224,7 +224,7 @@ ENGINE_BENCH_CASES = [
     (
         "bench-model-differs",
         f"{BENCH}  model: other\n",
-        [L("4:10", "AB021", "error", "bench.model", "bench.model 'other' != served name 'm'")],
+        [L("4:10", "AB021", "error", "bench.model", "'other' != served name 'm'")],
     ),
     _gmu("1.0", False),
     _gmu("0.5", False),
@@ -288,20 +288,20 @@ ENGINE_BENCH_CASES = [
         f"{BENCH}  sampler:\n    min_p: 0.1\n    frequency_penalty: 0.5\n    repetition_penalty: 1.1\n"
         "    temperature: 0.7\n",
         [
-            L("5:12", "AB028", "warning", "bench.sampler.min_p", "sampler.min_p is not sent by autobench bench"),
+            L("5:12", "AB028", "warning", "bench.sampler.min_p", "autobench's client does not send it"),
             L(
                 "6:24",
                 "AB028",
                 "warning",
                 "bench.sampler.frequency_penalty",
-                "sampler.frequency_penalty is not sent by autobench bench",
+                "autobench's client does not send it",
             ),
             L(
                 "7:25",
                 "AB028",
                 "warning",
                 "bench.sampler.repetition_penalty",
-                "sampler.repetition_penalty is not sent by autobench bench",
+                "autobench's client does not send it",
             ),
         ],
     ),
@@ -360,16 +360,16 @@ SECRET_CASES = [
                 "AB031",
                 "error",
                 "env.HF_TOKEN",
-                "HF_TOKEN is declared under secrets: and also given a value in env",
+                "declared under secrets: and also given a value in env",
             ),
             L(
                 "4:19",
                 "AB032",
                 "error",
                 "env.OPENAI_API_KEY",
-                "OPENAI_API_KEY is a secret; its value must not be written in the recipe",
+                "a secret; its value must not be written in the recipe",
             ),
-            L("5:16", "AB032", "warning", "env.MY_PASSWORD", "MY_PASSWORD looks like a secret name", AB032_LIKE_HINT),
+            L("5:16", "AB032", "warning", "env.MY_PASSWORD", "looks like a secret name", AB032_LIKE_HINT),
             L("6:7", "AB033", "error", "env.9X", "env name '9X' is not a valid shell name"),
         ],
     ),
@@ -566,12 +566,12 @@ CONTAINER_CASES = [
     (
         "built-from-a-branch",
         container(image="vllm-node:latest") + "build:\n  base_image: nvidia/cuda:12\n  vllm_ref: main\n",
-        [L("6:13", "AB069", "warning", "build.vllm_ref", "build.vllm_ref 'main' is not a full commit sha")],
+        [L("6:13", "AB069", "warning", "build.vllm_ref", "'main' is not a full commit sha")],
     ),
     (
         "built-from-an-upper-case-sha",
         container(image="vllm-node:latest") + f"build:\n  base_image: nvidia/cuda:12\n  vllm_ref: {'A' * 40}\n",
-        [L("6:13", "AB069", "warning", "build.vllm_ref", f"build.vllm_ref {'A' * 40!r} is not a full commit sha")],
+        [L("6:13", "AB069", "warning", "build.vllm_ref", f"{'A' * 40!r} is not a full commit sha")],
     ),
     (
         "built-from-a-commit",
@@ -925,14 +925,14 @@ TOPOLOGY_CASES = [
                 "AB068",
                 "error",
                 "bench.endpoint",
-                "bench.endpoint embeddings needs bench.client vllm (autobench's client streams completions)",
+                "embeddings needs bench.client vllm (autobench's client streams completions)",
             )
         ],
     ),
     (
         "embeddings-generate-runner",
         f"{BENCH}  endpoint: embeddings\n  client: vllm\nengine:\n  runner: generate\n",
-        [L("7:11", "AB068", "error", "engine.runner", "engine.runner generate serves no embeddings endpoint")],
+        [L("7:11", "AB068", "error", "engine.runner", "generate serves no embeddings endpoint")],
     ),
     # vLLM's --runner auto (its default) follows the model: pooling for an embedding model
     ("embeddings-auto-runner", f"{BENCH}  endpoint: embeddings\n  client: vllm\nengine:\n  runner: auto\n", []),
@@ -1073,7 +1073,7 @@ RUNTIME_CASES = [
         container("  name: 'bad name'\n  volumes: []\n", image="x/y:v1").replace("['8000:8000']", "['9000:9000']")
         + "model:\n  repo: /models/x\n  served_name: m\nenv:\n  HF_HUB_OFFLINE: 1\nengine:\n  max_num_seqs: 4\n",
         "process",
-        [L("12:17", "AB020", "warning", "engine.max_num_seqs", "max_num_seqs 4 < bench.concurrency 8")],
+        [L("12:17", "AB020", "warning", "engine.max_num_seqs", "4 < bench.concurrency 8")],
     ),
     (
         "engine-port-not-published",
@@ -1085,26 +1085,26 @@ RUNTIME_CASES = [
                 "AB022",
                 "error",
                 "engine.port",
-                "engine.port 9000 is not published (container.ports: none)",
+                "9000 is not published (container.ports: none)",
                 'publish it: container.ports: ["9000:9000"]',
             )
         ],
     ),
     (
-        # neither key is written: the finding has no position (and sorts after located ones)
+        # neither key is written: the finding names the file (line 0: `r.yaml: AB022 ...`), first
         "port-nowhere-written",
         container(image="x/y:v1").replace("  ports: ['8000:8000']\n", ""),
         "docker",
-        [
-            L("2:10", "AB051", "info", "container.image", "image tag 'v1' is not a digest"),
+        [  # a key written nowhere: the file's line, first (line 0)
             L(
-                "",
+                "file",
                 "AB022",
                 "error",
                 "engine.port",
-                "engine.port 8000 is not published (container.ports: none)",
+                "8000 is not published (container.ports: none)",
                 'publish it: container.ports: ["8000:8000"]',
             ),
+            L("2:10", "AB051", "info", "container.image", "image tag 'v1' is not a digest"),
         ],
     ),
     (
@@ -1138,7 +1138,7 @@ def test_strict_makes_warnings_errors_and_leaves_info_and_errors_alone(tmp_path)
     assert lines(tmp_path, body, strict=True) == [
         L("3:13", "AB010", "error", "model.revision", "model revision 'main' is not a full commit sha"),
         L("6:10", "AB051", "info", "container.image", "image tag 'v1' is not a digest"),
-        L("9:27", "AB023", "error", "engine.gpu_memory_utilization", "gpu_memory_utilization 2.0 is outside (0, 1]"),
+        L("9:27", "AB023", "error", "engine.gpu_memory_utilization", "2.0 is outside (0, 1]"),
     ]
     assert [x.split(": ")[1] for x in lines(tmp_path, body)] == ["AB010 warning", "AB051 info", "AB023 error"]
 
@@ -1313,3 +1313,24 @@ def test_the_strings_of_a_recipe_are_walked_in_document_order_with_their_paths()
         (("top", "e"), "z"),
     ]
     assert list(_walk_strings("s", ())) == [((), "s")] and list(_walk_strings(3, ())) == []
+
+
+def test_no_finding_repeats_its_keys_label():
+    """Every line the tables above expect (each one asserted equal to validate's output) says its
+    key once: the message never starts with the key or a dotted tail of it
+    (`engine.port: engine.port 8000 ...`, `engine.max_num_seqs: max_num_seqs 4 < ...` before)."""
+    pattern = re.compile(r"^(?:r\.yaml(?::\d+:\d+)?: )?AB\d{3} \w+: (\S+): (.*)$")
+    seen = 0
+    for case in [*ALL_CASES, *RUNTIME_CASES]:
+        for line in case[-1]:
+            m = pattern.match(line)
+            assert m is not None, line
+            parts = m[1].split(".")
+            # the key, or a tail of it written as a key (`sampler.min_p`, `max_num_seqs`); a word
+            # of English that names the thing (`image tag ...` at container.image) reads once
+            tails = {".".join(parts[i:]) for i in range(len(parts))}
+            tails = {t for t in tails if "." in t or "_" in t} | {m[1]}
+            first = m[2].split(" ", 1)[0].rstrip(":")
+            assert first not in tails, line
+            seen += 1
+    assert seen > 100

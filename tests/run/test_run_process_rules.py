@@ -79,7 +79,7 @@ def test_a_process_only_recipe_needs_no_container_and_validates_for_the_process_
     assert out == "" and "1 file(s): 0 errors" in err
     assert main(["validate", "--no-preflight", str(path)]) == 2  # docker: no image to run
     out, err = capsys.readouterr()
-    assert "AB076 error:" in out and "container.image is not set; the docker runtime needs an image" in out
+    assert "AB076 error:" in out and "container: no image is set; the docker runtime needs container.image" in out
     assert main(["compile", str(path)]) == 2  # the docker script cannot be written: one line
     out, err = capsys.readouterr()
     assert err.count("\n") == 1 and err.startswith("error: ") and "--runtime process" in err
