@@ -334,6 +334,9 @@ def execute_local(run: Run, docker_checked: bool) -> None:
         teardown_error = None
         if server is not None:
             echo(f"teardown: {plan.teardown}")
+            # What a server that exited on its own wrote is no shutdown noise: it is in the log
+            # before the mark, however far the log's pump lagged the exit.
+            server.settle_log()
             teardown_line = log.teardown_mark()
             before = len(guard.received)  # a signal from here on stops a teardown step that hangs
             server.stop(

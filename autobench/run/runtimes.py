@@ -33,6 +33,9 @@ from autobench.redaction import Redactor, redact
 
 DOCKER_REFUSED = 125  # docker run's own exit code: the daemon/CLI refused the run
 RECENT_LINES = 32  # server log lines kept for LogFile.last_meaningful_line
+# How long a server that ended on its own may take to get its last output into the log before
+# the teardown mark (the pump is a thread: on a loaded machine it can lag the process's exit).
+LOG_SETTLE_S = 5.0
 
 
 class LogPump:
@@ -216,6 +219,11 @@ class ProcessServer:
     def exit_code(self) -> int | None:
         return self._proc.poll()
 
+    def settle_log(self, timeout_s: float = LOG_SETTLE_S) -> None:
+        """The server ended on its own: wait (bounded) until all it wrote is in the log."""
+        if self._proc.poll() is not None:
+            self._pump.join(timeout_s)
+
     def stop(self, interrupted: Callable[[], str | None] = lambda: None) -> None:
         if self._stopped:
             return
@@ -341,6 +349,15 @@ class DockerServer:
             return int(out.stdout.strip())
         except (OSError, ValueError, subprocess.TimeoutExpired):
             return -1
+
+    def settle_log(self, timeout_s: float = LOG_SETTLE_S) -> None:
+        """The server ended on its own: wait (bounded) until all it wrote is in the log (the
+        foreground ``docker run``'s output, or ``docker logs -f``, which ends with the
+        container)."""
+        if self.exit_code() is not None:
+            deadline = time.monotonic() + timeout_s
+            for pump in self._pumps:
+                pump.join(max(0.0, deadline - time.monotonic()))
 
     def exit_code(self) -> int | None:
         if self._early_exit is not None:

@@ -124,3 +124,29 @@ def test_missing_executable_is_one_clear_error(tmp_path: Path):
     log = LogFile(tmp_path / "server.log", {})
     with pytest.raises(RunError, match="'no-such-vllm-binary' not found"):
         ProcessServer(["no-such-vllm-binary", "serve", "x"], dict(os.environ), log, grace_s=1)
+
+
+@pytest.mark.integration
+def test_what_a_server_wrote_before_it_exited_is_before_the_teardown_mark(tmp_path: Path, monkeypatch):
+    """A server that exits on its own (a config error at boot) wrote its cause before it ended;
+    the log's pump is a thread that can lag the exit on a loaded machine.  The teardown mark
+    (after which lines count as shutdown noise, not as a cause) goes after all of it.  The pump
+    is slowed here to 10 ms a line; CI once saw the cause land after the mark."""
+    real_write = LogFile.write
+
+    def lagging(self: LogFile, text: str) -> None:
+        if text and not text.startswith("[autobench]"):
+            time.sleep(0.01)
+        real_write(self, text)
+
+    monkeypatch.setattr(LogFile, "write", lagging)
+    log = LogFile(tmp_path / "server.log", {})
+    script = "import sys\nfor i in range(40): print('cause', i)\nsys.exit(1)"
+    server = started(ProcessServer([sys.executable, "-c", script], dict(os.environ), log, grace_s=1))
+    assert _wait_for(lambda: server.exit_code() is not None)
+    server.settle_log()
+    mark = log.teardown_mark()
+    server.stop()
+    log.close()
+    lines = (tmp_path / "server.log").read_text().splitlines()
+    assert mark == 40 and lines[:40] == [f"cause {i}" for i in range(40)]
