@@ -22,7 +22,7 @@ from pathlib import Path
 from autobench.errors import RecipeError
 from autobench.recipe.importer._command import missing_flags
 from autobench.recipe.importer._common import copy_mod
-from autobench.recipe.importer._source import Imported, Options, Src
+from autobench.recipe.importer._source import Imported, Options, Src, unfilled
 
 __all__ = ["FORMATS", "Imported", "Options", "convert", "copy_mod", "detect", "missing_flags"]
 
@@ -93,17 +93,6 @@ def convert(
     return results
 
 
-#: An unfilled placeholder: ``{name}`` (``str.format``, srt-slurm's environment, sparkrun) or
-#: ``{{ name }}`` (Jinja); not ``${NAME}`` (shell), JSON (``{"key": ...}``) or a brace list.
-PLACEHOLDER = re.compile(r"(?<![$\\])\{\{?\s*[A-Za-z_][A-Za-z0-9_.-]*\s*\}\}?")
-
-
-def unfilled(text: str) -> list[str]:
-    """The unfilled placeholders of a string that reaches a compiled script; a Jinja template
-    (``{% ... %}``, an inline ``--chat-template``) is text vLLM renders, not one."""
-    return [] if "{%" in text else [m.group(0) for m in PLACEHOLDER.finditer(text)]
-
-
 def _no_placeholder(imported: Imported) -> None:
     """No recipe is written with a placeholder its source's launcher would have filled (or left
     as written, to be read literally): every compiled script would carry it as it stands.  The
@@ -117,7 +106,7 @@ def _no_placeholder(imported: Imported) -> None:
         return [(where, node)] if isinstance(node, str) else []
 
     for where, text in strings(imported.data, ""):
-        found = unfilled(text)
+        found = [] if text in imported.literal else unfilled(text)
         if found:
             raise RecipeError(
                 f"{imported.name}: {where} holds {found[0]}, a placeholder nothing fills: the compiled script "

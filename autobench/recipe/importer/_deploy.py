@@ -25,7 +25,7 @@ from typing import Any
 
 from autobench.recipe.importer import _common as common
 from autobench.recipe.importer._command import Parsed, apply_flags, parse_command, split_flags
-from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, dig, shown
+from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, dig, shown, unfilled
 
 #: Dynamo worker flags that are Dynamo's own (components/src/dynamo/vllm/args.py).
 DYNAMO_ONLY = {"--is-prefill-worker", "--is-decode-worker", "--connector", "--endpoint", "--migration-limit"}
@@ -563,9 +563,9 @@ def srt_slurm(src: Src, options: Options) -> Imported:
     used = {f"{k}_environment" for k in (roles_in if len(roles_in) == 2 else [main_key])}
     # srtctl's worker env: the role's <role>_environment, then the recipe's top-level environment
     # over it (cli/mixins/worker_stage.py: env_to_set.update(self.runtime.environment))
-    every = _worker_env(src, ("environment",), src.data.get("environment"))
+    every = _worker_env(src, ("environment",), src.data.get("environment"), out)
     if len(roles_in) != 2:
-        env = _worker_env(src, ("backend", f"{main_key}_environment"), backend.get(f"{main_key}_environment"))
+        env = _worker_env(src, ("backend", f"{main_key}_environment"), backend.get(f"{main_key}_environment"), out)
         common.put_env(recipe, env, src, ("backend", f"{main_key}_environment"), out)
         common.put_env(recipe, every, src, ("environment",), out)
     else:  # each worker runs with its own role's environment (backend.<role>_environment)
@@ -578,7 +578,7 @@ def srt_slurm(src: Src, options: Options) -> Imported:
             if "extra_args" in engine:
                 engine["extra_args"] = engine.pop("extra_args")
             ekeys = ("backend", f"{role}_environment")
-            common.put_env(scratch, _worker_env(src, ekeys, backend.get(f"{role}_environment")), src, ekeys, out)
+            common.put_env(scratch, _worker_env(src, ekeys, backend.get(f"{role}_environment"), out), src, ekeys, out)
             common.put_env(scratch, every, src, ("environment",), out)
             roles[role] = scratch
         recipe["roles"] = roles
@@ -614,7 +614,14 @@ def srt_slurm(src: Src, options: Options) -> Imported:
 _PER_WORKER = {"node": "the hostname of the worker's node", "node_id": "the index of the worker's node in the job"}
 
 
-def _worker_env(src: Src, keys: tuple[Any, ...], value: Any) -> dict[str, str]:
+class _KeepUnknown(dict[str, str]):
+    """srtctl's ``SafeDict``: a name it does not fill formats as itself, ``{name}``."""
+
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _worker_env(src: Src, keys: tuple[Any, ...], value: Any, out: Imported) -> dict[str, str]:
     """An srt-slurm environment mapping as srtctl exports it to a worker.
 
     srtctl formats every value of ``<role>_environment`` and ``environment`` with
@@ -623,8 +630,10 @@ def _worker_env(src: Src, keys: tuple[Any, ...], value: Any) -> dict[str, str]:
     ``src/srtctl/cli/mixins/worker_stage.py``; ``docs/config-reference.md`` "Per-Worker Template
     Variables"): ``{{``/``}}`` become ``{``/``}``, ``{node}``/``{node_id}`` the worker's node, any
     other ``{name}`` (``{job_id}`` in InferenceX's recipes) stays as written, and a value
-    ``str.format`` cannot parse fails srtctl.  autobench writes one environment for every node of a
-    cell and never an unfilled placeholder, so a value with a placeholder is refused at its line."""
+    ``str.format`` cannot parse fails srtctl.  autobench writes one environment for every node of
+    a cell, so ``{node}``/``{node_id}`` are refused at their line; every other value is formatted
+    exactly as srtctl formats it (the same ``format_map``), and one that still holds braces is
+    kept as srtctl exports it, with a note, and marked literal (``Imported.literal``)."""
     import string
 
     env = common.env_of(src, keys, value)
@@ -639,24 +648,37 @@ def _worker_env(src: Src, keys: tuple[Any, ...], value: Any) -> dict[str, str]:
                 f"{name}: {shown(text)} fails srtctl's placeholder formatting ({exc})",
                 "write a literal brace as {{ or }}",
             ) from exc
-        field = next((f for _lit, f, _spec, _conv in parts if f is not None), None)
-        if field is None:
-            env[name] = "".join(lit for lit, _f, _spec, _conv in parts)  # {{ and }} as srtctl writes them
-            continue
-        bare = re.split(r"[.\[]", field, maxsplit=1)[0]
-        if not bare or bare[0].isdigit():
-            why = f"{{{shown(field, 40)}}} fails srtctl's formatting (str.format_map takes no positional field)"
-        elif bare in _PER_WORKER:
-            why = (
-                f"{{{bare}}} is srt-slurm's per-worker placeholder ({_PER_WORKER[bare]}), which autobench cannot "
-                "fill: it writes one environment for every node of a cell"
+        for _lit, field_name, _spec, _conv in parts:
+            if field_name is None:
+                continue
+            bare = re.split(r"[.\[]", field_name, maxsplit=1)[0]
+            if not bare or bare[0].isdigit():
+                why = (
+                    f"{{{shown(field_name, 40)}}} fails srtctl's formatting (str.format_map takes no positional field)"
+                )
+            elif bare in _PER_WORKER:
+                why = (
+                    f"{{{bare}}} is srt-slurm's per-worker placeholder ({_PER_WORKER[bare]}), which autobench "
+                    "cannot fill: it writes one environment for every node of a cell"
+                )
+            else:
+                continue
+            raise src.fail((*keys, name), f"{name}: {why}", "write the value without the placeholder")
+        try:
+            exported = text.format_map(_KeepUnknown())
+        except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+            raise src.fail(
+                (*keys, name),
+                f"{name}: {shown(text)} fails srtctl's placeholder formatting ({exc})",
+                "write the value without the placeholder",
+            ) from exc
+        env[name] = exported
+        if unfilled(exported):
+            out.literal.add(exported)
+            out.notes.append(
+                f"{src.line(*keys, name)}: kept as srtctl exports it: {name}={shown(exported)} (srtctl fills only "
+                "{node} and {node_id}; the worker gets the rest as written)"
             )
-        else:
-            why = (
-                f"srtctl leaves {{{shown(field, 40)}}} unfilled (it fills only {{node}} and {{node_id}} in the "
-                "environment), so the worker would get the literal text, and autobench writes no unfilled placeholder"
-            )
-        raise src.fail((*keys, name), f"{name}: {why}", "write the value without the placeholder")
     return env
 
 

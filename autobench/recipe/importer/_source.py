@@ -4,6 +4,7 @@ and the bounds every importer path shares (sizes of filled text, numbers, JSON d
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,9 @@ class Imported:
     flags: list[str] = field(default_factory=list)  # the source's serve flags (normalised)
     notes: list[str] = field(default_factory=list)  # "LINE: not carried: ..."
     mods: dict[str, Path] = field(default_factory=dict)  # mod path as written in data -> source path
+    # Strings the source's own launcher hands the server as written, placeholder-shaped braces
+    # and all (srtctl exports an environment value's unknown {name} literally): not unfilled.
+    literal: set[str] = field(default_factory=set)
 
 
 class Src:
@@ -224,3 +228,14 @@ def json_object(text: Any, src: Src, keys: tuple[Any, ...], flag: str) -> dict[s
     if not isinstance(parsed, dict):
         raise src.fail(keys, f"{flag}: expected a JSON object", 'write {"method": ...}')
     return parsed
+
+
+#: An unfilled placeholder: ``{name}`` (``str.format``, srt-slurm's environment, sparkrun) or
+#: ``{{ name }}`` (Jinja); not ``${NAME}`` (shell), JSON (``{"key": ...}``) or a brace list.
+PLACEHOLDER = re.compile(r"(?<![$\\])\{\{?\s*[A-Za-z_][A-Za-z0-9_.-]*\s*\}\}?")
+
+
+def unfilled(text: str) -> list[str]:
+    """The unfilled placeholders of a string that reaches a compiled script; a Jinja template
+    (``{% ... %}``, an inline ``--chat-template``) is text vLLM renders, not one."""
+    return [] if "{%" in text else [m.group(0) for m in PLACEHOLDER.finditer(text)]
