@@ -30,6 +30,7 @@ from autobench.compile.argv import (
     serve_lines,
 )
 from autobench.compile.quoting import Word
+from autobench.compile.server_env import pyxis_env_option, slurm_env_body
 from autobench.errors import RecipeError
 from autobench.recipe.facts import container_image, node_gpus, server_endpoint
 from autobench.recipe.loader import LoadedRecipe
@@ -71,7 +72,7 @@ def _serve(loaded: LoadedRecipe, mode: str) -> tuple[Lines, str]:
     if recipe.topology.nodes > 1:  # each node's srun step runs this (the template adds srun)
         return [*_node_prefix(recipe, mode), *lines], url
     if mode == "pyxis":
-        return [[*_w("srun", "--ntasks=1"), *_opt("--container-image", container_image(recipe))], *lines], url
+        return [_w("srun", "--ntasks=1", "--export=ALL"), *_node_prefix(recipe, mode), *lines], url
     if mode == "apptainer":
         return [*_node_prefix(recipe, mode), *lines], url
     return lines, url
@@ -79,12 +80,13 @@ def _serve(loaded: LoadedRecipe, mode: str) -> tuple[Lines, str]:
 
 def _node_prefix(recipe: Recipe, mode: str) -> Lines:
     """What runs the serve command inside a node's srun step: pyxis's ``--container-image``
-    (an srun option), ``apptainer exec``, or nothing."""
+    with ``--container-env`` naming the recipe's variables (srun options), ``apptainer exec``, or
+    nothing (``autobench.compile.server_env``: how each carries the recipe's environment)."""
     if mode not in ("pyxis", "apptainer"):
         return []
     image = container_image(recipe)
     if mode == "pyxis":
-        return [_opt("--container-image", image)]
+        return [_opt("--container-image", image), *([env] if (env := pyxis_env_option(recipe)) else [])]
     if mode == "apptainer":
         return [[*_w("apptainer", "exec", "--nv"), Word("docker://" + image)]]
     return []
@@ -185,6 +187,7 @@ def compile_slurm(
                 secrets=list(recipe.secrets),
                 api_key_env=bench_api_key_env(recipe),
                 serve=serve,
+                serve_env=slurm_env_body(recipe, container),
                 # every cell of a grid in turn on the one allocation, each with its own result
                 benches=[
                     {

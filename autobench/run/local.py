@@ -141,6 +141,7 @@ def process_script(loaded: LoadedRecipe, plan: RunPlan) -> str:
         "set -euo pipefail",
     ]
     from autobench.compile import bench_argv
+    from autobench.compile.server_env import export_lines
     from autobench.recipe.grid import cell_recipe, cells
 
     all_cells = cells(loaded.recipe)
@@ -156,7 +157,7 @@ def process_script(loaded: LoadedRecipe, plan: RunPlan) -> str:
         if "--base-url" in bench:
             bench[bench.index("--base-url") + 1] = plan.base_url
         lines.append("#   " + " ".join(shell_word(w) for w in bench))
-    lines += [f"export {k}={shell_word(v)}" for k, v in plan.env.items()]
+    lines += export_lines(plan.env)  # the Slurm job's serve_env writes the same lines
     lines.append("exec " + " ".join(shell_word(w) for w in plan.server_argv))
     return "\n".join(lines) + "\n"
 

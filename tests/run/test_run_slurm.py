@@ -361,7 +361,7 @@ def test_a_two_node_script_requests_gpus_for_every_step():
         path.write_text(two_node_recipe(8000, python='"python"', fake='"fake"'), encoding="utf-8")
         script = compile_slurm(load_recipe(path), gpu_request="gres")
     assert _gpu_lines(script) == ["#SBATCH --gres=gpu:1"]
-    steps = [line for line in script.splitlines() if line.lstrip().startswith("srun ")]
+    steps = [line for line in script.splitlines() if line.lstrip().startswith("serve_env srun ")]
     assert len(steps) == 2 and all("--gres=gpu:1 -w" in step for step in steps)
 
 
