@@ -33,6 +33,7 @@ from autobench.compile.quoting import Word
 from autobench.errors import RecipeError
 from autobench.escape import kubernetes
 from autobench.recipe.loader import LoadedRecipe
+from autobench.recipe.sizes import SIZE_HINT, kubernetes_quantity
 from autobench.recipe.workerhosts import NODES
 
 LWS_API = "leaderworkerset.x-k8s.io/v1"
@@ -169,12 +170,12 @@ class _Spec:
 
 
 def _quantity(size: str) -> str:
-    """docker's --shm-size (``16g``, ``512m``) as a Kubernetes quantity (``16Gi``, ``512Mi``)."""
-    m = re.fullmatch(r"(\d+)([bkmgt]?)b?", size.strip().lower())
-    if not m:
-        raise RecipeError(f"container.shm_size {size[:40]!r} is not a size", hint="e.g. 16g")
-    unit = {"": "", "b": "", "k": "Ki", "m": "Mi", "g": "Gi", "t": "Ti"}[m.group(2)]
-    return f"{m.group(1)}{unit}"
+    """docker's --shm-size (``16g``, ``512m``, ``20Gi``) as a Kubernetes quantity (``16Gi``,
+    ``512Mi``, ``20Gi``): the one parser, ``autobench.recipe.sizes`` (rule AB057 refuses the rest)."""
+    try:
+        return kubernetes_quantity(size)
+    except ValueError as exc:
+        raise RecipeError(f"container.shm_size: {exc}", hint=SIZE_HINT) from exc
 
 
 def _serve_parts(recipe: Any) -> tuple[list[str] | None, list[str]]:

@@ -92,6 +92,21 @@ def _node_prefix(recipe: Recipe, mode: str) -> Lines:
     return []
 
 
+def _docker_only(recipe: Recipe) -> list[dict[str, str]]:
+    """The recipe's ``docker run`` settings that mean nothing outside Docker, for the script's
+    header (said there, not dropped silently): without Docker's own namespaces the server shares
+    the node's /dev/shm (pyxis/enroot and Apptainer make no private one) and listens on
+    ``engine.port`` itself."""
+    c = recipe.container
+    said = []
+    if c.shm_size:
+        said.append({"key": "container.shm_size", "value": c.shm_size, "instead": "the node's /dev/shm"})
+    if c.ports:
+        port = f"engine.port {recipe.engine.port} on the node"
+        said.append({"key": "container.ports", "value": ",".join(c.ports), "instead": port})
+    return said
+
+
 def _bench(recipe: Recipe, url: str) -> Lines:
     """``autobench bench`` against the server on this node (the docker form already is)."""
     lines = bench_lines(recipe)
@@ -188,6 +203,7 @@ def compile_slurm(
                 api_key_env=bench_api_key_env(recipe),
                 serve=serve,
                 serve_env=slurm_env_body(recipe, container),
+                docker_only=_docker_only(recipe) if container != "docker" else [],
                 # every cell of a grid in turn on the one allocation, each with its own result
                 benches=[
                     {

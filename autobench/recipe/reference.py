@@ -80,7 +80,8 @@ FALLBACK: dict[str, str] = {
     "speculative.num_speculative_tokens": "Tokens proposed per step.",
     "container.gpus": "docker --gpus.",
     "container.ipc": "docker --ipc.",
-    "container.shm_size": "docker --shm-size.",
+    "container.shm_size": "docker --shm-size (16g, 512m, 20Gi: docker's spellings; "
+    "a Kubernetes emptyDir sizeLimit of the same bytes).",
     "topology.nodes": "Number of nodes (machines) one engine spans.",
     "topology.ray_port": "ray: the head's GCS port (ray start --head --port).",
     "engine.host": "--host the server binds.",

@@ -21,6 +21,7 @@ from autobench.recipe.grid import AXES, axis, cells, largest, schedule_problems
 from autobench.recipe.imageref import parse_image_ref
 from autobench.recipe.loader import LoadedRecipe, Position, format_path
 from autobench.recipe.schema import KNOWN_QUANT_METHODS, KNOWN_SPEC_METHODS
+from autobench.recipe.sizes import parse_size
 from autobench.redaction import WELL_KNOWN_SECRET_NAMES, environment_secrets, find_token, is_secret_name, secret_in
 
 
@@ -218,6 +219,12 @@ RULES: dict[str, Rule] = {
             "error",
             "a word in container.extra_args would be read as the image, not as a flag's value",
             "write the flag and its value as one item, e.g. --network=host; put the image in container.image",
+        ),
+        Rule(
+            "AB057",
+            "error",
+            "container.shm_size is not a size docker reads",
+            "a number and a unit docker reads, e.g. 16g, 512m or 20Gi",
         ),
         Rule(
             "AB060",
@@ -791,6 +798,11 @@ def _stray_words(c: _Ctx) -> None:
 
 def _container(c: _Ctx) -> None:
     ctr = c.r.container
+    if ctr.shm_size is not None:  # one parser for every target (docker passes it on, k8s converts it)
+        try:
+            parse_size(ctr.shm_size)
+        except ValueError as exc:
+            c.add("AB057", ("container", "shm_size"), str(exc))
     if ctr.image is None:  # a process-only recipe (the docker runtime refuses it: AB076)
         c.add("AB076", ("container",), "no image is set; the docker runtime needs container.image")
         return
@@ -979,7 +991,7 @@ CHECKS = (
 
 
 #: Rules about the container; the process runtime (``vllm serve`` as a child process) skips them.
-DOCKER_ONLY = frozenset({"AB022", "AB050", "AB051", "AB052", "AB053", "AB075", "AB076"})
+DOCKER_ONLY = frozenset({"AB022", "AB050", "AB051", "AB052", "AB053", "AB057", "AB075", "AB076"})
 
 
 def check(

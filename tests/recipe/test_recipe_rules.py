@@ -243,6 +243,7 @@ OVERRIDES = [
     ("AB051", "container:\n  image: vllm/vllm-openai:v0.11.0\n", "AB051", 3, "container.image", "'v0.11.0'", "info"),
     ("AB052", "container:\n  name: 'bad name'\n", "AB052", 3, "container.name", "not a valid docker name", "error"),
     ("AB053", "env:\n  HF_HUB_OFFLINE: 1\n", "AB053", 3, "env.HF_HUB_OFFLINE", "offline", "warning"),
+    ("AB057", "container:\n  shm_size: 20Gx\n", "AB057", 3, "container.shm_size", "'20Gx' is not a size", "error"),
     ("AB054", "name: r\nmeta:\n  baseline: r\n", "AB054", 4, "meta.baseline", "itself", "warning"),
 ]
 
