@@ -80,6 +80,13 @@ TESTS: dict[str, list[str]] = {
         "tests/compile/test_compile_worker_hosts.py",
         "tests/run/test_run_worker_hosts.py",
     ],
+    "autobench/recipe/benchrules.py": [
+        "tests/recipe/test_recipe_bench_rules.py",
+        "tests/recipe/test_recipe_worker_hosts.py",
+        "tests/bench/test_bench_fleet.py",
+        "tests/bench/test_bench_limits.py",
+        "tests/bench/test_bench_conversation.py",
+    ],
     "autobench/recipe/importer/_llmd.py": ["tests/recipe/test_recipe_import_llmd.py"],
     "autobench/recipe/importer/_recipes.py": [
         "tests/recipe/test_recipe_import_sources.py",
@@ -286,6 +293,8 @@ TESTS: dict[str, list[str]] = {
     "autobench/cli/run_options.py": ["tests/test_cli_run_options.py", "tests/test_cli_reference.py"],
     "autobench/cli/bench_options.py": [
         "tests/test_cli_bench_options.py",
+        "tests/recipe/test_recipe_bench_rules.py",
+        "tests/bench/test_bench_fleet.py",
         "tests/hub/test_hub_dataset_bench.py",
         "tests/test_cli_reference.py",
     ],

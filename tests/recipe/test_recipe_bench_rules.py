@@ -170,6 +170,9 @@ def test_what_the_rules_allow_loads_and_benches(tmp_path: Path, given: list[Benc
 
 
 def test_the_rule_counts_each_bound_once() -> None:
+    # the defaults: one load generator, one prompt, one request in flight, no warm-up (all allowed)
+    assert Load() == Load(1, 1, 1, 0, False, False, False)
+    check_load(Load(), CLI)
     check_load(Load(generators=3, num_prompts=3, concurrency=3), RECIPE)
     check_load(Load(num_prompts=MAX_CLIENT_PROMPTS), CLI)
     check_load(Load(num_prompts=MAX_CLIENT_PROMPTS - 5, warmup=5), CLI)
