@@ -97,6 +97,7 @@ TESTS: dict[str, list[str]] = {
         "tests/recipe/test_recipe_import_sources.py",
         "tests/recipe/test_recipe_import.py",
         "tests/recipe/test_recipe_import_hostile.py",
+        "tests/recipe/test_recipe_import_placeholders.py",
     ],
     "autobench/compile/argv.py": [
         "tests/compile/test_compile_argv.py",
