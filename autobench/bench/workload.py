@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from autobench.errors import BenchError
+from autobench.recipe import bounds as B
 
 if TYPE_CHECKING:
     from autobench.bench.datasets import Dataset, Prompt
@@ -43,8 +44,9 @@ SEPARATOR = "\n\n"
 #: Rounds of measure-and-adjust per joined prompt (one or two settle it in practice).
 MAX_ROUNDS = 16
 #: The largest depth or prefix (tokens): the longest context window of a served model today is
-#: 10M tokens; anything larger is a typo (and would be built in memory).
-MAX_CONTEXT_TOKENS = 10_000_000
+#: 10M tokens; anything larger is a typo (and would be built in memory).  One figure with the
+#: recipe's bound (autobench.recipe.bounds), so a recipe validate passes is one the bench builds.
+MAX_CONTEXT_TOKENS = B.MAX_CONTEXT_TOKENS
 
 
 @dataclass(frozen=True)

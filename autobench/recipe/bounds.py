@@ -18,6 +18,9 @@ repeats             100             a noise band needs a handful
 grid values         1,000           values of one axis (concurrency: [1, 2, ..., 1000])
 grid cells          10,000          cells x repeats of one run, each a full bench
 tokens              16,777,216      2^24: above the longest contexts served (10M)
+context             10,000,000      bench.dataset.depth, shared_prefix.length: the context the
+                                    bench builds in memory before a question (the longest
+                                    window served today is 10M tokens; the bench's own bound)
 prompts             10,000,000      num_prompts (warmup the same)
 client prompts      1,000,000       num_prompts + warmup of autobench's client: every prompt
                                     and its request body is built in memory before the clock
@@ -41,6 +44,7 @@ MAX_REPEAT = 100
 MAX_AXIS_VALUES = 1000
 MAX_CELLS = 10_000
 MAX_TOKENS = 2**24
+MAX_CONTEXT_TOKENS = 10_000_000
 MAX_PROMPTS = 10_000_000
 MAX_CLIENT_PROMPTS = 1_000_000
 MAX_CONCURRENCY = 100_000
@@ -61,6 +65,7 @@ __all__ = [
     "MAX_CELLS",
     "MAX_CLIENT_PROMPTS",
     "MAX_CONCURRENCY",
+    "MAX_CONTEXT_TOKENS",
     "MAX_GPUS_PER_NODE",
     "MAX_NODES",
     "MAX_PARALLEL",

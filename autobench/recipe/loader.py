@@ -820,9 +820,25 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _one_branch(errors: list[dict[str, Any]], data: Any) -> list[dict[str, Any]]:
+    """``errors`` without the other branch's of a union (a grid axis: one value, or a list): a
+    value written as a list is not also "not a valid integer", a scalar not also "not a valid
+    list", when the branch it is written as has its own error at or below its key."""
+    paths = [_clean_loc(tuple(err["loc"]), data) for err in errors]
+
+    def other_branch(err: dict[str, Any], path: KeyPath) -> bool:
+        is_list = isinstance(err.get("input"), list)
+        wrong = (
+            err["type"] == "list_type" if not is_list else err["type"] in _STRICT_TYPES or err["type"] == "string_type"
+        )
+        return wrong and any(p[: len(path)] == path for p, e in zip(paths, errors, strict=True) if e is not err)
+
+    return [err for err, path in zip(errors, paths, strict=True) if not other_branch(err, path)]
+
+
 def _validation_error(exc: Any, doc: _Doc) -> RecipeSchemaError:
     problems: list[tuple[str | None, str, str, str | None]] = []
-    for err in exc.errors(include_url=False):
+    for err in _one_branch(exc.errors(include_url=False), doc.data):
         path = _clean_loc(tuple(err["loc"]), doc.data)
         ctx = (err.get("ctx") or {}) if err["type"] == "grid_axis" else {}
         path = (*path, *ctx.get("at", ()))  # a key below the model that said it: point at it

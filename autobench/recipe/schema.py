@@ -412,8 +412,10 @@ RateAxis = Annotated[
     _grid_axis(False, 0, False),
 ]
 DepthAxis = Annotated[
-    Annotated[int, Field(ge=0, le=B.MAX_TOKENS)]
-    | Annotated[list[Annotated[int, Field(ge=0, le=B.MAX_TOKENS)]], Field(min_length=1, max_length=B.MAX_AXIS_VALUES)],
+    Annotated[int, Field(ge=0, le=B.MAX_CONTEXT_TOKENS)]
+    | Annotated[
+        list[Annotated[int, Field(ge=0, le=B.MAX_CONTEXT_TOKENS)]], Field(min_length=1, max_length=B.MAX_AXIS_VALUES)
+    ],
     _grid_axis(True, 0, True),
 ]
 
@@ -510,7 +512,7 @@ class SharedPrefix(StrictModel):
     ``length`` tokens, or without a length the group's depth context (autobench.bench.workload)."""
 
     prompts: Annotated[int, Field(ge=1, le=B.MAX_PROMPTS)] = Field(description="Prompts per prefix.")
-    length: Annotated[int, Field(ge=1, le=B.MAX_TOKENS)] | None = Field(
+    length: Annotated[int, Field(ge=1, le=B.MAX_CONTEXT_TOKENS)] | None = Field(
         None,
         description="Prefix length in tokens; omitted: the group shares its depth context (bench.dataset.depth "
         "> 0), as llama-benchy's --enable-prefix-caching reuses a loaded context.",

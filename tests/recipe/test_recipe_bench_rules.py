@@ -253,3 +253,49 @@ def test_no_error_line_repeats_its_keys_label(tmp_path: Path, text: str) -> None
     first = message.split(" ", 1)[0].rstrip(":")
     assert not message.startswith((label, "Value error")), str(e.value)
     assert first not in (label, leaf, f"bench.{leaf}"), str(e.value)
+
+
+def test_a_context_the_bench_cannot_build_is_refused_when_the_recipe_loads(tmp_path: Path) -> None:
+    """bench.dataset.depth and shared_prefix.length stop at the bench's own 10,000,000 tokens
+    (autobench.recipe.bounds.MAX_CONTEXT_TOKENS); before, 2^24 passed validation and the bench
+    refused it when it ran."""
+    from autobench.bench.workload import MAX_CONTEXT_TOKENS
+    from autobench.recipe.bounds import MAX_CONTEXT_TOKENS as BOUND
+
+    assert MAX_CONTEXT_TOKENS == BOUND == 10_000_000
+    for dataset, where in [
+        ("{kind: random, input_len: 8, output_len: 8, depth: 10000001}", "bench.dataset.depth"),
+        ("{kind: random, input_len: 8, output_len: 8, depth: [0, 10000001]}", "bench.dataset.depth[1]"),
+        (
+            "{kind: random, input_len: 8, output_len: 8, shared_prefix: {prompts: 2, length: 10000001}}",
+            "bench.dataset.shared_prefix.length",
+        ),
+    ]:
+        line = _line(tmp_path, f"bench:\n  dataset: {dataset}\n")
+        assert f" {where}: 10000001 is above the maximum 10000000" in line
+    path = tmp_path / "w.yaml"
+    path.write_text(HEAD + "bench:\n  dataset: {kind: random, input_len: 8, output_len: 8, depth: 10000000}\n")
+    load_recipe(path)
+
+
+@pytest.mark.parametrize(
+    ("bench", "where", "message"),
+    [
+        ("  concurrency: 100001\n", "bench.concurrency", "100001 is above the maximum 100000"),
+        ("  concurrency: [1, 100001]\n", "bench.concurrency[1]", "100001 is above the maximum 100000"),
+        ("  request_rate: [0.5, 2000000]\n", "bench.request_rate[1]", "2000000 is above the maximum 1000000.0"),
+        ("  dataset: {depth: 12000000}\n", "bench.dataset.depth", "12000000 is above the maximum 10000000"),
+    ],
+)
+def test_a_grid_axis_out_of_bounds_is_one_problem_not_one_per_union_branch(
+    tmp_path: Path, bench: str, where: str, message: str
+) -> None:
+    """One value or a list: before, the branch it is not written as added its own problem, first
+    for a list ("bench.concurrency: Input should be a valid integer"), second for a value ("Input
+    should be a valid list")."""
+    path = tmp_path / "w.yaml"
+    path.write_text(HEAD + "bench:\n" + bench, encoding="utf-8")
+    with pytest.raises(RecipeError) as e:
+        load_recipe(path)
+    problems = e.value.problems  # type: ignore[attr-defined]
+    assert [(key, text) for _, key, text, _ in problems] == [(where, f"{where}: {message}")]

@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from autobench.recipe.bounds import MAX_CONTEXT_TOKENS
 from autobench.recipe.importer._source import Imported, Src, shown
 
 #: sparkrun's keys of the benchmark block that are not framework arguments (_KNOWN_BENCHMARK_KEYS).
 BLOCK_KEYS = frozenset({"framework", "args", "metadata", "timeout", "schedule"})
 #: The largest depth carried: llama-benchy's own sweeps stop at 100,000 tokens; a depth past
-#: 10M tokens is no served model's context (autobench.bench.workload.MAX_CONTEXT_TOKENS).
-MAX_DEPTH = 10_000_000
+#: 10M tokens is no served model's context (the recipe's and the bench's bound).
+MAX_DEPTH = MAX_CONTEXT_TOKENS
 
 
 def _args(src: Src) -> dict[str, tuple[Any, tuple[Any, ...]]]:
