@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -31,6 +33,40 @@ class FakeStream:
 
     def _due(self) -> None:
         self.fired.append(self.name)
+
+
+class WriteConn:
+    """What a ``_Stream`` touches of its connection: the chunk writes it makes are kept."""
+
+    closed = False
+    on_close = None
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def start_stream(self) -> None:
+        pass
+
+    def write_chunk(self, payload: bytes) -> None:
+        self.writes.append(payload)
+
+
+def text_stream(srv: SyntheticServer, conn: WriteConn, n_out: int, t_arrival: float) -> Any:
+    """A streamed completion of ``n_out`` tokens on ``conn``, arrived at ``t_arrival``."""
+    from autobench.bench import synthetic
+
+    return synthetic._Stream(
+        srv,
+        conn,  # type: ignore[arg-type]
+        chat=False,
+        n=1,
+        n_out=n_out,
+        prompt_tokens=3,
+        include_usage=False,
+        fault=None,
+        t_arrival=t_arrival,
+        stream=True,
+    )
 
 
 def run_until(loop: asyncio.AbstractEventLoop, done: Any) -> None:
@@ -378,40 +414,17 @@ def test_the_first_chunk_never_leaves_early_however_late_the_server_aims_the_oth
     """At arrival the stream sends what is due; ``overshoot`` (how early later chunks are aimed)
     must not send the first chunk before ``ttft``: with the tracked lateness at its 5 ms cap and
     a 5 ms TTFT, the first chunk went out at arrival."""
-    from autobench.bench import synthetic
 
     srv = SyntheticServer(SyntheticConfig(port=0, model="m", ttft_ms=5.0, itl_ms=1.0))
     srv.overshoot = 0.005
-    sent: list[bytes] = []
-
-    class Conn:
-        closed = False
-        on_close = None
-
-        def start_stream(self) -> None:
-            pass
-
-        def write_chunk(self, payload: bytes) -> None:
-            sent.append(payload)
-
+    conn = WriteConn()
     loop = asyncio.new_event_loop()
     try:
 
         async def arrive() -> None:
-            s = synthetic._Stream(
-                srv,
-                Conn(),  # type: ignore[arg-type]
-                chat=False,
-                n=1,
-                n_out=4,
-                prompt_tokens=3,
-                include_usage=False,
-                fault=None,
-                t_arrival=time.perf_counter(),
-                stream=True,
-            )
+            s = text_stream(srv, conn, 4, time.perf_counter())
             s.begin()
-            assert sent == []  # nothing at arrival: the first chunk is 5 ms away
+            assert conn.writes == []  # nothing at arrival: the first chunk is 5 ms away
             s.cancel()
 
         loop.run_until_complete(arrive())
@@ -448,179 +461,172 @@ class PacerClock:
         return out
 
 
+@dataclass
+class PacerRig:
+    """A pacer on a fake clock and a fresh event loop (closed after the test)."""
+
+    clock: PacerClock
+    loop: asyncio.AbstractEventLoop
+    pacer: Pacer
+    ran: list[str]
+
+
+@pytest.fixture
+def pacer_rig(monkeypatch: pytest.MonkeyPatch) -> Iterator[PacerRig]:
+    loop = asyncio.new_event_loop()
+    try:
+        yield PacerRig(PacerClock(monkeypatch, step=1e-4), loop, Pacer(), [])
+    finally:
+        loop.close()
+
+
 def drain(loop: asyncio.AbstractEventLoop, pacer: Pacer) -> None:
     run_until(loop, lambda: not (pacer.queue or pacer.later or pacer.scheduled))
 
 
-def test_pacer_slices_a_burst_at_its_budget_and_resumes_after_a_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pacer_slices_a_burst_at_its_budget_and_resumes_after_a_poll(pacer_rig: PacerRig) -> None:
     """0.3 ms slices of 0.1 ms units: four units a slice (the fourth ends at the budget, not
     over it), the rest after the loop polled, in order, due chunks before parsing."""
-    clock = PacerClock(monkeypatch, step=1e-4)
-    loop = asyncio.new_event_loop()
-    try:
-        pacer = Pacer()  # budget 0.3 ms, gap 0.05 ms
-        ran: list[str] = []
+    clock, loop, ran = pacer_rig.clock, pacer_rig.loop, pacer_rig.ran
+    pacer = pacer_rig.pacer  # budget 0.3 ms, gap 0.05 ms
 
-        async def burst() -> None:
-            clock.now += 1.0  # long idle: a new slice
-            for i in range(5):
-                pacer.run_later(clock.unit(pacer, ran, f"p{i}"))
-            for i in range(5):
-                pacer.run(clock.unit(pacer, ran, f"c{i}"))
-            assert ran == ["p0", "p1", "p2", "p3"]  # at once, until the slice was over budget
-            assert pacer.scheduled
+    async def burst() -> None:
+        clock.now += 1.0  # long idle: a new slice
+        for i in range(5):
+            pacer.run_later(clock.unit(pacer, ran, f"p{i}"))
+        for i in range(5):
+            pacer.run(clock.unit(pacer, ran, f"c{i}"))
+        assert ran == ["p0", "p1", "p2", "p3"]  # at once, until the slice was over budget
+        assert pacer.scheduled
 
-        loop.run_until_complete(burst())
-        drain(loop, pacer)
-        assert clock.slices(ran) == [["p0", "p1", "p2", "p3"], ["c0", "c1", "c2", "c3"], ["c4", "p4"]]
-    finally:
-        loop.close()
+    loop.run_until_complete(burst())
+    drain(loop, pacer)
+    assert clock.slices(ran) == [["p0", "p1", "p2", "p3"], ["c0", "c1", "c2", "c3"], ["c4", "p4"]]
 
 
-def test_pacer_parsing_alone_is_sliced_too_and_a_quiet_gap_starts_a_new_slice(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    clock = PacerClock(monkeypatch, step=1e-4)
-    loop = asyncio.new_event_loop()
-    try:
-        pacer = Pacer()
-        ran: list[str] = []
+def test_pacer_parsing_alone_is_sliced_too_and_a_quiet_gap_starts_a_new_slice(pacer_rig: PacerRig) -> None:
+    clock, loop, ran = pacer_rig.clock, pacer_rig.loop, pacer_rig.ran
+    pacer = pacer_rig.pacer
 
-        async def burst() -> None:
-            clock.now += 1.0
-            for i in range(9):
-                pacer.run_later(clock.unit(pacer, ran, f"p{i}"))
+    async def burst() -> None:
+        clock.now += 1.0
+        for i in range(9):
+            pacer.run_later(clock.unit(pacer, ran, f"p{i}"))
 
-        loop.run_until_complete(burst())
-        drain(loop, pacer)
-        assert clock.slices(ran) == [["p0", "p1", "p2", "p3"], ["p4", "p5", "p6", "p7"], ["p8"]]
+    loop.run_until_complete(burst())
+    drain(loop, pacer)
+    assert clock.slices(ran) == [["p0", "p1", "p2", "p3"], ["p4", "p5", "p6", "p7"], ["p8"]]
 
-        async def later_work() -> None:
-            clock.now += 4e-5  # within the gap: p8's slice, 0.14 ms old
-            pacer.run(clock.unit(pacer, ran, "a"))
-            pacer.run(clock.unit(pacer, ran, "b"))  # 0.24 ms: still room
-            pacer.run(clock.unit(pacer, ran, "c"))  # 0.34 ms: over budget, queued
-            assert ran[-2:] == ["a", "b"] and len(pacer.queue) == 1
+    async def later_work() -> None:
+        clock.now += 4e-5  # within the gap: p8's slice, 0.14 ms old
+        pacer.run(clock.unit(pacer, ran, "a"))
+        pacer.run(clock.unit(pacer, ran, "b"))  # 0.24 ms: still room
+        pacer.run(clock.unit(pacer, ran, "c"))  # 0.34 ms: over budget, queued
+        assert ran[-2:] == ["a", "b"] and len(pacer.queue) == 1
 
-        loop.run_until_complete(later_work())
-        drain(loop, pacer)
+    loop.run_until_complete(later_work())
+    drain(loop, pacer)
 
-        async def after_a_gap() -> None:
-            clock.now += 6e-5  # idle longer than the gap: a new slice, at once
-            pacer.run(clock.unit(pacer, ran, "d"))
-            assert ran[-1] == "d" and not pacer.queue
+    async def after_a_gap() -> None:
+        clock.now += 6e-5  # idle longer than the gap: a new slice, at once
+        pacer.run(clock.unit(pacer, ran, "d"))
+        assert ran[-1] == "d" and not pacer.queue
 
-        loop.run_until_complete(after_a_gap())
-        assert clock.slices(ran)[2:] == [["p8", "a", "b"], ["c"], ["d"]]
-    finally:
-        loop.close()
+    loop.run_until_complete(after_a_gap())
+    assert clock.slices(ran)[2:] == [["p8", "a", "b"], ["c"], ["d"]]
 
 
-def test_pacer_queues_parsing_behind_parsing_left_over_from_a_slice(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pacer_queues_parsing_behind_parsing_left_over_from_a_slice(pacer_rig: PacerRig) -> None:
     """The due chunks are done but parsing is left from the last slice: a new parse waits behind
     it (a connection's requests keep their order), and one resume is pending, not two."""
-    clock = PacerClock(monkeypatch, step=1e-4)
-    loop = asyncio.new_event_loop()
-    try:
-        pacer = Pacer()
-        ran: list[str] = []
-        soon: list[Any] = []
-        real_call_soon = loop.call_soon
+    clock, loop, ran = pacer_rig.clock, pacer_rig.loop, pacer_rig.ran
+    pacer = pacer_rig.pacer
+    soon: list[Any] = []
+    real_call_soon = loop.call_soon
 
-        def call_soon(callback: Any, *args: Any, **kw: Any) -> Any:
-            soon.append(callback)
-            return real_call_soon(callback, *args, **kw)
+    def call_soon(callback: Any, *args: Any, **kw: Any) -> Any:
+        soon.append(callback)
+        return real_call_soon(callback, *args, **kw)
 
-        loop.call_soon = call_soon  # type: ignore[method-assign]
+    loop.call_soon = call_soon  # type: ignore[method-assign]
 
-        async def burst() -> None:
-            clock.now += 1.0
-            for i in range(6):
-                pacer.run_later(clock.unit(pacer, ran, f"p{i}"))
-            clock.now += 1e-3  # the loop polled: the slice would have room again
-            assert not pacer.queue and list(pacer.later)
-            pacer.run_later(clock.unit(pacer, ran, "p6"))
-            assert ran == ["p0", "p1", "p2", "p3"]
-            assert soon.count(pacer._resume) == 1
+    async def burst() -> None:
+        clock.now += 1.0
+        for i in range(6):
+            pacer.run_later(clock.unit(pacer, ran, f"p{i}"))
+        clock.now += 1e-3  # the loop polled: the slice would have room again
+        assert not pacer.queue and list(pacer.later)
+        pacer.run_later(clock.unit(pacer, ran, "p6"))
+        assert ran == ["p0", "p1", "p2", "p3"]
+        assert soon.count(pacer._resume) == 1
 
-        loop.run_until_complete(burst())
-        drain(loop, pacer)
-        assert ran == [f"p{i}" for i in range(7)]
-    finally:
-        loop.close()
+    loop.run_until_complete(burst())
+    drain(loop, pacer)
+    assert ran == [f"p{i}" for i in range(7)]
 
 
-def test_pacer_boundaries_exactly_at_the_budget_and_the_gap(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pacer_boundaries_exactly_at_the_budget_and_the_gap(pacer_rig: PacerRig) -> None:
     """Binary fractions, so the clock's sums are exact: a slice exactly at its budget still has
     room, a pause exactly as long as the gap keeps the slice, and a resume that empties the
     queues over budget schedules nothing more."""
-    clock = PacerClock(monkeypatch, step=2**-12)
+    clock, loop, ran = pacer_rig.clock, pacer_rig.loop, pacer_rig.ran
+    clock.step = 2**-12
     clock.now = 1024.0
-    loop = asyncio.new_event_loop()
-    try:
-        pacer = Pacer(budget=2**-11, gap=2**-13)  # two steps a slice
-        ran: list[str] = []
-        resumes: list[Any] = []
-        real_call_soon = loop.call_soon
+    pacer = Pacer(budget=2**-11, gap=2**-13)  # two steps a slice
+    resumes: list[Any] = []
+    real_call_soon = loop.call_soon
 
-        def call_soon(callback: Any, *args: Any, **kw: Any) -> Any:
-            if callback == pacer._resume:
-                resumes.append(1)
-            return real_call_soon(callback, *args, **kw)
+    def call_soon(callback: Any, *args: Any, **kw: Any) -> Any:
+        if callback == pacer._resume:
+            resumes.append(1)
+        return real_call_soon(callback, *args, **kw)
 
-        loop.call_soon = call_soon  # type: ignore[method-assign]
+    loop.call_soon = call_soon  # type: ignore[method-assign]
 
-        async def burst() -> None:
-            clock.now += 1.0
-            for name in ("a", "b", "c"):  # a at 0, b at 1 step, c at 2 steps = the budget: runs
-                pacer.run(clock.unit(pacer, ran, name))
-            assert ran == ["a", "b", "c"]
-            pacer.run(clock.unit(pacer, ran, "d"))  # 3 steps: over, queued
-            for name in ("e", "f"):
-                pacer.run(clock.unit(pacer, ran, name))
-            assert ran == ["a", "b", "c"]
-
-        loop.run_until_complete(burst())
-        drain(loop, pacer)
-        # the resume ran d, e, f (f started at exactly the budget), emptied the queue over
-        # budget, and scheduled no other resume
-        assert clock.slices(ran) == [["a", "b", "c"], ["d", "e", "f"]] and len(resumes) == 1
-
-        async def pause(gap: float, name: str, at_once: bool) -> None:
-            clock.now += gap
+    async def burst() -> None:
+        clock.now += 1.0
+        for name in ("a", "b", "c"):  # a at 0, b at 1 step, c at 2 steps = the budget: runs
             pacer.run(clock.unit(pacer, ran, name))
-            assert (ran[-1] == name) is at_once
+        assert ran == ["a", "b", "c"]
+        pacer.run(clock.unit(pacer, ran, "d"))  # 3 steps: over, queued
+        for name in ("e", "f"):
+            pacer.run(clock.unit(pacer, ran, name))
+        assert ran == ["a", "b", "c"]
 
-        loop.run_until_complete(pause(2**-13, "g", False))  # exactly the gap: f's slice, over budget
-        drain(loop, pacer)
-        loop.run_until_complete(pause(2**-13 + 2**-20, "h", True))  # longer than the gap: a new slice
-    finally:
-        loop.close()
+    loop.run_until_complete(burst())
+    drain(loop, pacer)
+    # the resume ran d, e, f (f started at exactly the budget), emptied the queue over
+    # budget, and scheduled no other resume
+    assert clock.slices(ran) == [["a", "b", "c"], ["d", "e", "f"]] and len(resumes) == 1
+
+    async def pause(gap: float, name: str, at_once: bool) -> None:
+        clock.now += gap
+        pacer.run(clock.unit(pacer, ran, name))
+        assert (ran[-1] == name) is at_once
+
+    loop.run_until_complete(pause(2**-13, "g", False))  # exactly the gap: f's slice, over budget
+    drain(loop, pacer)
+    loop.run_until_complete(pause(2**-13 + 2**-20, "h", True))  # longer than the gap: a new slice
 
 
-def test_pacer_parsing_never_overtakes_a_queued_chunk_after_a_poll(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pacer_parsing_never_overtakes_a_queued_chunk_after_a_poll(pacer_rig: PacerRig) -> None:
     """Chunks wait in the queue for the next slice; the loop polled (longer than the gap) and
     a request came in: its parsing waits behind the chunks, though the slice would have room."""
-    clock = PacerClock(monkeypatch, step=1e-4)
-    loop = asyncio.new_event_loop()
-    try:
-        pacer = Pacer()
-        ran: list[str] = []
+    clock, loop, ran = pacer_rig.clock, pacer_rig.loop, pacer_rig.ran
+    pacer = pacer_rig.pacer
 
-        async def burst() -> None:
-            clock.now += 1.0
-            for i in range(5):
-                pacer.run(clock.unit(pacer, ran, f"c{i}"))
-            assert ran == ["c0", "c1", "c2", "c3"] and len(pacer.queue) == 1
-            clock.now += 1e-3  # the loop polled
-            pacer.run_later(clock.unit(pacer, ran, "parse"))
-            assert ran == ["c0", "c1", "c2", "c3"]
+    async def burst() -> None:
+        clock.now += 1.0
+        for i in range(5):
+            pacer.run(clock.unit(pacer, ran, f"c{i}"))
+        assert ran == ["c0", "c1", "c2", "c3"] and len(pacer.queue) == 1
+        clock.now += 1e-3  # the loop polled
+        pacer.run_later(clock.unit(pacer, ran, "parse"))
+        assert ran == ["c0", "c1", "c2", "c3"]
 
-        loop.run_until_complete(burst())
-        drain(loop, pacer)
-        assert ran[4:] == ["c4", "parse"]
-    finally:
-        loop.close()
+    loop.run_until_complete(burst())
+    drain(loop, pacer)
+    assert ran[4:] == ["c4", "parse"]
 
 
 def test_the_tracked_lateness_moves_by_the_stochastic_median_steps_and_stays_in_its_bounds(
@@ -673,34 +679,13 @@ def test_a_timer_that_fires_early_still_sends_its_chunk_and_chunks_already_due_g
     clock = [1024.0]
     monkeypatch.setattr(synthetic.time, "perf_counter", lambda: clock[0])
     srv = SyntheticServer(SyntheticConfig(port=0, model="m", ttft_ms=125.0, itl_ms=62.5))
-    writes: list[bytes] = []
-
-    class Conn:
-        closed = False
-        on_close = None
-
-        def start_stream(self) -> None:
-            pass
-
-        def write_chunk(self, payload: bytes) -> None:
-            writes.append(payload)
-
+    conn = WriteConn()
+    writes = conn.writes
     loop = asyncio.new_event_loop()
     try:
 
         async def stream() -> None:
-            s = synthetic._Stream(
-                srv,
-                Conn(),  # type: ignore[arg-type]
-                chat=False,
-                n=1,
-                n_out=8,
-                prompt_tokens=3,
-                include_usage=False,
-                fault=None,
-                t_arrival=1024.0,
-                stream=True,
-            )
+            s = text_stream(srv, conn, 8, 1024.0)
             s.begin()
             assert writes == []
             srv.overshoot = 2**-6
