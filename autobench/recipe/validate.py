@@ -62,11 +62,16 @@ def _validate_cell(path: Path, cell: str | None, profile: Path | None) -> Loaded
     try:
         return load_recipe(path, cell, profile=profile)
     except RecipeSchemaError as exc:
-        return [
+        return [  # the key in its field (--format json), said once in the line
             Finding(
-                "AB000", "error", message, hint or RULES["AB000"].hint, _parse_location(location) if location else None
+                "AB000",
+                "error",
+                message.removeprefix(f"{key}: ") if key else message,
+                hint or RULES["AB000"].hint,
+                _parse_location(location) if location else None,
+                key if message.startswith(f"{key}: ") else "",
             )
-            for location, _key, message, hint in exc.problems
+            for location, key, message, hint in exc.problems
         ]
     except RecipeError as exc:
         finding = load_error_finding(exc)

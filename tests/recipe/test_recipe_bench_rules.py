@@ -299,3 +299,19 @@ def test_a_grid_axis_out_of_bounds_is_one_problem_not_one_per_union_branch(
         load_recipe(path)
     problems = e.value.problems  # type: ignore[attr-defined]
     assert [(key, text) for _, key, text, _ in problems] == [(where, f"{where}: {message}")]
+
+
+def test_validate_json_gives_a_schema_errors_key_in_its_field(tmp_path: Path, capsys) -> None:
+    """`validate --format json`: the key of a schema error in `key` (it was "", the key only in the
+    message), the message without it; the text line is as before, the key said once."""
+    import json
+
+    path = tmp_path / "w.yaml"
+    path.write_text(HEAD + "bench:\n  num_prompts: 2\n  workers: 4\n  concurrency: 8\n" + RANDOM, encoding="utf-8")
+    assert main(["validate", "--format", "json", str(path)]) == 2
+    (finding,) = json.loads(capsys.readouterr().out)["files"][0]["findings"]
+    assert (finding["code"], finding["key"], finding["line"], finding["col"]) == ("AB000", "bench.num_prompts", 5, 16)
+    assert finding["message"] == "2 prompts for 4 load generators: each needs at least one prompt"
+    assert main(["validate", str(path)]) == 2
+    out = capsys.readouterr().out
+    assert f"{path}:5:16: AB000 error: bench.num_prompts: 2 prompts for 4 load generators:" in out
