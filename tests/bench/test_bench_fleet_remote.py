@@ -7,7 +7,6 @@ the ssh hop in the protocol's pipes and a network between the load generator and
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ RUN_TESTS = Path(__file__).resolve().parent.parent / "run"
 if str(RUN_TESTS) not in sys.path:
     sys.path.insert(0, str(RUN_TESTS))
 
-from ssh_nodes import SshNodes, available  # noqa: E402
+from ssh_nodes import SshNodes, running_nodes  # noqa: E402
 
 from autobench.bench.client import BenchConfig, run_bench  # noqa: E402
 from autobench.bench.record import OK  # noqa: E402
@@ -30,25 +29,13 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory: Any) -> Any:
-    why = available()
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"sshd and network namespaces are needed in CI: {why}")
-        pytest.skip(why)
     root = tmp_path_factory.mktemp("bench-nodes")
     bindir = root / "bin"
     bindir.mkdir()
-    n = SshNodes(root, 2, bindir, root / "hosts", server_args="")
-    try:
-        n.start()
-        # Each node reaches this machine's addresses through its own link (the server listens on
-        # the first node's side of it, as a head node's server would on its own address).
-        n.route_here()
-    except Exception:
-        n.stop()
-        raise
-    yield n
-    n.stop()
+    # Each node reaches this machine's addresses through its own link (the server listens on the
+    # first node's side of it, as a head node's server would on its own address).
+    with running_nodes(root, bindir, "", route_here=True) as n:
+        yield n
 
 
 def config(nodes: SshNodes, base_url: str, **more: Any) -> BenchConfig:

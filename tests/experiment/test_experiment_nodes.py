@@ -8,7 +8,6 @@ the teardown, the ledger rows, the experiment record) is real."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ if str(RUN_TESTS) not in sys.path:
 
 from fake_cluster import install  # noqa: E402
 from run_helpers import free_port, run_env  # noqa: E402
-from ssh_nodes import SshNodes, available  # noqa: E402
+from ssh_nodes import running_nodes  # noqa: E402
 
 from autobench.ledger import open_ledger  # noqa: E402
 
@@ -32,20 +31,9 @@ SHA = "6c7242c934a9870d7c59c05240bdbb2467cc1394"
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    why = available()
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"sshd and network namespaces are needed in CI: {why}")
-        pytest.skip(why)
     root = tmp_path_factory.mktemp("ssh-nodes")
-    n = SshNodes(root, 2, install(root), root / "hosts", server_args="--host 0.0.0.0 --ttft-ms 20 --itl-ms 5")
-    try:
-        n.start()
-    except Exception:
-        n.stop()
-        raise
-    yield n
-    n.stop()
+    with running_nodes(root, install(root), "--host 0.0.0.0 --ttft-ms 20 --itl-ms 5") as n:
+        yield n
 
 
 def test_each_treatment_of_a_two_node_recipe_boots_on_the_multi_node_driver(nodes, tmp_path) -> None:

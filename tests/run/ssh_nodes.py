@@ -12,6 +12,7 @@ machine's address on any link (``here(k)``: load generators on the nodes, a serv
 ``forward_between()`` the other nodes' addresses (load generators on every node, the server on
 the head), ``pids(k)`` the processes living in node K's
 namespace besides its sshd.  ``stop()`` ends the daemons and deletes the namespaces.
+``running_nodes(...)`` is the test modules' fixture body: two nodes, started and stopped.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 SSHD = "/usr/sbin/sshd"
 
@@ -38,6 +42,30 @@ def available() -> str | None:
     if missing:
         return "not installed: " + ", ".join(missing) + " (apt-get install openssh-server iproute2; .ci/run does)"
     return None
+
+
+@contextlib.contextmanager
+def running_nodes(
+    root: Path, bindir: Path, server_args: str, *, route_here: bool = False, forward: bool = False
+) -> Iterator[SshNodes]:
+    """Two nodes under ``root`` (fails in CI, skips elsewhere, when this machine cannot host
+    them), started, with this machine's addresses routed (``route_here``) and the other nodes'
+    forwarded (``forward``) when asked; stopped however the block ends."""
+    why = available()
+    if why is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"sshd and network namespaces are needed in CI: {why}")
+        pytest.skip(why)
+    nodes = SshNodes(root, 2, bindir, root / "hosts", server_args=server_args)
+    try:
+        nodes.start()
+        if route_here:
+            nodes.route_here()
+        if forward:
+            nodes.forward_between()
+        yield nodes
+    finally:
+        nodes.stop()
 
 
 def _run(*argv: str) -> None:

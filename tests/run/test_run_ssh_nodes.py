@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from fake_cluster import install
 from run_helpers import free_port, ledger_rows, run_env
-from ssh_nodes import SshNodes, available
+from ssh_nodes import SshNodes, running_nodes
 
 pytestmark = pytest.mark.integration
 
@@ -28,21 +28,9 @@ SHA = "6c7242c934a9870d7c59c05240bdbb2467cc1394"
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    why = available()
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"sshd and network namespaces are needed in CI: {why}")
-        pytest.skip(why)
     root = tmp_path_factory.mktemp("ssh-nodes")
-    bindir = install(root)
-    n = SshNodes(root, 2, bindir, root / "hosts", server_args="--host 0.0.0.0 --ttft-ms 20 --itl-ms 5")
-    try:
-        n.start()
-    except Exception:
-        n.stop()
-        raise
-    yield n
-    n.stop()
+    with running_nodes(root, install(root), "--host 0.0.0.0 --ttft-ms 20 --itl-ms 5") as n:
+        yield n
 
 
 def _recipe(tmp_path: Path, nodes: SshNodes, num_prompts: int) -> Path:

@@ -10,7 +10,6 @@ its bench.json names the host of each."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,29 +17,19 @@ from pathlib import Path
 import pytest
 from fake_cluster import install
 from run_helpers import SHA, free_port, ledger_rows, only_run_dir, recipe_text, run_cli, run_env
-from ssh_nodes import SshNodes, available
+from ssh_nodes import SshNodes, running_nodes
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    why = available()
-    if why is not None:
-        if os.environ.get("CI"):
-            pytest.fail(f"sshd and network namespaces are needed in CI: {why}")
-        pytest.skip(why)
     root = tmp_path_factory.mktemp("run-load-nodes")
-    n = SshNodes(root, 2, install(root), root / "hosts", server_args="--host 0.0.0.0 --ttft-ms 2 --itl-ms 1")
-    try:
-        n.start()
-        n.route_here()
-        n.forward_between()  # the second node's load generator reaches the head's server
-    except Exception:
-        n.stop()
-        raise
-    yield n
-    n.stop()
+    # route_here: the nodes reach this machine; forward: the second node's load generator
+    # reaches the head's server
+    args = "--host 0.0.0.0 --ttft-ms 2 --itl-ms 1"
+    with running_nodes(root, install(root), args, route_here=True, forward=True) as n:
+        yield n
 
 
 def test_a_recipe_spreads_its_bench_over_two_hosts_and_the_cell_keeps_both(nodes: SshNodes, tmp_path: Path) -> None:
