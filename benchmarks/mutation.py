@@ -248,6 +248,17 @@ TESTS: dict[str, list[str]] = {
         "tests/compile/test_compile_bench_result.py",
         "tests/test_quality_flags.py",
     ],
+    "autobench/compile/server_env.py": [
+        "tests/compile/test_compile_slurm_env.py",
+        "tests/compile/test_compile_targets_carry.py",
+    ],
+    "autobench/compile/slurm.py": [
+        "tests/compile/test_compile_slurm_env.py",
+        "tests/compile/test_compile_targets_carry.py",
+        "tests/compile/test_compile_render.py",
+        "tests/compile/test_compile_worker_hosts.py",
+    ],
+    "autobench/recipe/sizes.py": ["tests/recipe/test_recipe_sizes.py", "tests/compile/test_compile_targets_carry.py"],
     "autobench/recipe/rules.py": [
         "tests/recipe/test_recipe_rules_exact.py",
         "tests/recipe/test_recipe_rules.py",

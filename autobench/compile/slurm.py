@@ -82,13 +82,11 @@ def _node_prefix(recipe: Recipe, mode: str) -> Lines:
     """What runs the serve command inside a node's srun step: pyxis's ``--container-image``
     with ``--container-env`` naming the recipe's variables (srun options), ``apptainer exec``, or
     nothing (``autobench.compile.server_env``: how each carries the recipe's environment)."""
-    if mode not in ("pyxis", "apptainer"):
-        return []
-    image = container_image(recipe)
     if mode == "pyxis":
-        return [_opt("--container-image", image), *([env] if (env := pyxis_env_option(recipe)) else [])]
+        env = pyxis_env_option(recipe)
+        return [_opt("--container-image", container_image(recipe)), *([env] if env else [])]
     if mode == "apptainer":
-        return [[*_w("apptainer", "exec", "--nv"), Word("docker://" + image)]]
+        return [[*_w("apptainer", "exec", "--nv"), Word("docker://" + container_image(recipe))]]
     return []
 
 

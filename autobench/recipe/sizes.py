@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import re
 
-_SIZE = re.compile(r"(\d+(?:\.\d+)?) ?(?:([kmgtp])(i?b?)|(b))?", re.IGNORECASE)
-_UNIT = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
+_SIZE = re.compile(r"(\d+(?:\.\d+)?) ?(?:([kmgtp])i?b?|b)?", re.IGNORECASE)  # a bare b: bytes
+_UNIT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
 #: Kubernetes binary suffixes, largest first (resource.Quantity: Ki Mi Gi Ti Pi Ei).
 _QUANTITY = (("Pi", 1024**5), ("Ti", 1024**4), ("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024))
 #: What a refusal suggests.
@@ -30,7 +30,7 @@ def parse_size(text: str) -> int:
     m = _SIZE.fullmatch(text)
     if not m:
         raise ValueError(f"{text[:40]!r} is not a size docker reads")
-    number, unit = m.group(1), (m.group(2) or m.group(4) or "").lower()
+    number, unit = m.group(1), (m.group(2) or "").lower()
     size = int(float(number) * _UNIT[unit])  # go-units: float64 times the unit, truncated
     if size < 1:
         raise ValueError(f"{text[:40]!r} is less than one byte")

@@ -51,6 +51,11 @@ exec tail -f /dev/null
 """
 # The same for the bench, which ends at once.
 BENCH = RECORDER.replace("exec tail -f /dev/null", "exit 0")
+# curl: the server is "ready" once it has recorded its environment (until then the job's
+# readiness loop polls again; its `sleep` is a stand-in that returns at once).
+CURL = """#!/usr/bin/env bash
+ls "$FAKE_LOG"/*.env >/dev/null 2>&1 || exit 7
+"""
 
 
 def _compile(tmp_path: Path, mode: str, extra: str = "") -> str:
@@ -62,8 +67,9 @@ def _compile(tmp_path: Path, mode: str, extra: str = "") -> str:
 def _run(tmp_path: Path, script: str) -> tuple[subprocess.CompletedProcess[str], dict[str, dict[str, str]]]:
     """Run the job script with bash; return {tool: the environment it was started with}."""
     bindir = make_fake_bin(tmp_path)
-    for tool in ("vllm", "srun", "apptainer", "autobench"):
-        (bindir / tool).write_text((BENCH if tool == "autobench" else RECORDER).replace("TOOL", tool))
+    stubs = {"autobench": BENCH, "curl": CURL}
+    for tool in ("vllm", "srun", "apptainer", "autobench", "curl"):
+        (bindir / tool).write_text(stubs.get(tool, RECORDER).replace("TOOL", tool))
         (bindir / tool).chmod(0o755)
     log = tmp_path / "log"
     log.mkdir()
@@ -127,6 +133,15 @@ def test_every_mode_carries_the_env_and_never_a_secrets_value_and_passes_shellch
     assert script.count("serve_env ") == (1 if nodes == 1 else 2)
     if mode == "pyxis":
         assert script.count("--container-env=" + ",".join(NAMES)) == (1 if nodes == 1 else 2)
+        assert script.count("--container-image img:1 \\\n") == (1 if nodes == 1 else 2)
+    if mode == "apptainer":
+        assert script.count("apptainer exec --nv docker://img:1 \\\n") == (1 if nodes == 1 else 2)
+    # a one-node pyxis server is its own srun step; a multi-node job's steps are srun --nodes=1 -w NODE
+    assert script.count("srun --ntasks=1 --export=ALL") == (1 if nodes == 1 and mode == "pyxis" else 0)
+    assert script.count("srun --nodes=1 --ntasks=1 --export=ALL") == (0 if nodes == 1 else 2)
+    if mode == "docker":  # the container in the foreground of the background job: its PID is the server's
+        assert "serve_env docker run \\\n  --name " in script
+        assert "  export " not in script  # docker run sets them in the container, not in docker's client
     # shellcheck, on the same recipe with a value that needs quoting but no `$` (SC2016, "expressions
     # don't expand in single quotes", is exactly what the quoting is for)
     path = tmp_path / "job.sh"

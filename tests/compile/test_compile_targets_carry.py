@@ -33,7 +33,7 @@ model:
 container:
   image: img:1
   shm_size: 20Gi
-  ports: ['8123:8123']
+  ports: ['18123:8123', '9100:9100']
 secrets: [HF_TOKEN]
 env:
   DG_JIT_CACHE_DIR: /tmp/dg-cache
@@ -165,17 +165,17 @@ def _script_carries(target: str, field: str, text: str, *, head: bool = True) ->
         return all(f in text for f in ("--max-model-len 8192", "--kv-cache-dtype fp8", "--block-size 64"))
     if field == "shm_size":
         if docker:
-            return "--shm-size 20Gi" in text
+            return "--shm-size 20Gi" in text and "not applied" not in text
         return "# container.shm_size 20Gi is docker's: not applied (the node's /dev/shm)\n" in text
     # ports
     listens = "--port 8123" in text
     if target == "cluster":  # the nodes run on the hosts' network: the port is the engine's own
         url = "BASE_URL=http://127.0.0.1:8123\n" in text  # the head's readiness poll and bench
-        return listens and "--network host" in text and (url or not head)
-    if docker:
-        return listens and "-p 8123:8123" in text and "BASE_URL=http://127.0.0.1:8123" in text
-    said = "# container.ports 8123:8123 is docker's: not applied (engine.port 8123 on the node)\n" in text
-    return listens and said and "BASE_URL=http://" in text and ":8123\n" in text
+        return listens and "--network host" in text and "-p 18123" not in text and (url or not head)
+    if docker:  # the bench reaches the published host port
+        return listens and "-p 18123:8123" in text and "BASE_URL=http://127.0.0.1:18123\n" in text
+    said = "# container.ports 18123:8123,9100:9100 is docker's: not applied (engine.port 8123 on the node)\n"
+    return listens and said in text and "BASE_URL=http://127.0.0.1:8123\n" in text
 
 
 @pytest.mark.parametrize("field", FIELDS)

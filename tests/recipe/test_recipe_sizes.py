@@ -9,6 +9,7 @@ import pytest
 from autobench.cli.import_cmds import check_imported
 from autobench.compile.argv import docker_argv
 from autobench.compile.k8s import compile_k8s
+from autobench.errors import RecipeError
 from autobench.recipe.importer import convert
 from autobench.recipe.loader import load_recipe
 from autobench.recipe.sizes import kubernetes_quantity, parse_size
@@ -75,3 +76,16 @@ def test_an_imported_helm_shm_size_compiles_for_docker_and_kubernetes(tmp_path):
     argv = docker_argv(loaded)
     assert argv[argv.index("--shm-size") + 1] == "20Gi"
     assert "sizeLimit: 20Gi" in compile_k8s(loaded, run_id="t")
+
+
+def test_kubernetes_refuses_an_unchecked_bad_size_in_one_line(tmp_path):
+    path = tmp_path / "r.yaml"
+    path.write_text(
+        "name: r\nmodel:\n  repo: org/m\n  revision: main\ncontainer:\n  image: img:1\n  shm_size: 20Gx\n"
+        "  ports: ['8000:8000']\nbench:\n  dataset:\n    kind: random\n"
+    )
+    with pytest.raises(RecipeError) as info:
+        compile_k8s(load_recipe(path), run_id="t", check=False)  # past the rules (AB057): the parser still refuses
+    assert str(info.value) == (
+        "container.shm_size: '20Gx' is not a size docker reads (hint: a number and a unit docker reads, e.g. 16g, 512m or 20Gi)"
+    )

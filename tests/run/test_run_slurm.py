@@ -276,6 +276,32 @@ def test_a_two_node_recipe_runs_one_srun_step_per_node(cluster, tmp_path):
     assert '--node-rank "$rank" --master-addr "$HEAD"' in script and "--headless" in script
 
 
+def test_every_nodes_server_step_gets_the_recipes_env(cluster, tmp_path):
+    """The recipe's env: reaches the server's srun step on each of two real slurmd nodes
+    (--container none); each step's server writes what it was started with into the run folder."""
+    recipe = tmp_path / "synth-2node.yaml"
+    record = (
+        'printf "%s|%s\\n" "$DG_JIT_CACHE_DIR" "$SPACED" >"$AUTOBENCH_RUN_DIR/env-$SLURMD_NODENAME"; exec "$0" "$@"'
+    )
+    text = (
+        two_node_recipe(free_port()).replace("  command: [", f"  command: [bash, -c, {json.dumps(record)}, ")
+        + "env:\n  DG_JIT_CACHE_DIR: /tmp/dg-cache\n  SPACED: two words\n"
+    )
+    recipe.write_text(text, encoding="utf-8")
+    res = subprocess.run(
+        _args(recipe, tmp_path, "--gpus-per-node", "0"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=_env(cluster, tmp_path, FAKE_VLLM_ARGS=FAST),
+        cwd=tmp_path,
+    )
+    assert res.returncode == 0, res.stderr + cluster.logs()
+    run_dir = Path(json.loads(res.stdout)["run_dir"])
+    seen = {p.name: p.read_text() for p in run_dir.glob("env-*")}
+    assert seen == {f"env-{node}": "/tmp/dg-cache|two words\n" for node in NODES}
+
+
 def test_multi_node_scripts_pass_shellcheck_and_docker_is_refused(tmp_path):
     shellcheck = Path(sys.executable).parent / "shellcheck"
     base = (Path(__file__).resolve().parents[1] / "compile" / "k8s" / "two-node.yaml").read_text()
