@@ -96,6 +96,23 @@ def repo_root() -> Path:
     return REPO
 
 
+@pytest.fixture
+def bench_configs(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The ``BenchConfig`` each ``autobench bench`` in the test built: ``run_bench`` is replaced
+    by one that keeps its config and stops with a ``BenchError`` (nothing is sent)."""
+    import autobench.bench.client as client
+    from autobench.errors import BenchError
+
+    seen: list[Any] = []
+
+    def run_bench(config: Any, **_: object) -> None:
+        seen.append(config)
+        raise BenchError("stopped by the test")
+
+    monkeypatch.setattr(client, "run_bench", run_bench)
+    return seen
+
+
 def cli_env(**extra: str) -> dict[str, str]:
     """Environment for running the CLI in a subprocess."""
     env = dict(os.environ)

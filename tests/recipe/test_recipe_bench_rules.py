@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-import autobench.bench.client as client
 from autobench.bench.client import BenchConfig
 from autobench.cli import main
 from autobench.errors import BenchError, RecipeError, UsageError
@@ -49,15 +48,8 @@ def _parts(line: str) -> tuple[str, str, str, str]:
 
 
 @pytest.fixture
-def given(monkeypatch: pytest.MonkeyPatch) -> list[BenchConfig]:
-    seen: list[BenchConfig] = []
-
-    def run_bench(config: BenchConfig, **_: object) -> None:
-        seen.append(config)
-        raise BenchError("stopped by the test")
-
-    monkeypatch.setattr(client, "run_bench", run_bench)
-    return seen
+def given(bench_configs: list[BenchConfig]) -> list[BenchConfig]:
+    return bench_configs
 
 
 # (recipe bench, where, key, message, hint; the same options of `autobench bench`, its option, hint)
