@@ -14,12 +14,22 @@ Stricter than docker on one point: the size must be at least one byte (docker re
 
 from __future__ import annotations
 
+import math
 import re
+from decimal import Decimal
 
 _SIZE = re.compile(r"(\d+(?:\.\d+)?) ?(?:([kmgtp])i?b?|b)?", re.IGNORECASE)  # a bare b: bytes
 _UNIT = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4, "p": 1024**5}
 #: Kubernetes binary suffixes, largest first (resource.Quantity: Ki Mi Gi Ti Pi Ei).
 _QUANTITY = (("Pi", 1024**5), ("Ti", 1024**4), ("Gi", 1024**3), ("Mi", 1024**2), ("Ki", 1024))
+#: A Kubernetes quantity of bytes (resource.Quantity: a decimal number, then a binary suffix, a
+#: decimal one -- k M G T P E, powers of 1000 -- or an exponent e3 / E3).
+_K8S = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|[eE][+-]?\d{1,3})?")
+_K8S_FACTOR = {
+    "": 1,
+    **{s: 1024 ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
+    **{s: 1000 ** (i + 1) for i, s in enumerate(("k", "M", "G", "T", "P", "E"))},
+}
 #: What a refusal suggests.
 SIZE_HINT = "a number and a unit docker reads, e.g. 16g, 512m or 20Gi"
 
@@ -44,4 +54,23 @@ def kubernetes_quantity(text: str) -> str:
     for suffix, factor in _QUANTITY:
         if size % factor == 0:
             return f"{size // factor}{suffix}"
+    return str(size)
+
+
+def from_kubernetes_quantity(text: str) -> str:
+    """A Kubernetes quantity of bytes (what a chart writes into an emptyDir ``sizeLimit``, e.g. a
+    Helm ``shmSize``) as a ``container.shm_size`` of the same bytes: a binary quantity docker
+    reads as written (``20Gi``), anything else as whole bytes (``20G`` is 20 * 1000**3 bytes in
+    Kubernetes but 20 GiB to docker: ``20000000000``; Kubernetes rounds a fraction of a byte up).
+    ValueError when it is no quantity of at least one byte."""
+    m = _K8S.fullmatch(text)
+    if not m:
+        raise ValueError(f"{text[:40]!r} is not a Kubernetes quantity")
+    number, suffix = m.group(1), m.group(2) or ""
+    factor = _K8S_FACTOR[suffix] if suffix in _K8S_FACTOR else Decimal(10) ** int(suffix[1:])  # e3: 10**3
+    size = math.ceil(Decimal(number) * factor)
+    if size < 1:
+        raise ValueError(f"{text[:40]!r} is less than one byte")
+    if suffix.endswith("i") and suffix != "Ei" and _SIZE.fullmatch(text):
+        return text
     return str(size)

@@ -12,7 +12,7 @@ from autobench.compile.k8s import compile_k8s
 from autobench.errors import RecipeError
 from autobench.recipe.importer import convert
 from autobench.recipe.loader import load_recipe
-from autobench.recipe.sizes import kubernetes_quantity, parse_size
+from autobench.recipe.sizes import from_kubernetes_quantity, kubernetes_quantity, parse_size
 
 GI = 1024**3
 CORPUS = Path(__file__).resolve().parent / "import_corpus"
@@ -64,18 +64,82 @@ def test_what_docker_refuses_is_refused(text, why):
         parse_size(text)
 
 
-def test_an_imported_helm_shm_size_compiles_for_docker_and_kubernetes(tmp_path):
+@pytest.mark.parametrize(
+    ("quantity", "size"),
+    [
+        ("20Gi", "20Gi"),  # binary: docker reads it as written
+        ("1.5Gi", "1.5Gi"),
+        ("512Mi", "512Mi"),
+        ("20G", "20000000000"),  # decimal in Kubernetes, binary to docker: written as bytes
+        ("1k", "1000"),
+        ("2E", "2000000000000000000"),
+        ("1Ei", str(1024**6)),  # docker has no exa unit
+        ("20e9", "20000000000"),
+        ("129E6", "129000000"),
+        ("128974848", "128974848"),
+        ("20.Gi", str(20 * GI)),  # Kubernetes' "20." is not docker's
+        (".5Gi", str(GI // 2)),
+        ("0.5", "1"),  # Kubernetes rounds a fraction of a byte up
+        ("1e-3", "1"),
+    ],
+)
+def test_a_kubernetes_quantity_becomes_a_docker_size_of_the_same_bytes(quantity, size):
+    assert from_kubernetes_quantity(quantity) == size
+    assert parse_size(size) == k8s_bytes(quantity)
+
+
+def k8s_bytes(quantity: str) -> int:
+    """The bytes of a quantity, computed here independently of the parser (Kubernetes' units)."""
+    import math
+    from decimal import Decimal
+
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ei": 2**60, "k": 10**3, "G": 10**9, "E": 10**18}
+    for unit, factor in units.items():
+        if quantity.endswith(unit):
+            return math.ceil(Decimal(quantity[: -len(unit)]) * factor)
+    return math.ceil(Decimal(quantity))
+
+
+@pytest.mark.parametrize(
+    ("quantity", "why"),
+    [
+        ("20Gx", "is not a Kubernetes quantity"),
+        ("20 Gi", "is not a Kubernetes quantity"),
+        ("1m", "is not a"),
+        ("-1", "is not a"),
+        ("0", "is less than one byte"),
+    ],
+)
+def test_what_is_no_byte_quantity_is_refused(quantity, why):
+    with pytest.raises(ValueError, match=why):
+        from_kubernetes_quantity(quantity)
+
+
+def _helm(tmp_path: Path, shm: str):
     source = tmp_path / "values.yaml"
     text = (CORPUS / "helm-production-stack.yaml").read_text()
-    source.write_text(text.replace("      requestGPU: 1\n", "      requestGPU: 1\n      shmSize: 20Gi\n"))
+    source.write_text(text.replace("      requestGPU: 1\n", f"      requestGPU: 1\n      shmSize: {shm}\n"))
     (imported,) = convert(source)
     (tmp_path / "out").mkdir()
     path, _ = check_imported(imported, tmp_path / "out")  # validates (rule AB057) and compiles it
-    loaded = load_recipe(path)
-    assert loaded.recipe.container.shm_size == "20Gi"
+    return imported, load_recipe(path)
+
+
+@pytest.mark.parametrize(("shm", "docker", "k8s"), [("20Gi", "20Gi", "20Gi"), ("20G", "20000000000", "19531250Ki")])
+def test_an_imported_helm_shm_size_compiles_for_docker_and_kubernetes(tmp_path, shm, docker, k8s):
+    imported, loaded = _helm(tmp_path, shm)
+    assert loaded.recipe.container.shm_size == docker
     argv = docker_argv(loaded)
-    assert argv[argv.index("--shm-size") + 1] == "20Gi"
-    assert "sizeLimit: 20Gi" in compile_k8s(loaded, run_id="t")
+    assert argv[argv.index("--shm-size") + 1] == docker
+    assert f"sizeLimit: {k8s}\n" in compile_k8s(loaded, run_id="t")
+    said = [n for n in imported.notes if "shmSize" in n]
+    assert said == ([] if shm == docker else [f"14: shmSize {shm} is {docker} bytes (Kubernetes' units)"])
+
+
+def test_an_imported_helm_shm_size_that_is_no_quantity_is_noted_not_carried(tmp_path):
+    imported, loaded = _helm(tmp_path, "lots")
+    assert loaded.recipe.container.shm_size is None
+    assert "14: not carried: shmSize ('lots' is not a Kubernetes quantity)" in imported.notes
 
 
 def test_kubernetes_refuses_an_unchecked_bad_size_in_one_line(tmp_path):

@@ -26,6 +26,7 @@ from typing import Any
 from autobench.recipe.importer import _common as common
 from autobench.recipe.importer._command import Parsed, apply_flags, parse_command, split_flags
 from autobench.recipe.importer._source import MAX_GPUS_PER_NODE, MAX_NODES, Imported, Options, Src, dig, shown, unfilled
+from autobench.recipe.sizes import from_kubernetes_quantity
 
 #: Dynamo worker flags that are Dynamo's own (components/src/dynamo/vllm/args.py).
 DYNAMO_ONLY = {"--is-prefill-worker", "--is-decode-worker", "--connector", "--endpoint", "--migration-limit"}
@@ -440,6 +441,18 @@ MODEL_SPEC_KEYS = {
 }
 
 
+def _shm_size(src: Src, out: Imported, recipe: dict[str, Any], keys: tuple[Any, ...], quantity: str) -> None:
+    """A chart's shm size (a Kubernetes quantity) as ``container.shm_size`` of the same bytes."""
+    try:
+        size = from_kubernetes_quantity(quantity)
+    except ValueError as exc:
+        out.notes.append(f"{src.line(*keys)}: not carried: shmSize ({exc})")
+        return
+    recipe["container"]["shm_size"] = size
+    if size != quantity:
+        out.notes.append(f"{src.line(*keys)}: shmSize {shown(quantity)} is {size} bytes (Kubernetes' units)")
+
+
 def helm_values(src: Src, options: Options) -> list[Imported]:
     specs = src.get(("servingEngineSpec", "modelSpec"), list, [])
     if not specs:
@@ -491,8 +504,8 @@ def _model_spec(src: Src, i: int, spec: Any, options: Options) -> Imported:
         out.notes.append(f"{src.line(*keys, 'hf_token')}: hf_token passed by name as HF_TOKEN (never by value)")
     gpus = spec.get("requestGPU")
     gpn = src.count((*keys, "requestGPU"), gpus, "requestGPU", MAX_GPUS_PER_NODE) if gpus is not None else None
-    if isinstance(spec.get("shmSize"), str):
-        recipe["container"]["shm_size"] = spec["shmSize"]
+    if isinstance(spec.get("shmSize"), str):  # the chart's emptyDir sizeLimit: a Kubernetes quantity
+        _shm_size(src, out, recipe, (*keys, "shmSize"), spec["shmSize"])
     common.account(src, out, MODEL_SPEC_KEYS, within=keys)
     recipe["meta"]["tags"] = ["production-stack"]
     common.topology(recipe, src, out, nodes=1, gpus_per_node=gpn, executor=None, options=options, rule="Helm values")
