@@ -31,6 +31,7 @@ from autobench.compile.argv import (
 )
 from autobench.compile.quoting import Word
 from autobench.compile.server_env import pyxis_env_option, slurm_env_body
+from autobench.compile.slurm_mounts import mount_lines
 from autobench.errors import RecipeError
 from autobench.recipe.facts import container_image, node_gpus, server_endpoint
 from autobench.recipe.loader import LoadedRecipe
@@ -84,19 +85,25 @@ def _node_prefix(recipe: Recipe, mode: str) -> Lines:
     nothing (``autobench.compile.server_env``: how each carries the recipe's environment)."""
     if mode == "pyxis":
         env = pyxis_env_option(recipe)
-        return [_opt("--container-image", container_image(recipe)), *([env] if env else [])]
+        return [_opt("--container-image", container_image(recipe)), *([env] if env else []), *mount_lines(recipe, mode)]
     if mode == "apptainer":
-        return [[*_w("apptainer", "exec", "--nv"), Word("docker://" + container_image(recipe))]]
+        head, image = _w("apptainer", "exec", "--nv"), [Word("docker://" + container_image(recipe))]
+        mounts = mount_lines(recipe, mode)
+        return [head, *mounts, image] if mounts else [[*head, *image]]
     return []
 
 
-def _docker_only(recipe: Recipe) -> list[dict[str, str]]:
+def _docker_only(recipe: Recipe, mode: str) -> list[dict[str, str]]:
     """The recipe's ``docker run`` settings that mean nothing outside Docker, for the script's
     header (said there, not dropped silently): without Docker's own namespaces the server shares
-    the node's /dev/shm (pyxis/enroot and Apptainer make no private one) and listens on
-    ``engine.port`` itself."""
+    the node's /dev/shm (pyxis/enroot and Apptainer make no private one: pyxis's tests,
+    tests/unshare_ipc.bats, "no --container-unshare shares host ipcns") and listens on
+    ``engine.port`` itself; with no container at all (``none``) it reads the node's own paths
+    (pyxis and Apptainer mount the volumes: ``autobench.compile.slurm_mounts``)."""
     c = recipe.container
     said = []
+    if c.volumes and mode == "none":
+        said.append({"key": "container.volumes", "value": ",".join(c.volumes), "instead": "the node's own paths"})
     if c.shm_size:
         said.append({"key": "container.shm_size", "value": c.shm_size, "instead": "the node's /dev/shm"})
     if c.ports:
@@ -201,7 +208,7 @@ def compile_slurm(
                 api_key_env=bench_api_key_env(recipe),
                 serve=serve,
                 serve_env=slurm_env_body(recipe, container),
-                docker_only=_docker_only(recipe) if container != "docker" else [],
+                docker_only=_docker_only(recipe, container) if container != "docker" else [],
                 # every cell of a grid in turn on the one allocation, each with its own result
                 benches=[
                     {

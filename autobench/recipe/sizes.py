@@ -71,6 +71,6 @@ def from_kubernetes_quantity(text: str) -> str:
     size = math.ceil(Decimal(number) * factor)
     if size < 1:
         raise ValueError(f"{text[:40]!r} is less than one byte")
-    if suffix.endswith("i") and suffix != "Ei" and _SIZE.fullmatch(text):
+    if suffix.endswith("i") and _SIZE.fullmatch(text):  # (docker has no exa: 1Ei becomes bytes)
         return text
     return str(size)

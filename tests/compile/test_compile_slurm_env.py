@@ -151,3 +151,27 @@ def test_every_mode_carries_the_env_and_never_a_secrets_value_and_passes_shellch
         [shellcheck_path(), "--severity=style", "-s", "bash", str(path)], capture_output=True, text=True
     )
     assert lint.returncode == 0, lint.stdout
+
+
+@pytest.mark.parametrize("mode", ["pyxis", "apptainer"])
+@pytest.mark.parametrize(
+    ("volume", "why"),
+    [
+        ("hf-cache:/root/.cache/huggingface", "is a named docker volume (its source is no absolute path)"),
+        ("/data", "is not SRC:DST[:OPTIONS]"),
+        ("/data:/data:ro,z", "has the docker option(s) z"),
+        ("/a,b:/data", "holds a ',' (the list separator of bind mounts)"),
+    ],
+)
+def test_a_volume_the_container_runtime_cannot_mount_is_refused_in_one_line(tmp_path, mode, volume, why):
+    from autobench.errors import RecipeError
+
+    extra = f"container:\n  image: img:1\n  ports: ['8000:8000']\n  volumes: [{json.dumps(volume)}]\n"
+    path = tmp_path / "envy.yaml"
+    path.write_text(RECIPE.replace("container:\n  image: img:1\n  ports: ['8000:8000']\n", extra), encoding="utf-8")
+    with pytest.raises(RecipeError) as info:
+        compile_slurm(load_recipe(path), container=mode)
+    assert str(info.value) == (
+        f"container.volumes: {volume!r} {why}, which --container {mode} cannot mount "
+        "(hint: write it as /host/path:/container/path[:ro], or use --container docker)"
+    )

@@ -34,6 +34,7 @@ container:
   image: img:1
   shm_size: 20Gi
   ports: ['18123:8123', '9100:9100']
+  volumes: ['~/.cache/hf:/root/.cache/hf', '/data/models:/models:ro']
 secrets: [HF_TOKEN]
 env:
   DG_JIT_CACHE_DIR: /tmp/dg-cache
@@ -67,7 +68,7 @@ TARGETS: dict[str, tuple[int, Callable[[Any], dict[str, str]]]] = {
     "k8s": (1, lambda loaded: {"k8s.yaml": compile_k8s(loaded, run_id="t")}),
     "k8s-2node": (2, lambda loaded: {"k8s.yaml": compile_k8s(loaded, run_id="t")}),
 }
-FIELDS = ("env", "secret", "engine", "shm_size", "ports")
+FIELDS = ("env", "secret", "engine", "shm_size", "ports", "volumes")
 
 
 def _servers(text: str) -> list[dict[str, Any]]:
@@ -133,6 +134,11 @@ def _k8s_carries(field: str, text: str) -> bool:
             and _flag(s["args"], "--block-size", "64")
             for s in servers
         )
+    if field == "volumes":  # a pod mounts what its spec names: the manifests say so
+        return (
+            '# container.volumes "~/.cache/hf:/root/.cache/hf,/data/models:/models:ro" is docker\'s: not mounted'
+            in text
+        )
     if field == "shm_size":
         limits = _shm_limits(text)
         return bool(limits) and all(limit == "20Gi" for limit in limits)
@@ -163,6 +169,15 @@ def _script_carries(target: str, field: str, text: str, *, head: bool = True) ->
         return checked  # none: the server inherits the job's environment, which holds it
     if field == "engine":
         return all(f in text for f in ("--max-model-len 8192", "--kv-cache-dtype fp8", "--block-size 64"))
+    if field == "volumes":
+        flag = {"pyxis": "--container-mounts", "apptainer": "--bind"}.get(mode, "-v")
+        if docker or mode in ("pyxis", "apptainer"):  # ~/ is the home of wherever the server starts
+            return (
+                f'  {flag} "${{HOME}}"/.cache/hf:/root/.cache/hf \\\n' in text
+                and f"  {flag} /data/models:/models:ro \\\n" in text
+            )
+        said = '# container.volumes "~/.cache/hf:/root/.cache/hf,/data/models:/models:ro" is docker\'s: not applied'
+        return said in text
     if field == "shm_size":
         if docker:
             return "--shm-size 20Gi" in text and "not applied" not in text
