@@ -258,6 +258,10 @@ TESTS: dict[str, list[str]] = {
         "tests/compile/test_compile_render.py",
         "tests/compile/test_compile_worker_hosts.py",
     ],
+    "autobench/compile/slurm_mounts.py": [
+        "tests/compile/test_compile_slurm_env.py",
+        "tests/compile/test_compile_targets_carry.py",
+    ],
     "autobench/recipe/sizes.py": ["tests/recipe/test_recipe_sizes.py", "tests/compile/test_compile_targets_carry.py"],
     "autobench/recipe/rules.py": [
         "tests/recipe/test_recipe_rules_exact.py",

@@ -72,7 +72,8 @@ def pyxis_env_option(recipe: Recipe) -> list[Word]:
     environment variables ... in the container after the entrypoint is run, but their existing
     values in the image take precedence; the variables specified with this flag are preserved
     from the host and set before the entrypoint runs" (pyxis's srun --help,
-    https://github.com/NVIDIA/pyxis/wiki/Usage).  Names only: the values stay in the job's
-    environment.  Empty when the recipe names no variable."""
+    https://github.com/NVIDIA/pyxis/wiki/Usage; pyxis's tests/env.bats: an exported CUDA_VERSION
+    loses to the image's until it is named in --container-env).  Names only: the values stay in
+    the job's environment.  Empty when the recipe names no variable."""
     names = server_env_names(recipe)
     return [Word("--container-env=" + ",".join(names))] if names else []

@@ -31,10 +31,8 @@ def _refuse(volume: str, mode: str, why: str) -> RecipeError:
 
 
 def mount_lines(recipe: Recipe, mode: str) -> Lines:
-    """One ``FLAG SRC:DST[:ro]`` per volume for ``mode`` (pyxis or apptainer; else none)."""
-    flag = FLAGS.get(mode)
-    if flag is None:
-        return []
+    """One ``FLAG SRC:DST[:ro]`` per volume for ``mode`` (pyxis or apptainer)."""
+    flag = FLAGS[mode]
     lines: Lines = []
     for volume in recipe.container.volumes:
         parts = volume.split(":")

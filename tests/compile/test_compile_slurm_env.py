@@ -161,6 +161,10 @@ def test_every_mode_carries_the_env_and_never_a_secrets_value_and_passes_shellch
         ("/data", "is not SRC:DST[:OPTIONS]"),
         ("/data:/data:ro,z", "has the docker option(s) z"),
         ("/a,b:/data", "holds a ',' (the list separator of bind mounts)"),
+        ("/data:/a,b", "holds a ',' (the list separator of bind mounts)"),
+        ("/data:/data:ro:x", "is not SRC:DST[:OPTIONS]"),
+        ("/data:", "is not SRC:DST[:OPTIONS]"),
+        (":/data", "is not SRC:DST[:OPTIONS]"),
     ],
 )
 def test_a_volume_the_container_runtime_cannot_mount_is_refused_in_one_line(tmp_path, mode, volume, why):
@@ -175,3 +179,19 @@ def test_a_volume_the_container_runtime_cannot_mount_is_refused_in_one_line(tmp_
         f"container.volumes: {volume!r} {why}, which --container {mode} cannot mount "
         "(hint: write it as /host/path:/container/path[:ro], or use --container docker)"
     )
+
+
+@pytest.mark.parametrize(("mode", "flag"), [("pyxis", "--container-mounts"), ("apptainer", "--bind")])
+def test_each_volume_is_one_mount_read_only_only_when_it_says_ro(tmp_path, mode, flag):
+    volumes = "['/d:/d:rw', '~/c:/c', '/m:/models:ro,rw']"
+    extra = f"container:\n  image: img:1\n  ports: ['8000:8000']\n  volumes: {volumes}\n"
+    path = tmp_path / "envy.yaml"
+    path.write_text(RECIPE.replace("container:\n  image: img:1\n  ports: ['8000:8000']\n", extra), encoding="utf-8")
+    script = compile_slurm(load_recipe(path), container=mode)
+    mounts = [line.strip() for line in script.splitlines() if line.strip().startswith(flag + " ")]
+    assert mounts == [f"{flag} /d:/d \\", f'{flag} "${{HOME}}"/c:/c \\', f"{flag} /m:/models:ro \\"]
+    assert "# container.volumes" not in script  # mounted, so not said to be left out
+
+
+def test_a_job_without_volumes_says_nothing_about_them(tmp_path):
+    assert "container.volumes" not in _compile(tmp_path, "none")

@@ -176,7 +176,10 @@ def _script_carries(target: str, field: str, text: str, *, head: bool = True) ->
                 f'  {flag} "${{HOME}}"/.cache/hf:/root/.cache/hf \\\n' in text
                 and f"  {flag} /data/models:/models:ro \\\n" in text
             )
-        said = '# container.volumes "~/.cache/hf:/root/.cache/hf,/data/models:/models:ro" is docker\'s: not applied'
+        said = (
+            '# container.volumes "~/.cache/hf:/root/.cache/hf,/data/models:/models:ro" is docker\'s: not applied '
+            "(the node's own paths)\n"
+        )
         return said in text
     if field == "shm_size":
         if docker:
