@@ -64,10 +64,13 @@ def _args(recipe: Path, tmp_path: Path, *more: str) -> list[str]:
     ]
 
 
-def _run_job(cluster, tmp_path: Path, server_args: str) -> subprocess.CompletedProcess[str]:
-    """`autobench run --runtime slurm` of a fresh recipe, its stand-in server given ``server_args``."""
+def _run_job(
+    cluster, tmp_path: Path, server_args: str, recipe: Path | None = None, *more: str
+) -> subprocess.CompletedProcess[str]:
+    """`autobench run --runtime slurm` of ``recipe`` (a fresh one by default) with ``more``
+    options, its stand-in server given ``server_args``."""
     return subprocess.run(
-        _args(_recipe(tmp_path), tmp_path),
+        _args(recipe if recipe is not None else _recipe(tmp_path), tmp_path, *more),
         capture_output=True,
         text=True,
         timeout=120,
@@ -189,14 +192,7 @@ def test_sigint_to_autobench_cancels_the_job_and_records_aborted(cluster, tmp_pa
 
 def test_a_server_that_never_becomes_ready_is_blocked(cluster, tmp_path):
     recipe = _recipe(tmp_path, name="synth-blocked")
-    res = subprocess.run(
-        _args(recipe, tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_env(cluster, tmp_path, FAKE_VLLM_ARGS='--fail-boot-with "new_spec.page_size_bytes == max_page_size"'),
-        cwd=tmp_path,
-    )
+    res = _run_job(cluster, tmp_path, '--fail-boot-with "new_spec.page_size_bytes == max_page_size"', recipe)
     assert res.returncode == 6, res.stderr
     [row] = _rows(tmp_path)
     assert row.status == "BLOCKED" and row.root_cause_category == "kv_page_size"
@@ -256,14 +252,7 @@ def test_a_two_node_recipe_runs_one_srun_step_per_node(cluster, tmp_path):
     recipe = tmp_path / "synth-2node.yaml"
     recipe.write_text(two_node_recipe(free_port()), encoding="utf-8")
     # the test cluster has no GPUs: --gpus-per-node 0 leaves the GPU request out
-    res = subprocess.run(
-        _args(recipe, tmp_path, "--gpus-per-node", "0"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_env(cluster, tmp_path, FAKE_VLLM_ARGS=FAST),
-        cwd=tmp_path,
-    )
+    res = _run_job(cluster, tmp_path, FAST, recipe, "--gpus-per-node", "0")
     assert res.returncode == 0, res.stderr + cluster.logs()
     [row] = _rows(tmp_path)
     slurm = row.host_facts["slurm"]
@@ -288,14 +277,7 @@ def test_every_nodes_server_step_gets_the_recipes_env(cluster, tmp_path):
         + "env:\n  DG_JIT_CACHE_DIR: /tmp/dg-cache\n  SPACED: two words\n"
     )
     recipe.write_text(text, encoding="utf-8")
-    res = subprocess.run(
-        _args(recipe, tmp_path, "--gpus-per-node", "0"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=_env(cluster, tmp_path, FAKE_VLLM_ARGS=FAST),
-        cwd=tmp_path,
-    )
+    res = _run_job(cluster, tmp_path, FAST, recipe, "--gpus-per-node", "0")
     assert res.returncode == 0, res.stderr + cluster.logs()
     run_dir = Path(json.loads(res.stdout)["run_dir"])
     seen = {p.name: p.read_text() for p in run_dir.glob("env-*")}
