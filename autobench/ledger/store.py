@@ -9,6 +9,7 @@ read of the chain head and the insert are serialized across processes.  A UNIQUE
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import stat
@@ -481,7 +482,13 @@ class Ledger:
         text = str(ref).strip().lstrip("#")
         head = text.partition("-")[0]
         if is_digits(head):
-            return self.get(int(head)).id
+            if head != text or len(text) < 6:
+                return self.get(int(head)).id
+            # Six or more digits alone: a run id, or a row-hash prefix that happens to hold no
+            # letter (one prefix of ten in a hundred or so); the id first, then the prefix.
+            if int(text) < 2**63:
+                with contextlib.suppress(LedgerError):
+                    return self.get(int(text)).id
         if len(text) >= 6 and all(c in "0123456789abcdef" for c in text.lower()):
             prefix = text.lower()
             # row hashes are lowercase hex, so [prefix, prefix + "g") is exactly the prefix range
