@@ -879,7 +879,7 @@ def placeholders(imported_list: list[Any], folder: Path) -> tuple[list[str], lis
         scripts, why = compiled_scripts(imp, folder)
         refused += why
         for target, text in scripts:
-            for literal in getattr(imp, "literal", ()):  # what the source's launcher passes as written
+            for literal in imp.literal:  # what the source's launcher passes as written
                 text = text.replace(literal, "")
             for m in PLACEHOLDER.finditer(text):
                 line = text[text.rfind("\n", 0, m.start()) + 1 : text.find("\n", m.end())]

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
+from yamltree import mappings
 
 from autobench.compile.cluster import compile_cluster
 from autobench.compile.k8s import compile_k8s
@@ -74,39 +75,17 @@ FIELDS = ("env", "secret", "engine", "shm_size", "ports", "volumes")
 def _servers(text: str) -> list[dict[str, Any]]:
     """Every server container of the manifests (a Deployment's, a LeaderWorkerSet's leader and
     worker templates)."""
-    found = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("name") == "server" and "image" in node:
-                found.append(node)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    for doc in YAML(typ="safe").load_all(text):
-        walk(doc)
-    return found
+    docs = list(YAML(typ="safe").load_all(text))
+    return [node for node in mappings(docs) if node.get("name") == "server" and "image" in node]
 
 
 def _shm_limits(text: str) -> list[str]:
     docs = list(YAML(typ="safe").load_all(text))
-    out: list[str] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if node.get("name") == "dshm" and "emptyDir" in node:
-                out.append(node["emptyDir"].get("sizeLimit"))
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(docs)
-    return out
+    return [
+        node["emptyDir"].get("sizeLimit")
+        for node in mappings(docs)
+        if node.get("name") == "dshm" and "emptyDir" in node
+    ]
 
 
 def _flag(words: list[str], flag: str, value: str) -> bool:
