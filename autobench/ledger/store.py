@@ -485,7 +485,8 @@ class Ledger:
             if head != text or len(text) < 6:
                 return self.get(int(head)).id
             # Six or more digits alone: a run id, or a row-hash prefix that happens to hold no
-            # letter (one prefix of ten in a hundred or so); the id first, then the prefix.
+            # letter ((10/16)**n of n-hex prefixes: 6 % of six-hex ones, 0.9 % of ten-hex ones);
+            # the id first, then the prefix.
             if int(text) < 2**63:
                 with contextlib.suppress(LedgerError):
                     return self.get(int(text)).id
